@@ -1,0 +1,310 @@
+"""Catalogs of GPUs, models, fabrics, prices and published runs (``data/*.csv``).
+
+Every shipped row carries ``source`` and ``as_of``. Tables load as pandas DataFrames; single
+entries are looked up by id or alias, with a "did you mean" error for a typo. A user's own
+rows (a GPU not yet listed, a negotiated price) are added with :meth:`Catalog.with_rows`,
+which returns a new catalog and leaves the shipped one untouched.
+
+Data location: an installed wheel carries the CSVs as ``llmcost/data``; a source checkout
+reads the repository's top-level ``data/``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from . import _validate as v
+from .training.arch import ModelSpec
+
+TABLES = ("gpus", "models", "fabrics", "prices", "published_runs")
+
+#: columns a row must have (besides id, source, as_of), and which of them must be > 0.
+REQUIRED = {
+    "gpus": (("name", "bf16_dense_tflops", "memory_gib", "hbm_bandwidth_tbps", "scale_up",
+              "scale_up_bandwidth_gbps", "gpus_per_node", "tdp_w", "generation"),
+             ("bf16_dense_tflops", "memory_gib", "hbm_bandwidth_tbps",
+              "scale_up_bandwidth_gbps", "gpus_per_node", "tdp_w")),
+    "models": (("layers", "hidden", "heads", "vocab", "seq_len"),
+               ("layers", "hidden", "heads", "vocab", "seq_len")),
+    "fabrics": (("kind", "bandwidth_gbps_per_gpu", "latency_us"),
+                ("bandwidth_gbps_per_gpu", "latency_us")),
+    "prices": (("provider", "gpu", "gpus", "on_demand_usd_per_hour"),
+               ("gpus", "on_demand_usd_per_hour")),
+    "published_runs": (("model",), ()),
+}
+
+
+def data_dir() -> Path:
+    """Folder holding the catalog CSVs (``LLMCOST_DATA`` overrides, for tests and forks)."""
+    env = os.environ.get("LLMCOST_DATA")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent
+    packaged = here / "data"
+    if (packaged / "gpus.csv").exists():
+        return packaged
+    return here.parent / "data"
+
+
+@functools.lru_cache(maxsize=None)
+def _read(path: str) -> pd.DataFrame:
+    return pd.read_csv(path, dtype={"id": str, "aliases": str}, keep_default_na=True)
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """One accelerator. FLOP/s are dense tensor-core peaks; memory in GiB (2**30 bytes)."""
+
+    id: str
+    name: str
+    generation: str
+    bf16_dense_tflops: float
+    fp8_dense_tflops: float | None
+    memory_gib: float
+    hbm_bandwidth_tbps: float
+    scale_up: str
+    scale_up_bandwidth_gbps: float
+    gpus_per_node: int
+    tdp_w: float
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.memory_gib * 2**30
+
+    def peak_tflops(self, precision: str = "bf16") -> float:
+        """Dense peak [TFLOP/s] for ``precision`` ("bf16"/"fp16" or "fp8")."""
+        v.choice("precision", precision, ("bf16", "fp16", "fp8"))
+        if precision == "fp8":
+            if self.fp8_dense_tflops is None:
+                raise v.InputError("precision", f"precision 'fp8' is not supported by {self.id}")
+            return self.fp8_dense_tflops
+        return self.bf16_dense_tflops
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    """A link technology; bandwidth per GPU per direction in GB/s (1e9 bytes/s)."""
+
+    id: str
+    name: str
+    kind: str
+    bandwidth_gbps_per_gpu: float
+    latency_us: float
+    oversubscription: float = 1.0
+
+
+class Catalog:
+    """Immutable set of tables; ``with_rows`` returns an extended copy."""
+
+    def __init__(self, tables: Mapping[str, pd.DataFrame]):
+        self._tables = dict(tables)
+
+    @classmethod
+    def default(cls) -> "Catalog":
+        return _default()
+
+    @classmethod
+    def from_dir(cls, folder) -> "Catalog":
+        folder = Path(folder)
+        tables = {}
+        for name in TABLES:
+            df = _read(str(folder / f"{name}.csv")).copy()
+            _check_table(name, df, origin=str(folder / f"{name}.csv"))
+            tables[name] = df
+        return cls(tables)
+
+    def table(self, name: str) -> pd.DataFrame:
+        """A copy of one table."""
+        v.choice("table", name, TABLES)
+        return self._tables[name].copy()
+
+    def gpus(self) -> pd.DataFrame:
+        return self.table("gpus")
+
+    def models(self) -> pd.DataFrame:
+        return self.table("models")
+
+    def fabrics(self) -> pd.DataFrame:
+        return self.table("fabrics")
+
+    def prices(self) -> pd.DataFrame:
+        return self.table("prices")
+
+    def published_runs(self) -> pd.DataFrame:
+        return self.table("published_runs")
+
+    def ids(self, name: str) -> list[str]:
+        return list(self._tables[name]["id"])
+
+    def lookup(self, name: str, key: str) -> pd.Series:
+        """The row whose id or alias is ``key`` (case-insensitive)."""
+        v.choice("table", name, TABLES)
+        df = self._tables[name]
+        k = str(key).strip().lower()
+        names = {i.lower(): n for n, i in enumerate(df["id"])}
+        if "aliases" in df:
+            for n, al in enumerate(df["aliases"]):
+                if isinstance(al, str):
+                    for a in al.split(";"):
+                        names.setdefault(a.strip().lower(), n)
+        if k in names:
+            return df.iloc[names[k]]
+        param = {"gpus": "gpu", "models": "model", "fabrics": "fabric", "prices": "price"}.get(
+            name, name)
+        close = difflib.get_close_matches(k, list(names), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise v.InputError(param, f"{param} {key!r} is not in the catalog{hint} "
+                                  f"(known: {', '.join(df['id'])})")
+
+    def gpu(self, key: str) -> GPUSpec:
+        r = self.lookup("gpus", key)
+        fp8 = r.get("fp8_dense_tflops")
+        return GPUSpec(id=r["id"], name=r["name"], generation=r["generation"],
+                       bf16_dense_tflops=float(r["bf16_dense_tflops"]),
+                       fp8_dense_tflops=None if pd.isna(fp8) else float(fp8),
+                       memory_gib=float(r["memory_gib"]),
+                       hbm_bandwidth_tbps=float(r["hbm_bandwidth_tbps"]),
+                       scale_up=r["scale_up"],
+                       scale_up_bandwidth_gbps=float(r["scale_up_bandwidth_gbps"]),
+                       gpus_per_node=int(r["gpus_per_node"]), tdp_w=float(r["tdp_w"]))
+
+    def model(self, key: str) -> ModelSpec:
+        r = self.lookup("models", key)
+
+        def opt(col, default=None):
+            x = r.get(col, default)
+            return default if x is None or (isinstance(x, float) and np.isnan(x)) else x
+
+        def flag(col, default):
+            x = opt(col)
+            return default if x is None else str(x).strip().lower() in ("true", "1", "yes")
+
+        pub = opt("published_params_b")
+        return ModelSpec(
+            layers=int(r["layers"]), hidden=int(r["hidden"]), heads=int(r["heads"]),
+            vocab=int(r["vocab"]), seq_len=int(r["seq_len"]),
+            kv_heads=None if opt("kv_heads") is None else int(r["kv_heads"]),
+            ffn_hidden=None if opt("ffn_hidden") is None else int(r["ffn_hidden"]),
+            gated_ffn=flag("gated_ffn", False), tied_embeddings=flag("tied_embeddings", True),
+            position_embedding=opt("position_embedding", "learned"),
+            norm=opt("norm", "layernorm"), biases=opt("biases", "all"),
+            dropout=flag("dropout", True), id=r["id"], name=opt("name", r["id"]),
+            published_params=None if pub is None else float(pub) * 1e9)
+
+    def fabric(self, key: str) -> FabricSpec:
+        r = self.lookup("fabrics", key)
+        over = r.get("oversubscription", 1.0)
+        return FabricSpec(id=r["id"], name=r.get("name", r["id"]), kind=r["kind"],
+                          bandwidth_gbps_per_gpu=float(r["bandwidth_gbps_per_gpu"]),
+                          latency_us=float(r["latency_us"]),
+                          oversubscription=1.0 if pd.isna(over) else float(over))
+
+    def with_rows(self, name: str, rows, replace: bool = False) -> "Catalog":
+        """A new catalog with ``rows`` added to table ``name``.
+
+        ``rows``: a DataFrame, a list of dicts, or a CSV path. Rows without ``source`` or
+        ``as_of`` get "user-supplied" and today's date. An id that exists already is an
+        error unless ``replace=True``.
+        """
+        v.choice("table", name, TABLES)
+        if isinstance(rows, (str, Path)):
+            new = pd.read_csv(rows)
+        elif isinstance(rows, pd.DataFrame):
+            new = rows.copy()
+        else:
+            new = pd.DataFrame(list(rows))
+        if "id" not in new:
+            raise v.InputError("id", f"rows for {name} need an 'id' column")
+        new["id"] = new["id"].astype(str)
+        if "source" not in new:
+            new["source"] = "user-supplied"
+        if "as_of" not in new:
+            new["as_of"] = date.today().isoformat()
+        new["source"] = new["source"].fillna("user-supplied")
+        new["as_of"] = new["as_of"].fillna(date.today().isoformat())
+        _check_table(name, new, origin="user rows")
+        old = self._tables[name]
+        clash = set(new["id"].str.lower()) & set(old["id"].str.lower())
+        if clash and not replace:
+            raise v.InputError("id", f"id {sorted(clash)[0]!r} already exists in {name}; "
+                                     "pass replace=True to override it")
+        old = old[~old["id"].str.lower().isin(clash)]
+        tables = dict(self._tables)
+        tables[name] = pd.concat([old, new], ignore_index=True)
+        return Catalog(tables)
+
+
+def _check_table(name: str, df: pd.DataFrame, origin: str) -> None:
+    cols, positive = REQUIRED[name]
+    missing = [c for c in ("id", "source", "as_of", *cols) if c not in df.columns]
+    if missing:
+        raise v.InputError(missing[0], f"{origin}: table {name} lacks column(s) {', '.join(missing)}")
+    for c in ("id", "source", "as_of", *cols):
+        if df[c].isna().any():
+            row = df.index[df[c].isna()][0]
+            raise v.InputError(c, f"{origin}: {name} row {row} has no {c}")
+    dup = df["id"].str.lower().duplicated()
+    if dup.any():
+        raise v.InputError("id", f"{origin}: duplicate id {df['id'][dup].iloc[0]!r} in {name}")
+    for c in positive:
+        vals = pd.to_numeric(df[c], errors="coerce")
+        bad = ~(vals > 0) | ~np.isfinite(vals)
+        if bad.any():
+            i = bad.to_numpy().nonzero()[0][0]
+            raise v.InputError(c, f"{origin}: {name} {df['id'].iloc[i]!r} has {c}="
+                                  f"{df[c].iloc[i]!r}; it must be a number > 0")
+
+
+@functools.lru_cache(maxsize=1)
+def _default() -> Catalog:
+    return Catalog.from_dir(data_dir())
+
+
+def default() -> Catalog:
+    """The shipped catalog."""
+    return _default()
+
+
+def gpus() -> pd.DataFrame:
+    return default().gpus()
+
+
+def models() -> pd.DataFrame:
+    return default().models()
+
+
+def fabrics() -> pd.DataFrame:
+    return default().fabrics()
+
+
+def prices() -> pd.DataFrame:
+    return default().prices()
+
+
+def published_runs() -> pd.DataFrame:
+    return default().published_runs()
+
+
+def gpu(key: str) -> GPUSpec:
+    return default().gpu(key)
+
+
+def model(key: str) -> ModelSpec:
+    return default().model(key)
+
+
+def fabric(key: str) -> FabricSpec:
+    return default().fabric(key)
+
+
+def ids(name: str) -> list[str]:
+    return default().ids(name)

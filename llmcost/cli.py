@@ -1,0 +1,301 @@
+"""The ``llmcost`` command line.
+
+Each subcommand computes a dict of results; ``--json`` prints exactly that dict as one JSON
+object, otherwise a readable table. Bad input prints one line naming the parameter on stderr
+and exits with status 2 (argparse's own errors included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Callable
+
+import numpy as np
+
+from . import _validate as v
+from . import catalog
+from .training import flops as fl
+from .training import memory as mem
+from .training.arch import ModelSpec
+from . import utilization as ut
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage, so every error is one line."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        raise v.InputError("arguments", message)
+
+
+# ---------------------------------------------------------------------------- arguments
+
+def _add_model_args(p: argparse.ArgumentParser, required_seq=False) -> None:
+    g = p.add_argument_group("model (a catalog id, or an architecture)")
+    g.add_argument("--model", help="catalog id, e.g. llama3-70b (see `llmcost list models`)")
+    g.add_argument("--layers", type=int)
+    g.add_argument("--hidden", type=int)
+    g.add_argument("--heads", type=int)
+    g.add_argument("--kv-heads", type=int, help="key/value heads (GQA); default: heads")
+    g.add_argument("--ffn-hidden", type=int, help="FFN inner size; default 4 x hidden")
+    g.add_argument("--gated-ffn", action="store_true", help="SwiGLU-style FFN (3 matrices)")
+    g.add_argument("--vocab", type=int)
+    g.add_argument("--seq-len", type=int, help="sequence length (overrides the model's)")
+
+
+def _model_from_args(a) -> ModelSpec:
+    arch = dict(layers=a.layers, hidden=a.hidden, heads=a.heads, vocab=a.vocab)
+    if a.model:
+        given = [k for k, x in arch.items() if x is not None]
+        if given:
+            raise v.InputError(given[0], f"give --model or an architecture, not both (--{given[0]})")
+        m = catalog.model(a.model)
+        return m if a.seq_len is None else m.with_(seq_len=a.seq_len)
+    missing = [k for k, x in {**arch, "seq_len": a.seq_len}.items() if x is None]
+    if missing:
+        raise v.InputError(missing[0], f"a model needs --model or --{missing[0].replace('_', '-')} "
+                                       "(with --layers --hidden --heads --vocab --seq-len)")
+    return ModelSpec(**arch, seq_len=a.seq_len, kv_heads=a.kv_heads, ffn_hidden=a.ffn_hidden,
+                     gated_ffn=a.gated_ffn)
+
+
+def _has_model(a) -> bool:
+    return bool(a.model) or any(getattr(a, k) is not None for k in ("layers", "hidden", "heads"))
+
+
+# ---------------------------------------------------------------------------- subcommands
+
+def cmd_flops(a) -> dict:
+    m = _model_from_args(a)
+    params = m.params
+    tokens = a.tokens if a.tokens is not None else float(fl.chinchilla_optimal_tokens(params))
+    v.positive("tokens", tokens)
+    by_method = {
+        "architecture": m.flops_per_token("none"),
+        "6n": float(fl.flops_per_token_6n(params)),
+        "palm": float(fl.flops_per_token_palm(params, m.layers, m.heads, m.head_dim, m.seq_len)),
+    }
+    fpt = by_method[a.method]
+    return {
+        "model": m.id, "params": params, "method": a.method, "seq_len": m.seq_len,
+        "tokens": tokens, "tokens_source": "given" if a.tokens is not None else "chinchilla (20 per parameter)",
+        "flops_per_token": fpt, "total_flops": fpt * tokens,
+        "flops_per_token_by_method": by_method,
+        "hardware_flops_per_token": {r: m.flops_per_token(r) for r in fl.RECOMPUTE_MODES},
+        "chinchilla_tokens": float(fl.chinchilla_optimal_tokens(params)),
+    }
+
+
+def cmd_mfu(a) -> dict:
+    if a.flops_per_token is None:
+        if not _has_model(a):
+            raise v.InputError("flops_per_token", "give --flops-per-token or a model")
+        m = _model_from_args(a)
+        fpt = m.flops_per_token("none")
+        seq = m.seq_len
+    else:
+        fpt = a.flops_per_token
+        if a.seq_len is None:
+            raise v.InputError("seq_len", "--seq-len is required")
+        seq = a.seq_len
+    gpu = None
+    if a.peak_tflops is not None:
+        peak = a.peak_tflops
+        if a.gpu:
+            gpu = catalog.gpu(a.gpu)
+    elif a.gpu:
+        gpu = catalog.gpu(a.gpu)
+        peak = gpu.peak_tflops(a.precision)
+    else:
+        raise v.InputError("peak_tflops", "give --peak-tflops or --gpu")
+    u = ut.effective_utilization(fpt, a.global_batch, seq, a.steps, peak, a.gpus, a.wall_clock_s)
+    tokens_per_s = a.global_batch * seq * a.steps / a.wall_clock_s
+    verdict = ut.assess_utilization(float(u), a.published, peak, gpu)
+    return {
+        "effective_utilization": float(u),
+        "tokens_per_s": tokens_per_s,
+        "achieved_tflops_per_gpu": float(ut.achieved_tflops_per_gpu(tokens_per_s, fpt, a.gpus)),
+        "peak_tflops": peak, "flops_per_token": fpt,
+        "findings": verdict.to_dict()["findings"],
+    }
+
+
+def cmd_memory(a) -> dict:
+    gpu = catalog.gpu(a.gpu) if a.gpu else None
+    if a.params is not None:
+        if _has_model(a):
+            raise v.InputError("params", "give --params or a model, not both")
+        gpus = v.integer("gpus", a.gpus)
+        tp, pp = v.integer("tp", a.tp), v.integer("pp", a.pp)
+        v.divides("tp*pp", tp * pp, "gpus", gpus)
+        dp = gpus // (tp * pp)
+        w, g, o = mem.model_state_bytes(v.positive("params", a.params) / (tp * pp), dp,
+                                        a.zero, a.optimizer)
+        out = {"weights_gb": w / mem.GB, "grads_gb": g / mem.GB, "optimizer_gb": o / mem.GB,
+               "activations_gb": 0.0, "overhead_gb": 0.0, "total_gb": (w + g + o) / mem.GB,
+               "note": "model states only: activations need an architecture (--model)"}
+        params_b = a.params / 1e9
+    else:
+        m = _model_from_args(a)
+        br = mem.memory_per_gpu(
+            m, a.gpus, a.tp, a.pp, a.cp, a.zero, a.micro_batch, a.global_batch, a.recompute,
+            a.sequence_parallel, not a.no_flash_attention, a.optimizer, a.interleave,
+            finetune=a.finetune, lora_rank=a.lora_rank)
+        out = {k: float(x) for k, x in br.to_gb().items()}
+        out["peak_stage"] = "last" if int(br.peak_stage) else "first"
+        out["model"] = m.id
+        params_b = m.params / 1e9
+    out["seed_heuristic_gb"] = float(mem.seed_heuristic_memory_gb(params_b, a.gpus, a.tp, a.pp))
+    if gpu is not None:
+        cap = gpu.memory_bytes / mem.GB
+        out["gpu"] = gpu.id
+        out["capacity_gb"] = cap
+        out["fits"] = bool(out["total_gb"] <= cap)
+    return out
+
+
+def cmd_list(a) -> dict:
+    df = catalog.default().table(a.table)
+    cols = [c for c in df.columns if c not in ("notes",)]
+    return {"table": a.table, "rows": json.loads(df[cols].to_json(orient="records"))}
+
+
+# ---------------------------------------------------------------------------- output
+
+def _fmt(x) -> str:
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, (int, np.integer)):
+        return f"{x:,}"
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        if x == 0:
+            return "0"
+        if abs(x) >= 1e6 or abs(x) < 1e-3:
+            return f"{x:.4g}"
+        return f"{x:,.4g}" if abs(x) >= 1 else f"{x:.4g}"
+    return str(x)
+
+
+def _table(result: dict) -> str:
+    lines = []
+    width = max(len(k) for k in result)
+    for k, x in result.items():
+        if isinstance(x, dict):
+            lines.append(f"{k}:")
+            w2 = max(len(str(kk)) for kk in x) if x else 0
+            for kk, xx in x.items():
+                lines.append(f"  {str(kk):<{w2}}  {_fmt(xx)}")
+        elif isinstance(x, list):
+            lines.append(f"{k}:" + ("" if x else " none"))
+            for item in x:
+                if isinstance(item, dict) and "message" in item:
+                    lines.append(f"  [{item['level']}] {item['message']}")
+                else:
+                    lines.append(f"  {item}")
+        else:
+            lines.append(f"{k:<{width}}  {_fmt(x)}")
+    return "\n".join(lines)
+
+
+def _json_default(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(f"not JSON serialisable: {type(x).__name__}")
+
+
+def _finite(obj):
+    """Refuse to print NaN/inf as a result: they mean a bug, not an answer."""
+    if isinstance(obj, dict):
+        for val in obj.values():
+            _finite(val)
+    elif isinstance(obj, (list, tuple)):
+        for val in obj:
+            _finite(val)
+    elif isinstance(obj, (float, np.floating)) and not math.isfinite(obj):
+        raise v.InputError("result", "the inputs give a non-finite result; check their ranges")
+
+
+# ---------------------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="llmcost", description="Numbers for an LLM training architecture review.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def add(name: str, func: Callable, help_: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.add_argument("--json", action="store_true", help="print one JSON object")
+        sp.set_defaults(func=func)
+        return sp
+
+    sp = add("flops", cmd_flops, "Parameters and training FLOPs of a model.")
+    _add_model_args(sp)
+    sp.add_argument("--tokens", type=float, help="training tokens (default: 20 per parameter)")
+    sp.add_argument("--method", choices=("architecture", "6n", "palm"), default="architecture",
+                    help="FLOPs per token: from the architecture (Megatron/Korthikanti Eq. 7), "
+                         "6N, or PaLM 6N + 12LHQT")
+
+    sp = add("mfu", cmd_mfu, "Effective utilization of a measured run (the seed's formula), "
+                             "with plausibility findings.")
+    _add_model_args(sp)
+    sp.add_argument("--flops-per-token", type=float, help="model FLOPs per token (or give a model)")
+    sp.add_argument("--global-batch", type=float, required=True, help="sequences per step")
+    sp.add_argument("--steps", type=float, required=True)
+    sp.add_argument("--gpus", type=float, required=True)
+    sp.add_argument("--peak-tflops", type=float, help="dense peak per GPU (or --gpu)")
+    sp.add_argument("--gpu", help="catalog id; its dense peak is used")
+    sp.add_argument("--precision", choices=("bf16", "fp8"), default="bf16")
+    sp.add_argument("--wall-clock-s", type=float, required=True)
+    sp.add_argument("--published", type=float, help="a published figure to compare with (0-1)")
+
+    sp = add("memory", cmd_memory, "Per-GPU memory of a layout, by component (GB = 1e9 bytes).")
+    _add_model_args(sp)
+    sp.add_argument("--params", type=float, help="parameters (model states only, no activations)")
+    sp.add_argument("--gpus", type=int, required=True)
+    sp.add_argument("--tp", type=int, required=True)
+    sp.add_argument("--pp", type=int, required=True)
+    sp.add_argument("--cp", type=int, default=1)
+    sp.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3")
+    sp.add_argument("--micro-batch", type=int, default=1)
+    sp.add_argument("--global-batch", type=int, help="sequences per step (sets micro-batches in flight)")
+    sp.add_argument("--recompute", choices=fl.RECOMPUTE_MODES, default="none")
+    sp.add_argument("--sequence-parallel", action="store_true")
+    sp.add_argument("--no-flash-attention", action="store_true",
+                    help="store the s x s attention scores (Korthikanti's 5as/h term)")
+    sp.add_argument("--optimizer", choices=mem.OPTIMIZERS, default="adam")
+    sp.add_argument("--interleave", type=int, default=1, help="virtual pipeline chunks")
+    sp.add_argument("--finetune", choices=mem.FINETUNE_MODES, default="full")
+    sp.add_argument("--lora-rank", type=int, default=16)
+    sp.add_argument("--gpu", help="catalog id: report capacity and whether it fits")
+
+    sp = add("list", cmd_list, "List a catalog table.")
+    sp.add_argument("table", choices=catalog.TABLES)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        a = parser.parse_args(argv)
+        result = a.func(a)
+        _finite(result)
+    except ValueError as e:  # InputError included
+        msg = " ".join(str(e).split())
+        print(f"llmcost: error: {msg}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(result, default=_json_default))
+    elif a.command == "list":
+        import pandas as pd
+        print(pd.DataFrame(result["rows"]).to_string(index=False))
+    else:
+        print(_table(result))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The physics of a training run: FLOPs, memory, (later) communication and step time."""
