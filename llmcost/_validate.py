@@ -98,6 +98,18 @@ def divides(name: str, value, target_name: str, target) -> None:
         raise InputError(name, f"{name} must divide {target_name} ({int(tb)}), got {name}={int(vb)}")
 
 
+def multiple_of(name: str, value, of_name: str, of) -> None:
+    """Require ``value % of == 0`` elementwise (e.g. gpus a multiple of tp x pp x cp)."""
+    val = np.asarray(value)
+    by = np.asarray(of)
+    bad = np.broadcast_to(val % by != 0, np.broadcast(val, by).shape)
+    if bad.any():
+        vb = np.broadcast_to(val, bad.shape)[bad].flat[0]
+        bb = np.broadcast_to(by, bad.shape)[bad].flat[0]
+        raise InputError(name, f"{name} must be a multiple of {of_name} ({int(bb)}), "
+                               f"got {name}={int(vb)}")
+
+
 def choice(name: str, value, allowed: Iterable[str]) -> str:
     """One of a fixed set of named variants."""
     allowed = tuple(allowed)

@@ -129,7 +129,7 @@ def cmd_memory(a) -> dict:
             raise v.InputError("params", "give --params or a model, not both")
         gpus = v.integer("gpus", a.gpus)
         tp, pp = v.integer("tp", a.tp), v.integer("pp", a.pp)
-        v.divides("tp*pp", tp * pp, "gpus", gpus)
+        v.multiple_of("gpus", gpus, "tp x pp", tp * pp)
         dp = gpus // (tp * pp)
         w, g, o = mem.model_state_bytes(v.positive("params", a.params) / (tp * pp), dp,
                                         a.zero, a.optimizer)

@@ -175,7 +175,7 @@ def activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp=1, cp=1, 
     return v.result(tokens * per_token)
 
 
-def inflight_layers(layers, pp, num_microbatches=np.inf, interleave=1, stage="first",
+def inflight_layers(layers, pp, num_microbatches=None, interleave=1, stage="first",
                     schedule="1f1b"):
     r"""Layers' worth of activations a pipeline stage holds at its peak.
 
@@ -189,9 +189,9 @@ def inflight_layers(layers, pp, num_microbatches=np.inf, interleave=1, stage="fi
     ----------
     layers, pp : int or array
         l, p [-].
-    num_microbatches : int, float or array
-        m per iteration per pipeline [-]; infinite (default) means m >= what the schedule
-        can keep in flight.
+    num_microbatches : int or array, optional
+        m per iteration per pipeline [-]; None means m >= what the schedule keeps in
+        flight (required for GPipe).
     interleave : int or array
         Virtual chunks per stage v [-]; 1 = plain 1F1B.
     stage : {"first", "last"}
@@ -211,11 +211,16 @@ def inflight_layers(layers, pp, num_microbatches=np.inf, interleave=1, stage="fi
     v.choice("schedule", schedule, SCHEDULES)
     l = v.integer("layers", layers)
     p = v.integer("pp", pp)
-    m = v.positive("num_microbatches", num_microbatches)
+    if num_microbatches is None:
+        if schedule == "gpipe":
+            raise v.InputError("num_microbatches", "num_microbatches is required for GPipe")
+        m = np.inf
+    else:
+        m = v.positive("num_microbatches", num_microbatches)
     vv = v.integer("interleave", interleave)
     r = 0 if stage == "first" else p - 1
     if schedule == "gpipe":
-        return v.result(np.minimum(m, np.inf) * l / p)
+        return v.result(m * l / p)
     plain = np.minimum(p - r, m) * l / p
     chunks = np.minimum(2.0 * (p - r - 1) + (vv - 1) * p + 1, m * vv)
     inter = chunks * l / (p * vv)
@@ -351,7 +356,7 @@ def _check_layout(model: ModelSpec, gpus, tp, pp, cp, interleave, seq_len):
         raise v.InputError("interleave", f"interleave x pp must divide layers ({model.layers}), "
                                          f"got interleave={int(bad)}")
     v.divides("cp", cp, "seq_len", seq_len)
-    v.divides("tp*pp*cp", tp * pp * cp, "gpus", gpus)
+    v.multiple_of("gpus", gpus, "tp x pp x cp", tp * pp * cp)
     return gpus, tp, pp, cp, vv
 
 
@@ -421,10 +426,10 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     b = v.integer("micro_batch", micro_batch)
     dp = gpus // (tp * pp * cp)
     if global_batch is None:
-        m = np.inf
+        m = None
     else:
         gb_arr = v.integer("global_batch", global_batch)
-        v.divides("micro_batch*dp", b * dp, "global_batch", gb_arr)
+        v.multiple_of("global_batch", gb_arr, "micro_batch x dp", b * dp)
         m = gb_arr / (b * dp)
 
     layers_per_stage = model.layers / pp

@@ -1,0 +1,81 @@
+"""`make bench`: one table of timings. Speed lives here, never in tests."""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+
+import numpy as np
+
+from llmcost import catalog
+from llmcost.training import flops as fl
+from llmcost.training import memory as mem
+
+ROWS: list[tuple[str, int, float, str]] = []
+
+
+def timed(fn, repeat=3):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def layouts_1m(model, n=1_000_000, seed=0):
+    """n random valid layouts of ``model`` (GPT-3 175B) as arrays."""
+    rng = np.random.default_rng(seed)
+    tp = rng.choice([1, 2, 4, 8], n)
+    pp = rng.choice([d for d in range(1, 97) if 96 % d == 0], n)
+    dp = rng.choice([1, 2, 4, 8, 16, 32], n)
+    return dict(
+        gpus=tp * pp * dp, tp=tp, pp=pp, zero_stage=rng.integers(0, 4, n),
+        micro_batch=rng.choice([1, 2, 4], n),
+        recompute=rng.choice(np.array(["none", "selective", "full"]), n),
+        sequence_parallel=rng.random(n) < 0.5, flash_attention=rng.random(n) < 0.5,
+    )
+
+
+def bench_memory_and_flops():
+    m = catalog.model("gpt3-175b")
+    L = layouts_1m(m)
+    n = len(L["tp"])
+
+    def run():
+        b = mem.memory_per_gpu(m, **L)
+        f = fl.flops_per_token(m.layers, vocab=m.vocab, seq_len=m.seq_len,
+                               recompute=L["recompute"], **m.shape)
+        assert b.total_bytes.shape == f.shape == (n,)
+
+    t = timed(run)
+    ROWS.append(("memory + FLOPs, GPT-3 175B, one vectorized call", n, t, f"{n / t:,.0f} layouts/s"))
+
+    # baseline beside it: the same functions called once per layout in a Python loop
+    k = 2000
+    idx = np.arange(k)
+
+    def loop():
+        for i in idx:
+            mem.memory_per_gpu(m, **{key: val[i] for key, val in L.items()})
+            fl.flops_per_token(m.layers, vocab=m.vocab, seq_len=m.seq_len,
+                               recompute=str(L["recompute"][i]), **m.shape)
+
+    tl = timed(loop, repeat=1)
+    ROWS.append(("same, Python loop per layout (baseline)", k, tl, f"{k / tl:,.0f} layouts/s; "
+                 f"vectorized is {(n / t) / (k / tl):,.0f}x"))
+
+
+def main():
+    bench_memory_and_flops()
+    print(f"llmcost benchmarks  ({platform.python_implementation()} {platform.python_version()}, "
+          f"numpy {np.__version__}, {platform.machine()})")
+    w = max(len(r[0]) for r in ROWS)
+    print(f"{'benchmark':<{w}}  {'n':>10}  {'seconds':>8}  result")
+    for name, n, t, res in ROWS:
+        print(f"{name:<{w}}  {n:>10,}  {t:>8.3f}  {res}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The command line: contract keys, values equal to the library, one-line errors, exit 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llmcost import catalog
+from llmcost.cli import main
+from llmcost.training import memory as mem
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    assert out.count("\n") == 1   # exactly one JSON object on one line
+    return json.loads(out)
+
+
+def test_flops_contract(capsys):
+    r = run_json(capsys, "flops", "--model", "llama3-70b", "--tokens", "15e12")
+    m = catalog.model("llama3-70b")
+    assert r["params"] == m.params
+    assert r["flops_per_token"] == pytest.approx(m.flops_per_token())
+    assert r["total_flops"] == pytest.approx(m.flops_per_token() * 15e12)
+
+
+def test_flops_from_architecture_and_6n(capsys):
+    r = run_json(capsys, "flops", "--layers", "96", "--hidden", "12288", "--heads", "96",
+                 "--vocab", "51200", "--seq-len", "2048", "--tokens", "300e9", "--method", "6n")
+    assert r["flops_per_token"] == pytest.approx(6 * r["params"])
+    assert r["params"] == pytest.approx(174.6e9, rel=1e-3)
+
+
+def test_mfu_contract(capsys):
+    r = run_json(capsys, "mfu", "--flops-per-token", "4.2e11", "--global-batch", "512",
+                 "--seq-len", "4096", "--steps", "1000", "--gpus", "64", "--gpu", "h100-sxm",
+                 "--wall-clock-s", "36000")
+    assert r["effective_utilization"] == pytest.approx(
+        4.2e11 * 512 * 4096 * 1000 / (989.4e12 * 64 * 36000))
+    assert r["findings"] == []
+
+
+def test_mfu_flags_the_seed_68_percent(capsys):
+    r = run_json(capsys, "mfu", "--flops-per-token", "1e12", "--global-batch", "1", "--seq-len",
+                 "1", "--steps", "68", "--gpus", "1", "--peak-tflops", "1", "--wall-clock-s", "100")
+    assert r["effective_utilization"] == pytest.approx(0.68)
+    assert r["findings"][0]["code"] == "rare"
+
+
+def test_memory_contract(capsys):
+    r = run_json(capsys, "memory", "--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--pp",
+                 "4", "--recompute", "selective", "--sequence-parallel", "--gpu", "h100-sxm")
+    b = mem.memory_per_gpu(catalog.model("llama3-70b"), 64, 8, 4, recompute="selective",
+                           sequence_parallel=True)
+    for k in ("weights_gb", "grads_gb", "optimizer_gb", "activations_gb", "total_gb"):
+        assert r[k] == pytest.approx(float(b.to_gb()[k]))
+    assert r["fits"] is True and r["capacity_gb"] == pytest.approx(80 * 2**30 / 1e9)
+
+
+def test_memory_params_only(capsys):
+    r = run_json(capsys, "memory", "--params", "70e9", "--gpus", "64", "--tp", "8", "--pp", "4",
+                 "--zero", "1")
+    # 2 + 2 bytes over t p = 32; 12 bytes over 32 and dp = 2
+    assert r["weights_gb"] == pytest.approx(70e9 * 2 / 32 / 1e9)
+    assert r["optimizer_gb"] == pytest.approx(70e9 * 12 / 64 / 1e9)
+    assert r["seed_heuristic_gb"] == pytest.approx(96.25)
+
+
+def test_readable_table(capsys):
+    code, out, _ = run(capsys, "memory", "--model", "llama2-7b", "--gpus", "8", "--tp", "1",
+                       "--pp", "1", "--zero", "3")
+    assert code == 0 and "total_gb" in out and "{" not in out
+
+
+@pytest.mark.parametrize("argv,param", [
+    (["memory", "--model", "llama3-70b", "--gpus", "64", "--tp", "3", "--pp", "4"], "tp"),
+    (["memory", "--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--pp", "4", "--zero", "5"], "zero_stage"),
+    (["memory", "--model", "lama3-70b", "--gpus", "64", "--tp", "8", "--pp", "4"], "model"),
+    (["flops", "--model", "llama3-8b", "--tokens", "-1"], "tokens"),
+    (["flops", "--model", "llama3-8b", "--tokens", "nan"], "tokens"),
+    (["mfu", "--flops-per-token", "1e12", "--global-batch", "8", "--seq-len", "2048", "--steps",
+      "1", "--gpus", "0", "--gpu", "h100", "--wall-clock-s", "10"], "gpus"),
+    (["memory", "--gpus", "64", "--tp", "8"], "pp"),
+    (["flops", "--layers", "4"], "hidden"),
+])
+def test_errors_are_one_line_exit_2(capsys, argv, param):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("llmcost: error:")
+    assert param.replace("_", "-") in err or param in err
+
+
+def test_console_script_installed():
+    # the script installed beside this interpreter, not whatever else PATH may hold
+    exe = str(Path(sys.executable).parent / "llmcost")
+    ok = subprocess.run([exe, "flops", "--model", "llama3-8b", "--json"], capture_output=True,
+                        text=True)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["params"] == catalog.model("llama3-8b").params
+    bad = subprocess.run([exe, "memory", "--model", "llama3-8b", "--gpus", "8", "--tp", "3",
+                          "--pp", "1"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr

@@ -1,0 +1,23 @@
+"""Every public formula function documents its parameters, units and sources (numpydoc)."""
+
+import inspect
+import re
+
+import pytest
+
+from llmcost import utilization
+from llmcost.training import flops, memory
+
+MODULES = [flops, memory, utilization]
+FUNCS = [(m.__name__, n, f) for m in MODULES for n, f in inspect.getmembers(m, inspect.isfunction)
+         if f.__module__ == m.__name__ and not n.startswith("_")]
+
+
+@pytest.mark.parametrize("module,name,func", FUNCS, ids=[f"{m}.{n}" for m, n, _ in FUNCS])
+def test_numpydoc_with_units_and_references(module, name, func):
+    doc = inspect.getdoc(func) or ""
+    for section in ("Parameters", "Returns"):
+        assert re.search(rf"^{section}\n-+$", doc, re.M), f"{name}: no {section} section"
+    if name != "assess_utilization":   # a findings wrapper, not a formula
+        assert re.search(r"^References\n-+$", doc, re.M), f"{name}: no References"
+        assert re.search(r"\[[^\]]+\]", doc.split("Returns")[1]), f"{name}: no [unit] in Returns"
