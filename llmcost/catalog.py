@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import functools
 import os
-from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Mapping
@@ -24,6 +23,7 @@ import pandas as pd
 
 from . import _validate as v
 from .training.arch import ModelSpec
+from .training.hardware import FabricSpec, GPUSpec
 
 TABLES = ("gpus", "models", "fabrics", "prices", "published_runs")
 
@@ -58,48 +58,6 @@ def data_dir() -> Path:
 @functools.lru_cache(maxsize=None)
 def _read(path: str) -> pd.DataFrame:
     return pd.read_csv(path, dtype={"id": str, "aliases": str}, keep_default_na=True)
-
-
-@dataclass(frozen=True)
-class GPUSpec:
-    """One accelerator. FLOP/s are dense tensor-core peaks; memory in GiB (2**30 bytes)."""
-
-    id: str
-    name: str
-    generation: str
-    bf16_dense_tflops: float
-    fp8_dense_tflops: float | None
-    memory_gib: float
-    hbm_bandwidth_tbps: float
-    scale_up: str
-    scale_up_bandwidth_gbps: float
-    gpus_per_node: int
-    tdp_w: float
-
-    @property
-    def memory_bytes(self) -> float:
-        return self.memory_gib * 2**30
-
-    def peak_tflops(self, precision: str = "bf16") -> float:
-        """Dense peak [TFLOP/s] for ``precision`` ("bf16"/"fp16" or "fp8")."""
-        v.choice("precision", precision, ("bf16", "fp16", "fp8"))
-        if precision == "fp8":
-            if self.fp8_dense_tflops is None:
-                raise v.InputError("precision", f"precision 'fp8' is not supported by {self.id}")
-            return self.fp8_dense_tflops
-        return self.bf16_dense_tflops
-
-
-@dataclass(frozen=True)
-class FabricSpec:
-    """A link technology; bandwidth per GPU per direction in GB/s (1e9 bytes/s)."""
-
-    id: str
-    name: str
-    kind: str
-    bandwidth_gbps_per_gpu: float
-    latency_us: float
-    oversubscription: float = 1.0
 
 
 class Catalog:
@@ -202,11 +160,17 @@ class Catalog:
 
     def fabric(self, key: str) -> FabricSpec:
         r = self.lookup("fabrics", key)
-        over = r.get("oversubscription", 1.0)
+
+        def num(col, default):
+            x = r.get(col, default)
+            return default if x is None or pd.isna(x) else float(x)
+
         return FabricSpec(id=r["id"], name=r.get("name", r["id"]), kind=r["kind"],
                           bandwidth_gbps_per_gpu=float(r["bandwidth_gbps_per_gpu"]),
                           latency_us=float(r["latency_us"]),
-                          oversubscription=1.0 if pd.isna(over) else float(over))
+                          oversubscription=num("oversubscription", 1.0),
+                          efficiency=num("efficiency", 1.0),
+                          congestion_per_doubling=num("congestion_per_doubling", 0.0))
 
     def with_rows(self, name: str, rows, replace: bool = False) -> "Catalog":
         """A new catalog with ``rows`` added to table ``name``.

@@ -1,0 +1,250 @@
+"""Collective communication as alpha-beta costs over fabrics.
+
+A collective over n ranks moving S bytes costs a latency term (alpha per step) plus a
+bandwidth term (bytes on the busiest link over achievable bandwidth). Bandwidths are per GPU
+per direction in GB/s (1e9 bytes/s); latencies in microseconds; times in seconds.
+
+References
+----------
+.. [1] R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of Collective Communication
+   Operations in MPICH", IJHPCA 19(1), 2005, §4 (ring, recursive-doubling, tree costs).
+.. [2] P. Patarasuk, X. Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+   workstations", JPDC 69(2), 2009 (ring all-reduce 2(n-1)/n S/B is bandwidth-optimal).
+.. [3] NVIDIA, "NCCL tests: performance" (doc/PERFORMANCE.md): bus bandwidth = algorithm
+   bandwidth x 2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter.
+.. [4] S. Jeaugey, "Massively scale your deep learning training with NCCL 2.4" (NVIDIA
+   blog, 2019): double binary trees, latency log2(n).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as v
+
+US = 1e-6
+GBPS = 1e9
+
+
+def _args(size_bytes, n, bandwidth_gbps, latency_us, efficiency):
+    s = v.nonnegative("size_bytes", size_bytes)
+    n = v.integer("n", n)
+    bw = v.positive("bandwidth_gbps", bandwidth_gbps) * GBPS * v.fraction("efficiency", efficiency)
+    a = v.nonnegative("latency_us", latency_us) * US
+    return s, n, bw, a
+
+
+def ring_allreduce_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficiency=1.0):
+    r"""Ring all-reduce: reduce-scatter then all-gather around a ring.
+
+    .. math:: t = 2(n-1)\,\alpha + \frac{2(n-1)}{n}\,\frac{S}{\eta B}
+
+    Parameters
+    ----------
+    size_bytes : float or array
+        S, bytes each rank contributes [bytes].
+    n : int or array
+        Ranks [-]; n = 1 costs nothing.
+    bandwidth_gbps : float or array
+        B, per-rank link bandwidth per direction [GB/s].
+    latency_us : float or array
+        alpha, per-step latency [us].
+    efficiency : float or array
+        eta, achievable share of B [-], in (0, 1].
+
+    Returns
+    -------
+    time_s : float or array
+        [s].
+
+    References
+    ----------
+    .. [1] Thakur et al. 2005, §4.5; Patarasuk and Yuan 2009.
+    """
+    s, n, bw, a = _args(size_bytes, n, bandwidth_gbps, latency_us, efficiency)
+    return v.result(2 * (n - 1) * a + 2 * (n - 1) / n * s / bw)
+
+
+def tree_allreduce_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficiency=1.0):
+    r"""Pipelined (double binary) tree all-reduce: log-depth latency, ~ring bandwidth.
+
+    .. math:: t = 2 \lceil \log_2 n \rceil \alpha + \frac{2 S}{\eta B}\,[n > 1]
+
+    Parameters
+    ----------
+    size_bytes, n, bandwidth_gbps, latency_us, efficiency
+        As :func:`ring_allreduce_time_s`.
+
+    Returns
+    -------
+    time_s : float or array
+        [s].
+
+    References
+    ----------
+    .. [1] Thakur et al. 2005, §4.5 (binomial tree); Jeaugey 2019 (NCCL double binary
+       trees: full bandwidth, logarithmic latency).
+    """
+    s, n, bw, a = _args(size_bytes, n, bandwidth_gbps, latency_us, efficiency)
+    steps = np.ceil(np.log2(np.maximum(n, 1)))
+    return v.result(2 * steps * a + np.where(n > 1, 2 * s / bw, 0.0))
+
+
+def allgather_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficiency=1.0):
+    r"""Ring all-gather of a buffer of S bytes in total (S/n from each rank).
+
+    .. math:: t = (n-1)\,\alpha + \frac{n-1}{n}\,\frac{S}{\eta B}
+
+    Parameters
+    ----------
+    size_bytes : float or array
+        S, gathered size [bytes].
+    n, bandwidth_gbps, latency_us, efficiency
+        As :func:`ring_allreduce_time_s`.
+
+    Returns
+    -------
+    time_s : float or array
+        [s].
+
+    References
+    ----------
+    .. [1] Thakur et al. 2005, §4.1 (ring all-gather).
+    """
+    s, n, bw, a = _args(size_bytes, n, bandwidth_gbps, latency_us, efficiency)
+    return v.result((n - 1) * a + (n - 1) / n * s / bw)
+
+
+def reduce_scatter_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficiency=1.0):
+    r"""Ring reduce-scatter of S bytes (each rank keeps S/n reduced).
+
+    .. math:: t = (n-1)\,\alpha + \frac{n-1}{n}\,\frac{S}{\eta B}
+
+    Parameters
+    ----------
+    size_bytes, n, bandwidth_gbps, latency_us, efficiency
+        As :func:`allgather_time_s`.
+
+    Returns
+    -------
+    time_s : float or array
+        [s].
+
+    References
+    ----------
+    .. [1] Thakur et al. 2005, §4.3 (reduce-scatter).
+    """
+    return allgather_time_s(size_bytes, n, bandwidth_gbps, latency_us, efficiency)
+
+
+def p2p_time_s(size_bytes, bandwidth_gbps, latency_us=0.0, efficiency=1.0):
+    r"""Point-to-point send of S bytes.
+
+    .. math:: t = \alpha + \frac{S}{\eta B}
+
+    Parameters
+    ----------
+    size_bytes, bandwidth_gbps, latency_us, efficiency
+        As :func:`ring_allreduce_time_s`.
+
+    Returns
+    -------
+    time_s : float or array
+        [s].
+
+    References
+    ----------
+    .. [1] R. Hockney, "The communication challenge for MPP", Parallel Computing 20(3),
+       1994 (the alpha-beta model).
+    """
+    s, _, bw, a = _args(size_bytes, 2, bandwidth_gbps, latency_us, efficiency)
+    return v.result(a + s / bw)
+
+
+def congestion_factor(nodes, per_doubling=0.0, oversubscription=1.0):
+    r"""Slow-down of scale-out bandwidth with the number of nodes in a collective.
+
+    .. math:: c(n) = \max(1, o)\,\left(1 + k \log_2 \max(n, 1)\right)
+
+    k is a fabric's congestion growth per doubling of nodes (0 for a non-blocking fat tree
+    with adaptive routing; RoCE's ECMP hash collisions and PFC/ECN back-pressure grow with
+    flows), o a static oversubscription ratio of the tree (2 for 2:1).
+
+    Parameters
+    ----------
+    nodes : int or array
+        Nodes taking part [-].
+    per_doubling : float or array
+        k [-], >= 0.
+    oversubscription : float or array
+        o [-], >= 1 is a tapered tree.
+
+    Returns
+    -------
+    factor : float or array
+        Divides the achievable bandwidth [-], >= 1.
+
+    References
+    ----------
+    .. [1] Seed article 001 ("GPU Clusters for LLM Training"): RoCE v2 82% scaling at 64 GPUs,
+       71% at 128; InfiniBand 98% at 128. k of each catalog fabric is fitted to that
+       anecdote (see data/fabrics.csv).
+    """
+    n = v.positive("nodes", nodes)
+    k = v.nonnegative("per_doubling", per_doubling)
+    o = v.positive("oversubscription", oversubscription)
+    return v.result(np.maximum(o, 1.0) * (1 + k * np.log2(np.maximum(n, 1))))
+
+
+def hierarchical_allreduce_time_s(size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps,
+                                  intra_latency_us=0.0, inter_latency_us=0.0,
+                                  intra_efficiency=1.0, inter_efficiency=1.0,
+                                  congestion=1.0):
+    r"""All-reduce over ranks spread k per node across n nodes (NVLink in, fabric out).
+
+    NCCL runs k rings side by side, one per NIC, each carrying S/k: each GPU moves
+    2(N-1)/N S over NVLink, each NIC 2(N-1)/N S/k over the fabric; the pipelined rings run
+    at the slower of the two.
+
+    .. math::
+        t = 2(N-1)\alpha_{max} + \frac{2(N-1)}{N} S \max\left(\frac{1}{\eta_i B_i},\;
+            \frac{c(n)}{k\,\eta_o B_o}\,[n > 1]\right),\quad N = k n
+
+    Parameters
+    ----------
+    size_bytes : float or array
+        S [bytes].
+    ranks : int or array
+        N [-].
+    ranks_per_node : int or array
+        k [-], the ranks of this group inside one node.
+    intra_gbps, inter_gbps : float or array
+        B_i (NVLink), B_o (per-GPU NIC) [GB/s per direction].
+    intra_latency_us, inter_latency_us : float or array
+        [us].
+    intra_efficiency, inter_efficiency : float or array
+        eta_i, eta_o [-].
+    congestion : float or array
+        c(n) from :func:`congestion_factor` [-].
+
+    Returns
+    -------
+    time_s : float or array
+        [s].
+
+    References
+    ----------
+    .. [1] Jeaugey 2019 (NCCL rings across nodes, one per NIC); Patarasuk and Yuan 2009.
+    """
+    s = v.nonnegative("size_bytes", size_bytes)
+    N = v.integer("ranks", ranks)
+    k = np.minimum(v.integer("ranks_per_node", ranks_per_node), N)
+    bi = v.positive("intra_gbps", intra_gbps) * GBPS * v.fraction("intra_efficiency", intra_efficiency)
+    bo = v.positive("inter_gbps", inter_gbps) * GBPS * v.fraction("inter_efficiency", inter_efficiency)
+    ai = v.nonnegative("intra_latency_us", intra_latency_us) * US
+    ao = v.nonnegative("inter_latency_us", inter_latency_us) * US
+    c = v.positive("congestion", congestion)
+    multi = N > k
+    per_byte = np.maximum(1.0 / bi, np.where(multi, c / (k * bo), 0.0))
+    alpha = np.where(multi, np.maximum(ai, ao), ai)
+    return v.result(2 * (N - 1) * alpha + 2 * (N - 1) / N * s * per_byte)

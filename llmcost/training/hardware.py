@@ -1,0 +1,53 @@
+"""Hardware descriptions used by the step-time model: plain values, no catalog access."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import _validate as v
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """One accelerator. FLOP/s are dense tensor-core peaks; memory in GiB (2**30 bytes)."""
+
+    id: str
+    name: str
+    generation: str
+    bf16_dense_tflops: float
+    fp8_dense_tflops: float | None
+    memory_gib: float
+    hbm_bandwidth_tbps: float
+    scale_up: str
+    scale_up_bandwidth_gbps: float
+    gpus_per_node: int
+    tdp_w: float
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.memory_gib * 2**30
+
+    def peak_tflops(self, precision: str = "bf16") -> float:
+        """Dense peak [TFLOP/s] for ``precision`` ("bf16"/"fp16" or "fp8")."""
+        v.choice("precision", precision, ("bf16", "fp16", "fp8"))
+        if precision == "fp8":
+            if self.fp8_dense_tflops is None:
+                raise v.InputError("precision", f"precision 'fp8' is not supported by {self.id}")
+            return self.fp8_dense_tflops
+        return self.bf16_dense_tflops
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    """A link technology; bandwidth per GPU per direction in GB/s (1e9 bytes/s)."""
+
+    id: str
+    name: str
+    kind: str
+    bandwidth_gbps_per_gpu: float
+    latency_us: float
+    oversubscription: float = 1.0
+    #: achievable share of the link bandwidth in collectives (NCCL bus bandwidth / link rate)
+    efficiency: float = 1.0
+    #: bandwidth loss per doubling of nodes (see comm.congestion_factor)
+    congestion_per_doubling: float = 0.0

@@ -1,0 +1,420 @@
+"""Step time of a training layout: compute, exposed communication, pipeline bubble, optimizer.
+
+Every layout parameter may be a numpy array; one call predicts many layouts at once. The
+model is physical: matmuls run at the dense peak times an efficiency that falls for narrow
+per-GPU GEMMs (width h/t), memory-bound operations (norms, softmax, dropout, activations)
+move bytes at HBM bandwidth, collectives follow alpha-beta costs over NVLink and the
+scale-out fabric. Its few constants (:class:`Calibration`) were fitted once, to the ten rows
+of Megatron-LM's Table 1 (A100), and carry to other GPUs through each GPU's own peak, HBM
+bandwidth and links.
+
+References
+----------
+.. [1] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
+   Using Megatron-LM", SC'21, arXiv:2104.04473: §2.2 (bubble (p-1)/m, interleaved
+   (p-1)/(v m)), §3 (TP, PP, DP communication; scatter/gather p2p), §4 (Table 1).
+.. [2] V. Korthikanti et al., arXiv:2205.05198: §4 (sequence parallelism: all-gather +
+   reduce-scatter in place of all-reduce), §5 (recomputation), Eq. 7-8.
+.. [3] S. Rajbhandari et al., ZeRO, arXiv:1910.02054, §7 (communication: stages 0-2 move
+   2 Psi per step, stage 3 moves 3 Psi).
+.. [4] H. Liu et al., "Ring Attention with Blockwise Transformers", arXiv:2310.01889
+   (context parallelism: K/V blocks passed around a ring, overlapped with attention).
+.. [5] S. Williams et al., "Roofline", CACM 52(4), 2009 (memory-bound time = bytes / bandwidth).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import _validate as v
+from . import comm
+from .arch import ModelSpec
+from .flops import RECOMPUTE_MODES, matmul_params_per_layer
+from .hardware import FabricSpec, GPUSpec
+from .memory import activation_bytes_per_layer, memory_per_gpu
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Efficiency constants of the step model.
+
+    Fitted once by ``benchmarks/calibrate.py`` to Narayanan et al. (2021) Table 1 (A100 80GB,
+    full recomputation, interleaved schedule, 10 rows), never per row. Other GPUs reuse them:
+    the GEMM half-width scales with the GPU's ridge point (peak FLOP/s over HBM bandwidth),
+    since a faster core needs wider tiles to stay busy.
+    """
+
+    #: e_max: matmul efficiency of large GEMMs [-] (fitted).
+    matmul_efficiency: float = 0.6296
+    #: w_0 at the reference ridge: per-GPU GEMM width h/t at which matmuls run at e_max/2 [-] (fitted).
+    matmul_half_width: float = 47.86
+    #: ridge point of the reference GPU, A100 80GB: 312 TFLOP/s / 2.039 TB/s [FLOP/byte].
+    reference_ridge: float = 312.0 / 2.039
+    #: gamma: bytes moved by memory-bound kernels per byte of stored activations [-] (fitted).
+    elementwise_traffic: float = 4.86
+    #: achievable share of NVLink bandwidth in TP all-reduces [-] (fitted).
+    nvlink_efficiency: float = 0.958
+
+
+DEFAULT_CALIBRATION = Calibration()
+
+
+@dataclass(frozen=True)
+class Options:
+    """Framework behaviour that is a choice, not hardware; defaults stated as assumptions."""
+
+    #: share of the data-parallel gradient reduction overlapped with backward compute
+    #: (PyTorch DDP buckets, Megatron --overlap-grad-reduce); assumption. Megatron 2021
+    #: overlapped none: its Table 1 is calibrated with 0.
+    dp_overlap: float = 0.9
+    #: share of tensor-parallel collectives hidden behind GEMMs (TransformerEngine userbuffers
+    #: overlap; Megatron 2021: none).
+    tp_overlap: float = 0.0
+    #: gradient bytes per parameter in the data-parallel reduction (bf16 = 2; fp32 = 4).
+    grad_bytes: float = 2.0
+    flash_attention: bool = False
+    precision: str = "bf16"
+
+
+class StepPrediction(NamedTuple):
+    """Per-layout predictions (arrays broadcast over the layout inputs)."""
+
+    step_time_s: np.ndarray
+    compute_s: np.ndarray
+    tp_comm_s: np.ndarray
+    cp_comm_s: np.ndarray
+    pp_p2p_s: np.ndarray
+    pp_bubble_s: np.ndarray
+    dp_comm_s: np.ndarray
+    optimizer_s: np.ndarray
+    model_tflops_per_gpu: np.ndarray
+    hardware_tflops_per_gpu: np.ndarray
+    mfu: np.ndarray
+    hfu: np.ndarray
+    tokens_per_s: np.ndarray
+    memory_bytes: np.ndarray
+    fits: np.ndarray
+    scaling_efficiency: np.ndarray
+    dp: np.ndarray
+    num_microbatches: np.ndarray
+
+    BREAKDOWN = ("compute_s", "tp_comm_s", "cp_comm_s", "pp_p2p_s", "pp_bubble_s", "dp_comm_s",
+                 "optimizer_s")
+
+
+def matmul_efficiency(width, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRATION):
+    r"""Achieved share of dense peak for GEMMs whose per-GPU width is w.
+
+    .. math:: e(w) = e_{max}\,\frac{w}{w + w_0 R / R_{ref}},\qquad R = F_{peak}/B_{HBM}
+
+    Narrow shards (small h/t) leave tensor cores idle at tile and wave boundaries; a GPU
+    with a higher ridge point R needs proportionally wider GEMMs.
+
+    Parameters
+    ----------
+    width : float or array
+        Per-GPU GEMM width w, e.g. h / t [-].
+    peak_tflops : float or array
+        Dense peak [TFLOP/s].
+    hbm_tbps : float or array
+        HBM bandwidth [TB/s].
+    calibration : Calibration
+
+    Returns
+    -------
+    efficiency : float or array
+        [-] in (0, e_max).
+
+    References
+    ----------
+    .. [1] Williams et al. 2009 (ridge point); constants fitted to Narayanan et al. 2021,
+       Table 1.
+    """
+    w = v.positive("width", width)
+    ridge = v.positive("peak_tflops", peak_tflops) / v.positive("hbm_tbps", hbm_tbps)
+    w0 = calibration.matmul_half_width * ridge / calibration.reference_ridge
+    return v.result(calibration.matmul_efficiency * w / (w + w0))
+
+
+def pipeline_bubble_fraction(pp, num_microbatches, interleave=1):
+    r"""Idle share of the pipeline relative to the ideal time.
+
+    .. math:: \beta = \frac{p - 1}{v\, m}
+
+    Parameters
+    ----------
+    pp : int or array
+        p [-].
+    num_microbatches : int or array
+        m [-].
+    interleave : int or array
+        v, virtual stages per GPU [-].
+
+    Returns
+    -------
+    fraction : float or array
+        Bubble time / ideal time [-].
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, §2.2.1-2.2.2.
+    """
+    p = v.integer("pp", pp)
+    m = v.positive("num_microbatches", num_microbatches)
+    vv = v.integer("interleave", interleave)
+    return v.result((p - 1) / (vv * m))
+
+
+def data_parallel_volume_bytes(params, zero_stage=0, grad_bytes=2.0):
+    r"""Bytes each GPU sends and receives per step for gradient synchronisation.
+
+    .. math:: V = \begin{cases} 2\,\Psi\,g & \text{stages 0-2 (all-reduce, or reduce-scatter
+              + all-gather)} \\ 3\,\Psi\,g & \text{stage 3 (+ one parameter all-gather)}
+              \end{cases}
+
+    (times (n-1)/n on a ring; Psi = parameters per model-parallel shard.)
+
+    Parameters
+    ----------
+    params : float or array
+        Psi [-].
+    zero_stage : int or array
+        0-3.
+    grad_bytes : float
+        g, bytes per element [bytes].
+
+    Returns
+    -------
+    volume : float or array
+        [bytes].
+
+    References
+    ----------
+    .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §7.2.1-7.2.2.
+    """
+    psi = v.nonnegative("params", params)
+    z = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
+    g = v.positive("grad_bytes", grad_bytes)
+    return v.result(np.where(z >= 3, 3.0, 2.0) * psi * g)
+
+
+def _check(model, gpus, tp, pp, cp, micro_batch, global_batch, interleave):
+    gpus = v.integer("gpus", gpus)
+    tp = v.integer("tp", tp)
+    pp = v.integer("pp", pp)
+    cp = v.integer("cp", cp)
+    b = v.integer("micro_batch", micro_batch)
+    B = v.integer("global_batch", global_batch)
+    vv = v.integer("interleave", interleave)
+    used = tp * pp * cp
+    v.multiple_of("gpus", gpus, "tp x pp x cp", used)
+    dp = gpus // used
+    v.multiple_of("global_batch", B, "micro_batch x dp", b * dp)
+    m = B // (b * dp)
+    inter_bad = np.broadcast_to((vv > 1) & (m % pp != 0), np.broadcast(vv, m, pp).shape)
+    if inter_bad.any():
+        raise v.InputError("interleave", "the interleaved schedule needs micro-batches per "
+                                         "pipeline (global_batch / (micro_batch x dp)) to be a "
+                                         "multiple of pp")
+    return gpus, tp, pp, cp, b, B, vv, dp, m
+
+
+def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
+                 gpus, tp, pp, global_batch, cp=1, micro_batch=1, interleave=1,
+                 recompute="none", sequence_parallel=False, zero_stage=0,
+                 options: Options = Options(), calibration: Calibration = DEFAULT_CALIBRATION,
+                 seq_len=None, memory_kwargs=None) -> StepPrediction:
+    r"""Predict the step time of one or many layouts, with its breakdown and MFU/HFU.
+
+    Per micro-batch and pipeline stage (l/p layers, the last also the logits):
+
+    .. math::
+        t_{mb} &= \frac{l}{p}\left[\frac{F_{layer}}{t\,F_{peak}\,e(h/t)}
+                 + \gamma\,\frac{A_{layer}}{B_{HBM}} + n_{tp}\,T_{AR}(2 b s h / c,\ t)
+                 + T_{cp}\right] + 2 v\, T_{p2p} \\
+        t_{step} &= \left(m + \frac{p - 1}{v}\right) t_{mb}
+                 + (1 - \phi) T_{DP} + \max(0, \phi T_{DP} - W) + t_{opt}
+
+    with n_tp = 4 all-reduces per layer (6 with full recomputation), T_DP the hierarchical
+    gradient all-reduce (3/2 of it again for ZeRO-3 parameter gathers), W the backward time
+    of the last micro-batch that can hide it, and the optimizer step memory-bound.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    gpu : GPUSpec
+    scale_up, scale_out : FabricSpec
+        Inside a node (NVLink, PCIe) and between nodes (InfiniBand, RoCE).
+    gpus, tp, pp, global_batch, cp, micro_batch, interleave : int or array
+        Layout: GPUs, tensor, pipeline, context parallel, global batch [sequences],
+        micro-batch [sequences], virtual pipeline chunks.
+    recompute : {"none", "selective", "full"} or array of names
+    sequence_parallel : bool or array
+    zero_stage : int or array
+    options : Options
+    calibration : Calibration
+    seq_len : int, optional
+        Default: the model's.
+    memory_kwargs : dict, optional
+        Passed to :func:`llmcost.training.memory.memory_per_gpu` (optimizer, overhead...).
+
+    Returns
+    -------
+    StepPrediction
+        Times [s], TFLOP/s per GPU, MFU/HFU [-], tokens/s, memory [bytes], fits [bool],
+        scaling efficiency [-].
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, §2-§4.
+    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §4-§5.
+    .. [3] Rajbhandari et al. 2019, arXiv:1910.02054, §7.
+    """
+    s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
+    gpus, tp, pp, cp, b, B, vv, dp, m = _check(model, gpus, tp, pp, cp, micro_batch,
+                                               global_batch, interleave)
+    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    sp = v.boolean("sequence_parallel", sequence_parallel)
+    zero = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
+    cal = calibration
+    opt = options
+    peak = gpu.peak_tflops(opt.precision) * 1e12
+    hbm = gpu.hbm_bandwidth_tbps * 1e12
+    node = gpu.gpus_per_node
+    h, L, V = model.hidden, model.layers, model.vocab
+
+    mem = memory_per_gpu(model, gpus, tp, pp, cp, zero, b, B, rec, sp, opt.flash_attention,
+                         interleave=vv, seq_len=s, **(memory_kwargs or {}))
+
+    # ---- compute per micro-batch per layer (one GPU)
+    tokens = b * s / cp
+    p_mm = matmul_params_per_layer(h, model.heads, model.kv_heads, model.ffn_hidden,
+                                   model.gated_ffn, model.head_dim)
+    d_q = model.heads * model.head_dim
+    attn = 12.0 * s * d_q
+    layer_model = 6.0 * p_mm + attn
+    layer_hw = np.where(rec == "full", layer_model * 4.0 / 3.0,
+                        layer_model + np.where(rec == "selective", attn, 0.0))
+    e_layer = matmul_efficiency(h / tp, gpu.peak_tflops(opt.precision),
+                                gpu.hbm_bandwidth_tbps, cal)
+    t_mm = layer_hw * tokens / tp / (peak * e_layer)
+    act = activation_bytes_per_layer(s, b, h, model.heads, tp, cp, model.kv_heads,
+                                     model.ffn_hidden, model.gated_ffn, model.head_dim,
+                                     model.dropout, sp, "none", opt.flash_attention)
+    t_elem = cal.elementwise_traffic * act * np.where(rec == "full", 4.0 / 3.0, 1.0) / hbm
+    e_logit = matmul_efficiency(np.maximum(V / tp, 1.0), gpu.peak_tflops(opt.precision),
+                                gpu.hbm_bandwidth_tbps, cal)
+    t_logits = 6.0 * V * h * tokens / tp / (peak * e_logit) + \
+        cal.elementwise_traffic * 4.0 * tokens * V / tp / hbm
+
+    # ---- tensor-parallel collectives: 2 forward + 2 backward (+2 recomputed forward)
+    n_tp = 4.0 + 2.0 * (rec == "full")
+    tp_in_node = tp <= node
+    tp_bytes = tokens * h * 2.0
+    t_ar_nvl = comm.ring_allreduce_time_s(tp_bytes, tp, scale_up.bandwidth_gbps_per_gpu,
+                                          scale_up.latency_us, cal.nvlink_efficiency)
+    tp_nodes = np.maximum(tp // node, 1)
+    t_ar_net = comm.hierarchical_allreduce_time_s(
+        tp_bytes, tp, np.minimum(tp, node), scale_up.bandwidth_gbps_per_gpu,
+        scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
+        cal.nvlink_efficiency, scale_out.efficiency,
+        comm.congestion_factor(tp_nodes, scale_out.congestion_per_doubling,
+                               scale_out.oversubscription))
+    t_tp = n_tp * np.where(tp_in_node, t_ar_nvl, t_ar_net) * (1.0 - opt.tp_overlap)
+
+    # ---- context parallel: K and V blocks around a ring, hidden behind attention math
+    cp_in_node = tp * cp <= node
+    kv_bytes = tokens * 2.0 * model.kv_heads * model.head_dim / np.minimum(tp, model.kv_heads) * 2.0
+    t_cp_link = np.where(cp_in_node,
+                         comm.p2p_time_s(kv_bytes, scale_up.bandwidth_gbps_per_gpu,
+                                         scale_up.latency_us, cal.nvlink_efficiency),
+                         comm.p2p_time_s(kv_bytes, scale_out.bandwidth_gbps_per_gpu,
+                                         scale_out.latency_us, scale_out.efficiency))
+    t_cp_total = 3.0 * (cp - 1) * t_cp_link
+    t_attn = attn * np.where(rec == "full", 4.0 / 3.0, 1.0) * tokens / tp / (peak * e_layer)
+    t_cp = np.maximum(0.0, t_cp_total - t_attn)
+
+    # ---- per micro-batch on the slowest stage
+    per_layer = t_mm + t_elem + t_tp + t_cp
+    layers_per_stage = L / pp
+    stage_compute = layers_per_stage * (t_mm + t_elem) + np.where(pp == 1, t_logits, 0.0)
+    last_extra = np.where(pp > 1, t_logits, 0.0)
+    t_stage = layers_per_stage * per_layer + np.where(pp == 1, t_logits, last_extra)
+    # pipeline neighbours sit dp*tp*cp ranks apart: a different node once that fills one
+    p2p_in_node = tp * cp * dp < node
+    p2p_bytes = tokens * h * 2.0 / tp  # Megatron scatter/gather: 1/t per NIC, then all-gather
+    t_p2p_one = np.where(p2p_in_node,
+                         comm.p2p_time_s(p2p_bytes, scale_up.bandwidth_gbps_per_gpu,
+                                         scale_up.latency_us, cal.nvlink_efficiency),
+                         comm.p2p_time_s(p2p_bytes, scale_out.bandwidth_gbps_per_gpu,
+                                         scale_out.latency_us, scale_out.efficiency))
+    t_p2p_mb = np.where(pp > 1, 2.0 * vv * t_p2p_one, 0.0)
+    t_mb = t_stage + t_p2p_mb
+    bubble = (pp - 1) / vv * t_mb
+    t_pipe = m * t_mb + bubble
+
+    # ---- data-parallel gradient reduction (DP x CP group), hierarchical rings
+    stage_params = (layers_per_stage * model.layer_params + np.where(
+        pp == 1, model.params - L * model.layer_params, model.vocab * h)) / tp
+    group = dp * cp
+    per_node = np.minimum(group, np.maximum(node // np.minimum(tp, node), 1))
+    nodes_in_group = np.maximum(group // per_node, 1)
+    congestion = comm.congestion_factor(nodes_in_group, scale_out.congestion_per_doubling,
+                                        scale_out.oversubscription)
+    grad_bytes = stage_params * opt.grad_bytes
+    t_ar_dp = comm.hierarchical_allreduce_time_s(
+        grad_bytes, group, per_node, scale_up.bandwidth_gbps_per_gpu,
+        scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
+        cal.nvlink_efficiency, scale_out.efficiency, congestion)
+    window = stage_compute * 2.0 / 3.0  # backward of the last micro-batch
+    phi = opt.dp_overlap
+    # ZeRO-3 reduce-scatters gradients (half an all-reduce) and all-gathers parameters for
+    # the forward and the backward of every micro-batch, prefetched behind compute.
+    t_sync = np.where(zero >= 3, t_ar_dp / 2.0, t_ar_dp)
+    t_dp = (1 - phi) * t_sync + np.maximum(0.0, phi * t_sync - window)
+    t_gather = m * 2.0 * (t_ar_dp / 2.0)
+    t_dp = t_dp + np.where(zero >= 3, np.maximum(0.0, t_gather - m * stage_compute), 0.0)
+
+    # ---- optimizer: read and write every model state once, memory-bound
+    states = mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes
+    t_opt = 2.0 * states / hbm
+
+    step = t_pipe + t_dp + t_opt
+
+    # ---- ideal scale-out: the same layout if every link were as fast as NVLink
+    fast = replace(scale_out, bandwidth_gbps_per_gpu=scale_up.bandwidth_gbps_per_gpu,
+                   latency_us=scale_up.latency_us, efficiency=cal.nvlink_efficiency,
+                   congestion_per_doubling=0.0, oversubscription=1.0)
+    if scale_out is not fast and (scale_out.bandwidth_gbps_per_gpu < scale_up.bandwidth_gbps_per_gpu
+                                  or scale_out.congestion_per_doubling > 0):
+        ideal = _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
+                            zero, opt, cal, s)
+    else:
+        ideal = step
+    tokens_step = B * s
+    model_flops = (L * layer_model + 6.0 * V * h) * tokens_step
+    hw_flops = (L * layer_hw + 6.0 * V * h) * tokens_step
+    model_tf = model_flops / (gpus * step) / 1e12
+    hw_tf = hw_flops / (gpus * step) / 1e12
+    compute_total = m * (layers_per_stage * (t_mm + t_elem) + np.where(
+        pp == 1, t_logits, last_extra))
+    fits = mem.total_bytes <= gpu.memory_bytes
+    r = v.result
+    return StepPrediction(
+        step_time_s=r(step), compute_s=r(compute_total),
+        tp_comm_s=r(m * layers_per_stage * t_tp), cp_comm_s=r(m * layers_per_stage * t_cp),
+        pp_p2p_s=r(m * t_p2p_mb), pp_bubble_s=r(bubble), dp_comm_s=r(t_dp),
+        optimizer_s=r(t_opt), model_tflops_per_gpu=r(model_tf),
+        hardware_tflops_per_gpu=r(hw_tf), mfu=r(model_tf * 1e12 / peak),
+        hfu=r(hw_tf * 1e12 / peak), tokens_per_s=r(tokens_step / step),
+        memory_bytes=r(mem.total_bytes), fits=r(fits),
+        scaling_efficiency=r(np.minimum(ideal / step, 1.0)), dp=r(dp), num_microbatches=r(m))
+
+
+def _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp, zero, opt,
+                cal, s):
+    return predict_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
+                        zero, opt, cal, s).step_time_s
