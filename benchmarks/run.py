@@ -67,8 +67,29 @@ def bench_memory_and_flops():
                  f"vectorized is {(n / t) / (k / tl):,.0f}x"))
 
 
+def bench_planner():
+    from llmcost.training import planner
+    from llmcost.training.arch import ModelSpec
+    cat = catalog.default()
+    m = ModelSpec(layers=96, hidden=12288, heads=96, vocab=51200, seq_len=2048, id="gpt3-175b")
+    args = (m, cat.gpu("a100-80gb"), cat.fabric("nvlink3"), cat.fabric("ib-hdr"), 1024, 1536)
+    result = {}
+
+    def run():
+        result["plan"] = planner.plan(*args)
+
+    t = timed(run)
+    P = result["plan"]
+    ROWS.append(("planner, GPT-3 175B on 1024 A100-80GB, batch 1536", P.evaluated, t,
+                 f"{P.evaluated / t:,.0f} layouts/s; {P.feasible:,} fit; grid {P.candidates:,}"))
+    # Calculon's published speed is ~133 layouts/s in Python: the same space would take
+    ROWS.append(("  same space at Calculon's ~133 layouts/s (estimate)", P.evaluated,
+                 P.evaluated / 133, f"{(P.evaluated / t) / 133:,.0f}x slower than llmcost"))
+
+
 def main():
     bench_memory_and_flops()
+    bench_planner()
     print(f"llmcost benchmarks  ({platform.python_implementation()} {platform.python_version()}, "
           f"numpy {np.__version__}, {platform.machine()})")
     w = max(len(r[0]) for r in ROWS)

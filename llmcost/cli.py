@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import sys
+import time
 from typing import Callable
 
 import numpy as np
@@ -19,6 +20,8 @@ from . import _validate as v
 from . import catalog
 from .training import flops as fl
 from .training import memory as mem
+from .training import planner
+from .training import step as step_mod
 from .training.arch import ModelSpec
 from . import utilization as ut
 
@@ -156,6 +159,124 @@ def cmd_memory(a) -> dict:
     return out
 
 
+def _hardware(a):
+    cat = catalog.default()
+    gpu = cat.gpu(a.gpu)
+    up = cat.fabric(gpu.scale_up)
+    out = cat.fabric(a.fabric or DEFAULT_FABRIC.get(gpu.generation, "ib-ndr"))
+    if out.kind != "scale_out":
+        raise v.InputError("fabric", f"fabric {out.id!r} is a scale-up link; pick one of "
+                                     + ", ".join(cat.fabrics().query("kind == 'scale_out'")["id"]))
+    return gpu, up, out
+
+
+#: the scale-out fabric a GPU generation usually ships with (DGX/HGX reference designs)
+DEFAULT_FABRIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-xdr",
+                  "cdna3": "roce-400", "ada": "roce-200"}
+
+
+def _options(a) -> step_mod.Options:
+    return step_mod.Options(flash_attention=not a.no_flash_attention,
+                            dp_overlap=a.dp_overlap, tp_comm_overlap=a.tp_comm_overlap)
+
+
+def _fit_reason(total_gb, cap_gb, parts) -> str:
+    big = max(parts, key=parts.get)
+    return (f"needs {total_gb:.1f} GB per GPU, {cap_gb:.1f} GB available; largest part: "
+            f"{big.replace('_gb', '')} {parts[big]:.1f} GB")
+
+
+def cmd_predict(a) -> dict:
+    m = _model_from_args(a)
+    gpu, up, out = _hardware(a)
+    p = step_mod.predict_step(m, gpu, up, out, a.gpus, a.tp, a.pp, a.global_batch, a.cp,
+                              a.micro_batch, a.interleave, a.recompute, a.sequence_parallel,
+                              a.zero, _options(a))
+    br = mem.memory_per_gpu(m, a.gpus, a.tp, a.pp, a.cp, a.zero, a.micro_batch,
+                            a.global_batch, a.recompute, a.sequence_parallel,
+                            not a.no_flash_attention, interleave=a.interleave)
+    parts = {k: float(x) for k, x in br.to_gb().items() if k != "total_gb"}
+    cap = gpu.memory_bytes / mem.GB
+    res = {
+        "model": m.id, "gpu": gpu.id, "fabric": out.id,
+        "layout": {"gpus": a.gpus, "tp": a.tp, "pp": a.pp, "cp": a.cp, "dp": int(p.dp),
+                   "micro_batch": a.micro_batch, "num_microbatches": int(p.num_microbatches),
+                   "interleave": a.interleave, "zero_stage": a.zero, "recompute": a.recompute,
+                   "sequence_parallel": a.sequence_parallel},
+        "step_time_s": float(p.step_time_s),
+        "model_tflops_per_gpu": float(p.model_tflops_per_gpu),
+        "hardware_tflops_per_gpu": float(p.hardware_tflops_per_gpu),
+        "mfu": float(p.mfu), "hfu": float(p.hfu), "tokens_per_s": float(p.tokens_per_s),
+        "memory_gb_per_gpu": float(p.memory_bytes) / mem.GB, "capacity_gb": cap,
+        "fits": bool(p.fits),
+        "fit_reason": "fits" if bool(p.fits) else _fit_reason(float(p.memory_bytes) / mem.GB, cap, parts),
+        "memory_breakdown_gb": parts,
+        "scaling_efficiency": float(p.scaling_efficiency),
+        "breakdown_s": {k: float(getattr(p, k)) for k in p.BREAKDOWN},
+    }
+    return res
+
+
+STEP_TERMS = {
+    "compute_s": "matmuls at peak x GEMM efficiency, plus memory-bound kernels at HBM speed",
+    "tp_comm_s": "tensor-parallel all-reduces (4 per layer, 6 with full recompute), exposed",
+    "cp_comm_s": "context-parallel K/V ring not hidden behind attention",
+    "pp_p2p_s": "pipeline activation sends between stages",
+    "pp_bubble_s": "pipeline fill and drain: (p-1)/(v m) of the ideal time",
+    "dp_comm_s": "data-parallel gradient sync (ZeRO-3: + parameter gathers), exposed",
+    "optimizer_s": "optimizer step, memory-bound",
+}
+
+
+def cmd_plan(a) -> dict:
+    m = _model_from_args(a)
+    gpu, up, out = _hardware(a)
+    space = planner.Space(max_tp=a.max_tp)
+    t0 = time.perf_counter()
+    P = planner.plan(m, gpu, up, out, a.gpus, a.global_batch, space, _options(a),
+                     usd_per_gpu_hour=a.usd_per_gpu_hour, heuristic=a.heuristic,
+                     rank_by="cost" if a.rank_by == "cost" else "time")
+    elapsed = time.perf_counter() - t0
+    top = P.top(a.top) if P.feasible else P.layouts.head(a.top)
+    rows = []
+    for _, r in top.iterrows():
+        rows.append({
+            "layout": {k: (x.item() if hasattr(x, "item") else x) for k, x in r[list(planner.LAYOUT_COLUMNS)].items()},
+            "description": planner.describe_layout(r),
+            "step_time_s": float(r["step_time_s"]), "model_tflops_per_gpu": float(r["model_tflops_per_gpu"]),
+            "hardware_tflops_per_gpu": float(r["hardware_tflops_per_gpu"]),
+            "mfu": float(r["mfu"]), "hfu": float(r["hfu"]), "tokens_per_s": float(r["tokens_per_s"]),
+            "memory_gb_per_gpu": float(r["memory_gb"]), "fits": bool(r["fits"]),
+            **({"usd_per_million_tokens": float(r["usd_per_million_tokens"])} if a.usd_per_gpu_hour else {}),
+            "breakdown_s": {k: float(r[k]) for k in STEP_TERMS},
+        })
+    why = []
+    fitting = P.layouts[P.layouts["fits"]]
+    if len(fitting) > 1:
+        best = fitting.iloc[0]
+        others, ties = planner.runners_up(P.layouts)
+        if ties:
+            why.append(f"{ties} other layout(s) tie with the best (each GPU does the same work, "
+                       "e.g. CP x micro-batch swaps); the simplest is shown")
+        why += [planner.why_slower(best, r) for _, r in others.iterrows()]
+    res = {"model": m.id, "gpu": gpu.id, "fabric": out.id, "gpus": a.gpus,
+           "global_batch": a.global_batch, "heuristic": a.heuristic,
+           "evaluated": P.evaluated, "feasible": P.feasible, "candidates": P.candidates,
+           "seconds": elapsed, "layouts": rows, "why_runner_up_loses": why}
+    if a.heuristic == "none" and P.feasible:
+        H = planner.plan(m, gpu, up, out, a.gpus, a.global_batch, space, _options(a),
+                         heuristic="seed")
+        if H.feasible:
+            hb = H.layouts.iloc[0]
+            res["seed_heuristic_best"] = {
+                "description": planner.describe_layout(hb),
+                "step_time_s": float(hb["step_time_s"]),
+                "slower_than_best": float(hb["step_time_s"]) / float(fitting.iloc[0]["step_time_s"]) - 1}
+    if not P.feasible:
+        res["note"] = "no layout fits in memory: add GPUs, or a GPU with more memory"
+    return res
+
+
 def cmd_list(a) -> dict:
     df = catalog.default().table(a.table)
     cols = [c for c in df.columns if c not in ("notes",)]
@@ -180,6 +301,8 @@ def _fmt(x) -> str:
 
 
 def _table(result: dict) -> str:
+    if "layouts" in result and isinstance(result["layouts"], list) and "evaluated" in result:
+        return _plan_table(result)
     lines = []
     width = max(len(k) for k in result)
     for k, x in result.items():
@@ -197,6 +320,34 @@ def _table(result: dict) -> str:
                     lines.append(f"  {item}")
         else:
             lines.append(f"{k:<{width}}  {_fmt(x)}")
+    return "\n".join(lines)
+
+
+def _plan_table(r: dict) -> str:
+    lines = [f"{r['model']} on {r['gpus']} x {r['gpu']} ({r['fabric']}), global batch "
+             f"{r['global_batch']}: {r['evaluated']:,} layouts evaluated, {r['feasible']:,} fit "
+             f"in memory ({r['seconds']:.2f} s)", ""]
+    hdr = f"{'#':>2}  {'layout':<58} {'step s':>8} {'MFU':>6} {'HFU':>6} {'mem GB':>7} fits"
+    lines.append(hdr)
+    for i, L in enumerate(r["layouts"], 1):
+        lines.append(f"{i:>2}  {L['description']:<58} {L['step_time_s']:>8.3f} {L['mfu']:>6.1%} "
+                     f"{L['hfu']:>6.1%} {L['memory_gb_per_gpu']:>7.1f} {'yes' if L['fits'] else 'no'}")
+    if r["why_runner_up_loses"]:
+        lines += ["", "why the runners-up lose:"] + [f"  {w}" for w in r["why_runner_up_loses"]]
+    if "seed_heuristic_best" in r:
+        h = r["seed_heuristic_best"]
+        lines += ["", f"seed heuristic (TP in node, PP in a rack of 4 nodes): best {h['description']}, "
+                      f"{h['step_time_s']:.3f} s per step ({h['slower_than_best']:+.1%} vs best)"]
+    if r.get("note"):
+        lines += ["", r["note"]]
+    return "\n".join(lines)
+
+
+def _predict_notes(result: dict) -> str:
+    lines = ["", "step time, term by term:"]
+    total = result["step_time_s"]
+    for k, x in result["breakdown_s"].items():
+        lines.append(f"  {k:<12} {x:>10.4g} s  {x / total:>6.1%}  {STEP_TERMS[k]}")
     return "\n".join(lines)
 
 
@@ -272,6 +423,38 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--lora-rank", type=int, default=16)
     sp.add_argument("--gpu", help="catalog id: report capacity and whether it fits")
 
+    def layout_common(sp):
+        _add_model_args(sp)
+        sp.add_argument("--gpu", default="a100-80gb", help="catalog id (default a100-80gb)")
+        sp.add_argument("--fabric", help="scale-out fabric id (default: the GPU's usual)")
+        sp.add_argument("--gpus", type=int, required=True)
+        sp.add_argument("--global-batch", type=int, required=True, help="sequences per step")
+        sp.add_argument("--no-flash-attention", action="store_true")
+        sp.add_argument("--dp-overlap", type=float, default=step_mod.Options.dp_overlap,
+                        help="share of gradient sync overlapped with backward (0-1)")
+        sp.add_argument("--tp-comm-overlap", action="store_true",
+                        help="TP communication overlapped with GEMMs (TransformerEngine)")
+
+    sp = add("predict", cmd_predict, "Step time, MFU/HFU and memory of one layout, each term explained.")
+    layout_common(sp)
+    sp.add_argument("--tp", type=int, required=True)
+    sp.add_argument("--pp", type=int, required=True)
+    sp.add_argument("--cp", type=int, default=1)
+    sp.add_argument("--micro-batch", type=int, default=1)
+    sp.add_argument("--interleave", type=int, default=1)
+    sp.add_argument("--recompute", choices=fl.RECOMPUTE_MODES, default="none")
+    sp.add_argument("--sequence-parallel", action="store_true")
+    sp.add_argument("--zero", type=int, default=0)
+
+    sp = add("plan", cmd_plan, "Every layout evaluated and ranked; the best first.")
+    layout_common(sp)
+    sp.add_argument("--top", type=int, default=5)
+    sp.add_argument("--max-tp", type=int, help="allow TP beyond one node, up to this")
+    sp.add_argument("--heuristic", choices=planner.HEURISTICS, default="none",
+                    help="'seed': TP in a node, PP in a rack of 4 nodes, DP across racks")
+    sp.add_argument("--usd-per-gpu-hour", type=float, help="price, for $ per million tokens")
+    sp.add_argument("--rank-by", choices=("time", "cost"), default="time")
+
     sp = add("list", cmd_list, "List a catalog table.")
     sp.add_argument("table", choices=catalog.TABLES)
     return p
@@ -293,7 +476,9 @@ def main(argv=None) -> int:
         import pandas as pd
         print(pd.DataFrame(result["rows"]).to_string(index=False))
     else:
-        print(_table(result))
+        text = _table({k: x for k, x in result.items() if k != "breakdown_s"}) \
+            if a.command == "predict" else _table(result)
+        print(text + (_predict_notes(result) if a.command == "predict" else ""))
     return 0
 
 

@@ -108,3 +108,55 @@ def test_console_script_installed():
     bad = subprocess.run([exe, "memory", "--model", "llama3-8b", "--gpus", "8", "--tp", "3",
                           "--pp", "1"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+GPT3 = ["--layers", "96", "--hidden", "12288", "--heads", "96", "--vocab", "51200", "--seq-len", "2048"]
+
+
+def test_predict_contract(capsys):
+    r = run_json(capsys, "predict", *GPT3, "--gpus", "1024", "--tp", "8", "--pp", "8",
+                 "--global-batch", "1536", "--recompute", "full", "--interleave", "2")
+    for k in ("step_time_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu", "hfu",
+              "memory_gb_per_gpu", "fits"):
+        assert k in r
+    assert r["hfu"] == pytest.approx(r["hardware_tflops_per_gpu"] / 312)
+    assert sum(r["breakdown_s"].values()) == pytest.approx(r["step_time_s"])
+
+
+def test_predict_not_fitting_is_a_finding(capsys):
+    r = run_json(capsys, "predict", "--model", "gpt3-175b", "--gpus", "64", "--tp", "8", "--pp",
+                 "1", "--global-batch", "64")
+    assert r["fits"] is False and "GB" in r["fit_reason"]
+
+
+def test_predict_table_explains_terms(capsys):
+    code, out, _ = run(capsys, "predict", "--model", "llama2-70b", "--gpu", "h100-sxm", "--gpus",
+                       "64", "--tp", "8", "--pp", "4", "--global-batch", "128")
+    assert code == 0 and "pipeline fill and drain" in out and "tensor-parallel" in out
+
+
+def test_plan_contract(capsys):
+    r = run_json(capsys, "plan", "--model", "megatron-gpt-18.4b", "--gpus", "256",
+                 "--global-batch", "1024", "--top", "3")
+    assert r["evaluated"] >= r["feasible"] > 0 and len(r["layouts"]) == 3
+    first = r["layouts"][0]
+    for k in ("step_time_s", "mfu", "hfu", "memory_gb_per_gpu", "fits", "layout"):
+        assert k in first
+    assert r["why_runner_up_loses"]
+
+
+@pytest.mark.parametrize("argv,param", [
+    (["predict", "--model", "gpt3-175b", "--gpus", "1024", "--tp", "3", "--pp", "8",
+      "--global-batch", "1536"], "tp"),
+    (["predict", "--model", "gpt3-175b", "--gpus", "1024", "--tp", "8", "--pp", "7",
+      "--global-batch", "1536"], "pp"),
+    (["predict", "--model", "gpt3-175b", "--gpus", "1000", "--tp", "8", "--pp", "8",
+      "--global-batch", "1536"], "gpus"),
+    (["predict", "--model", "gpt3-175b", "--gpus", "1024", "--tp", "8", "--pp", "8",
+      "--global-batch", "1000"], "global-batch"),
+    (["plan", "--model", "gpt3-175b", "--gpus", "64", "--global-batch", "64", "--fabric", "nvlink4"], "fabric"),
+])
+def test_layout_errors(capsys, argv, param):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert param in err or param.replace("-", "_") in err

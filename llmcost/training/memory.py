@@ -336,7 +336,7 @@ class MemoryBreakdown(NamedTuple):
         }
 
 
-def _check_layout(model: ModelSpec, gpus, tp, pp, cp, interleave, seq_len):
+def check_layout(model: ModelSpec, gpus, tp, pp, cp, interleave, seq_len):
     gpus = v.integer("gpus", gpus)
     tp = v.integer("tp", tp)
     pp = v.integer("pp", pp)
@@ -422,7 +422,7 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     v.choice("finetune", finetune, FINETUNE_MODES)
     v.choice("lora_targets", lora_targets, LORA_TARGETS)
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
-    gpus, tp, pp, cp, vv = _check_layout(model, gpus, tp, pp, cp, interleave, s)
+    gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, s)
     b = v.integer("micro_batch", micro_batch)
     dp = gpus // (tp * pp * cp)
     if global_batch is None:

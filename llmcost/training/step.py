@@ -34,7 +34,7 @@ from . import comm
 from .arch import ModelSpec
 from .flops import RECOMPUTE_MODES, matmul_params_per_layer
 from .hardware import FabricSpec, GPUSpec
-from .memory import activation_bytes_per_layer, memory_per_gpu
+from .memory import activation_bytes_per_layer, check_layout, memory_per_gpu
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,14 @@ class Options:
     #: (PyTorch DDP buckets, Megatron --overlap-grad-reduce); assumption. Megatron 2021
     #: overlapped none: its Table 1 is calibrated with 0.
     dp_overlap: float = 0.9
-    #: share of tensor-parallel collectives hidden behind GEMMs (TransformerEngine userbuffers
-    #: overlap; Megatron 2021: none).
-    tp_overlap: float = 0.0
+    #: share of tensor-parallel collectives hidden behind GEMMs when TP communication
+    #: overlap is on (TransformerEngine userbuffers, Megatron --tp-comm-overlap); assumption
+    #: after Wang et al., ASPLOS 2023 (decomposed collective-GEMM overlap hides most of it).
+    tp_overlap: float = 0.8
+    #: GEMM slow-down while comm kernels share the SMs with overlap on; assumption.
+    tp_overlap_gemm_penalty: float = 0.05
+    #: TP communication overlap on by default? (Megatron 2021: off.)
+    tp_comm_overlap: bool = False
     #: gradient bytes per parameter in the data-parallel reduction (bf16 = 2; fp32 = 4).
     grad_bytes: float = 2.0
     flash_attention: bool = False
@@ -105,18 +110,23 @@ class StepPrediction(NamedTuple):
                  "optimizer_s")
 
 
-def matmul_efficiency(width, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRATION):
-    r"""Achieved share of dense peak for GEMMs whose per-GPU width is w.
+def matmul_efficiency(width, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRATION,
+                      rows=None):
+    r"""Achieved share of dense peak for GEMMs whose per-GPU width is w and height M.
 
-    .. math:: e(w) = e_{max}\,\frac{w}{w + w_0 R / R_{ref}},\qquad R = F_{peak}/B_{HBM}
+    .. math:: e(w, M) = e_{max}\,\frac{w}{w + w_0'}\,\frac{M}{M + w_0'},\qquad
+              w_0' = w_0 \frac{R}{R_{ref}},\quad R = F_{peak}/B_{HBM}
 
-    Narrow shards (small h/t) leave tensor cores idle at tile and wave boundaries; a GPU
-    with a higher ridge point R needs proportionally wider GEMMs.
+    Narrow shards (small h/t) or few tokens per GPU (small b s / c) leave tensor cores idle
+    at tile and wave boundaries; a GPU with a higher ridge point R needs proportionally
+    larger GEMMs.
 
     Parameters
     ----------
     width : float or array
         Per-GPU GEMM width w, e.g. h / t [-].
+    rows : float or array, optional
+        Tokens per micro-batch on the GPU, M = b s / c [-]; None: no limit.
     peak_tflops : float or array
         Dense peak [TFLOP/s].
     hbm_tbps : float or array
@@ -136,7 +146,8 @@ def matmul_efficiency(width, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRAT
     w = v.positive("width", width)
     ridge = v.positive("peak_tflops", peak_tflops) / v.positive("hbm_tbps", hbm_tbps)
     w0 = calibration.matmul_half_width * ridge / calibration.reference_ridge
-    return v.result(calibration.matmul_efficiency * w / (w + w0))
+    tall = 1.0 if rows is None else (lambda M: M / (M + w0))(v.positive("rows", rows))
+    return v.result(calibration.matmul_efficiency * w / (w + w0) * tall)
 
 
 def pipeline_bubble_fraction(pp, num_microbatches, interleave=1):
@@ -201,17 +212,11 @@ def data_parallel_volume_bytes(params, zero_stage=0, grad_bytes=2.0):
     return v.result(np.where(z >= 3, 3.0, 2.0) * psi * g)
 
 
-def _check(model, gpus, tp, pp, cp, micro_batch, global_batch, interleave):
-    gpus = v.integer("gpus", gpus)
-    tp = v.integer("tp", tp)
-    pp = v.integer("pp", pp)
-    cp = v.integer("cp", cp)
+def _check(model, gpus, tp, pp, cp, micro_batch, global_batch, interleave, seq_len):
+    gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, seq_len)
     b = v.integer("micro_batch", micro_batch)
     B = v.integer("global_batch", global_batch)
-    vv = v.integer("interleave", interleave)
-    used = tp * pp * cp
-    v.multiple_of("gpus", gpus, "tp x pp x cp", used)
-    dp = gpus // used
+    dp = gpus // (tp * pp * cp)
     v.multiple_of("global_batch", B, "micro_batch x dp", b * dp)
     m = B // (b * dp)
     inter_bad = np.broadcast_to((vv > 1) & (m % pp != 0), np.broadcast(vv, m, pp).shape)
@@ -226,7 +231,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                  gpus, tp, pp, global_batch, cp=1, micro_batch=1, interleave=1,
                  recompute="none", sequence_parallel=False, zero_stage=0,
                  options: Options = Options(), calibration: Calibration = DEFAULT_CALIBRATION,
-                 seq_len=None, memory_kwargs=None) -> StepPrediction:
+                 seq_len=None, memory_kwargs=None, with_scaling=True,
+                 flash_attention=None, tp_comm_overlap=None) -> StepPrediction:
     r"""Predict the step time of one or many layouts, with its breakdown and MFU/HFU.
 
     Per micro-batch and pipeline stage (l/p layers, the last also the logits):
@@ -260,6 +266,11 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         Default: the model's.
     memory_kwargs : dict, optional
         Passed to :func:`llmcost.training.memory.memory_per_gpu` (optimizer, overhead...).
+    flash_attention, tp_comm_overlap : bool or array, optional
+        Per-layout overrides of ``options.flash_attention`` and ``options.tp_comm_overlap``.
+    with_scaling : bool
+        Also predict the layout with ideal scale-out links, for ``scaling_efficiency``
+        (doubles the work; None when False).
 
     Returns
     -------
@@ -275,18 +286,23 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     """
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
     gpus, tp, pp, cp, b, B, vv, dp, m = _check(model, gpus, tp, pp, cp, micro_batch,
-                                               global_batch, interleave)
+                                               global_batch, interleave, s)
     rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
     sp = v.boolean("sequence_parallel", sequence_parallel)
     zero = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
     cal = calibration
     opt = options
+    flash = v.boolean("flash_attention",
+                      opt.flash_attention if flash_attention is None else flash_attention)
+    tpo = v.boolean("tp_comm_overlap",
+                    opt.tp_comm_overlap if tp_comm_overlap is None else tp_comm_overlap)
+    tpo = tpo & (tp > 1)
     peak = gpu.peak_tflops(opt.precision) * 1e12
     hbm = gpu.hbm_bandwidth_tbps * 1e12
     node = gpu.gpus_per_node
     h, L, V = model.hidden, model.layers, model.vocab
 
-    mem = memory_per_gpu(model, gpus, tp, pp, cp, zero, b, B, rec, sp, opt.flash_attention,
+    mem = memory_per_gpu(model, gpus, tp, pp, cp, zero, b, B, rec, sp, flash,
                          interleave=vv, seq_len=s, **(memory_kwargs or {}))
 
     # ---- compute per micro-batch per layer (one GPU)
@@ -299,14 +315,15 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     layer_hw = np.where(rec == "full", layer_model * 4.0 / 3.0,
                         layer_model + np.where(rec == "selective", attn, 0.0))
     e_layer = matmul_efficiency(h / tp, gpu.peak_tflops(opt.precision),
-                                gpu.hbm_bandwidth_tbps, cal)
+                                gpu.hbm_bandwidth_tbps, cal, rows=tokens)
+    e_layer = e_layer * np.where(tpo, 1.0 - opt.tp_overlap_gemm_penalty, 1.0)
     t_mm = layer_hw * tokens / tp / (peak * e_layer)
     act = activation_bytes_per_layer(s, b, h, model.heads, tp, cp, model.kv_heads,
                                      model.ffn_hidden, model.gated_ffn, model.head_dim,
-                                     model.dropout, sp, "none", opt.flash_attention)
+                                     model.dropout, sp, "none", flash)
     t_elem = cal.elementwise_traffic * act * np.where(rec == "full", 4.0 / 3.0, 1.0) / hbm
     e_logit = matmul_efficiency(np.maximum(V / tp, 1.0), gpu.peak_tflops(opt.precision),
-                                gpu.hbm_bandwidth_tbps, cal)
+                                gpu.hbm_bandwidth_tbps, cal, rows=tokens)
     t_logits = 6.0 * V * h * tokens / tp / (peak * e_logit) + \
         cal.elementwise_traffic * 4.0 * tokens * V / tp / hbm
 
@@ -323,7 +340,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         cal.nvlink_efficiency, scale_out.efficiency,
         comm.congestion_factor(tp_nodes, scale_out.congestion_per_doubling,
                                scale_out.oversubscription))
-    t_tp = n_tp * np.where(tp_in_node, t_ar_nvl, t_ar_net) * (1.0 - opt.tp_overlap)
+    t_tp = n_tp * np.where(tp_in_node, t_ar_nvl, t_ar_net) * np.where(tpo, 1.0 - opt.tp_overlap, 1.0)
 
     # ---- context parallel: K and V blocks around a ring, hidden behind attention math
     cp_in_node = tp * cp <= node
@@ -388,10 +405,12 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     fast = replace(scale_out, bandwidth_gbps_per_gpu=scale_up.bandwidth_gbps_per_gpu,
                    latency_us=scale_up.latency_us, efficiency=cal.nvlink_efficiency,
                    congestion_per_doubling=0.0, oversubscription=1.0)
-    if scale_out is not fast and (scale_out.bandwidth_gbps_per_gpu < scale_up.bandwidth_gbps_per_gpu
-                                  or scale_out.congestion_per_doubling > 0):
+    if not with_scaling:
+        ideal = None
+    elif (scale_out.bandwidth_gbps_per_gpu < scale_up.bandwidth_gbps_per_gpu
+          or scale_out.congestion_per_doubling > 0 or scale_out.oversubscription > 1):
         ideal = _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
-                            zero, opt, cal, s)
+                            zero, opt, cal, s, memory_kwargs, flash, tpo)
     else:
         ideal = step
     tokens_step = B * s
@@ -411,10 +430,12 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         hardware_tflops_per_gpu=r(hw_tf), mfu=r(model_tf * 1e12 / peak),
         hfu=r(hw_tf * 1e12 / peak), tokens_per_s=r(tokens_step / step),
         memory_bytes=r(mem.total_bytes), fits=r(fits),
-        scaling_efficiency=r(np.minimum(ideal / step, 1.0)), dp=r(dp), num_microbatches=r(m))
+        scaling_efficiency=None if ideal is None else r(np.minimum(ideal / step, 1.0)),
+        dp=r(dp), num_microbatches=r(m))
 
 
 def _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp, zero, opt,
-                cal, s):
+                cal, s, memory_kwargs, flash, tpo):
     return predict_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
-                        zero, opt, cal, s).step_time_s
+                        zero, opt, cal, s, memory_kwargs, with_scaling=False,
+                        flash_attention=flash, tp_comm_overlap=tpo).step_time_s

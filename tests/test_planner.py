@@ -1,0 +1,102 @@
+"""The planner against a brute-force loop, its counts, the Pareto front and the seed heuristic."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from llmcost import catalog
+from llmcost.training import planner as pl
+from llmcost.training import step as st
+from llmcost.training.arch import ModelSpec
+
+CAT = catalog.default()
+A100, NVL3, HDR = CAT.gpu("a100-80gb"), CAT.fabric("nvlink3"), CAT.fabric("ib-hdr")
+SMALL = pl.Space(cp=(1, 2), micro_batch=(1, 2, 4), zero_stage=(0, 3),
+                 recompute=("none", "full"), interleave=(1, 2, 3))
+
+
+def test_planner_equals_brute_force_loop():
+    m = CAT.model("megatron-gpt-1.7b")   # 24 layers, 24 heads, s 2048
+    gpus, B = 32, 64
+    P = pl.plan(m, A100, NVL3, HDR, gpus, B, SMALL)
+    # The loop: every combination, the rules written out again, one predict_step per layout.
+    expected = {}
+    for t, p, c, b, z, r, sp, v, fa, to in itertools.product(
+            (1, 2, 4, 8), (1, 2, 3, 4, 6, 8, 12, 24), (1, 2), (1, 2, 4), (0, 3), ("none", "full"),
+            (False, True), (1, 2, 3), (False, True), (False, True)):
+        if 24 % t or 24 % p or gpus % (t * p * c):
+            continue
+        d = gpus // (t * p * c)
+        if B % (b * d):
+            continue
+        mb = B // (b * d)
+        if v > 1 and (p == 1 or (24 // p) % v or mb % p):
+            continue
+        if (sp or to) and t == 1:
+            continue
+        pred = st.predict_step(m, A100, NVL3, HDR, gpus, t, p, B, c, b, v, r, sp, z,
+                               flash_attention=fa, tp_comm_overlap=to, with_scaling=False)
+        expected[(t, p, c, b, z, r, sp, v, fa, to)] = (float(pred.step_time_s), bool(pred.fits),
+                                                      float(pred.memory_bytes) / 1e9)
+    assert P.evaluated == len(expected)
+    assert P.feasible == sum(f for _, f, _ in expected.values())
+    for _, row in P.layouts.iterrows():
+        key = (row.tp, row.pp, row.cp, row.micro_batch, row.zero_stage, row.recompute,
+               bool(row.sequence_parallel), row.interleave, bool(row.flash_attention),
+               bool(row.tp_comm_overlap))
+        t_, fits, mem = expected[key]
+        assert row.step_time_s == pytest.approx(t_, rel=1e-12)
+        assert bool(row.fits) == fits and row.memory_gb == pytest.approx(mem, rel=1e-12)
+    best_loop = min((t_ for t_, f, _ in expected.values() if f))
+    assert P.layouts.iloc[0]["step_time_s"] == pytest.approx(best_loop)
+
+
+def test_gpt3_1024_gpus_counts():
+    m = ModelSpec(layers=96, hidden=12288, heads=96, vocab=51200, seq_len=2048)
+    P = pl.plan(m, A100, NVL3, HDR, 1024, 1536)
+    assert P.evaluated >= 100_000
+    assert 0 < P.feasible < P.evaluated
+    top = P.top(5)
+    assert top["fits"].all() and top["step_time_s"].is_monotonic_increasing
+    assert (top["tp"] * top["pp"] * top["cp"] * top["dp"] == 1024).all()
+
+
+def test_pareto_front_is_not_dominated():
+    m = CAT.model("megatron-gpt-18.4b")
+    P = pl.plan(m, A100, NVL3, HDR, 256, 1024, SMALL)
+    f = P.layouts[P.layouts["fits"]]
+    for _, p in P.pareto.iterrows():
+        dominated = ((f["step_time_s"] < p["step_time_s"]) & (f["headroom_gb"] > p["headroom_gb"])).any()
+        assert not dominated
+    assert P.pareto["step_time_s"].is_monotonic_increasing
+    assert P.pareto["headroom_gb"].is_monotonic_increasing
+
+
+def test_seed_heuristic_constrains_and_costs():
+    m = CAT.model("llama2-70b")
+    h100 = CAT.gpu("h100-sxm")
+    free = pl.plan(m, h100, CAT.fabric("nvlink4"), CAT.fabric("ib-ndr"), 128, 256, SMALL)
+    seed = pl.plan(m, h100, CAT.fabric("nvlink4"), CAT.fabric("ib-ndr"), 128, 256, SMALL, heuristic="seed")
+    L = seed.layouts
+    assert (L["tp"] <= 8).all() and (L["tp"] * L["pp"] <= 32).all()
+    assert seed.evaluated <= free.evaluated
+    assert seed.top(1)["step_time_s"].iloc[0] >= free.top(1)["step_time_s"].iloc[0]
+
+
+def test_cost_ranking_across_cluster_sizes():
+    m = CAT.model("megatron-gpt-7.5b")
+    P = pl.plan(m, A100, NVL3, HDR, [64, 128, 256], 512, SMALL, usd_per_gpu_hour=2.0, rank_by="cost")
+    f = P.layouts[P.layouts["fits"]]
+    assert f["usd_per_million_tokens"].is_monotonic_increasing
+    # $ per million tokens = price x GPUs / tokens per second / 3600 x 1e6
+    r = f.iloc[0]
+    assert r["usd_per_million_tokens"] == pytest.approx(2.0 * r["gpus"] / r["tokens_per_s"] / 3600 * 1e6)
+
+
+def test_why_slower_names_terms():
+    m = CAT.model("megatron-gpt-18.4b")
+    P = pl.plan(m, A100, NVL3, HDR, 256, 1024, SMALL)
+    others, _ = pl.runners_up(P.layouts, 1)
+    text = pl.why_slower(P.layouts.iloc[0], others.iloc[0])
+    assert "per step" in text and " s " in text
