@@ -6,9 +6,9 @@ import re
 import pytest
 
 from llmcost import utilization
-from llmcost.training import flops, memory
+from llmcost.training import comm, flops, memory, planner, scaling, step
 
-MODULES = [flops, memory, utilization]
+MODULES = [flops, memory, utilization, comm, step, scaling]
 FUNCS = [(m.__name__, n, f) for m in MODULES for n, f in inspect.getmembers(m, inspect.isfunction)
          if f.__module__ == m.__name__ and not n.startswith("_")]
 
@@ -18,6 +18,6 @@ def test_numpydoc_with_units_and_references(module, name, func):
     doc = inspect.getdoc(func) or ""
     for section in ("Parameters", "Returns"):
         assert re.search(rf"^{section}\n-+$", doc, re.M), f"{name}: no {section} section"
-    if name != "assess_utilization":   # a findings wrapper, not a formula
+    if name not in ("assess_utilization", "analyse_measured_scaling"):  # wrappers, not formulas
         assert re.search(r"^References\n-+$", doc, re.M), f"{name}: no References"
         assert re.search(r"\[[^\]]+\]", doc.split("Returns")[1]), f"{name}: no [unit] in Returns"

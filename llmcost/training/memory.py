@@ -337,6 +337,26 @@ class MemoryBreakdown(NamedTuple):
 
 
 def check_layout(model: ModelSpec, gpus, tp, pp, cp, interleave, seq_len):
+    """Validate a parallel layout; raise InputError naming the first parameter at fault.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    gpus, tp, pp, cp, interleave : int or array
+        Layout [-]: t must divide the heads (and shard or replicate the KV heads), p and
+        p v the layers, c the sequence, and t p c the GPUs.
+    seq_len : int
+        [tokens].
+
+    Returns
+    -------
+    gpus, tp, pp, cp, interleave : int arrays
+        Validated [-].
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, §2 (the layout's divisibility rules).
+    """
     gpus = v.integer("gpus", gpus)
     tp = v.integer("tp", tp)
     pp = v.integer("pp", pp)
