@@ -290,7 +290,7 @@ BREAKDOWN_LABELS = {
 }
 
 
-def runners_up(layouts: pd.DataFrame, n: int = 2, rel: float = 1e-4) -> tuple[pd.DataFrame, int]:
+def runners_up(layouts: pd.DataFrame, n: int = 2, rel: float = 1e-3) -> tuple[pd.DataFrame, int]:
     """The next ``n`` fitting layouts slower than the best by more than ``rel``, and how many
     tie with the best (same step time: variants that give each GPU the same work)."""
     f = layouts[layouts["fits"]]
