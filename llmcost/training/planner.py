@@ -64,7 +64,7 @@ def enumerate_layouts(model: ModelSpec, gpus, global_batch: int, gpus_per_node: 
     Valid: t divides the heads (and shards or replicates the KV heads), p divides the
     layers, c divides the sequence, t p c divides the GPUs, b d divides the global batch,
     v > 1 only with p > 1 where v divides the layers per stage and p divides the
-    micro-batch count, SP only with t > 1, ZeRO-2/3 only without pipelining. ``heuristic="seed"`` keeps t <= one node and
+    micro-batch count, SP only with t > 1. ``heuristic="seed"`` keeps t <= one node and
     t p <= four nodes (PP inside a rack).
 
     Parameters
@@ -118,9 +118,6 @@ def enumerate_layouts(model: ModelSpec, gpus, global_batch: int, gpus_per_node: 
     per_stage = model.layers // p
     ok &= (vv == 1) | ((p > 1) & (per_stage % vv == 0) & (m % p == 0))
     ok &= (sp <= (t > 1)) & (to <= (t > 1))
-    # ZeRO-2/3 shard gradients that pipeline stages accumulate over micro-batches: DeepSpeed
-    # refuses the combination and Megatron offers only the distributed optimizer (stage 1).
-    ok &= (z < 2) | (p == 1)
     if heuristic == "seed":
         ok &= (t <= node) & (t * p <= 4 * node)
     out = dict(gpus=g, tp=t, pp=p, cp=c, dp=dp, micro_batch=b, num_microbatches=m,

@@ -249,8 +249,11 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                  + (1 - \phi) T_{DP} + \max(0, \phi T_{DP} - W) + t_{opt}
 
     with n_tp = 4 all-reduces per layer (6 with full recomputation), T_DP the hierarchical
-    gradient all-reduce (3/2 of it again for ZeRO-3 parameter gathers), W the backward time
-    of the last micro-batch that can hide it, and the optimizer step memory-bound.
+    gradient all-reduce, W the backward time of the last micro-batch that can hide it, and
+    the optimizer step memory-bound. ZeRO-2 and -3 shard gradients, which then cannot
+    accumulate over micro-batches: each micro-batch reduce-scatters its own (m T_DP / 2),
+    and ZeRO-3 gathers parameters for every forward and backward (2 m T_DP / 2, prefetched
+    behind compute). With m = 1 the volumes are ZeRO's 2 Psi (stages 0-2) and 3 Psi (3).
 
     Parameters
     ----------
@@ -390,14 +393,24 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         grad_bytes, group, per_node, scale_up.bandwidth_gbps_per_gpu,
         scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
         cal.nvlink_efficiency, scale_out.efficiency, congestion)
-    window = stage_compute * 2.0 / 3.0  # backward of the last micro-batch
+    backward = stage_compute * 2.0 / 3.0   # one micro-batch's backward on this stage
+    forward = stage_compute / 3.0
     phi = opt.dp_overlap
-    # ZeRO-3 reduce-scatters gradients (half an all-reduce) and all-gathers parameters for
-    # the forward and the backward of every micro-batch, prefetched behind compute.
-    t_sync = np.where(zero >= 3, t_ar_dp / 2.0, t_ar_dp)
-    t_dp = (1 - phi) * t_sync + np.maximum(0.0, phi * t_sync - window)
-    t_gather = m * 2.0 * (t_ar_dp / 2.0)
-    t_dp = t_dp + np.where(zero >= 3, np.maximum(0.0, t_gather - m * stage_compute), 0.0)
+
+    def exposed(t, window):
+        return (1 - phi) * t + np.maximum(0.0, phi * t - window)
+
+    half = t_ar_dp / 2.0   # a reduce-scatter or an all-gather is half an all-reduce
+    # ZeRO 0-1: gradients accumulate locally; one all-reduce (or reduce-scatter + all-gather
+    # of the distributed optimizer) per step, behind the last backward.
+    t_z01 = exposed(t_ar_dp, backward)
+    # ZeRO-2: sharded gradients cannot accumulate, so every micro-batch reduce-scatters its
+    # own; updated parameters are all-gathered once, behind the next forward.
+    t_z2 = m * exposed(half, backward) + exposed(half, forward)
+    # ZeRO-3: as ZeRO-2, plus parameter all-gathers before the forward and the backward of
+    # every micro-batch, prefetched behind the compute.
+    t_z3 = m * exposed(half, backward) + np.maximum(0.0, 2.0 * m * half - m * stage_compute)
+    t_dp = np.where(zero <= 1, t_z01, np.where(zero == 2, t_z2, t_z3))
 
     # ---- optimizer: read and write every model state once, memory-bound
     states = mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes
