@@ -87,9 +87,26 @@ def bench_planner():
                  P.evaluated / 133, f"{(P.evaluated / t) / 133:,.0f}x slower than llmcost"))
 
 
+def bench_spot_monte_carlo():
+    from llmcost.economics import spot
+    n = 100_000
+    out = {}
+
+    def run():
+        out["mc"] = spot.spot_monte_carlo(0.6, 2.4, 24 * 18, checkpoint_interval_h=3.0,
+                                          restart_h=0.25, runs=n)
+
+    t = timed(run)
+    closed = float(spot.spot_net_savings(0.6, 2.4, 1.5, restart_h=0.25).spot_cost_share)
+    err = out["mc"].cost_share.mean() / closed - 1
+    ROWS.append(("spot Monte Carlo, 100,000 runs in one pass", n, t,
+                 f"{n / t:,.0f} runs/s; mean vs closed form {err:+.2%}"))
+
+
 def main():
     bench_memory_and_flops()
     bench_planner()
+    bench_spot_monte_carlo()
     print(f"llmcost benchmarks  ({platform.python_implementation()} {platform.python_version()}, "
           f"numpy {np.__version__}, {platform.machine()})")
     w = max(len(r[0]) for r in ROWS)

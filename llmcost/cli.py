@@ -19,6 +19,10 @@ import numpy as np
 from . import _validate as v
 from . import catalog
 from .training import flops as fl
+from .economics import reliability as rel
+from .economics import sizing
+from .economics import spot as spot_mod
+from .economics import tco
 from .training import memory as mem
 from .training import planner
 from .training import step as step_mod
@@ -277,6 +281,115 @@ def cmd_plan(a) -> dict:
     return res
 
 
+def cmd_breakeven(a) -> dict:
+    m = float(tco.breakeven_months(a.cloud_usd_per_node_hour, a.onprem_capex_usd_per_node,
+                                   a.utilization, a.onprem_opex_usd_per_node_month))
+    cloud_month = tco.HOURS_PER_MONTH * a.cloud_usd_per_node_hour * a.utilization
+    res = {"breakeven_months": m if math.isfinite(m) else None,
+           "breaks_even": math.isfinite(m),
+           "cloud_usd_per_node_month": cloud_month,
+           "onprem_opex_usd_per_node_month": a.onprem_opex_usd_per_node_month}
+    if a.horizon_months is not None:
+        h = float(v.positive("horizon_months", a.horizon_months))
+        cloud = cloud_month * h
+        prem = a.onprem_capex_usd_per_node + a.onprem_opex_usd_per_node_month * h
+        res.update({"horizon_months": h, "cloud_usd_per_node": cloud, "onprem_usd_per_node": prem,
+                    "cheaper": "buy (on-premises)" if prem < cloud else "rent (cloud)"})
+    if not math.isfinite(m):
+        res["note"] = "the cloud bill per month never exceeds on-premises opex: renting stays cheaper"
+    return res
+
+
+def cmd_spot(a) -> dict:
+    r = spot_mod.spot_net_savings(a.discount, a.preemptions_per_day, a.lost_hours_per_preemption,
+                                  a.restart_h, a.capacity_wait_h, a.billed_share_during_wait,
+                                  a.on_demand_failures_per_day)
+    lost_total = a.lost_hours_per_preemption + a.restart_h + a.capacity_wait_h
+    res = {"net_savings": float(r.net_savings), "duration_stretch": float(r.duration_stretch),
+           "hours_lost_per_preemption": lost_total,
+           "breakeven_lost_hours_per_preemption": float(spot_mod.breakeven_lost_hours(
+               a.discount, a.preemptions_per_day)) if a.preemptions_per_day > 0 else None}
+    if a.observed_net_savings is not None:
+        res["implied_lost_hours_per_preemption"] = float(spot_mod.implied_lost_hours(
+            a.discount, v.positive("preemptions_per_day", a.preemptions_per_day),
+            a.observed_net_savings))
+    if a.monte_carlo_runs:
+        mc = spot_mod.spot_monte_carlo(a.discount, a.preemptions_per_day, a.run_hours,
+                                       lost_hours_per_preemption=a.lost_hours_per_preemption,
+                                       restart_h=a.restart_h, capacity_wait_h=a.capacity_wait_h,
+                                       billed_share_during_wait=a.billed_share_during_wait,
+                                       runs=a.monte_carlo_runs)
+        pc = mc.percentiles()
+        res["monte_carlo"] = {
+            "runs": a.monte_carlo_runs, "run_hours": a.run_hours,
+            "net_savings_mean": float(1 - mc.cost_share.mean() / float(r.on_demand_cost_share)),
+            "cost_share_p10_p50_p90": [float(x) for x in pc["cost_share"]],
+            "duration_share_p10_p50_p90": [float(x) for x in pc["duration_share"]]}
+    return res
+
+
+def cmd_checkpoint(a) -> dict:
+    if a.mtbf_h is None:
+        if a.nodes is None:
+            raise v.InputError("mtbf_h", "give --mtbf-h or --nodes (with the node failure rate)")
+        mtbf = float(rel.mtbf_h(rel.job_failures_per_day(a.nodes, a.node_failures_per_1000_node_days)))
+    else:
+        mtbf = float(v.positive("mtbf_h", a.mtbf_h))
+    M = mtbf * 3600
+    young = float(rel.young_interval_s(a.checkpoint_s, M))
+    daly = float(rel.daly_interval_s(a.checkpoint_s, M))
+    tau = daly if a.interval_s is None else float(v.positive("interval_s", a.interval_s))
+    br = rel.goodput_breakdown(tau, a.checkpoint_s, M, a.restart_s)
+    res = {"mtbf_h": mtbf, "young_interval_s": young, "daly_interval_s": daly,
+           "interval_s": tau, "goodput": float(br.goodput),
+           "losses": {"checkpoints": float(br.checkpoint_share), "rework": float(br.rework_share),
+                      "restarts": float(br.restart_share)}}
+    if a.run_days is not None:
+        days = float(v.positive("run_days", a.run_days))
+        n = days * 86400 / (tau + a.checkpoint_s)
+        res["checkpoints_in_run"] = n
+        res["checkpoint_hours_in_run"] = n * a.checkpoint_s / 3600
+    return res
+
+
+def cmd_size(a) -> dict:
+    m = _model_from_args(a)
+    gpu, up, out = _hardware(a)
+    prices = _gpu_prices(gpu, a.usd_per_gpu_hour, a.price)
+    S = sizing.size_cluster(m, a.tokens, gpu, up, out, a.days, a.global_batch_tokens,
+                            a.headroom, a.goodput, prices, options=_options(a))
+    res = {"model": m.id, "gpu": gpu.id, "fabric": out.id, "tokens": S.tokens,
+           "total_flops": S.total_flops, "target_days": a.days, "gpus": S.gpus,
+           "nodes": S.nodes, "days": S.days, "meets_target": S.meets_target, "mfu": S.mfu,
+           "memory_floor_gpus": S.memory_floor_gpus, "layout": S.layout,
+           "cost_usd": S.cost_usd.get("on_demand"), "cost_usd_by_option": S.cost_usd,
+           "usd_per_gpu_hour": prices, "notes": list(S.notes)}
+    if not prices:
+        res["notes"].append(f"no price for {gpu.id} in the catalog: give --usd-per-gpu-hour")
+    return res
+
+
+def _gpu_prices(gpu, usd_per_gpu_hour=None, price_id=None) -> dict:
+    if usd_per_gpu_hour is not None:
+        return {"on_demand": float(v.positive("usd_per_gpu_hour", usd_per_gpu_hour))}
+    cat = catalog.default()
+    if price_id:
+        row = cat.lookup("prices", price_id)
+    else:
+        rows = cat.prices()
+        rows = rows[rows["gpu"] == gpu.id]
+        if rows.empty:
+            return {}
+        row = rows.iloc[0]
+    out = {}
+    for col, name in (("on_demand_usd_per_hour", "on_demand"), ("reserved_1y_usd_per_hour", "reserved_1y"),
+                      ("reserved_3y_usd_per_hour", "reserved_3y"), ("spot_usd_per_hour", "spot")):
+        x = row.get(col)
+        if x is not None and not (isinstance(x, float) and math.isnan(x)):
+            out[name] = float(x) / float(row["gpus"])
+    return out
+
+
 def cmd_list(a) -> dict:
     df = catalog.default().table(a.table)
     cols = [c for c in df.columns if c not in ("notes",)]
@@ -454,6 +567,53 @@ def build_parser() -> argparse.ArgumentParser:
                     help="'seed': TP in a node, PP in a rack of 4 nodes, DP across racks")
     sp.add_argument("--usd-per-gpu-hour", type=float, help="price, for $ per million tokens")
     sp.add_argument("--rank-by", choices=("time", "cost"), default="time")
+
+    sp = add("breakeven", cmd_breakeven, "Months after which buying a node beats renting it.")
+    sp.add_argument("--cloud-usd-per-node-hour", type=float, required=True)
+    sp.add_argument("--onprem-capex-usd-per-node", type=float, required=True)
+    sp.add_argument("--utilization", type=float, required=True, help="share of hours used (0-1]")
+    sp.add_argument("--onprem-opex-usd-per-node-month", type=float, default=0.0)
+    sp.add_argument("--horizon-months", type=float, help="also compare total cost over a horizon")
+
+    sp = add("spot", cmd_spot, "Net savings of spot over on-demand after preemptions.")
+    sp.add_argument("--discount", type=float, required=True, help="spot price cut (0-1)")
+    sp.add_argument("--preemptions-per-day", type=float, required=True)
+    sp.add_argument("--lost-hours-per-preemption", type=float, required=True,
+                    help="billed job-hours lost per preemption (rework)")
+    sp.add_argument("--restart-h", type=float, default=0.0)
+    sp.add_argument("--capacity-wait-h", type=float, default=0.0)
+    sp.add_argument("--billed-share-during-wait", type=float, default=1.0,
+                    help="share of nodes billed while waiting for capacity (0-1)")
+    sp.add_argument("--on-demand-failures-per-day", type=float, default=0.0)
+    sp.add_argument("--observed-net-savings", type=float,
+                    help="goal-seek the hours lost per preemption this saving implies")
+    sp.add_argument("--monte-carlo-runs", type=int, default=0)
+    sp.add_argument("--run-hours", type=float, default=24 * 18.0, help="useful hours, for Monte Carlo")
+
+    sp = add("checkpoint", cmd_checkpoint, "Optimal checkpoint interval (Young, Daly) and goodput.")
+    sp.add_argument("--checkpoint-s", type=float, required=True, help="blocking time per checkpoint")
+    sp.add_argument("--mtbf-h", type=float, help="job mean time between failures")
+    sp.add_argument("--nodes", type=float, help="instead of --mtbf-h: nodes in the job")
+    sp.add_argument("--node-failures-per-1000-node-days", type=float,
+                    default=rel.NODE_FAILURES_PER_1000_NODE_DAYS)
+    sp.add_argument("--interval-s", type=float, help="evaluate this interval (default: Daly's)")
+    sp.add_argument("--restart-s", type=float, default=0.0)
+    sp.add_argument("--run-days", type=float, help="count checkpoints and their hours over a run")
+
+    sp = add("size", cmd_size, "GPUs and nodes to train within a target number of days, and cost.")
+    _add_model_args(sp)
+    sp.add_argument("--tokens", type=float, help="training tokens (default: 20 per parameter)")
+    sp.add_argument("--days", type=float, required=True, help="target days")
+    sp.add_argument("--gpu", default="h100-sxm")
+    sp.add_argument("--fabric")
+    sp.add_argument("--global-batch-tokens", type=float, default=4_194_304)
+    sp.add_argument("--headroom", type=float, default=0.10)
+    sp.add_argument("--goodput", type=float, default=1.0)
+    sp.add_argument("--usd-per-gpu-hour", type=float)
+    sp.add_argument("--price", help="prices.csv id (default: the first for the GPU)")
+    sp.add_argument("--no-flash-attention", action="store_true")
+    sp.add_argument("--dp-overlap", type=float, default=step_mod.Options.dp_overlap)
+    sp.add_argument("--tp-comm-overlap", action="store_true")
 
     sp = add("list", cmd_list, "List a catalog table.")
     sp.add_argument("table", choices=catalog.TABLES)

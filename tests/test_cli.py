@@ -160,3 +160,50 @@ def test_layout_errors(capsys, argv, param):
     code, out, err = run(capsys, *argv, "--json")
     assert code == 2 and out == "" and err.count("\n") == 1
     assert param in err or param.replace("-", "_") in err
+
+
+def test_breakeven_contract(capsys):
+    r = run_json(capsys, "breakeven", "--cloud-usd-per-node-hour", "50",
+                 "--onprem-capex-usd-per-node", "250000", "--utilization", "0.9")
+    assert r["breakeven_months"] == pytest.approx(250000 / (50 * 730 * 0.9))
+    never = run_json(capsys, "breakeven", "--cloud-usd-per-node-hour", "1",
+                     "--onprem-capex-usd-per-node", "250000", "--utilization", "0.1",
+                     "--onprem-opex-usd-per-node-month", "1000")
+    assert never["breakeven_months"] is None and never["breaks_even"] is False
+
+
+def test_spot_contract(capsys):
+    r = run_json(capsys, "spot", "--discount", "0.6", "--preemptions-per-day", "2.4",
+                 "--lost-hours-per-preemption", "1.5", "--observed-net-savings", "0.22")
+    assert r["net_savings"] == pytest.approx(1 - 0.4 / (1 - 2.4 * 1.5 / 24))
+    assert r["implied_lost_hours_per_preemption"] == pytest.approx(10 * (1 - 0.4 / 0.78))
+
+
+def test_checkpoint_contract(capsys):
+    r = run_json(capsys, "checkpoint", "--checkpoint-s", "45", "--mtbf-h", str(4.7 * 24))
+    assert r["young_interval_s"] == pytest.approx((2 * 45 * 4.7 * 86400) ** 0.5)
+    assert 0 < r["goodput"] <= 1 and r["daly_interval_s"] < r["young_interval_s"]
+
+
+def test_size_contract(capsys):
+    r = run_json(capsys, "size", "--model", "llama3-8b", "--tokens", "1e12", "--days", "20",
+                 "--gpu", "h100-sxm")
+    for k in ("gpus", "nodes", "days", "cost_usd"):
+        assert k in r
+    assert r["days"] <= 20 and r["gpus"] == 8 * r["nodes"]
+    assert r["cost_usd"] == pytest.approx(r["gpus"] * r["days"] * 24 * 55.04 / 8)
+
+
+@pytest.mark.parametrize("argv,param", [
+    (["breakeven", "--cloud-usd-per-node-hour", "-5", "--onprem-capex-usd-per-node", "1e5",
+      "--utilization", "0.9"], "usd_per_node_hour"),
+    (["breakeven", "--cloud-usd-per-node-hour", "50", "--onprem-capex-usd-per-node", "1e5",
+      "--utilization", "1.5"], "utilization"),
+    (["spot", "--discount", "1.0", "--preemptions-per-day", "2", "--lost-hours-per-preemption", "1"], "discount"),
+    (["checkpoint", "--checkpoint-s", "45", "--mtbf-h", "0"], "mtbf_h"),
+    (["size", "--model", "llama3-8b", "--days", "0"], "target_days"),
+    (["size", "--model", "llama3-8b", "--days", "-3"], "target_days"),
+])
+def test_economics_errors(capsys, argv, param):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 2 and out == "" and err.count("\n") == 1 and param in err

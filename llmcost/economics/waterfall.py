@@ -1,0 +1,114 @@
+"""The run waterfall: from the GPU's peak to the effective FLOP/s a run delivers, and the
+price of a million tokens at the end.
+
+References
+----------
+.. [1] Seed article 001 ("utilization isn't just runtime. It's effective utilization").
+.. [2] Chowdhery et al. 2022, arXiv:2204.02311, App. B (MFU counts model FLOPs only).
+.. [3] Daly 2006 (goodput with checkpoints and failures).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import _validate as v
+
+STEPS = ("peak", "compute efficiency", "communication and pipeline bubble", "data loading stalls",
+         "checkpoints", "failures: rework and restarts", "preemptions")
+
+
+def run_waterfall(peak_tflops, compute_efficiency, step_busy_share, data_stall_share=0.0,
+                  checkpoint_share=0.0, failure_share=0.0, preemption_share=0.0,
+                  flops_per_token=None, usd_per_gpu_hour=None) -> pd.DataFrame:
+    r"""Each loss applied in turn to the per-GPU FLOP/s.
+
+    .. math:: X_{eff} = F_{peak}\; e_c\; b\; (1 - s_d)(1 - s_c - s_f)(1 - s_p)
+
+    with e_c the model FLOPs per compute second over peak, b the share of the step spent
+    computing (the rest is exposed communication, bubble, optimizer), s_d data stalls, s_c
+    and s_f the checkpoint and failure shares of wall time (from
+    :func:`llmcost.economics.reliability.goodput_breakdown`), s_p time lost to preemptions.
+
+    Parameters
+    ----------
+    peak_tflops : float
+        Dense peak [TFLOP/s].
+    compute_efficiency : float
+        e_c [-], in (0, 1].
+    step_busy_share : float
+        b [-], in (0, 1].
+    data_stall_share, checkpoint_share, failure_share, preemption_share : float
+        [-], shares of wall time.
+    flops_per_token : float, optional
+        Model FLOPs per token [FLOP], for tokens and dollars per million tokens.
+    usd_per_gpu_hour : float, optional
+        [USD per GPU-hour].
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        step, tflops_per_gpu [TFLOP/s], share_of_peak [-], lost_tflops [TFLOP/s], and when
+        given tokens_per_gpu_hour and usd_per_million_tokens [USD].
+
+    References
+    ----------
+    .. [1] Seed article 001; Chowdhery et al. 2022, App. B.
+    """
+    peak = float(v.positive("peak_tflops", peak_tflops))
+    factors = [
+        1.0,
+        float(v.fraction("compute_efficiency", compute_efficiency)),
+        float(v.fraction("step_busy_share", step_busy_share)),
+        1 - float(v.fraction("data_stall_share", data_stall_share, allow_zero=True, allow_one=False)),
+    ]
+    c = float(v.fraction("checkpoint_share", checkpoint_share, allow_zero=True, allow_one=False))
+    f = float(v.fraction("failure_share", failure_share, allow_zero=True, allow_one=False))
+    if c + f >= 1:
+        raise v.InputError("failure_share", "checkpoint_share + failure_share must stay below 1")
+    factors += [1 - c, (1 - c - f) / (1 - c)]
+    factors.append(1 - float(v.fraction("preemption_share", preemption_share, allow_zero=True,
+                                        allow_one=False)))
+    rows, x = [], peak
+    for name, k in zip(STEPS, factors):
+        before = x
+        x = x * k
+        rows.append({"step": name, "tflops_per_gpu": x, "share_of_peak": x / peak,
+                     "lost_tflops": before - x})
+    df = pd.DataFrame(rows)
+    if flops_per_token is not None:
+        fpt = float(v.positive("flops_per_token", flops_per_token))
+        df["tokens_per_gpu_hour"] = df["tflops_per_gpu"] * 1e12 * 3600 / fpt
+        if usd_per_gpu_hour is not None:
+            price = float(v.positive("usd_per_gpu_hour", usd_per_gpu_hour))
+            df["usd_per_million_tokens"] = price / df["tokens_per_gpu_hour"] * 1e6
+    return df
+
+
+def waterfall_from_step(pred, peak_tflops, **losses) -> pd.DataFrame:
+    """:func:`run_waterfall` fed by a scalar :class:`~llmcost.training.step.StepPrediction`.
+
+    Parameters
+    ----------
+    pred : StepPrediction
+        One layout's prediction.
+    peak_tflops : float
+        [TFLOP/s].
+    **losses
+        data_stall_share, checkpoint_share, failure_share, preemption_share,
+        flops_per_token, usd_per_gpu_hour.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021 (compute vs communication and bubble).
+    """
+    step = float(pred.step_time_s)
+    compute = float(pred.compute_s)
+    model_tf = float(pred.model_tflops_per_gpu)
+    busy = compute / step
+    eff = model_tf / busy / float(peak_tflops)
+    return run_waterfall(peak_tflops, min(eff, 1.0), busy, **losses)
