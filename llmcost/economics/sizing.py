@@ -181,6 +181,7 @@ class Sizing:
     table: pd.DataFrame                   # per candidate size: gpus, days, mfu, fits
     cost_usd: dict = field(default_factory=dict)
     notes: tuple = ()
+    global_batch: int | None = None       # sequences per step at the chosen size (rounded)
 
 
 def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
@@ -273,6 +274,8 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     ok = gg % used == 0
     dp = np.maximum(gg // used, 1)
     Bn = _round_batch(B, gg, cols["micro_batch"] * dp, cols["pp"], cols["interleave"])
+    # keep the batch the user chose: sizes that would move it by more than 5% are skipped
+    ok &= np.abs(Bn / B - 1) <= 0.05
     idx = np.nonzero(ok)[0]
     pred = predict_step(model, gpu, scale_up, scale_out, gg[idx], cols["tp"][idx],
                         cols["pp"][idx], Bn[idx], cols["cp"][idx], cols["micro_batch"][idx],
@@ -311,8 +314,10 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     for name, price in (usd_per_gpu_hour or {}).items():
         if price is not None:
             cost[name] = gpu_hours * float(v.positive(f"usd_per_gpu_hour[{name}]", price))
+    j = i * k + int(best_k[i])
     return Sizing(int(gpus[i]), int(nodes[i]), float(days[i]), bool(meets.any()),
-                  float(mfu_best[i]), layout, floor, total_flops, D, table, cost, tuple(notes))
+                  float(mfu_best[i]), layout, floor, total_flops, D, table, cost, tuple(notes),
+                  int(Bn[j]))
 
 
 def _round_batch(B, gpus, unit, pp=1, interleave=1):
