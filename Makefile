@@ -3,13 +3,14 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PORT   ?= 8866
+HOST   ?= 127.0.0.1
 
 .PHONY: test bench app install clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,app]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -20,5 +21,13 @@ test: install
 bench: install
 	$(PY) benchmarks/run.py
 
+# Serves every notebook under notebooks/ without code cells; the landing page lists the
+# apps, and each app links the others. Idle kernels are culled (Voila keeps one per page load).
+app: install
+	@echo "llmcost workbook: http://$(HOST):$(PORT)/voila/render/review.ipynb (all apps: http://$(HOST):$(PORT)/)"
+	cd notebooks && ../$(VENV)/bin/voila . --no-browser --port=$(PORT) --Voila.ip=$(HOST) \
+		--strip_sources=True --MappingKernelManager.cull_interval=60 \
+		--MappingKernelManager.cull_idle_timeout=300 --MappingKernelManager.cull_connected=True
+
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist .pytest_cache .hypothesis notebooks/reports

@@ -9,6 +9,7 @@ import html
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from . import catalog
@@ -71,10 +72,10 @@ def evaluate(s: Scenario) -> Results:
     B = max(1, int(round(s.global_batch_tokens / seq)))
     notes = []
 
-    sized = None
+    # the days-vs-GPUs curve is shown either way; it picks the size only when sizing by days
+    sized = sizing.size_cluster(m, s.tokens, g, up, out, s.target_days, s.global_batch_tokens,
+                                s.headroom, options=OPTIONS)
     if s.sizing == "days":
-        sized = sizing.size_cluster(m, s.tokens, g, up, out, s.target_days, s.global_batch_tokens,
-                                    s.headroom, options=OPTIONS)
         notes += list(sized.notes)
         gpus = sized.gpus or s.gpus
         if sized.global_batch and sized.global_batch != B:
@@ -186,7 +187,7 @@ def evaluate(s: Scenario) -> Results:
         "best_layout": best["description"],
         "goodput": float(gb.goodput),
     }
-    if sized is not None:
+    if s.sizing == "days":
         headline["meets_target"] = bool(sized.meets_target)
     notes += [f.message for f in verdict.findings]
     return Results(s, headline, layouts, best, memory_gb, wf, run_costs, run_days, reliability,
@@ -256,3 +257,146 @@ table{{border-collapse:collapse}}td,th{{padding:2px 10px;text-align:left;border-
 def scenario_table(results: Results) -> pd.DataFrame:
     return pd.DataFrame([{"option": k, "days": results.run_days[k], "cost_usd": c}
                          for k, c in results.run_costs_usd.items()])
+
+
+# ------------------------------------------------------------------ series for the apps
+
+def layout_memory(results: Results, top: int = 5) -> pd.DataFrame:
+    """Memory per GPU by component for the top layouts (one vectorized call)."""
+    s = results.scenario
+    cat = catalog.default()
+    m = cat.model(s.model)
+    L = results.layouts.head(top)
+    if L.empty:
+        return pd.DataFrame()
+    B = int(L["num_microbatches"].iloc[0] * L["micro_batch"].iloc[0] * L["dp"].iloc[0])
+    mem = memory_per_gpu(m, L["gpus"].to_numpy(), L["tp"].to_numpy(), L["pp"].to_numpy(),
+                         L["cp"].to_numpy(), L["zero_stage"].to_numpy(),
+                         L["micro_batch"].to_numpy(), B, L["recompute"].to_numpy(),
+                         L["sequence_parallel"].to_numpy(), L["flash_attention"].to_numpy(),
+                         interleave=L["interleave"].to_numpy())
+    df = pd.DataFrame({k: np.atleast_1d(x) for k, x in mem.to_gb().items()})
+    df.insert(0, "layout", [planner.describe_layout(r) for _, r in L.iterrows()])
+    return df
+
+
+def tco_series(s: Scenario, months=None) -> pd.DataFrame:
+    """Cumulative cost per node of each option over the horizon (months 0..horizon)."""
+    months = np.linspace(0, s.horizon_months, 121) if months is None else np.asarray(months)
+    costs = tco.option_costs_usd(months, s.utilization, _node_prices(s), onprem_of(s),
+                                 include_residual=False)
+    df = pd.DataFrame({"months": months, **{k: np.broadcast_to(x, months.shape) for k, x in costs.items()}})
+    return df
+
+
+def decision_grid(s: Scenario, utilization=None, months=None):
+    u = np.linspace(0.1, 1.0, 19) if utilization is None else np.asarray(utilization)
+    m = np.array([3, 6, 9, 12, 18, 24, 36, 48, 60]) if months is None else np.asarray(months)
+    names, best, costs = tco.decision_map(u, m, _node_prices(s), onprem_of(s))
+    return u, m, names, best
+
+
+def breakeven_tornado(s: Scenario, swing=0.2) -> pd.DataFrame:
+    """Breakeven month when each input moves +-swing (the rest held): a tornado chart."""
+    def be(**kw):
+        x = {"price": s.on_demand_usd_per_node_hour, "capex": s.onprem_capex_usd_per_node,
+             "utilization": s.utilization, "power": s.onprem_power_kw_per_node,
+             "kwh": s.usd_per_kwh, "pue": s.pue, "other": s.onprem_other_usd_per_node_month}
+        x.update(kw)
+        prem = tco.OnPrem(server_usd=x["capex"], power_w=x["power"] * 1000, pue=max(1.0, x["pue"]),
+                          usd_per_kwh=x["kwh"], staff_usd_per_month=x["other"])
+        u = min(1.0, x["utilization"])
+        m = float(tco.breakeven_months(x["price"], x["capex"], u,
+                                       float(tco.onprem_opex_usd_per_month(prem, u))))
+        return m if math.isfinite(m) else np.nan
+
+    base = be()
+    labels = {"price": "cloud price", "capex": "capex per node", "utilization": "utilization",
+              "power": "power per node", "kwh": "electricity price", "pue": "PUE"}
+    cur = {"price": s.on_demand_usd_per_node_hour, "capex": s.onprem_capex_usd_per_node,
+           "utilization": s.utilization, "power": s.onprem_power_kw_per_node,
+           "kwh": s.usd_per_kwh, "pue": s.pue}
+    rows = [{"input": labels[k], "low": be(**{k: val * (1 - swing)}), "high": be(**{k: val * (1 + swing)}),
+             "base": base} for k, val in cur.items()]
+    df = pd.DataFrame(rows)
+    df["span"] = (df["high"] - df["low"]).abs()
+    return df.sort_values("span").reset_index(drop=True)
+
+
+def spot_grid(s: Scenario, rates=None, lost=None):
+    r = np.linspace(0, 6, 61) if rates is None else np.asarray(rates)
+    L = np.linspace(0, 8, 81) if lost is None else np.asarray(lost)
+    R, LL = np.meshgrid(r, L, indexing="ij")
+    ok = R * (LL + s.restart_h + s.capacity_wait_h) < 24
+    sav = np.full(R.shape, np.nan)
+    res = spot.spot_net_savings(s.spot_discount, R[ok], LL[ok], s.restart_h, s.capacity_wait_h)
+    sav[ok] = res.net_savings
+    return r, L, sav
+
+
+def spot_distribution(s: Scenario, run_hours=24 * 18.0, runs=20_000, seed=0):
+    return spot.spot_monte_carlo(s.spot_discount, s.preemptions_per_day, run_hours,
+                                 lost_hours_per_preemption=s.lost_hours_per_preemption,
+                                 restart_h=s.restart_h, capacity_wait_h=s.capacity_wait_h,
+                                 runs=runs, seed=seed)
+
+
+def scaling_series(s: Scenario, results: Results, fabrics=("ib-ndr", "roce-400"), nodes=None):
+    """Predicted MFU and efficiency vs node count for the best layout on each fabric."""
+    from .training.scaling import weak_scaling
+    cat = catalog.default()
+    m, g = cat.model(s.model), cat.gpu(s.gpu)
+    b = results.best
+    unit = b["tp"] * b["pp"] * b["cp"]
+    per_node = max(1, g.gpus_per_node // unit) if unit <= g.gpus_per_node else 1
+    first = max(1, int(math.ceil(unit / g.gpus_per_node)))
+    nodes = np.array([first * 2**k for k in range(0, 9)]) if nodes is None else np.asarray(nodes)
+    seqs = max(1, int(b["num_microbatches"] * b["micro_batch"]))
+    out = []
+    for f in dict.fromkeys((s.fabric, *fabrics)):
+        try:
+            t, _ = weak_scaling(m, g, cat.fabric(g.scale_up), cat.fabric(f), nodes, b["tp"], b["pp"],
+                                b["cp"], seqs, b["micro_batch"], b["zero_stage"], b["recompute"],
+                                b["sequence_parallel"], b["interleave"], OPTIONS)
+        except ValueError:
+            continue
+        t["fabric"] = f
+        out.append(t)
+    del per_node
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+
+def goodput_series(results: Results, points=200) -> pd.DataFrame:
+    r = results.reliability
+    s = results.scenario
+    M = r["mtbf_h"] * 3600
+    taus = np.geomspace(max(r["daly_interval_s"] / 20, 1), r["daly_interval_s"] * 20, points)
+    df = pd.DataFrame({"interval_s": taus})
+    cat = catalog.default()
+    g = cat.gpu(s.gpu)
+    for mode in ("sync", "async"):
+        stall = float(rel.checkpoint_stall_s(r["checkpoint_bytes"], mode, r["nodes"],
+                                             s.shared_storage_gbps, local_write_gbps=s.local_write_gbps,
+                                             gpus_per_node=g.gpus_per_node))
+        df[mode] = rel.goodput(taus, stall, M, s.restart_s)
+        df[f"{mode}_stall_s"] = stall
+    return df
+
+
+def measured_utilization(s: Scenario) -> dict:
+    """The effective-utilization app's numbers for the measured run in the Scenario."""
+    cat = catalog.default()
+    m, g = cat.model(s.model), cat.gpu(s.gpu)
+    fpt = s.measured_flops_per_token or m.flops_per_token("none", int(s.measured_seq_len))
+    peak = s.measured_peak_tflops or g.bf16_dense_tflops
+    u = float(ut.effective_utilization(fpt, s.measured_global_batch, s.measured_seq_len,
+                                       s.measured_steps, peak, s.measured_gpus,
+                                       s.measured_wall_clock_s))
+    tps = s.measured_global_batch * s.measured_seq_len * s.measured_steps / s.measured_wall_clock_s
+    hw = m.flops_per_token("full", int(s.measured_seq_len))
+    verdict = ut.assess_utilization(u, peak_tflops=peak, gpu=g)
+    return {"effective_utilization": u, "tokens_per_s": tps, "flops_per_token": fpt,
+            "peak_tflops": peak,
+            "achieved_tflops_per_gpu": float(ut.achieved_tflops_per_gpu(tps, fpt, s.measured_gpus)),
+            "hfu_if_full_recompute": float(ut.hfu(tps, hw, peak, s.measured_gpus)),
+            "findings": verdict.findings}

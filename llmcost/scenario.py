@@ -110,7 +110,7 @@ class Scenario:
                                  group="measured")
     measured_steps: float = _f(1000, 1, 1e9, label="Steps", group="measured")
     measured_gpus: float = _f(512, 1, 1e6, label="GPUs", group="measured")
-    measured_wall_clock_s: float = _f(36000, 1, 1e9, label="Wall clock", unit="s",
+    measured_wall_clock_s: float = _f(10000, 1, 1e9, label="Wall clock", unit="s",
                                       group="measured")
     measured_peak_tflops: float = _f(0.0, 0, 1e5, label="Peak used (0: GPU's dense BF16)",
                                      unit="TFLOP/s", group="measured")

@@ -1,0 +1,1 @@
+"""ipywidgets apps, one per notebook: Scenario <-> controls <-> plots. Nothing imports this."""
