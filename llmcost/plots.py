@@ -27,7 +27,8 @@ def _fig(title: str, **layout) -> go.Figure:
 
 def waterfall(results: Results) -> go.Figure:
     df = results.waterfall
-    fig = _fig("From peak to effective FLOP/s per GPU", yaxis_title="TFLOP/s per GPU")
+    fig = _fig(f"From peak to effective FLOP/s per GPU: {df['share_of_peak'].iloc[-1]:.1%} effective",
+               yaxis_title="TFLOP/s per GPU")
     measures = ["absolute"] + ["relative"] * (len(df) - 1)
     y = [df["tflops_per_gpu"].iloc[0]] + list(-df["lost_tflops"].iloc[1:])
     fig.add_trace(go.Waterfall(x=list(df["step"]), y=y, measure=measures,
@@ -41,7 +42,8 @@ def waterfall(results: Results) -> go.Figure:
 
 def cost_by_option(results: Results) -> go.Figure:
     keys = list(results.run_costs_usd)
-    fig = _fig("Cost and days of the run by pricing option", yaxis_title="USD",
+    fig = _fig(f"Cost and days by pricing option: on-demand ${results.run_costs_usd['on_demand']:,.0f}",
+               yaxis_title="USD",
                yaxis2=dict(title="days", overlaying="y", side="right", showgrid=False))
     fig.add_trace(go.Bar(x=[OPTION_LABELS[k] for k in keys], y=[results.run_costs_usd[k] for k in keys],
                          name="cost (USD)"))
@@ -73,7 +75,8 @@ def scaling(results: Results) -> go.Figure:
 
 
 def sizing_curve(results: Results) -> go.Figure:
-    fig = _fig("Days vs GPUs (fastest planned layout at each size)", xaxis_title="GPUs",
+    fig = _fig(f"Days vs GPUs: {results.headline['days']:,.1f} days on {results.headline['gpus']:,} GPUs",
+               xaxis_title="GPUs",
                yaxis_title="days", xaxis_type="log", yaxis_type="log")
     sz = results.sizing
     if sz is not None:

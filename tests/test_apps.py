@@ -1,0 +1,140 @@
+"""App logic without a browser: controls change the headline and the plots' data to what the
+library computes; bad values are refused next to their control; links and files round-trip."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from llmcost import review
+from llmcost.apps import panels
+from llmcost.apps.base import APPS, plotly_output
+from llmcost.economics import spot, tco
+from llmcost.scenario import Scenario
+
+
+def headline_text(panel, key):
+    return re.sub(r"<[^>]+>", "", panel.headline_values[key].value)
+
+
+def plot_json(panel, name):
+    out = panel.outputs[name].outputs
+    assert len(out) == 1
+    return out[0]["data"]["application/vnd.plotly.v1+json"]
+
+
+def test_review_app_matches_library_and_updates():
+    p = panels.ReviewApp(query="")
+    ref = review.evaluate(Scenario())
+    assert headline_text(p, "days") == review.format_headline("days", ref.headline["days"])
+    wf = plot_json(p, "waterfall")
+    np.testing.assert_allclose(wf["data"][0]["y"][0], ref.waterfall["tflops_per_gpu"].iloc[0])
+    p.set(gpus=512)
+    new = review.evaluate(Scenario(gpus=512))
+    assert headline_text(p, "gpus") == "512"
+    assert headline_text(p, "days") == review.format_headline("days", new.headline["days"])
+    assert new.headline["days"] > ref.headline["days"]
+    costs = plot_json(p, "costs")
+    np.testing.assert_allclose(costs["data"][0]["y"], list(new.run_costs_usd.values()))
+    assert p.last_error is None
+
+
+def test_bad_value_shows_message_and_keeps_last_results():
+    p = panels.ReviewApp(query="")
+    before = headline_text(p, "days")
+    p.set(gpus=-8)
+    assert "gpus" in p.errors["gpus"].value and "got -8" in p.errors["gpus"].value
+    assert headline_text(p, "days") == before and p.scenario.gpus == 1024
+    p.set(tokens=0.0)
+    assert "tokens" in p.errors["tokens"].value
+    p.set(gpus=256)   # a good value clears the message and applies
+    assert p.errors["gpus"].value == "" and headline_text(p, "gpus") == "256"
+
+
+def test_query_string_preloads_and_warns():
+    p = panels.ReviewApp(query="model=llama3-8b&gpus=64&theme=dark")
+    assert p.controls["model"].value == "llama3-8b" and p.controls["gpus"].value == 64
+    assert p.warning_box.value == ""
+    bad = panels.ReviewApp(query="gpus=-5&foo=1&model=nope")
+    assert bad.scenario == Scenario()
+    for word in ("gpus", "foo", "model"):
+        assert word in bad.warning_box.value
+    assert "review.ipynb?model=llama3-8b&amp;gpus=64" in p.share.value
+
+
+def test_save_and_load_json():
+    p = panels.SpotApp(query="")
+    s = Scenario(preemptions_per_day=1.0, spot_discount=0.5)
+    p._on_upload({"new": [{"content": memoryview(s.to_json().encode())}]})
+    assert p.scenario == s and p.controls["preemptions_per_day"].value == 1.0
+    expect = spot.spot_net_savings(0.5, 1.0, 1.5).net_savings
+    assert headline_text(p, "net") == f"{expect:.1%}"
+    assert "scenario.json" in p.download.value
+
+
+def test_tco_app_breakeven():
+    p = panels.TcoApp(query="")
+    p.set(utilization=0.5)
+    s = Scenario(utilization=0.5)
+    opex = tco.onprem_opex_usd_per_month(review.onprem_of(s), 0.5)
+    be = tco.breakeven_months(s.on_demand_usd_per_node_hour, s.onprem_capex_usd_per_node, 0.5, opex)
+    assert headline_text(p, "breakeven") == f"{be:.1f} months"
+    assert set(p.figures) == {"curves", "map", "tornado"}
+
+
+def test_spot_app_seed_numbers():
+    p = panels.SpotApp(query="")
+    assert headline_text(p, "net") == "52.9%"
+    assert headline_text(p, "implied").startswith("4.87")
+    p.set(preemptions_per_day=0.0)
+    assert headline_text(p, "net") == "60.0%"
+
+
+def test_utilization_app_flags_a_sparse_peak():
+    p = panels.UtilizationApp(query="")
+    assert "plausible" in p.notes.value
+    p.set(measured_peak_tflops=1978.9)
+    assert "sparsity" in p.notes.value
+    p.set(measured_peak_tflops=0.0, measured_wall_clock_s=5000.0)   # dense peak, 2x faster
+    assert "above any large published run" in p.notes.value        # ~80%: rarer than any
+    u = review.measured_utilization(Scenario(measured_wall_clock_s=5000.0))["effective_utilization"]
+    assert headline_text(p, "effective_utilization") == f"{u:.1%}" and u > 0.6
+
+
+def test_checkpoint_app_async_cuts_the_stall():
+    p = panels.CheckpointApp(query="")
+    sync = p.results.reliability["checkpoint_stall_s"]
+    p.set(checkpoint_mode="async")
+    assert p.results.reliability["checkpoint_stall_s"] < sync / 10
+    assert p.results.reliability["goodput"] > 0.97
+
+
+def test_sizing_app_measured_scaling_upload():
+    p = panels.SizingApp(query="")
+    csv = "nodes,tokens_per_s\n1,1000\n2,1950\n4,3800\n8,4800\n"
+    p._on_scaling({"new": [{"content": memoryview(csv.encode())}]})
+    assert "cliff between 4 and 8" in p.scaling_note.value
+    p.set(sizing="days", target_days=60.0)
+    assert headline_text(p, "meets_target") == "yes"
+
+
+def test_report_is_standalone_html(tmp_path):
+    p = panels.ReviewApp(query="")
+    path = p.report(tmp_path)
+    text = path.read_text()
+    assert text.startswith("<!doctype html>") and "Days to train" in text
+    assert "plotly" in text and "Assumptions" in text
+    g = panels.SpotApp(query="").report(tmp_path)
+    assert "Net savings" in g.read_text()
+
+
+def test_every_app_builds_without_errors():
+    for cls in (panels.ReviewApp, panels.UtilizationApp, panels.TcoApp, panels.SpotApp,
+                panels.SizingApp, panels.CheckpointApp):
+        p = cls(query="")
+        assert p.last_error is None and p.status.value == "" and p.figures
+        assert p.name in APPS
+        for name, out in p.outputs.items():
+            assert out.outputs, f"{cls.__name__}: plot {name} empty"
+        json.dumps(plotly_output(next(iter(p.figures.values()))))

@@ -1,0 +1,228 @@
+"""The Voila apps in a real browser: Debian's chromium driven by Playwright.
+
+Voila runs on a free loopback port in its own process group. Each app is opened, a control
+is changed the way a person would (slider by keyboard, number box, dropdown), and the shown
+figures and a plot must change; shared links preload values, bad links warn, bad typed
+values show a message; no traceback anywhere. A screenshot per app goes to
+artifacts/screenshots/. Without /usr/bin/chromium the tests skip, saying why, unless
+LLMCOST_REQUIRE_BROWSER is set (CI sets it: there they must run).
+"""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = ROOT / "artifacts" / "screenshots"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("LLMCOST_REQUIRE_BROWSER"):
+        raise RuntimeError(f"{CHROMIUM} is required here (LLMCOST_REQUIRE_BROWSER is set)")
+    pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); browser tests skipped",
+                allow_module_level=True)
+
+sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def voila():
+    port = _free_port()
+    voila_bin = Path(sys.executable).parent / "voila"
+    env = {k: v for k, v in os.environ.items() if k != "QUERY_STRING"}
+    (ROOT / "artifacts").mkdir(exist_ok=True)
+    log = open(ROOT / "artifacts" / "voila.log", "w")
+    proc = subprocess.Popen(
+        [str(voila_bin), ".", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
+         "--MappingKernelManager.cull_interval=30", "--MappingKernelManager.cull_idle_timeout=60"],
+        cwd=ROOT / "notebooks", env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError("voila exited; see artifacts/voila.log")
+            time.sleep(0.3)
+    else:
+        raise RuntimeError("voila did not open its port in 60 s")
+    yield f"http://127.0.0.1:{port}/voila/render"
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1500})
+    pg = ctx.new_page()
+    yield pg
+    ctx.close()
+
+
+def open_app(page, base, name, query=""):
+    page.goto(f"{base}/{name}.ipynb{query}", wait_until="commit", timeout=60_000)
+    page.wait_for_selector(".llmc-headline-value", timeout=90_000)
+    page.wait_for_selector(".js-plotly-plot .gtitle", timeout=90_000)
+
+
+def text_of(page, selector):
+    return page.locator(selector).first.inner_text().strip()
+
+
+def titles(page):
+    return page.locator(".gtitle").all_text_contents()
+
+
+def wait_change(page, get, before, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        now = get()
+        if now != before:
+            return now
+        page.wait_for_timeout(200)
+    raise AssertionError(f"nothing changed from {before!r}")
+
+
+def assert_no_error_text(page):
+    body = page.locator("body").inner_text()
+    for bad in (r"Traceback", r"Exception", r"Error:", r"\bNaN\b", r"\binf\b", r"Infinity"):
+        assert not re.search(bad, body), f"{bad!r} shown on the page"
+
+
+def shot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def fill_number(page, field, value):
+    box = page.locator(f".llmc-ctl-{field} input").first
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def test_review_number_box(voila, page):
+    open_app(page, voila, "review")
+    days, t0 = text_of(page, ".llmc-headline-days"), titles(page)
+    fill_number(page, "gpus", 512)
+    wait_change(page, lambda: text_of(page, ".llmc-headline-gpus"), "1,024")
+    assert wait_change(page, lambda: text_of(page, ".llmc-headline-days"), days) != days
+    assert wait_change(page, lambda: titles(page), t0) != t0
+    assert_no_error_text(page)
+    shot(page, "review")
+
+
+def test_tco_slider_by_keyboard(voila, page):
+    open_app(page, voila, "tco")
+    before, t0 = text_of(page, ".llmc-headline-breakeven"), titles(page)
+    handle = page.locator(".llmc-ctl-utilization .noUi-handle").first
+    handle.focus()
+    for _ in range(10):
+        handle.press("ArrowLeft")
+    assert wait_change(page, lambda: text_of(page, ".llmc-headline-breakeven"), before) != before
+    assert wait_change(page, lambda: titles(page), t0) != t0
+    assert_no_error_text(page)
+    shot(page, "tco")
+
+
+def test_spot_number_box(voila, page):
+    open_app(page, voila, "spot")
+    assert text_of(page, ".llmc-headline-net") == "52.9%"
+    t0 = titles(page)
+    fill_number(page, "preemptions_per_day", 1.0)
+    assert wait_change(page, lambda: text_of(page, ".llmc-headline-net"), "52.9%") != "52.9%"
+    assert wait_change(page, lambda: titles(page), t0) != t0
+    assert_no_error_text(page)
+    shot(page, "spot")
+
+
+def test_sizing_dropdown(voila, page):
+    open_app(page, voila, "sizing")
+    before, t0 = text_of(page, ".llmc-headline-days"), titles(page)
+    page.locator(".llmc-ctl-gpu select").select_option("b200")
+    assert wait_change(page, lambda: text_of(page, ".llmc-headline-days"), before) != before
+    assert wait_change(page, lambda: titles(page), t0) != t0
+    assert_no_error_text(page)
+    shot(page, "sizing")
+
+
+def test_checkpoints_dropdown(voila, page):
+    open_app(page, voila, "checkpoints")
+    before, t0 = text_of(page, ".llmc-headline-stall"), titles(page)
+    page.locator(".llmc-ctl-checkpoint_mode select").select_option("async")
+    assert wait_change(page, lambda: text_of(page, ".llmc-headline-stall"), before) != before
+    assert wait_change(page, lambda: titles(page), t0) != t0
+    assert_no_error_text(page)
+    shot(page, "checkpoints")
+
+
+def test_utilization_number_box(voila, page):
+    open_app(page, voila, "utilization")
+    before, t0 = text_of(page, ".llmc-headline-effective_utilization"), titles(page)
+    fill_number(page, "measured_wall_clock_s", 20000)
+    assert wait_change(page, lambda: text_of(page, ".llmc-headline-effective_utilization"),
+                       before) != before
+    assert wait_change(page, lambda: titles(page), t0) != t0
+    assert_no_error_text(page)
+    shot(page, "utilization")
+
+
+def test_shared_link_preloads_values(voila, page):
+    open_app(page, voila, "review", "?model=llama3-8b&gpus=64&theme=light")
+    assert page.locator(".llmc-ctl-gpus input").first.input_value() == "64"
+    assert page.locator(".llmc-ctl-model select").first.input_value() == "llama3-8b"
+    assert text_of(page, ".llmc-headline-gpus") == "64"
+    assert page.locator(".llmc-warning").count() == 0
+    assert "gpus=64" in page.locator(".llmc-share-link").first.get_attribute("href")
+
+
+def test_bad_link_warns_and_keeps_defaults(voila, page):
+    open_app(page, voila, "review", "?gpus=-5&foo=bar")
+    warning = page.locator(".llmc-warning").first
+    assert warning.is_visible()
+    text = warning.inner_text()
+    assert "gpus" in text and "foo" in text
+    assert text_of(page, ".llmc-headline-gpus") == "1,024"
+    assert_no_error_text(page)
+
+
+def test_bad_typed_value_shows_message_and_keeps_results(voila, page):
+    open_app(page, voila, "review")
+    days = text_of(page, ".llmc-headline-days")
+    fill_number(page, "gpus", -8)
+    err = page.locator(".llmc-err-gpus").first
+    wait_change(page, lambda: err.inner_text().strip(), "")
+    assert "gpus" in err.inner_text() and err.is_visible()
+    assert text_of(page, ".llmc-headline-days") == days
+    fill_number(page, "tokens", 0)
+    wait_change(page, lambda: page.locator(".llmc-err-tokens").first.inner_text().strip(), "")
+    assert text_of(page, ".llmc-headline-days") == days
+    assert_no_error_text(page)

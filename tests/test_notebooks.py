@@ -1,0 +1,64 @@
+"""Every notebook runs headless (nbclient) without errors or warnings, and a link's query
+string (QUERY_STRING in the kernel's environment, as Voila sets it) preloads the Scenario."""
+
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+def run(path: Path, query: str = "") -> nbformat.NotebookNode:
+    nb = nbformat.read(path, as_version=4)
+    old = os.environ.get("QUERY_STRING")
+    os.environ["QUERY_STRING"] = query
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    finally:
+        if old is None:
+            os.environ.pop("QUERY_STRING", None)
+        else:
+            os.environ["QUERY_STRING"] = old
+    return nb
+
+
+def outputs(nb):
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+
+
+def test_there_are_six_thin_notebooks():
+    assert {p.stem for p in NOTEBOOKS} == {"review", "utilization", "tco", "spot", "sizing",
+                                            "checkpoints"}
+    for p in NOTEBOOKS:
+        nb = nbformat.read(p, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert len(code) == 1 and "llmcost.apps" in code[0].source
+        assert not code[0].get("outputs"), f"{p.name} is committed with outputs"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_executes_cleanly(path):
+    nb = run(path)
+    outs = outputs(nb)
+    assert not [o for o in outs if o.output_type == "error"]
+    assert not [o for o in outs if o.output_type == "stream" and o.name == "stderr"], \
+        "warnings printed"
+    views = [o for o in outs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert views, "no app widget displayed"
+
+
+def test_query_string_reaches_the_kernel():
+    nb = nbformat.read(NOTEBOOKS[0].parent / "review.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("print(app.scenario.model, app.scenario.gpus)"))
+    path = NOTEBOOKS[0].parent / "_query_probe.ipynb"
+    try:
+        nbformat.write(nb, path)
+        done = run(path, "model=llama3-8b&gpus=64&theme=dark")
+    finally:
+        path.unlink(missing_ok=True)
+    text = "".join(o.get("text", "") for o in outputs(done) if o.output_type == "stream")
+    assert "llama3-8b 64" in text
