@@ -106,7 +106,8 @@ def tco_curves(s: Scenario) -> go.Figure:
 def decision_map(s: Scenario) -> go.Figure:
     u, m, names, best = decision_grid(s)
     labels = [OPTION_LABELS[n] for n in names]
-    fig = _fig("Cheapest option by utilization and horizon", xaxis_title="horizon (months)",
+    fig = _fig("Cheapest option by utilization and horizon (hardware not resold)",
+               xaxis_title="horizon (months)",
                yaxis_title="utilization", height=400)
     fig.add_trace(go.Heatmap(x=[str(int(x)) for x in m], y=u, z=best, zmin=0, zmax=len(names) - 1,
                              colorscale="Viridis", text=np.array(labels, dtype=object)[best],

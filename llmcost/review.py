@@ -48,10 +48,18 @@ class Results:
 
 
 def _node_prices(s: Scenario) -> tco.CloudPrices:
+    """Cloud prices per node-hour; spot carries its preemption overhead (billed hours per
+    useful hour, from the spot model) so that every option buys the same useful work."""
+    try:
+        sp = spot.spot_net_savings(s.spot_discount, s.preemptions_per_day,
+                                   s.lost_hours_per_preemption, s.restart_h, s.capacity_wait_h)
+        overhead = max(1.0, float(sp.spot_cost_share) / (1 - s.spot_discount))
+    except ValueError:
+        overhead = 1.0
     return tco.CloudPrices(on_demand=s.on_demand_usd_per_node_hour,
                            reserved_1y=s.reserved_1y_usd_per_node_hour,
                            reserved_3y=s.reserved_3y_usd_per_node_hour,
-                           spot=s.spot_usd_per_node_hour)
+                           spot=s.spot_usd_per_node_hour, spot_overhead=overhead)
 
 
 def onprem_of(s: Scenario) -> tco.OnPrem:
@@ -292,7 +300,9 @@ def tco_series(s: Scenario, months=None) -> pd.DataFrame:
 def decision_grid(s: Scenario, utilization=None, months=None):
     u = np.linspace(0.1, 1.0, 19) if utilization is None else np.asarray(utilization)
     m = np.array([3, 6, 9, 12, 18, 24, 36, 48, 60]) if months is None else np.asarray(months)
-    names, best, costs = tco.decision_map(u, m, _node_prices(s), onprem_of(s))
+    # cash view: hardware bought for the horizon is not assumed resold at book value
+    names, best, costs = tco.decision_map(u, m, _node_prices(s), onprem_of(s),
+                                          include_residual=False)
     return u, m, names, best
 
 
