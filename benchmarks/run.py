@@ -103,10 +103,85 @@ def bench_spot_monte_carlo():
                  f"{n / t:,.0f} runs/s; mean vs closed form {err:+.2%}"))
 
 
+CHANGES = {   # app -> (control, values it cycles through)
+    "ReviewApp": ("gpus", [512, 768, 1024, 2048]),
+    "UtilizationApp": ("measured_wall_clock_s", [8000.0, 10000.0, 12000.0, 15000.0]),
+    "TcoApp": ("utilization", [0.5, 0.7, 0.8, 0.9]),
+    "SpotApp": ("preemptions_per_day", [0.5, 1.0, 2.4, 4.0]),
+    "SizingApp": ("gpus", [512, 768, 1024, 2048]),
+    "CheckpointApp": ("checkpoint_mode", ["async", "sync"]),
+}
+
+
+def bench_apps(rounds=5):
+    from llmcost.apps import panels
+    for cls_name, (field, values) in CHANGES.items():
+        panel = getattr(panels, cls_name)(query="")
+        panel.timings.clear()
+        for _ in range(rounds):
+            for x in values:
+                panel.set(**{field: x})
+        t = np.array(panel.timings)
+        ROWS.append((f"app {panel.name}: control change -> figures updated", len(t),
+                     float(np.median(t)), f"p50 {np.median(t) * 1e3:,.0f} ms, "
+                                          f"p95 {np.percentile(t, 95) * 1e3:,.0f} ms"))
+
+
+def bench_voila(concurrency=(1, 4)):
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import threading
+    import urllib.request
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    with socket.socket() as sck:
+        sck.bind(("127.0.0.1", 0))
+        port = sck.getsockname()[1]
+    voila = Path(sys.executable).parent / "voila"
+    proc = subprocess.Popen([str(voila), ".", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1"],
+                            cwd=root / "notebooks", stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(120):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        url = f"http://127.0.0.1:{port}/voila/render/review.ipynb"
+        urllib.request.urlopen(url, timeout=300).read()   # warm-up: imports, first kernel
+        for n in concurrency:
+            times = []
+
+            def get():
+                t0 = time.perf_counter()
+                urllib.request.urlopen(url, timeout=300).read()
+                times.append(time.perf_counter() - t0)
+
+            threads = [threading.Thread(target=get) for _ in range(n)]
+            t0 = time.perf_counter()
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+            ROWS.append((f"voila renders the review app, {n} concurrent session(s)", n,
+                         time.perf_counter() - t0,
+                         f"per page p50 {np.median(times):.2f} s, max {max(times):.2f} s"))
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+
+
 def main():
     bench_memory_and_flops()
     bench_planner()
     bench_spot_monte_carlo()
+    bench_apps()
+    bench_voila()
     print(f"llmcost benchmarks  ({platform.python_implementation()} {platform.python_version()}, "
           f"numpy {np.__version__}, {platform.machine()})")
     w = max(len(r[0]) for r in ROWS)

@@ -93,11 +93,16 @@ def evaluate(s: Scenario) -> Results:
     else:
         gpus = s.gpus
 
+    B2 = _splittable_batch(m, gpus, B, node)
+    if B2 is None:
+        raise ValueError(f"no valid layout for {gpus} GPUs near a global batch of {B} sequences: "
+                         f"try a GPU count that is a multiple of {node}")
+    if B2 != B:
+        notes.append(f"global batch adjusted from {B} to {B2} sequences so that it splits evenly "
+                     f"over {gpus} GPUs")
+        B = B2
     P = planner.plan(m, g, up, out, gpus, B, REVIEW_SPACE, OPTIONS,
                      usd_per_gpu_hour=s.on_demand_usd_per_node_hour / node)
-    if P.evaluated == 0:
-        raise ValueError(f"no valid layout for {gpus} GPUs and a global batch of {B} sequences: "
-                         f"use a GPU count that is a multiple of {node} and a power-of-two-friendly batch")
     fitting = planner.distinct(P.layouts[P.layouts["fits"]])
     if fitting.empty:
         notes.append(f"{m.id} does not fit on {gpus} x {g.id} in any layout tried: showing the "
@@ -200,6 +205,23 @@ def evaluate(s: Scenario) -> Results:
     notes += [f.message for f in verdict.findings]
     return Results(s, headline, layouts, best, memory_gb, wf, run_costs, run_days, reliability,
                    tco_res, spot_res, notes, sized)
+
+
+def _splittable_batch(m, gpus, B, node):
+    """B if some layout splits it over ``gpus``; else, within 5% (then 12.5%, 25%), the batch
+    with the most valid layouts (the nearest on ties); None if there is none."""
+    def count(b):
+        return len(planner.enumerate_layouts(m, gpus, b, node, REVIEW_SPACE)["tp"])
+
+    if count(B):
+        return B
+    for band in (0.05, 0.125, 0.25):
+        lo, hi = max(1, int(B * (1 - band))), int(B * (1 + band)) + 1
+        scored = [(count(b), -abs(b - B), b) for b in range(lo, hi)]
+        best = max(scored)
+        if best[0] > 0:
+            return best[2]
+    return None
 
 
 HEADLINE_LABELS = {
