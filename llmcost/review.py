@@ -57,9 +57,9 @@ def _node_prices(s: Scenario) -> tco.CloudPrices:
     except ValueError:
         overhead = 1.0
     return tco.CloudPrices(on_demand=s.on_demand_usd_per_node_hour,
-                           reserved_1y=s.reserved_1y_usd_per_node_hour,
-                           reserved_3y=s.reserved_3y_usd_per_node_hour,
-                           spot=s.spot_usd_per_node_hour, spot_overhead=overhead)
+                           reserved_1y=s.reserved_1y_usd_per_node_hour or None,
+                           reserved_3y=s.reserved_3y_usd_per_node_hour or None,
+                           spot=s.spot_usd_per_node_hour or None, spot_overhead=overhead)
 
 
 def onprem_of(s: Scenario) -> tco.OnPrem:
@@ -154,17 +154,17 @@ def evaluate(s: Scenario) -> Results:
     prem = onprem_of(s)
     per_gpu_h = tco.cost_per_useful_gpu_hour(s.horizon_months, s.utilization, _node_prices(s),
                                              prem, gpus_per_node=node)
-    run_costs = {
-        "on_demand": node_hours * s.on_demand_usd_per_node_hour,
-        "reserved_1y": node_hours * s.reserved_1y_usd_per_node_hour,
-        "reserved_3y": node_hours * s.reserved_3y_usd_per_node_hour,
+    run_costs = {"on_demand": node_hours * s.on_demand_usd_per_node_hour}
+    if s.reserved_1y_usd_per_node_hour:
+        run_costs["reserved_1y"] = node_hours * s.reserved_1y_usd_per_node_hour
+    if s.reserved_3y_usd_per_node_hour:
+        run_costs["reserved_3y"] = node_hours * s.reserved_3y_usd_per_node_hour
+    if s.spot_usd_per_node_hour:
         # billed node-hours stretch by preemptions (less any unbilled capacity wait)
-        "spot": node_hours * s.spot_usd_per_node_hour * float(sp.spot_cost_share)
-        / (1 - s.spot_discount),
-        "on_prem": node_hours * node * float(per_gpu_h["on_prem"]),
-    }
-    run_days = {k: days for k in run_costs}
-    run_days["spot"] = spot_days
+        run_costs["spot"] = (node_hours * s.spot_usd_per_node_hour * float(sp.spot_cost_share)
+                             / (1 - s.spot_discount))
+    run_costs["on_prem"] = node_hours * node * float(per_gpu_h["on_prem"])
+    run_days = {k: spot_days if k == "spot" else days for k in run_costs}
 
     fpt = m.flops_per_token("none")
     wf = waterfall_from_step(pred, g.bf16_dense_tflops, data_stall_share=s.data_stall_share,

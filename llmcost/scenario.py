@@ -47,13 +47,15 @@ class Scenario:
     global_batch_tokens: float = _f(4_194_304, 1024, 1e9, label="Global batch", unit="tokens")
     headroom: float = _f(0.10, 0, 1, label="Schedule headroom", hi_open=True, step=0.01)
     # ---- prices
+    # defaults: AWS p5.48xlarge (data/prices.csv: $55.04 on demand, $23.78 3-year reserved;
+    # no 1-year price in the catalog); spot at the seed's 60% off on-demand.
     on_demand_usd_per_node_hour: float = _f(55.04, 0, 1e4, lo_open=True, label="On-demand",
                                             unit="$/node-h", group="prices")
-    reserved_1y_usd_per_node_hour: float = _f(38.0, 0, 1e4, lo_open=True, label="Reserved 1 y",
+    reserved_1y_usd_per_node_hour: float = _f(0.0, 0, 1e4, label="Reserved 1 y (0: none)",
                                               unit="$/node-h", group="prices")
-    reserved_3y_usd_per_node_hour: float = _f(23.78, 0, 1e4, lo_open=True, label="Reserved 3 y",
+    reserved_3y_usd_per_node_hour: float = _f(23.78, 0, 1e4, label="Reserved 3 y (0: none)",
                                               unit="$/node-h", group="prices")
-    spot_usd_per_node_hour: float = _f(22.02, 0, 1e4, lo_open=True, label="Spot",
+    spot_usd_per_node_hour: float = _f(22.02, 0, 1e4, label="Spot (0: none)",
                                        unit="$/node-h", group="prices")
     # ---- on premises
     onprem_capex_usd_per_node: float = _f(250_000, 0, 1e8, lo_open=True, label="Capex per node",
