@@ -183,3 +183,17 @@ def frame_table(df: pd.DataFrame, title: str, columns: dict) -> go.Figure:
                            cells=dict(values=[[columns[c][1].format(x) for x in df[c].head(10)]
                                               for c in cols])))
     return fig
+
+
+def measured_scaling(analysis) -> go.Figure:
+    """A user's measured efficiency, the fitted gradual trend and its extrapolation."""
+    t, x = analysis.table, analysis.extrapolated
+    fig = _fig(f"Your scaling: {analysis.comm_share_per_doubling:.1%} more time per doubling of nodes",
+               xaxis_title="nodes", yaxis_title="efficiency vs first point", xaxis_type="log")
+    fig.add_trace(go.Scatter(x=t["nodes"], y=t["efficiency"], mode="markers+lines", name="measured"))
+    fig.add_trace(go.Scatter(x=t["nodes"], y=t["fitted_efficiency"], mode="lines", name="fitted",
+                             line=dict(dash="dot")))
+    if len(x):
+        fig.add_trace(go.Scatter(x=x["nodes"], y=x["efficiency"], mode="markers", name="extrapolated",
+                                 marker=dict(symbol="diamond", size=10)))
+    return fig

@@ -141,7 +141,8 @@ def evaluate(s: Scenario) -> Results:
                    "daly_interval_s": float(rel.daly_interval_s(stall, M)),
                    "goodput": float(gb.goodput), "checkpoint_share": float(gb.checkpoint_share),
                    "rework_share": float(gb.rework_share), "restart_share": float(gb.restart_share),
-                   "nodes": nodes}
+                   "nodes": nodes,
+                   "bandwidth_for_10s_gbps": float(rel.storage_bandwidth_for_stall_gbps(size_b, 10.0))}
 
     # ---- days and dollars
     tps = float(pred.tokens_per_s)

@@ -115,6 +115,10 @@ def test_sizing_app_measured_scaling_upload():
     csv = "nodes,tokens_per_s\n1,1000\n2,1950\n4,3800\n8,4800\n"
     p._on_scaling({"new": [{"content": memoryview(csv.encode())}]})
     assert "cliff between 4 and 8" in p.scaling_note.value
+    assert len(p.scaling_out.outputs) == 1
+    from llmcost import plots
+    fig = plots.measured_scaling(p.measured)
+    np.testing.assert_allclose(fig.data[0].y, [1.0, 0.975, 0.95, 0.6])   # 1950/2/1000 ...
     p.set(sizing="days", target_days=60.0)
     assert headline_text(p, "meets_target") == "yes"
 

@@ -16,7 +16,7 @@ from ..economics import spot as spot_mod
 from ..economics import tco
 from ..scenario import Scenario
 from ..training.scaling import analyse_measured_scaling
-from .base import Panel, run_app
+from .base import Panel, plotly_output, run_app
 
 
 def _headline(res: Results, keys) -> dict:
@@ -193,7 +193,7 @@ class SizingApp(Panel):
         super().__init__(*a, **kw)
 
     def _build(self):
-        self.extra_widgets = [W.HBox([self.scaling_upload]), self.scaling_note]
+        self.extra_widgets = [W.HBox([self.scaling_upload]), self.scaling_note, self.scaling_out]
         root = super()._build()
         return root
 
@@ -239,6 +239,8 @@ class SizingApp(Panel):
         warn = "".join(f"<li>{w}</li>" for w in res.warnings) or "<li>no cliff: gradual</li>"
         self.scaling_note.value = (f"<div>Fitted communication share: {res.comm_share_per_doubling:.1%} "
                                    f"per doubling of nodes.<ul>{warn}</ul></div>")
+        self.scaling_out.outputs = (plotly_output(plots.measured_scaling(res)),)
+        self.measured = res
 
 
 class CheckpointApp(Panel):
@@ -262,7 +264,9 @@ class CheckpointApp(Panel):
                 "daly": ("Daly interval", f"{r['daly_interval_s'] / 60:,.1f} min"),
                 "goodput": ("Goodput", f"{r['goodput']:.2%}"),
                 "losses": ("Lost to checkpoints / rework / restarts",
-                           f"{r['checkpoint_share']:.1%} / {r['rework_share']:.1%} / {r['restart_share']:.1%}")}
+                           f"{r['checkpoint_share']:.1%} / {r['rework_share']:.1%} / {r['restart_share']:.1%}"),
+                "bandwidth": ("Shared storage for a 10 s sync stall",
+                              f"{r['bandwidth_for_10s_gbps']:,.0f} GB/s")}
 
     def note_lines(self, res):
         return []
