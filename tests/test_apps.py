@@ -142,3 +142,16 @@ def test_every_app_builds_without_errors():
         for name, out in p.outputs.items():
             assert out.outputs, f"{cls.__name__}: plot {name} empty"
         json.dumps(plotly_output(next(iter(p.figures.values()))))
+
+
+def test_price_picker_fills_prices_from_the_catalog():
+    p = panels.TcoApp(query="")
+    p.price_picker.value = "aws-p4d"        # 8x A100 40GB: $21.96 on demand, $10.80 spot
+    assert p.scenario.on_demand_usd_per_node_hour == pytest.approx(21.96)
+    assert p.scenario.spot_usd_per_node_hour == pytest.approx(10.80)
+    assert p.scenario.spot_discount == pytest.approx(1 - 10.80 / 21.96, abs=1e-4)
+    assert p.scenario.reserved_3y_usd_per_node_hour == 0.0
+    assert p.controls["on_demand_usd_per_node_hour"].value == pytest.approx(21.96)
+    be = tco.breakeven_months(21.96, 250_000, 0.9,
+                              tco.onprem_opex_usd_per_month(review.onprem_of(p.scenario), 0.9))
+    assert headline_text(p, "breakeven") == f"{be:.1f} months"

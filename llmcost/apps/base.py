@@ -107,6 +107,14 @@ class Panel:
         self.upload.add_class("llmc-load")
         self.upload.observe(self._on_upload, names="value")
         self.extra_widgets: list[W.Widget] = []
+        prices = catalog.default().prices()
+        self.price_picker = W.Dropdown(
+            options=[("(keep my prices)", "")] + [(f"{r.id}: {r.gpus} x {r.gpu}", r.id)
+                                                   for r in prices.itertuples()],
+            value="", description="Fill prices from", style={"description_width": "190px"},
+            layout=W.Layout(width="360px"))
+        self.price_picker.add_class("llmc-price-picker")
+        self.price_picker.observe(self._on_price_pick, names="value")
         for name in self.plot_names():
             out = W.Output()
             out.add_class(f"llmc-plot-{name}")
@@ -174,6 +182,8 @@ class Panel:
         for g, items in groups.items():
             head = W.HTML(f"<div class='llmc-group'>{html.escape(self.group_titles.get(g, g))}</div>")
             left += [head, *items]
+        if any(describe(f)["group"] == "prices" for f in self.fields):
+            left += [W.HTML("<div class='llmc-group'>Catalog prices</div>"), self.price_picker]
         left += [W.HTML("<div class='llmc-group'>Share and save</div>"), self.share,
                  self.download, self.upload, self.report_button, self.report_link]
         right = [self.headline_box, self.status, self.notes, *self.extra_widgets,
@@ -215,7 +225,8 @@ class Panel:
             self._updating = True
             try:
                 for name, w in self.controls.items():
-                    w.value = getattr(s, name)
+                    if w.value != getattr(s, name):
+                        w.value = getattr(s, name)
                     self.errors[name].value = ""
             finally:
                 self._updating = False
@@ -278,6 +289,27 @@ class Panel:
         data = base64.b64encode(self.scenario.to_json().encode()).decode()
         self.download.value = (f"<a download='scenario.json' href='data:application/json;base64,{data}'>"
                                "Save scenario (JSON)</a>")
+
+    def _on_price_pick(self, change) -> None:
+        """Fill the node-hour prices from a prices.csv row (a missing price becomes 0: none)."""
+        if not change["new"]:
+            return
+        row = catalog.default().lookup("prices", change["new"])
+        per_node = 8.0 / float(row["gpus"])   # the Scenario prices 8-GPU nodes
+
+        def price(col):
+            x = row.get(col)
+            return 0.0 if x is None or x != x else round(float(x) * per_node, 4)
+
+        new = replace(self.scenario,
+                      on_demand_usd_per_node_hour=price("on_demand_usd_per_hour"),
+                      reserved_1y_usd_per_node_hour=price("reserved_1y_usd_per_hour"),
+                      reserved_3y_usd_per_node_hour=price("reserved_3y_usd_per_hour"),
+                      spot_usd_per_node_hour=price("spot_usd_per_hour"))
+        if new.spot_usd_per_node_hour and new.on_demand_usd_per_node_hour:
+            new = replace(new, spot_discount=round(1 - new.spot_usd_per_node_hour
+                                                   / new.on_demand_usd_per_node_hour, 4))
+        self.set_scenario(new, sync_controls=True)
 
     def _on_upload(self, change) -> None:
         files = change["new"]
