@@ -427,9 +427,12 @@ def measured_utilization(s: Scenario) -> dict:
                                        s.measured_wall_clock_s))
     tps = s.measured_global_batch * s.measured_seq_len * s.measured_steps / s.measured_wall_clock_s
     hw = m.flops_per_token("full", int(s.measured_seq_len))
-    verdict = ut.assess_utilization(u, peak_tflops=peak, gpu=g)
+    runs = cat.published_runs()
+    same = runs[(runs["model"] == m.id) & runs["mfu"].notna()]
+    published = float(same["mfu"].max()) if len(same) else None
+    verdict = ut.assess_utilization(u, published=published, peak_tflops=peak, gpu=g)
     return {"effective_utilization": u, "tokens_per_s": tps, "flops_per_token": fpt,
             "peak_tflops": peak,
             "achieved_tflops_per_gpu": float(ut.achieved_tflops_per_gpu(tps, fpt, s.measured_gpus)),
             "hfu_if_full_recompute": float(ut.hfu(tps, hw, peak, s.measured_gpus)),
-            "findings": verdict.findings}
+            "published_mfu": published, "findings": verdict.findings}

@@ -155,3 +155,13 @@ def test_price_picker_fills_prices_from_the_catalog():
     be = tco.breakeven_months(21.96, 250_000, 0.9,
                               tco.onprem_opex_usd_per_month(review.onprem_of(p.scenario), 0.9))
     assert headline_text(p, "breakeven") == f"{be:.1f} months"
+
+
+def test_utilization_app_compares_with_the_published_run_of_the_same_model():
+    # Llama 3 405B reached 43% MFU (arXiv:2407.21783); a claim of about twice that is suspect.
+    p = panels.UtilizationApp(query="model=llama3-405b&measured_seq_len=8192")
+    u = p.results["effective_utilization"]
+    p.set(measured_wall_clock_s=p.scenario.measured_wall_clock_s * u / 0.86)
+    assert p.results["published_mfu"] == pytest.approx(0.43)
+    assert "0.43" in p.notes.value or "43.0%" in p.notes.value
+    assert "sparsity" in p.notes.value

@@ -226,3 +226,14 @@ def test_bad_typed_value_shows_message_and_keeps_results(voila, page):
     wait_change(page, lambda: page.locator(".llmc-err-tokens").first.inner_text().strip(), "")
     assert text_of(page, ".llmc-headline-days") == days
     assert_no_error_text(page)
+
+
+def test_report_export_link_serves_the_report(voila, page):
+    open_app(page, voila, "spot")
+    page.locator(".llmc-report button, button.llmc-report").first.click()
+    link = page.locator(".llmc-report-file").first
+    link.wait_for(timeout=30_000)
+    href = link.get_attribute("href")
+    url = page.url.rsplit("/", 1)[0] + "/" + href
+    resp = page.request.get(url)
+    assert resp.status == 200 and "Net savings" in resp.text()
