@@ -8,7 +8,6 @@ formulas that follow can broadcast without further conversion.
 
 from __future__ import annotations
 
-import numbers
 from typing import Iterable
 
 import numpy as np
@@ -87,27 +86,28 @@ def integer(name: str, value, minimum: int = 1, maximum: int | None = None) -> n
     return arr.astype(np.int64)
 
 
+def _first_remainder(value, by):
+    """First (value, by) pair with value % by != 0, or None."""
+    val, div = np.asarray(value), np.asarray(by)
+    shape = np.broadcast(val, div).shape
+    bad = np.broadcast_to(val % div != 0, shape)
+    if not bad.any():
+        return None
+    return int(np.broadcast_to(val, shape)[bad].flat[0]), int(np.broadcast_to(div, shape)[bad].flat[0])
+
+
 def divides(name: str, value, target_name: str, target) -> None:
     """Require ``target % value == 0`` elementwise (e.g. TP divides the head count)."""
-    v = np.asarray(value)
-    t = np.asarray(target)
-    bad = np.broadcast_to(t % v != 0, np.broadcast(v, t).shape)
-    if bad.any():
-        vb = np.broadcast_to(v, bad.shape)[bad].flat[0]
-        tb = np.broadcast_to(t, bad.shape)[bad].flat[0]
-        raise InputError(name, f"{name} must divide {target_name} ({int(tb)}), got {name}={int(vb)}")
+    bad = _first_remainder(target, value)
+    if bad:
+        raise InputError(name, f"{name} must divide {target_name} ({bad[0]}), got {name}={bad[1]}")
 
 
 def multiple_of(name: str, value, of_name: str, of) -> None:
     """Require ``value % of == 0`` elementwise (e.g. gpus a multiple of tp x pp x cp)."""
-    val = np.asarray(value)
-    by = np.asarray(of)
-    bad = np.broadcast_to(val % by != 0, np.broadcast(val, by).shape)
-    if bad.any():
-        vb = np.broadcast_to(val, bad.shape)[bad].flat[0]
-        bb = np.broadcast_to(by, bad.shape)[bad].flat[0]
-        raise InputError(name, f"{name} must be a multiple of {of_name} ({int(bb)}), "
-                               f"got {name}={int(vb)}")
+    bad = _first_remainder(value, of)
+    if bad:
+        raise InputError(name, f"{name} must be a multiple of {of_name} ({bad[1]}), got {name}={bad[0]}")
 
 
 def choice(name: str, value, allowed: Iterable[str]) -> str:
@@ -142,10 +142,6 @@ def boolean(name: str, value) -> np.ndarray:
     if arr.dtype.kind in "iuf" and np.isin(arr, (0, 1)).all():
         return arr.astype(bool)
     raise InputError(name, f"{name} must be true or false, got {value!r}")
-
-
-def is_scalar(value) -> bool:
-    return isinstance(value, numbers.Number) or np.ndim(value) == 0
 
 
 def result(value):

@@ -285,11 +285,6 @@ table{{border-collapse:collapse}}td,th{{padding:2px 10px;text-align:left;border-
 </body></html>"""
 
 
-def scenario_table(results: Results) -> pd.DataFrame:
-    return pd.DataFrame([{"option": k, "days": results.run_days[k], "cost_usd": c}
-                         for k, c in results.run_costs_usd.items()])
-
-
 # ------------------------------------------------------------------ series for the apps
 
 def layout_memory(results: Results, top: int = 5) -> pd.DataFrame:
@@ -381,7 +376,6 @@ def scaling_series(s: Scenario, results: Results, fabrics=("ib-ndr", "roce-400")
     m, g = cat.model(s.model), cat.gpu(s.gpu)
     b = results.best
     unit = b["tp"] * b["pp"] * b["cp"]
-    per_node = max(1, g.gpus_per_node // unit) if unit <= g.gpus_per_node else 1
     first = max(1, int(math.ceil(unit / g.gpus_per_node)))
     nodes = np.array([first * 2**k for k in range(0, 9)]) if nodes is None else np.asarray(nodes)
     seqs = max(1, int(b["num_microbatches"] * b["micro_batch"]))
@@ -395,7 +389,6 @@ def scaling_series(s: Scenario, results: Results, fabrics=("ib-ndr", "roce-400")
             continue
         t["fabric"] = f
         out.append(t)
-    del per_node
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
 
 

@@ -365,33 +365,3 @@ def decision_map(utilization, months, prices: CloudPrices, onprem: OnPrem, **kw)
     names = tuple(costs)
     stack = np.stack([np.broadcast_to(costs[k], np.broadcast(u, m).shape) for k in names])
     return names, np.argmin(stack, axis=0), stack
-
-
-def breakeven_month_of(months, cloud_cumulative, onprem_cumulative):
-    """First month on a grid where on-premises is no dearer than the cloud (None if never).
-
-    Parameters
-    ----------
-    months : array
-        Ascending [months].
-    cloud_cumulative, onprem_cumulative : array
-        [USD].
-
-    Returns
-    -------
-    month : float or None
-        Linear interpolation of the crossing [months].
-
-    References
-    ----------
-    .. [1] Seed article 001 (breakeven month).
-    """
-    m = np.asarray(months, float)
-    d = np.asarray(onprem_cumulative, float) - np.asarray(cloud_cumulative, float)
-    idx = np.nonzero(d <= 0)[0]
-    if idx.size == 0:
-        return None
-    i = idx[0]
-    if i == 0:
-        return float(m[0])
-    return float(m[i - 1] + (m[i] - m[i - 1]) * d[i - 1] / (d[i - 1] - d[i]))
