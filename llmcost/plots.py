@@ -130,8 +130,12 @@ def spot_heatmap(s: Scenario) -> go.Figure:
     r, L, sav = spot_grid(s)
     fig = _fig("Spot net savings by preemption rate and hours lost", xaxis_title="hours lost per preemption",
                yaxis_title="preemptions per day", height=420)
-    fig.add_trace(go.Contour(x=L, y=r, z=sav, colorscale="RdBu", zmid=0,
-                             contours=dict(showlabels=True), colorbar=dict(title="net", tickformat=".0%")))
+    # colour from -100% (spot costs twice on-demand) to the discount, the most spot can save
+    shown = np.clip(sav, -1.0, s.spot_discount)
+    fig.add_trace(go.Contour(x=L, y=r, z=shown, colorscale="RdBu", zmid=0, zmin=-1.0,
+                             zmax=s.spot_discount,
+                             contours=dict(start=-1.0, end=s.spot_discount, size=0.1),
+                             colorbar=dict(title="net", tickformat=".0%")))
     fig.add_trace(go.Contour(x=L, y=r, z=sav, contours=dict(start=0, end=0, size=1, coloring="none"),
                              line=dict(width=3, color="black"), showscale=False, name="zero"))
     fig.add_trace(go.Scatter(x=[s.lost_hours_per_preemption], y=[s.preemptions_per_day],
@@ -157,9 +161,12 @@ def goodput_curve(results: Results) -> go.Figure:
     for mode in ("sync", "async"):
         fig.add_trace(go.Scatter(x=df["interval_s"], y=df[mode], mode="lines",
                                  name=f"{mode} ({df[f'{mode}_stall_s'].iloc[0]:.1f} s stall)"))
-    fig.add_vline(x=r["young_interval_s"], line_dash="dot", annotation_text="Young")
-    fig.add_vline(x=r["daly_interval_s"], line_dash="dash", annotation_text="Daly",
-                  annotation_position="bottom right")
+    for name, key, dash, pos in (("Young", "young_interval_s", "dot", "top left"),
+                                 ("Daly", "daly_interval_s", "dash", "bottom right")):
+        x = r[key]
+        fig.add_trace(go.Scatter(x=[x, x], y=[float(df[["sync", "async"]].min().min()), 1.0],
+                                 mode="lines", line=dict(dash=dash, color="black", width=1),
+                                 name=f"{name}: {x / 60:,.1f} min ({results.scenario.checkpoint_mode})"))
     return fig
 
 
