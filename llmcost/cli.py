@@ -366,6 +366,9 @@ def cmd_size(a) -> dict:
            "usd_per_gpu_hour": prices, "notes": list(S.notes)}
     if not prices:
         res["notes"].append(f"no price for {gpu.id} in the catalog: give --usd-per-gpu-hour")
+    if "spot" in S.cost_usd:
+        res["notes"].append("spot cost is at list price with no preemptions: `llmcost spot` "
+                            "gives the net savings after them")
     return res
 
 
@@ -423,7 +426,8 @@ def _table(result: dict) -> str:
             lines.append(f"{k}:")
             w2 = max(len(str(kk)) for kk in x) if x else 0
             for kk, xx in x.items():
-                lines.append(f"  {str(kk):<{w2}}  {_fmt(xx)}")
+                shown = ", ".join(_fmt(e) for e in xx) if isinstance(xx, list) else _fmt(xx)
+                lines.append(f"  {str(kk):<{w2}}  {shown}")
         elif isinstance(x, list):
             lines.append(f"{k}:" + ("" if x else " none"))
             for item in x:
