@@ -196,10 +196,7 @@ def cmd_predict(a) -> dict:
     p = step_mod.predict_step(m, gpu, up, out, a.gpus, a.tp, a.pp, a.global_batch, a.cp,
                               a.micro_batch, a.interleave, a.recompute, a.sequence_parallel,
                               a.zero, _options(a))
-    br = mem.memory_per_gpu(m, a.gpus, a.tp, a.pp, a.cp, a.zero, a.micro_batch,
-                            a.global_batch, a.recompute, a.sequence_parallel,
-                            not a.no_flash_attention, interleave=a.interleave)
-    parts = {k: float(x) for k, x in br.to_gb().items() if k != "total_gb"}
+    parts = {k: float(x) for k, x in p.memory.to_gb().items() if k != "total_gb"}
     cap = gpu.memory_bytes / mem.GB
     res = {
         "model": m.id, "gpu": gpu.id, "fabric": out.id,

@@ -119,10 +119,7 @@ def evaluate(s: Scenario) -> Results:
                         best["micro_batch"], best["interleave"], best["recompute"],
                         best["sequence_parallel"], best["zero_stage"], OPTIONS,
                         flash_attention=best["flash_attention"])
-    mem = memory_per_gpu(m, gpus, best["tp"], best["pp"], best["cp"], best["zero_stage"],
-                         best["micro_batch"], B, best["recompute"], best["sequence_parallel"],
-                         best["flash_attention"], interleave=best["interleave"])
-    memory_gb = {k: float(x) for k, x in mem.to_gb().items()}
+    memory_gb = {k: float(x) for k, x in pred.memory.to_gb().items()}
 
     # ---- failures and checkpoints at this size
     nodes = max(1, math.ceil(gpus / node))

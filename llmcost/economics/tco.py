@@ -75,9 +75,9 @@ class OnPrem:
     storage_usd: float = 0.0
     #: installation, cabling, burn-in [USD per node].
     installation_usd: float = 0.0
-    #: node power at full load [W] (8 x 700 W GPUs + CPUs, fans, NICs: ~10.2 kW for DGX H100).
+    #: node power at full load [W] (NVIDIA DGX H100 datasheet: 10.2 kW maximum).
     power_w: float = 10_200.0
-    #: share of full power drawn when idle [-].
+    #: share of full power drawn when idle [-] (assumption, not measured).
     idle_power_share: float = 0.3
     #: power usage effectiveness [-] (Uptime 2023 average 1.58; hyperscale 1.1-1.2).
     pue: float = 1.58

@@ -34,7 +34,7 @@ from . import comm
 from .arch import ModelSpec
 from .flops import RECOMPUTE_MODES, matmul_params_per_layer
 from .hardware import FabricSpec, GPUSpec
-from .memory import activation_bytes_per_layer, check_layout, memory_per_gpu
+from .memory import MemoryBreakdown, activation_bytes_per_layer, check_layout, memory_per_gpu
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,8 @@ class StepPrediction(NamedTuple):
     scaling_efficiency: np.ndarray
     dp: np.ndarray
     num_microbatches: np.ndarray
+    #: per-GPU memory by component (the ``memory_bytes`` total broken down)
+    memory: MemoryBreakdown
 
     BREAKDOWN = ("compute_s", "tp_comm_s", "cp_comm_s", "pp_p2p_s", "pp_bubble_s", "dp_comm_s",
                  "optimizer_s")
@@ -448,7 +450,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         hfu=r(hw_tf * 1e12 / peak), tokens_per_s=r(tokens_step / step),
         memory_bytes=r(mem.total_bytes), fits=r(fits),
         scaling_efficiency=None if ideal is None else r(np.minimum(ideal / step, 1.0)),
-        dp=r(dp), num_microbatches=r(m))
+        dp=r(dp), num_microbatches=r(m), memory=mem)
 
 
 def _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp, zero, opt,
