@@ -24,8 +24,10 @@ import pandas as pd
 from . import _validate as v
 from .training.arch import ModelSpec
 from .training.hardware import FabricSpec, GPUSpec
+from .economics import reliability
+from .economics.reliability import FailureRate
 
-TABLES = ("gpus", "models", "fabrics", "prices", "published_runs")
+TABLES = ("gpus", "models", "fabrics", "prices", "published_runs", "failure_rates")
 
 #: columns a row must have (besides id, source, as_of), and which of them must be > 0.
 REQUIRED = {
@@ -40,6 +42,7 @@ REQUIRED = {
     "prices": (("provider", "gpu", "gpus", "on_demand_usd_per_hour"),
                ("gpus", "on_demand_usd_per_hour")),
     "published_runs": (("model",), ()),
+    "failure_rates": (("failures_per_1000_gpu_days", "counts"), ("failures_per_1000_gpu_days",)),
 }
 
 
@@ -100,6 +103,17 @@ class Catalog:
     def published_runs(self) -> pd.DataFrame:
         return self.table("published_runs")
 
+    def failure_rates(self) -> pd.DataFrame:
+        return self.table("failure_rates")
+
+    def failure_rate(self, key: str) -> FailureRate:
+        """A failure-rate preset by id (``data/failure_rates.csv`` or a user's row)."""
+        return reliability.failure_rate(key, self._tables["failure_rates"])
+
+    def default_failure_rate(self, generation: str) -> FailureRate:
+        """The job-level failure rate for a GPU generation (hopper's, with a note, if none)."""
+        return reliability.default_failure_rate(generation, self._tables["failure_rates"])
+
     def ids(self, name: str) -> list[str]:
         return list(self._tables[name]["id"])
 
@@ -126,7 +140,16 @@ class Catalog:
     def gpu(self, key: str) -> GPUSpec:
         r = self.lookup("gpus", key)
         fp8 = r.get("fp8_dense_tflops")
+
+        def opt(col, cast):
+            x = r.get(col)
+            return None if x is None or (not isinstance(x, str) and pd.isna(x)) else cast(x)
+
         return GPUSpec(id=r["id"], name=r["name"], generation=r["generation"],
+                       system_power_kw=opt("system_power_kw", float),
+                       system_gpus=opt("system_gpus", int),
+                       system_power_note=opt("system_power_note", str),
+                       capex_usd_per_system=opt("capex_usd_per_system", float),
                        bf16_dense_tflops=float(r["bf16_dense_tflops"]),
                        fp8_dense_tflops=None if pd.isna(fp8) else float(fp8),
                        memory_gib=float(r["memory_gib"]),
@@ -256,6 +279,18 @@ def prices() -> pd.DataFrame:
 
 def published_runs() -> pd.DataFrame:
     return default().published_runs()
+
+
+def failure_rates() -> pd.DataFrame:
+    return default().failure_rates()
+
+
+def failure_rate(key: str) -> FailureRate:
+    return default().failure_rate(key)
+
+
+def default_failure_rate(generation: str) -> FailureRate:
+    return default().default_failure_rate(generation)
 
 
 def gpu(key: str) -> GPUSpec:

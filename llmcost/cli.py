@@ -279,6 +279,10 @@ def cmd_plan(a) -> dict:
 
 
 def cmd_breakeven(a) -> dict:
+    # checked under the command's own names: the library's are per GPU (units cancel)
+    v.positive("cloud_usd_per_node_hour", a.cloud_usd_per_node_hour)
+    v.positive("onprem_capex_usd_per_node", a.onprem_capex_usd_per_node)
+    v.nonnegative("onprem_opex_usd_per_node_month", a.onprem_opex_usd_per_node_month)
     m = float(tco.breakeven_months(a.cloud_usd_per_node_hour, a.onprem_capex_usd_per_node,
                                    a.utilization, a.onprem_opex_usd_per_node_month))
     cloud_month = tco.HOURS_PER_MONTH * a.cloud_usd_per_node_hour * a.utilization
@@ -298,24 +302,38 @@ def cmd_breakeven(a) -> dict:
 
 
 def cmd_spot(a) -> dict:
-    r = spot_mod.spot_net_savings(a.discount, a.preemptions_per_day, a.lost_hours_per_preemption,
-                                  a.restart_h, a.capacity_wait_h, a.billed_share_during_wait,
-                                  a.on_demand_failures_per_day)
-    lost_total = a.lost_hours_per_preemption + a.restart_h + a.capacity_wait_h
+    if a.lost_hours_per_preemption is not None:
+        lost = float(v.nonnegative("lost_hours_per_preemption", a.lost_hours_per_preemption))
+    elif a.checkpoint_interval_s is not None:
+        # one interruption model: a preemption loses what a failure does (reliability)
+        lost = float(rel.lost_hours_per_interruption(a.checkpoint_interval_s, a.checkpoint_s))
+    else:
+        raise v.InputError("lost_hours_per_preemption", "give --lost-hours-per-preemption or "
+                                                        "--checkpoint-interval-s")
+    if a.on_demand_failures_per_day is not None:
+        if a.failures_per_day is not None:
+            raise v.InputError("failures_per_day", "give --failures-per-day or its old name "
+                                                   "--on-demand-failures-per-day, not both")
+        a.failures_per_day = a.on_demand_failures_per_day
+    terms = dict(restart_h=a.restart_h, capacity_wait_h=a.capacity_wait_h,
+                 billed_share_during_wait=a.billed_share_during_wait,
+                 failures_per_day=a.failures_per_day or 0.0,
+                 failure_lost_hours=a.failure_lost_hours)
+    r = spot_mod.spot_net_savings(a.discount, a.preemptions_per_day, lost, **terms)
+    lost_total = lost + a.restart_h + a.capacity_wait_h
     res = {"net_savings": float(r.net_savings), "duration_stretch": float(r.duration_stretch),
+           "lost_hours_per_preemption": lost,
            "hours_lost_per_preemption": lost_total,
            "breakeven_lost_hours_per_preemption": float(spot_mod.breakeven_lost_hours(
-               a.discount, a.preemptions_per_day)) if a.preemptions_per_day > 0 else None}
+               a.discount, a.preemptions_per_day, **terms)) if a.preemptions_per_day > 0 else None}
     if a.observed_net_savings is not None:
         res["implied_lost_hours_per_preemption"] = float(spot_mod.implied_lost_hours(
             a.discount, v.positive("preemptions_per_day", a.preemptions_per_day),
-            a.observed_net_savings))
+            a.observed_net_savings, **terms))
     if a.monte_carlo_runs:
         mc = spot_mod.spot_monte_carlo(a.discount, a.preemptions_per_day, a.run_hours,
-                                       lost_hours_per_preemption=a.lost_hours_per_preemption,
-                                       restart_h=a.restart_h, capacity_wait_h=a.capacity_wait_h,
-                                       billed_share_during_wait=a.billed_share_during_wait,
-                                       runs=a.monte_carlo_runs)
+                                       lost_hours_per_preemption=lost, runs=a.monte_carlo_runs,
+                                       **terms)
         pc = mc.percentiles()
         res["monte_carlo"] = {
             "runs": a.monte_carlo_runs, "run_hours": a.run_hours,
@@ -326,10 +344,36 @@ def cmd_spot(a) -> dict:
 
 
 def cmd_checkpoint(a) -> dict:
+    rate_info, warnings = None, []
     if a.mtbf_h is None:
-        if a.nodes is None:
-            raise v.InputError("mtbf_h", "give --mtbf-h or --nodes (with the node failure rate)")
-        mtbf = float(rel.mtbf_h(rel.job_failures_per_day(a.nodes, a.node_failures_per_1000_node_days)))
+        if a.gpus is not None and a.nodes is not None:
+            raise v.InputError("gpus", "give --gpus or --nodes, not both")
+        if a.gpus is None and a.nodes is None:
+            raise v.InputError("mtbf_h", "give --mtbf-h, or --gpus (or --nodes) and a failure rate")
+        gpus = (float(v.positive("gpus", a.gpus)) if a.gpus is not None else
+                float(v.positive("nodes", a.nodes)) * float(v.positive("gpus_per_node",
+                                                                        a.gpus_per_node)))
+        given = [f for f, x in (("failures_per_1000_gpu_days", a.failures_per_1000_gpu_days),
+                                ("node_failures_per_1000_node_days",
+                                 a.node_failures_per_1000_node_days),
+                                ("failure_rate", a.failure_rate)) if x is not None]
+        if len(given) > 1:
+            raise v.InputError(given[1], f"give one failure rate, not both --{given[0]} and "
+                                         f"--{given[1]}".replace("_", "-"))
+        if a.failures_per_1000_gpu_days is not None:
+            rate = float(v.positive("failures_per_1000_gpu_days", a.failures_per_1000_gpu_days))
+        elif a.node_failures_per_1000_node_days is not None:
+            rate = float(rel.gpu_rate_from_node_rate(a.node_failures_per_1000_node_days,
+                                                     a.gpus_per_node))
+        else:
+            fr = (catalog.failure_rate(a.failure_rate) if a.failure_rate is not None else
+                  catalog.default_failure_rate(catalog.gpu(a.gpu).generation))
+            rate = fr.failures_per_1000_gpu_days
+            rate_info = {"id": fr.id, "counts": fr.counts, "source": fr.source}
+            if fr.note:
+                warnings.append(fr.note)
+        mtbf = float(rel.mtbf_h(rel.job_failures_per_day(gpus, rate)))
+        rate_info = {"failures_per_1000_gpu_days": rate, "gpus": gpus, **(rate_info or {})}
     else:
         mtbf = float(v.positive("mtbf_h", a.mtbf_h))
     M = mtbf * 3600
@@ -346,6 +390,10 @@ def cmd_checkpoint(a) -> dict:
         n = days * 86400 / (tau + a.checkpoint_s)
         res["checkpoints_in_run"] = n
         res["checkpoint_hours_in_run"] = n * a.checkpoint_s / 3600
+    if rate_info is not None:
+        res["failure_rate"] = rate_info
+    if warnings:
+        res["warnings"] = warnings
     return res
 
 
@@ -354,19 +402,64 @@ def cmd_size(a) -> dict:
     gpu, up, out = _hardware(a)
     prices = _gpu_prices(gpu, a.usd_per_gpu_hour, a.price)
     S = sizing.size_cluster(m, a.tokens, gpu, up, out, a.days, a.global_batch_tokens,
-                            a.headroom, a.goodput, prices, options=_options(a))
+                            a.headroom, a.goodput, prices, options=_options(a),
+                            max_power_mw=a.max_power_mw, power_kw_per_gpu=a.power_kw_per_gpu,
+                            pue=a.pue)
     res = {"model": m.id, "gpu": gpu.id, "fabric": out.id, "tokens": S.tokens,
            "total_flops": S.total_flops, "target_days": a.days, "gpus": S.gpus,
            "nodes": S.nodes, "days": S.days, "meets_target": S.meets_target, "mfu": S.mfu,
            "memory_floor_gpus": S.memory_floor_gpus, "layout": S.layout,
+           "global_batch": S.global_batch,
            "cost_usd": S.cost_usd.get("on_demand"), "cost_usd_by_option": S.cost_usd,
            "usd_per_gpu_hour": prices, "notes": list(S.notes)}
+    if S.nearest is not None:
+        res["nearest"] = dict(vars(S.nearest))
+    if S.batch is not None:
+        res["pipeline_bubble_share"] = S.batch.bubble_share
+    if S.max_gpus_power is not None:
+        res["max_gpus_power"] = S.max_gpus_power
     if not prices:
         res["notes"].append(f"no price for {gpu.id} in the catalog: give --usd-per-gpu-hour")
     if "spot" in S.cost_usd:
         res["notes"].append("spot cost is at list price with no preemptions: `llmcost spot` "
                             "gives the net savings after them")
     return res
+
+
+def cmd_ladder(a) -> dict:
+    m = _model_from_args(a)
+    cat = catalog.default()
+    ids = a.gpu or list(cat.gpus()["id"])
+    gpus = [cat.gpu(g) for g in ids]
+    cheapest = sizing.cheapest_on_demand(cat.prices())
+    priced = [g for g in gpus if g.id in cheapest]
+    skipped = [g.id for g in gpus if g.id not in cheapest]
+    if not priced:
+        raise v.InputError("gpu", "no price in data/prices.csv for " + ", ".join(skipped))
+    rungs = sizing.finetune_ladder(
+        m, priced, {g.id: cheapest[g.id][0] for g in priced}, a.tokens, a.pretrain_tokens,
+        a.pretrain_days, billing_gpus={g.id: cheapest[g.id][1] for g in priced},
+        seq_len=a.seq_len)
+    rows = [{"method": r.method, "gpu": r.gpu, "gpus": r.gpus, "hours": r.hours,
+             "cost_usd": r.cost_usd, "note": r.note, "gpu_hours": r.gpu_hours,
+             "min_gpus": r.min_gpus, "usd_per_gpu_hour": r.usd_per_gpu_hour,
+             "price_id": cheapest[r.gpu][2] if r.gpu else None} for r in rungs]
+    res = {"model": m.id, "finetune_tokens": a.tokens, "rungs": rows, "notes": []}
+    if skipped:
+        res["notes"].append("skipped (no price in data/prices.csv): " + ", ".join(skipped))
+    return res
+
+
+def _ladder_table(r: dict) -> str:
+    lines = [f"fine-tune ladder for {r['model']} ({r['finetune_tokens']:.3g} fine-tune tokens), "
+             "cheapest first", "",
+             f"{'method':<9} {'gpu':<10} {'gpus':>6} {'hours':>9} {'cost_usd':>13}  note"]
+    for x in r["rungs"]:
+        hours = "-" if x["hours"] is None else f"{x['hours']:,.1f}"
+        lines.append(f"{x['method']:<9} {x['gpu'] or 'hosted':<10} {x['gpus']:>6,} {hours:>9} "
+                     f"{x['cost_usd']:>13,.2f}  {x['note']}")
+    lines += [""] + r["notes"] if r["notes"] else []
+    return "\n".join(lines)
 
 
 def _gpu_prices(gpu, usd_per_gpu_hour=None, price_id=None) -> dict:
@@ -388,6 +481,73 @@ def _gpu_prices(gpu, usd_per_gpu_hour=None, price_id=None) -> dict:
         if x is not None and not (isinstance(x, float) and math.isnan(x)):
             out[name] = float(x) / float(row["gpus"])
     return out
+
+
+def cmd_review(a) -> dict:
+    """The review chain on a Scenario from a query string and/or a scenario file (the file
+    first, then the query on top); infeasible scenarios are answered, bad values refused."""
+    from .review import evaluate
+    from .scenario import Scenario
+    if a.query is None and a.scenario is None:
+        raise v.InputError("query", "give --query \"model=...&gpus=...\" and/or --scenario file.json")
+    cat = catalog.default()
+    s = Scenario()
+    if a.scenario is not None:
+        try:
+            with open(a.scenario, encoding="utf-8") as fh:
+                text = fh.read(5_000_000)
+        except OSError as e:
+            raise v.InputError("scenario", f"cannot read scenario file {a.scenario!r}: "
+                                           f"{e.strerror or e}") from None
+        s, notes = Scenario.from_json(text, cat, strict=True)
+    else:
+        notes = []
+    if a.query is not None:
+        from urllib.parse import parse_qs
+        parsed = parse_qs(a.query.lstrip("?"), keep_blank_values=True)
+        for key, vals in parsed.items():
+            if len(vals) > 1:
+                raise v.InputError(key, f"{key}: given {len(vals)} times")
+        s, more = Scenario.from_mapping({k: x[-1] for k, x in parsed.items()}, cat, strict=True,
+                                        base=s)
+        notes += more
+    res = evaluate(s, cat).to_json()
+    res["warnings"] = notes + res["warnings"]
+    return res
+
+
+def _review_text(r: dict) -> str:
+    def num(x, fmt):
+        return "n/a" if x is None else fmt.format(x)
+
+    lay = r["layout"]
+    lines = [f"{r['model']} on {r['gpus']:,} x {r['gpu']} ({r['fabric']})",
+             f"  days              {num(r['days'], '{:,.1f}')}"
+             + (f"   (target met: {'yes' if r['meets_target'] else 'no'})" if "meets_target" in r else ""),
+             f"  layout            {lay['description'] if lay else 'none'}",
+             f"  fits in memory    {'yes' if r['fits'] else 'NO'}  "
+             f"({num(r['memory_gb_per_gpu'], '{:,.1f}')} of {r['capacity_gb']:,.1f} GB per GPU)",
+             f"  MFU               {num(r['mfu'], '{:.1%}')}",
+             f"  effective util.   {num(r['effective_utilization'], '{:.1%}')}",
+             f"  job MTBF          {num(r['job_mtbf_h'], '{:,.1f} h')}  "
+             f"({r['failures_per_1000_gpu_days']:.3g} failures per 1000 GPU-days, {r['failure_source']})",
+             f"  checkpoint every  {num(r['checkpoint_interval_s'], '{:,.0f} s')}   goodput "
+             f"{num(r['goodput'], '{:.1%}')}",
+             f"  spot net savings  {num(r['spot_net_savings'], '{:.1%}')}",
+             f"  breakeven         {num(r['breakeven_months'], '{:,.1f} months')} (buying vs on-demand)",
+             "  cash cost of this run (commitments included):"]
+    for k, x in r["costs_usd"].items():
+        extra = r["commitments"].get(k, "")
+        lines.append(f"    {k:<12} ${x:>18,.0f}  amortized ${r['costs_amortized_usd'].get(k, x):>16,.0f}"
+                     + (f"  [{extra}]" if extra else ""))
+    if not r["costs_usd"]:
+        lines.append("    none (no price for this GPU)")
+    for name, f in r["flags"].items():
+        lines.append(f"  FLAG {name}: {f['level']}: {f['message']}")
+    if r["warnings"]:
+        lines.append("warnings:")
+        lines += [f"  - {w}" for w in r["warnings"]]
+    return "\n".join(lines)
 
 
 def cmd_list(a) -> dict:
@@ -416,6 +576,8 @@ def _fmt(x) -> str:
 def _table(result: dict) -> str:
     if "layouts" in result and isinstance(result["layouts"], list) and "evaluated" in result:
         return _plan_table(result)
+    if "rungs" in result:
+        return _ladder_table(result)
     lines = []
     width = max(len(k) for k in result)
     for k, x in result.items():
@@ -579,13 +741,25 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("spot", cmd_spot, "Net savings of spot over on-demand after preemptions.")
     sp.add_argument("--discount", type=float, required=True, help="spot price cut (0-1)")
     sp.add_argument("--preemptions-per-day", type=float, required=True)
-    sp.add_argument("--lost-hours-per-preemption", type=float, required=True,
-                    help="billed job-hours lost per preemption (rework)")
-    sp.add_argument("--restart-h", type=float, default=0.0)
+    sp.add_argument("--lost-hours-per-preemption", type=float,
+                    help="billed job-hours lost per preemption (rework); overrides the "
+                         "checkpoint interval")
+    sp.add_argument("--checkpoint-interval-s", type=float,
+                    help="instead of --lost-hours-per-preemption: lost work = interval / 2 "
+                         "+ checkpoint stall, as for a failure")
+    sp.add_argument("--checkpoint-s", type=float, default=0.0,
+                    help="blocking time per checkpoint, with --checkpoint-interval-s")
+    sp.add_argument("--restart-h", type=float, default=0.0,
+                    help="restart and reload after any interruption")
     sp.add_argument("--capacity-wait-h", type=float, default=0.0)
     sp.add_argument("--billed-share-during-wait", type=float, default=1.0,
                     help="share of nodes billed while waiting for capacity (0-1)")
-    sp.add_argument("--on-demand-failures-per-day", type=float, default=0.0)
+    sp.add_argument("--failures-per-day", type=float,
+                    help="job failures per day, suffered by both the spot and on-demand run")
+    sp.add_argument("--on-demand-failures-per-day", type=float,
+                    help="old name of --failures-per-day")
+    sp.add_argument("--failure-lost-hours", type=float,
+                    help="work lost per failure (default: as per preemption)")
     sp.add_argument("--observed-net-savings", type=float,
                     help="goal-seek the hours lost per preemption this saving implies")
     sp.add_argument("--monte-carlo-runs", type=int, default=0)
@@ -594,9 +768,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("checkpoint", cmd_checkpoint, "Optimal checkpoint interval (Young, Daly) and goodput.")
     sp.add_argument("--checkpoint-s", type=float, required=True, help="blocking time per checkpoint")
     sp.add_argument("--mtbf-h", type=float, help="job mean time between failures")
-    sp.add_argument("--nodes", type=float, help="instead of --mtbf-h: nodes in the job")
+    sp.add_argument("--gpus", type=float, help="instead of --mtbf-h: GPUs in the job")
+    sp.add_argument("--nodes", type=float, help="instead of --gpus: nodes (x --gpus-per-node)")
+    sp.add_argument("--gpus-per-node", type=float, default=8.0,
+                    help="converts --nodes and --node-failures-per-1000-node-days")
+    sp.add_argument("--failures-per-1000-gpu-days", type=float,
+                    help="job failure rate per GPU (default: the --gpu generation's)")
     sp.add_argument("--node-failures-per-1000-node-days", type=float,
-                    default=rel.NODE_FAILURES_PER_1000_NODE_DAYS)
+                    help="old form: a per-node rate, divided by --gpus-per-node")
+    sp.add_argument("--failure-rate", help="failure-rate preset id (`llmcost list failure_rates`)")
+    sp.add_argument("--gpu", default="h100-sxm",
+                    help="GPU whose generation picks the default failure rate")
     sp.add_argument("--interval-s", type=float, help="evaluate this interval (default: Daly's)")
     sp.add_argument("--restart-s", type=float, default=0.0)
     sp.add_argument("--run-days", type=float, help="count checkpoints and their hours over a run")
@@ -615,6 +797,27 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-flash-attention", action="store_true")
     sp.add_argument("--dp-overlap", type=float, default=step_mod.Options.dp_overlap)
     sp.add_argument("--tp-comm-overlap", action="store_true")
+    sp.add_argument("--max-power-mw", type=float, help="facility power envelope (MW)")
+    sp.add_argument("--power-kw-per-gpu", type=float,
+                    help="system power per GPU (default: the catalog's system power / GPUs)")
+    sp.add_argument("--pue", type=float, default=sizing.DEFAULT_PUE,
+                    help="power usage effectiveness (default 1.58, Uptime Institute 2023)")
+
+    sp = add("ladder", cmd_ladder, "The fine-tune ladder (seed 003): adapt, QLoRA, LoRA, full "
+                                   "fine-tune, pretraining; GPUs, hours and dollars, cheapest first.")
+    _add_model_args(sp)
+    sp.add_argument("--tokens", type=float, default=1e9,
+                    help="fine-tune tokens, epochs included (default 1e9)")
+    sp.add_argument("--pretrain-tokens", type=float,
+                    help="pretraining tokens (default: 20 per parameter)")
+    sp.add_argument("--pretrain-days", type=float, default=30.0)
+    sp.add_argument("--gpu", action="append",
+                    help="a GPU to consider (repeatable; default: every catalog GPU with a price)")
+
+    sp = add("review", cmd_review, "The whole review of a scenario: days, layout, MFU, "
+                                   "reliability and the cash cost of each pricing option.")
+    sp.add_argument("--query", help='the apps\' query string, e.g. "model=llama3-405b&gpus=16384"')
+    sp.add_argument("--scenario", help="a scenario file saved by an app (JSON)")
 
     sp = add("list", cmd_list, "List a catalog table.")
     sp.add_argument("table", choices=catalog.TABLES)
@@ -629,10 +832,18 @@ def main(argv=None) -> int:
         _finite(result)
     except ValueError as e:  # InputError included
         msg = " ".join(str(e).split())
+        if len(msg) > 500:
+            msg = msg[:500] + "..."
         print(f"llmcost: error: {msg}", file=sys.stderr)
+        return 2
+    except (OverflowError, MemoryError) as e:
+        print(f"llmcost: error: a value is too large to compute with ({type(e).__name__})",
+              file=sys.stderr)
         return 2
     if a.json:
         print(json.dumps(result, default=_json_default))
+    elif a.command == "review":
+        print(_review_text(result))
     elif a.command == "list":
         import pandas as pd
         print(pd.DataFrame(result["rows"]).to_string(index=False))

@@ -6,15 +6,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import catalog
-from .review import (Results, breakeven_tornado, decision_grid, goodput_series, layout_memory,
-                     measured_utilization, scaling_series, spot_distribution, spot_grid,
-                     tco_series)
-from .scenario import Scenario
+from .review import (OPTION_LABELS, Results, breakeven_tornado, decision_grid, goodput_series,
+                     layout_memory, scaling_series, spot_distribution, spot_grid, tco_series)
 
 TEMPLATE = "plotly_white"
-OPTION_LABELS = {"on_demand": "on-demand", "reserved_1y": "reserved 1 y",
-                 "reserved_3y": "reserved 3 y", "spot": "spot", "on_prem": "on-premises"}
 
 
 def _fig(title: str, **layout) -> go.Figure:
@@ -25,8 +20,19 @@ def _fig(title: str, **layout) -> go.Figure:
     return fig
 
 
+def _empty(title: str, why: str) -> go.Figure:
+    fig = _fig(title)
+    fig.add_annotation(text=why, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig
+
+
 def waterfall(results: Results) -> go.Figure:
-    df = results.waterfall
+    e = results.economics
+    df = e.waterfall if e is not None else None
+    if df is None:
+        return _empty("From peak to effective FLOP/s per GPU", "no layout: nothing to predict")
     fig = _fig(f"From peak to effective FLOP/s per GPU: {df['share_of_peak'].iloc[-1]:.1%} effective",
                yaxis_title="TFLOP/s per GPU")
     measures = ["absolute"] + ["relative"] * (len(df) - 1)
@@ -41,14 +47,28 @@ def waterfall(results: Results) -> go.Figure:
 
 
 def cost_by_option(results: Results) -> go.Figure:
-    keys = list(results.run_costs_usd)
-    fig = _fig(f"Cost and days by pricing option: on-demand ${results.run_costs_usd['on_demand']:,.0f}",
-               yaxis_title="USD",
-               yaxis2=dict(title="days", overlaying="y", side="right", showgrid=False))
-    fig.add_trace(go.Bar(x=[OPTION_LABELS[k] for k in keys], y=[results.run_costs_usd[k] for k in keys],
-                         name="cost (USD)"))
-    fig.add_trace(go.Scatter(x=[OPTION_LABELS[k] for k in keys], y=[results.run_days[k] for k in keys],
+    e = results.economics
+    costs = e.costs_usd if e is not None else {}
+    if not costs:
+        return _empty("Cost of this run by pricing option",
+                      "no price for this GPU: set prices to custom" if e is not None
+                      else "no layout: nothing to cost")
+    keys = list(costs)
+    cheapest = results.cheapest_option
+    title = (f"Cash cost of this run: cheapest {OPTION_LABELS[cheapest]} "
+             f"${costs[cheapest]:,.0f}")
+    fig = _fig(title, yaxis_title="USD (cash, commitments included)",
+               yaxis2=dict(title="days", overlaying="y", side="right", showgrid=False,
+                           rangemode="tozero"))
+    fig.add_trace(go.Bar(x=[OPTION_LABELS[k] for k in keys], y=[costs[k] for k in keys],
+                         name="cash cost (USD)", hovertext=[e.commitments.get(k, "") for k in keys]))
+    if e.costs_amortized_usd:
+        fig.add_trace(go.Bar(x=[OPTION_LABELS[k] for k in keys],
+                             y=[e.costs_amortized_usd.get(k) for k in keys],
+                             name="amortized share (USD)", opacity=0.5))
+    fig.add_trace(go.Scatter(x=[OPTION_LABELS[k] for k in keys], y=[e.run_days[k] for k in keys],
                              name="days", yaxis="y2", mode="markers", marker=dict(size=12)))
+    fig.update_layout(barmode="group")
     return fig
 
 
@@ -60,13 +80,15 @@ def memory_stack(results: Results) -> go.Figure:
         if comp in df:
             fig.add_trace(go.Bar(x=[f"#{i + 1}" for i in range(len(df))], y=df[comp],
                                  name=comp.replace("_gb", ""), hovertext=df["layout"]))
+    if df.empty:
+        return fig
     cap = results.headline["capacity_gb"]
     fig.add_hline(y=cap, line_dash="dash", annotation_text=f"capacity {cap:.0f} GB")
     return fig
 
 
 def scaling(results: Results) -> go.Figure:
-    df = scaling_series(results.scenario, results)
+    df = scaling_series(results)
     fig = _fig("Predicted scaling efficiency vs nodes (batch per replica fixed)",
                xaxis_title="nodes", yaxis_title="efficiency vs first point", xaxis_type="log")
     for f, part in df.groupby("fabric", sort=False):
@@ -75,79 +97,115 @@ def scaling(results: Results) -> go.Figure:
 
 
 def sizing_curve(results: Results) -> go.Figure:
-    fig = _fig(f"Days vs GPUs: {results.headline['days']:,.1f} days on {results.headline['gpus']:,} GPUs",
-               xaxis_title="GPUs",
-               yaxis_title="days", xaxis_type="log", yaxis_type="log")
-    sz = results.sizing
-    if sz is not None:
-        t = sz.table[np.isfinite(sz.table["days"])]
-        fig.add_trace(go.Scatter(x=t["gpus"], y=t["days"], mode="lines", name="predicted days"))
-        if results.scenario.sizing == "days":
-            fig.add_hline(y=results.scenario.target_days, line_dash="dot", annotation_text="target")
-    fig.add_trace(go.Scatter(x=[results.headline["gpus"]], y=[results.headline["days"]],
-                             mode="markers", marker=dict(size=12), name="this plan"))
+    h = results.headline
+    days = h["days"]
+    title = (f"Days vs GPUs: {days:,.1f} days on {h['gpus']:,} GPUs" if days is not None
+             else f"Days vs GPUs: no prediction on {h['gpus']:,} GPUs")
+    fig = _fig(title, xaxis_title="GPUs", yaxis_title="days", xaxis_type="log",
+               yaxis_type="log")
+    if results.size is not None:
+        t = results.size.sizing.table
+        t = t[np.isfinite(t["days"])]
+        fig.add_trace(go.Scatter(x=t["gpus"], y=t["days"], mode="lines",
+                                 name="predicted days (best layout at each size)"))
+        fig.add_hline(y=results.scenario.target_days, line_dash="dot", annotation_text="target")
+    if days is not None:
+        fig.add_trace(go.Scatter(x=[h["gpus"]], y=[days], mode="markers", marker=dict(size=12),
+                                 name="this plan"))
     return fig
 
 
-def tco_curves(s: Scenario) -> go.Figure:
-    df = tco_series(s)
-    fig = _fig("Cumulative cost per node", xaxis_title="months", yaxis_title="USD")
+def _view(results: Results) -> str:
+    s = results.scenario
+    view = "cash, hardware resold at market value" if s.resale == "market" else \
+        "cash, hardware not resold"
+    if s.discount_rate > 0:
+        view += f", all cash flows discounted at {s.discount_rate:.0%}/year"
+    return view
+
+
+def tco_curves(results: Results) -> go.Figure:
+    df = tco_series(results)
+    e = results.economics
+    gpus = e.billed_gpus if e is not None else results.plan.gpus
+    fig = _fig(f"Cumulative cost of {gpus:,} GPUs ({_view(results)})", xaxis_title="months",
+               yaxis_title="USD")
     for k in df.columns[1:]:
         fig.add_trace(go.Scatter(x=df["months"], y=df[k], mode="lines", name=OPTION_LABELS[k]))
-    d = df["on_prem"] - df["on_demand"]
-    cross = np.nonzero(d.to_numpy() <= 0)[0]
-    if cross.size:
-        i = cross[0]
-        fig.add_vline(x=float(df["months"].iloc[i]), line_dash="dash",
-                      annotation_text=f"breakeven vs on-demand: {df['months'].iloc[i]:.1f} months")
+    be = e.breakeven_months if e is not None else None
+    if be is not None and be <= results.scenario.horizon_months:
+        # the same number as the headline: the breakeven stage's, not a grid crossing
+        fig.add_vline(x=be, line_dash="dash",
+                      annotation_text=f"buying beats on-demand after {be:.1f} months")
     return fig
 
 
-def decision_map(s: Scenario) -> go.Figure:
-    u, m, names, best = decision_grid(s)
+#: one fixed colour per option, so the decision map reads as categories
+OPTION_COLOURS = {"on_demand": "#4c78a8", "reserved_1y": "#72b7b2", "reserved_3y": "#54a24b",
+                  "spot": "#f58518", "on_prem": "#b279a2"}
+
+
+def decision_map(results: Results) -> go.Figure:
+    u, m, names, best = decision_grid(results)
+    fig = _fig(f"Cheapest option by utilization and horizon ({_view(results)})",
+               xaxis_title="horizon (months)", yaxis_title="utilization", height=400)
+    if not names:
+        return fig
     labels = [OPTION_LABELS[n] for n in names]
-    fig = _fig("Cheapest option by utilization and horizon (hardware not resold)",
-               xaxis_title="horizon (months)",
-               yaxis_title="utilization", height=400)
-    fig.add_trace(go.Heatmap(x=[str(int(x)) for x in m], y=u, z=best, zmin=0, zmax=len(names) - 1,
-                             colorscale="Viridis", text=np.array(labels, dtype=object)[best],
+    n = len(names)
+    # a discrete colour scale: each option index gets one flat band
+    scale = []
+    for i, name in enumerate(names):
+        c = OPTION_COLOURS.get(name, "#999999")
+        scale += [[i / n, c], [(i + 1) / n, c]]
+    fig.add_trace(go.Heatmap(x=[str(int(x)) for x in m], y=u, z=best, zmin=-0.5, zmax=n - 0.5,
+                             colorscale=scale, text=np.array(labels, dtype=object)[best],
                              hovertemplate="%{y:.0%}, %{x} months: %{text}<extra></extra>",
-                             colorbar=dict(tickvals=list(range(len(names))), ticktext=labels)))
+                             colorbar=dict(tickvals=list(range(n)), ticktext=labels)))
     return fig
 
 
-def tornado(s: Scenario) -> go.Figure:
-    df = breakeven_tornado(s)
+def tornado(results: Results) -> go.Figure:
+    df = breakeven_tornado(results)
     base = float(df["base"].iloc[0]) if len(df) else np.nan
-    fig = _fig(f"Breakeven month sensitivity (+-20%), base {base:.1f} months",
-               xaxis_title="breakeven month", barmode="overlay")
+    title = (f"Breakeven month sensitivity (+-20%), base {base:.1f} months" if len(df)
+             else "Breakeven month sensitivity: no breakeven to vary")
+    fig = _fig(title, xaxis_title="breakeven month", barmode="overlay")
     fig.add_trace(go.Bar(y=df["input"], x=df["low"] - base, base=base, orientation="h", name="-20%"))
     fig.add_trace(go.Bar(y=df["input"], x=df["high"] - base, base=base, orientation="h", name="+20%"))
     return fig
 
 
-def spot_heatmap(s: Scenario) -> go.Figure:
-    r, L, sav = spot_grid(s)
-    fig = _fig("Spot net savings by preemption rate and hours lost", xaxis_title="hours lost per preemption",
-               yaxis_title="preemptions per day", height=420)
+def spot_heatmap(results: Results) -> go.Figure:
+    r, L, sav = spot_grid(results)
+    sp = results.economics.spot if results.economics is not None else None
+    fig = _fig("Spot net savings by preemption rate and hours lost",
+               xaxis_title="hours lost per preemption", yaxis_title="preemptions per day",
+               height=420)
+    if sp is None or sp.discount is None:
+        fig.add_annotation(text="spot is not offered for this GPU", showarrow=False,
+                           x=0.5, y=0.5, xref="paper", yref="paper")
+        return fig
+    d = sp.discount
     # colour from -100% (spot costs twice on-demand) to the discount, the most spot can save
-    shown = np.clip(sav, -1.0, s.spot_discount)
-    fig.add_trace(go.Contour(x=L, y=r, z=shown, colorscale="RdBu", zmid=0, zmin=-1.0,
-                             zmax=s.spot_discount,
-                             contours=dict(start=-1.0, end=s.spot_discount, size=0.1),
+    shown = np.clip(sav, -1.0, d)
+    fig.add_trace(go.Contour(x=L, y=r, z=shown, colorscale="RdBu", zmid=0, zmin=-1.0, zmax=d,
+                             contours=dict(start=-1.0, end=d, size=0.1),
                              colorbar=dict(title="net", tickformat=".0%")))
     fig.add_trace(go.Contour(x=L, y=r, z=sav, contours=dict(start=0, end=0, size=1, coloring="none"),
                              line=dict(width=3, color="black"), showscale=False, name="zero"))
-    fig.add_trace(go.Scatter(x=[s.lost_hours_per_preemption], y=[s.preemptions_per_day],
+    fig.add_trace(go.Scatter(x=[sp.lost_hours_per_preemption], y=[sp.preemptions_per_day],
                              mode="markers+text", text=["this scenario"], textposition="top center",
                              marker=dict(size=12, color="black"), name="scenario"))
     return fig
 
 
-def spot_monte_carlo(s: Scenario) -> go.Figure:
-    mc = spot_distribution(s)
+def spot_monte_carlo(results: Results) -> go.Figure:
+    mc = spot_distribution(results)
     fig = _fig("Monte Carlo: spot cost and duration (share of the ideal on-demand run)",
                xaxis_title="share", barmode="overlay")
+    if mc is None:
+        return fig
     fig.add_trace(go.Histogram(x=mc.cost_share, name="cost", opacity=0.6, nbinsx=60))
     fig.add_trace(go.Histogram(x=mc.duration_share, name="duration", opacity=0.6, nbinsx=60))
     return fig
@@ -156,6 +214,7 @@ def spot_monte_carlo(s: Scenario) -> go.Figure:
 def goodput_curve(results: Results) -> go.Figure:
     df = goodput_series(results)
     r = results.reliability
+    mode = results.scenario.checkpoint_mode
     fig = _fig("Goodput vs checkpoint interval", xaxis_title="interval (s)", yaxis_title="goodput",
                xaxis_type="log")
     for mode in ("sync", "async"):
@@ -163,16 +222,18 @@ def goodput_curve(results: Results) -> go.Figure:
                                  name=f"{mode} ({df[f'{mode}_stall_s'].iloc[0]:.1f} s stall)"))
     for name, key, dash, pos in (("Young", "young_interval_s", "dot", "top left"),
                                  ("Daly", "daly_interval_s", "dash", "bottom right")):
-        x = r[key]
+        x = getattr(r, key)
         fig.add_trace(go.Scatter(x=[x, x], y=[float(df[["sync", "async"]].min().min()), 1.0],
                                  mode="lines", line=dict(dash=dash, color="black", width=1),
-                                 name=f"{name}: {x / 60:,.1f} min ({results.scenario.checkpoint_mode})"))
+                                 name=f"{name}: {x / 60:,.1f} min ({mode})"))
+    fig.add_trace(go.Scatter(x=[r.interval_s], y=[r.goodput], mode="markers",
+                             marker=dict(size=11, color="#e76f51"),
+                             name=f"chosen: {r.interval_s / 60:,.1f} min, goodput {r.goodput:.2%}"))
     return fig
 
 
-def utilization_vs_published(s: Scenario) -> go.Figure:
-    mu = measured_utilization(s)
-    runs = catalog.published_runs()
+def utilization_vs_published(mu: dict, runs: pd.DataFrame) -> go.Figure:
+    """``mu``: :func:`llmcost.review.measured_utilization`; ``runs``: the catalog's published runs."""
     runs = runs.assign(value=runs["mfu"].fillna(runs["pct_of_peak"])).dropna(subset=["value"])
     fig = _fig("Your run vs published runs", yaxis_title="share of dense peak", height=400)
     fig.add_trace(go.Bar(x=list(runs["id"]), y=runs["value"], name="published",

@@ -15,7 +15,9 @@ from llmcost.scenario import Scenario
 
 
 def headline_text(panel, key):
-    return re.sub(r"<[^>]+>", "", panel.headline_values[key].value)
+    """The figure shown (without the flag note under it)."""
+    m = re.search(r"<div class='llmc-headline-value'>(.*?)</div>", panel.headline_values[key].value)
+    return m.group(1).replace("&amp;", "&")
 
 
 def plot_json(panel, name):
@@ -29,14 +31,14 @@ def test_review_app_matches_library_and_updates():
     ref = review.evaluate(Scenario())
     assert headline_text(p, "days") == review.format_headline("days", ref.headline["days"])
     wf = plot_json(p, "waterfall")
-    np.testing.assert_allclose(wf["data"][0]["y"][0], ref.waterfall["tflops_per_gpu"].iloc[0])
+    np.testing.assert_allclose(wf["data"][0]["y"][0], ref.economics.waterfall["tflops_per_gpu"].iloc[0])
     p.set(gpus=512)
     new = review.evaluate(Scenario(gpus=512))
     assert headline_text(p, "gpus") == "512"
     assert headline_text(p, "days") == review.format_headline("days", new.headline["days"])
     assert new.headline["days"] > ref.headline["days"]
     costs = plot_json(p, "costs")
-    np.testing.assert_allclose(costs["data"][0]["y"], list(new.run_costs_usd.values()))
+    np.testing.assert_allclose(costs["data"][0]["y"], list(new.economics.costs_usd.values()))
     assert p.last_error is None
 
 
@@ -65,30 +67,83 @@ def test_query_string_preloads_and_warns():
 
 def test_save_and_load_json():
     p = panels.SpotApp(query="")
-    s = Scenario(preemptions_per_day=1.0, spot_discount=0.5)
+    s = Scenario(preemptions_per_day=1.0, spot_discount=0.5, price_source="custom",
+                 spot_lost_work="custom", lost_hours_per_preemption=1.5)
     p._on_upload({"new": [{"content": memoryview(s.to_json().encode())}]})
     assert p.scenario == s and p.controls["preemptions_per_day"].value == 1.0
-    expect = spot.spot_net_savings(0.5, 1.0, 1.5).net_savings
+    r = review.evaluate(s).reliability
+    expect = spot.spot_net_savings(0.5, 1.0, 1.5, r.restart_h, failures_per_day=r.failures_per_day,
+                                   failure_lost_hours=r.lost_hours_per_interruption).net_savings
     assert headline_text(p, "net") == f"{expect:.1%}"
     assert "scenario.json" in p.download.value
+
+
+def test_old_saved_files_keep_their_meaning():
+    # a file saved by 0.1 priced 8-GPU nodes: read per GPU, with a note, and its prices used
+    old = {"on_demand_usd_per_node_hour": 40.0, "onprem_capex_usd_per_node": 240000,
+           "node_failures_per_1000_node_days": 6.5, "spot_usd_per_node_hour": 16.0}
+    s, notes = Scenario.from_json(json.dumps(old))
+    assert s.on_demand_usd_per_gpu_hour == 5.0 and s.onprem_capex_usd_per_gpu == 30000
+    assert s.failures_per_1000_gpu_days == pytest.approx(6.5 / 8)
+    assert s.spot_discount == pytest.approx(0.6)
+    assert s.price_source == "custom" and s.failure_rate == "custom"
+    assert len(notes) == 4 and all("old name" in n for n in notes)
 
 
 def test_tco_app_breakeven():
     p = panels.TcoApp(query="")
     p.set(utilization=0.5)
-    s = Scenario(utilization=0.5)
-    opex = tco.onprem_opex_usd_per_month(review.onprem_of(s), 0.5)
-    be = tco.breakeven_months(s.on_demand_usd_per_node_hour, s.onprem_capex_usd_per_node, 0.5, opex)
-    assert headline_text(p, "breakeven") == f"{be:.1f} months"
+    res = review.evaluate(Scenario(utilization=0.5))
+    # at 50%: $6.88 x 730 x 0.5 = $2,511.20 per GPU-month of cloud against the per-GPU
+    # capex (server $31,250 + network + storage) and monthly opex of tco.OnPrem
+    prem = res.economics.onprem
+    opex = tco.onprem_opex_usd_per_gpu_month(prem, 0.5)
+    be = tco.breakeven_months(55.04 / 8, prem.capex_usd, 0.5, opex)
+    assert be == pytest.approx(prem.capex_usd / (55.04 / 8 * 730 * 0.5 - opex))
+    assert headline_text(p, "breakeven_months") == f"{be:,.1f} months"
     assert set(p.figures) == {"curves", "map", "tornado"}
 
 
 def test_spot_app_seed_numbers():
-    p = panels.SpotApp(query="")
-    assert headline_text(p, "net") == "52.9%"
+    # the seed's link: 60% off, 2.4 preemptions a day, 1.5 h lost, no restart, no failures
+    p = panels.SpotApp(query="price_source=custom&spot_discount=0.6&spot_lost_work=custom"
+                             "&lost_hours_per_preemption=1.5&restart_s=0&failure_rate=custom"
+                             "&failures_per_1000_gpu_days=0.0001")
+    assert headline_text(p, "net") == "52.9%"         # 1 - 0.4 / (1 - 2.4 x 1.5 / 24)
     assert headline_text(p, "implied").startswith("4.87")
     p.set(preemptions_per_day=0.0)
     assert headline_text(p, "net") == "60.0%"
+
+
+def test_spot_controls_show_what_the_figures_use():
+    # before: a control showed 20 preemptions a day while the figures used 0; now a derived
+    # figure is shown greyed out with the value in use
+    p = panels.SpotApp(query="")
+    sp = p.results.economics.spot
+    assert p.controls["lost_hours_per_preemption"].disabled
+    assert p.controls["lost_hours_per_preemption"].value == pytest.approx(sp.lost_hours_per_preemption)
+    assert p.controls["spot_discount"].value == pytest.approx(1 - 30.24 / 55.04)   # AWS p5
+    p.set(spot_lost_work="custom")          # custom starts from the figure on screen
+    assert not p.controls["lost_hours_per_preemption"].disabled
+    assert p.scenario.lost_hours_per_preemption == pytest.approx(sp.lost_hours_per_preemption)
+    p.set(preemptions_per_day=20.0)         # never finishes: answered, and the control agrees
+    assert p.controls["preemptions_per_day"].value == p.scenario.preemptions_per_day
+
+
+def test_stale_error_is_cleared_by_a_later_success():
+    p = panels.ReviewApp(query="")
+    p.set(gpus=-8)
+    assert p.errors["gpus"].value
+    p.set(tokens=3e12)
+    assert p.errors["gpus"].value == "" and p.controls["gpus"].value == 1024
+    assert p.status.value == ""
+
+
+def test_infeasible_headline_is_coloured():
+    p = panels.ReviewApp(query="model=llama3-405b&gpus=8&tokens=15000000000000")
+    assert "llmc-flag-infeasible" in p.headline_boxes["fits"]._dom_classes
+    assert "llmc-flag-infeasible" in p.headline_boxes["days"]._dom_classes or \
+        "llmc-flag-implausible" in p.headline_boxes["days"]._dom_classes
 
 
 def test_utilization_app_flags_a_sparse_peak():
@@ -104,10 +159,10 @@ def test_utilization_app_flags_a_sparse_peak():
 
 def test_checkpoint_app_async_cuts_the_stall():
     p = panels.CheckpointApp(query="")
-    sync = p.results.reliability["checkpoint_stall_s"]
+    sync = p.results.reliability.checkpoint_stall_s
     p.set(checkpoint_mode="async")
-    assert p.results.reliability["checkpoint_stall_s"] < sync / 10
-    assert p.results.reliability["goodput"] > 0.97
+    assert p.results.reliability.checkpoint_stall_s < sync / 10
+    assert p.results.reliability.goodput > 0.97
 
 
 def test_sizing_app_measured_scaling_upload():
@@ -144,17 +199,20 @@ def test_every_app_builds_without_errors():
         json.dumps(plotly_output(next(iter(p.figures.values()))))
 
 
-def test_price_picker_fills_prices_from_the_catalog():
+def test_prices_follow_the_gpu_in_the_app():
     p = panels.TcoApp(query="")
-    p.price_picker.value = "aws-p4d"        # 8x A100 40GB: $21.96 on demand, $10.80 spot
-    assert p.scenario.on_demand_usd_per_node_hour == pytest.approx(21.96)
-    assert p.scenario.spot_usd_per_node_hour == pytest.approx(10.80)
-    assert p.scenario.spot_discount == pytest.approx(1 - 10.80 / 21.96, abs=1e-4)
-    assert p.scenario.reserved_3y_usd_per_node_hour == 0.0
-    assert p.controls["on_demand_usd_per_node_hour"].value == pytest.approx(21.96)
-    be = tco.breakeven_months(21.96, 250_000, 0.9,
-                              tco.onprem_opex_usd_per_month(review.onprem_of(p.scenario), 0.9))
-    assert headline_text(p, "breakeven") == f"{be:.1f} months"
+    p.set(gpu="a100-40gb")      # AWS p4d: 8x A100 40GB, $21.96 on demand, $10.80 spot
+    assert p.controls["on_demand_usd_per_gpu_hour"].value == pytest.approx(21.96 / 8)
+    assert p.controls["on_demand_usd_per_gpu_hour"].disabled
+    assert p.controls["spot_discount"].value == pytest.approx(1 - 10.80 / 21.96)
+    assert p.controls["reserved_3y_usd_per_gpu_hour"].value == 0.0
+    # DGX A100 list price $199,000 and 6.5 kW, per GPU
+    assert p.controls["onprem_capex_usd_per_gpu"].value == pytest.approx(199_000 / 8)
+    assert p.controls["onprem_power_kw_per_gpu"].value == pytest.approx(6.5 / 8)
+    prem = p.results.economics.onprem
+    be = tco.breakeven_months(21.96 / 8, prem.capex_usd, 0.9,
+                              tco.onprem_opex_usd_per_gpu_month(prem, 0.9))
+    assert headline_text(p, "breakeven_months") == f"{be:,.1f} months"
 
 
 def test_utilization_app_compares_with_the_published_run_of_the_same_model():

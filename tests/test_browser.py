@@ -95,6 +95,9 @@ def open_app(page, base, name, query=""):
 
 
 def text_of(page, selector):
+    """The figure of a headline box (its flag note, if any, is not part of it)."""
+    if selector.startswith(".llmc-headline-"):
+        selector += " .llmc-headline-value"
     return page.locator(selector).first.inner_text().strip()
 
 
@@ -142,19 +145,26 @@ def test_review_number_box(voila, page):
 
 def test_tco_slider_by_keyboard(voila, page):
     open_app(page, voila, "tco")
-    before, t0 = text_of(page, ".llmc-headline-breakeven"), titles(page)
+    before, t0 = text_of(page, ".llmc-headline-breakeven_months"), titles(page)
     handle = page.locator(".llmc-ctl-utilization .noUi-handle").first
     handle.focus()
     for _ in range(10):
         handle.press("ArrowLeft")
-    assert wait_change(page, lambda: text_of(page, ".llmc-headline-breakeven"), before) != before
+    assert wait_change(page, lambda: text_of(page, ".llmc-headline-breakeven_months"),
+                       before) != before
     assert wait_change(page, lambda: titles(page), t0) != t0
     assert_no_error_text(page)
     shot(page, "tco")
 
 
+SEED_SPOT = ("?price_source=custom&spot_discount=0.6&spot_lost_work=custom"
+             "&lost_hours_per_preemption=1.5&restart_s=0&failure_rate=custom"
+             "&failures_per_1000_gpu_days=0.0001")
+
+
 def test_spot_number_box(voila, page):
-    open_app(page, voila, "spot")
+    # the seed's 60% off, 2.4 preemptions a day, 1.5 h lost: 1 - 0.4 / (1 - 0.15) = 52.9%
+    open_app(page, voila, "spot", SEED_SPOT)
     assert text_of(page, ".llmc-headline-net") == "52.9%"
     t0 = titles(page)
     fill_number(page, "preemptions_per_day", 1.0)
@@ -225,6 +235,17 @@ def test_bad_typed_value_shows_message_and_keeps_results(voila, page):
     fill_number(page, "tokens", 0)
     wait_change(page, lambda: page.locator(".llmc-err-tokens").first.inner_text().strip(), "")
     assert text_of(page, ".llmc-headline-days") == days
+    assert_no_error_text(page)
+
+
+def test_derived_controls_are_greyed_out(voila, page):
+    # prices follow the GPU from the catalog: the price box shows the figure in use, disabled
+    open_app(page, voila, "review")
+    box = page.locator(".llmc-ctl-on_demand_usd_per_gpu_hour input").first
+    assert box.is_disabled() and float(box.input_value()) == 6.88     # $55.04 / 8 GPUs
+    page.locator(".llmc-ctl-price_source select").select_option("custom")
+    wait_change(page, lambda: box.is_disabled(), True)
+    assert float(box.input_value()) == 6.88
     assert_no_error_text(page)
 
 

@@ -8,7 +8,6 @@ from llmcost import InputError, catalog
 from llmcost.economics import reliability as rel
 from llmcost.economics import sizing, spot, tco
 from llmcost.economics.waterfall import run_waterfall
-from llmcost.training.memory import memory_per_gpu
 
 CAT = catalog.default()
 
@@ -28,9 +27,11 @@ def test_seed_breakeven_7_to_8_months():
 
 
 def test_seed_decision_rule_buy_at_80_percent_for_12_months():
-    prices = tco.CloudPrices(on_demand=45.0)
-    prem = tco.OnPrem(server_usd=250_000, power_w=0, residual_share=0.0, life_years=100)
-    names, best, _ = tco.decision_map([0.5, 0.8, 0.9], [6, 12, 24], prices, prem, include_residual=False)
+    # per GPU: $45 / 8 per GPU-hour, $250,000 / 8 of capex, no opex (the seed's comparison)
+    prices = tco.CloudPrices(on_demand=45.0 / 8)
+    prem = tco.OnPrem(capex_usd_per_gpu=250_000 / 8, network_usd_per_gpu=0, storage_usd_per_gpu=0,
+                      power_w_per_gpu=0, space_usd_per_gpu_month=0)
+    names, best, _ = tco.decision_map([0.5, 0.8, 0.9], [6, 12, 24], prices, prem)
     buy = names.index("on_prem")
     # 0.8 x 730 x 12 x 45 = $315k > $250k: buy; at 6 months ($158k) or 50% for 12 ($197k): rent
     assert best[1, 1] == buy and best[2, 1] == buy and best[1, 2] == buy
@@ -38,21 +39,27 @@ def test_seed_decision_rule_buy_at_80_percent_for_12_months():
 
 
 def test_onprem_costs_by_hand():
-    prem = tco.OnPrem(server_usd=300_000, network_usd=20_000, power_w=10_000, idle_power_share=0.5,
-                      pue=1.5, usd_per_kwh=0.10, staff_usd_per_month=1000, maintenance_per_year=0.12)
-    # power: 10 kW x (0.5 + 0.5 x 0.8) x 1.5 x $0.10 x 730 h = $985.5; maintenance 1% x 320k
-    opex = tco.onprem_opex_usd_per_month(prem, 0.8)
-    assert opex == pytest.approx(10 * 0.9 * 1.5 * 0.10 * 730 + 1000 + 0.01 * 320_000)
-    assert tco.onprem_cost_usd(12, prem, 0.8) == pytest.approx(320_000 + 12 * opex)
+    # the node of 8 GPUs below, per GPU: server $300k / 8, network $20k / 8, 10 kW / 8,
+    # staff $1,000 / 8 a month
+    prem = tco.OnPrem(capex_usd_per_gpu=37_500, network_usd_per_gpu=2_500, storage_usd_per_gpu=0,
+                      power_w_per_gpu=1_250, idle_power_share=0.5, pue=1.5, usd_per_kwh=0.10,
+                      space_usd_per_gpu_month=0, staff_usd_per_gpu_month=125,
+                      maintenance_per_year=0.12)
+    # power: 1.25 kW x (0.5 + 0.5 x 0.8) x 1.5 x $0.10 x 730 h = $123.19; maintenance 1% x 40k
+    opex = tco.onprem_opex_usd_per_gpu_month(prem, 0.8)
+    assert opex == pytest.approx(1.25 * 0.9 * 1.5 * 0.10 * 730 + 125 + 0.01 * 40_000)
+    assert opex * 8 == pytest.approx(5_185.5)            # the node's $985.5 + $1,000 + $3,200
+    assert tco.onprem_cost_usd(12, prem, 0.8) == pytest.approx(40_000 + 12 * opex)
     # discounting at 10%/year lowers the 12-month opex sum
     assert tco.onprem_cost_usd(12, prem, 0.8, discount_rate=0.1) < tco.onprem_cost_usd(12, prem, 0.8)
     # straight-line to 10% residual over 4 years: after 24 months half the 90% is gone
-    assert tco.residual_value_usd(24, prem) == pytest.approx(320_000 * (1 - 0.9 * 0.5))
+    assert tco.book_value_usd(24, prem) == pytest.approx(40_000 * (1 - 0.9 * 0.5))
 
 
 def test_cost_per_useful_gpu_hour():
-    prices = tco.CloudPrices(on_demand=40.0, reserved_1y=28.0)
-    c = tco.cost_per_useful_gpu_hour(12, 0.5, prices, tco.OnPrem(), gpus_per_node=8)
+    # per GPU-hour: on demand $40 / 8 = $5, 1-year reserved $28 / 8 = $3.5
+    prices = tco.CloudPrices(on_demand=5.0, reserved_1y=3.5)
+    c = tco.cost_per_useful_gpu_hour(12, 0.5, prices, tco.OnPrem())
     assert c["on_demand"] == pytest.approx(40 / 8)           # pay only for used hours
     assert c["reserved_1y"] == pytest.approx(28 / 8 / 0.5)   # pay every hour of the term
 
@@ -85,10 +92,8 @@ def test_seed_22_percent_implies_4_9_hours():
     assert spot.breakeven_lost_hours(0.6, 2.4) == pytest.approx(6.0)
 
 
-def test_on_demand_failures_counted_alike():
-    alone = spot.spot_net_savings(0.6, 2.4, 1.5).net_savings
-    fair = spot.spot_net_savings(0.6, 2.4, 1.5, on_demand_failures_per_day=0.2).net_savings
-    assert fair > alone   # on-demand's own failures narrow its lead
+def test_capacity_wait_with_released_nodes_is_unbilled():
+    # failures on both runs: tests/test_spot_reliability.py
     # wait with released nodes is unbilled: cost (1 - d)(1 - r W / 24)/(1 - r (w + W)/24)
     r = spot.spot_net_savings(0.6, 2.4, 1.0, capacity_wait_h=1.0, billed_share_during_wait=0.0)
     assert r.net_savings == pytest.approx(1 - 0.4 * (1 - 0.1) / (1 - 0.2))
@@ -158,15 +163,8 @@ def test_goodput_in_unit_interval(tau, d, M, R):
     assert 0 < g <= 1
 
 
-def test_failure_rate_scales_with_nodes_as_kokolis_measured():
-    # Kokolis et al.: measured job MTTF 47.7 days at 8 GPUs (1 node) and 7.9 h at 1024 GPUs
-    # (128 nodes); 1/N scaling predicts 47.7 x 24 / 128 = 8.9 h, within 15% of 7.9 h.
-    r1 = 1000 / 47.7   # the per-1000-node-day rate those 8-GPU jobs imply
-    mtbf_128 = rel.mtbf_h(rel.job_failures_per_day(128, r1))
-    assert mtbf_128 == pytest.approx(47.7 * 24 / 128)
-    assert mtbf_128 == pytest.approx(7.9, rel=0.15)
-    # default: 6.5 per 1000 node-days (RSC-1) -> 128 nodes fail every 28.8 h
-    assert rel.mtbf_h(rel.job_failures_per_day(128)) == pytest.approx(24 / (128 * 6.5 / 1000))
+# failure rates against Kokolis's and Llama 3's job-level measurements:
+# tests/test_spot_reliability.py
 
 
 def test_checkpoint_size_and_stall():
@@ -217,24 +215,7 @@ def test_more_days_never_need_more_gpus(d1, d2):
         assert b.gpus <= a.gpus
 
 
-def test_finetune_ladder_matches_seed_003():
-    for mid in ("llama2-7b", "llama2-13b"):
-        m = CAT.model(mid)
-        rungs = {r.method: r for r in sizing.finetune_ladder(m, H100, 55.04 / 8)}
-        assert rungs["lora"].gpus <= 8                        # one node of eight
-        assert 100 <= rungs["lora"].cost_usd <= 5000          # hundreds to low thousands
-        assert 100 <= rungs["full"].cost_usd <= 5000
-        # LoRA: 4 N D FLOPs (no weight gradients for the frozen base), by hand
-        assert rungs["lora"].flops == pytest.approx(4 * m.params * 1e9)
-    # QLoRA of a 7B model fits one card (seed: "sometimes on a single card")
-    one = memory_per_gpu(CAT.model("llama2-7b"), 1, finetune="qlora", recompute="full")
-    assert one.total_bytes < H100.memory_bytes
-    # pretraining a competitive 70B on 2T tokens: seven figures (6 N D at 40% MFU, $6.88/GPU-h)
-    big = {r.method: r for r in sizing.finetune_ladder(CAT.model("llama2-70b"), H100, 6.88,
-                                                        pretrain_tokens=2e12)}
-    assert big["pretrain"].cost_usd >= 1e6
-    assert big["pretrain"].gpu_hours == pytest.approx(6 * CAT.model("llama2-70b").params * 2e12
-                                                     / (989.4e12 * 0.4) / 3600)
+# the fine-tune ladder and seed 003's claims: tests/test_sizing_ladder.py
 
 
 # ------------------------------------------------------------------ waterfall
@@ -253,7 +234,7 @@ def test_waterfall_multiplies_down_to_effective():
 # ------------------------------------------------------------------ bad input
 
 @pytest.mark.parametrize("call,param", [
-    (lambda: tco.breakeven_months(-5, 250_000, 0.9), "usd_per_node_hour"),
+    (lambda: tco.breakeven_months(-5, 250_000, 0.9), "usd_per_gpu_hour"),
     (lambda: tco.breakeven_months(50, 250_000, 1.2), "utilization"),
     (lambda: tco.breakeven_months(50, 250_000, 0), "utilization"),
     (lambda: spot.spot_net_savings(1.0, 2.4, 1.5), "discount"),

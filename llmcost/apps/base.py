@@ -24,9 +24,9 @@ from typing import Callable
 
 import ipywidgets as W
 
-from .. import catalog
-from ..review import html_report
-from ..scenario import FIELDS, Scenario, describe, parse_value
+from .. import catalog as catalog_mod
+from ..review import headline_items, html_report
+from ..scenario import CUSTOM_MODE, FIELDS, Scenario, describe, parse_value
 
 APPS = {
     "review": "Architecture review",
@@ -46,6 +46,11 @@ CSS = """<style>
 .llmc-warning {background:#fff4e5; border-left:4px solid #f0a500; padding:4px 8px; margin:4px 0}
 .llmc-notes li {margin:2px 0}
 .llmc-group {font-weight:600; margin-top:8px; border-bottom:1px solid #eee}
+.llmc-flag-infeasible {border-color:#b00020; background:#fdecee}
+.llmc-flag-infeasible .llmc-headline-value {color:#b00020}
+.llmc-flag-implausible {border-color:#f0a500; background:#fff4e5}
+.llmc-flag-implausible .llmc-headline-value {color:#8a5a00}
+.llmc-flag-note {font-size:11px; color:#555; max-width:220px}
 </style>"""
 
 
@@ -68,10 +73,12 @@ class Panel:
                     "spot": "Spot", "reliability": "Failures and checkpoints",
                     "measured": "Your measured run"}
 
-    def __init__(self, scenario: Scenario | None = None, query: str | None = None):
+    def __init__(self, scenario: Scenario | None = None, query: str | None = None,
+                 catalog: catalog_mod.Catalog | None = None):
+        self.catalog = catalog_mod.default() if catalog is None else catalog
         if scenario is None:
             query = os.environ.get("QUERY_STRING", "") if query is None else query
-            scenario, warnings = Scenario.from_query(query)
+            scenario, warnings = Scenario.from_query(query, self.catalog)
         else:
             warnings = []
         self.scenario = scenario
@@ -107,14 +114,6 @@ class Panel:
         self.upload.add_class("llmc-load")
         self.upload.observe(self._on_upload, names="value")
         self.extra_widgets: list[W.Widget] = []
-        prices = catalog.default().prices()
-        self.price_picker = W.Dropdown(
-            options=[("(keep my prices)", "")] + [(f"{r.id}: {r.gpus} x {r.gpu}", r.id)
-                                                   for r in prices.itertuples()],
-            value="", description="Fill prices from", style={"description_width": "190px"},
-            layout=W.Layout(width="360px"))
-        self.price_picker.add_class("llmc-price-picker")
-        self.price_picker.observe(self._on_price_pick, names="value")
         for name in self.plot_names():
             out = W.Output()
             out.add_class(f"llmc-plot-{name}")
@@ -126,9 +125,17 @@ class Panel:
     def compute(self, s: Scenario):
         raise NotImplementedError
 
+    #: headline keys read from a review Results (apps built on ``evaluate``)
+    headline_keys: tuple = ()
+
     def headline(self, res) -> dict:
-        """key -> (label, text)."""
-        return {}
+        """key -> (label, text) or (label, text, Flag)."""
+        return headline_items(res, self.headline_keys) if self.headline_keys else {}
+
+    def resolved(self, res) -> dict:
+        """Scenario field -> the value the figures use (for controls whose mode is not custom)."""
+        inp = getattr(res, "inputs", None)
+        return dict(inp.resolved) if inp is not None else {}
 
     def make_figures(self, res) -> dict:
         return {}
@@ -148,11 +155,16 @@ class Panel:
         lay = W.Layout(width="360px")
         if d["kind"] == "choice":
             table = d["table"]
-            df = catalog.default().table(table)
+            df = self.catalog.table(table)
             if table == "fabrics":
                 df = df[df["kind"] == "scale_out"]
-            w = W.Dropdown(options=list(df["id"]), value=value, description=label, style=style,
-                           layout=lay)
+            opts = list(d.get("special", ())) + list(df["id"])
+            if table == "prices":
+                opts = [("auto: first offer for the GPU", "auto")] + [
+                    (f"{r.id} ({r.gpus} x {r.gpu})", r.id) for r in df.itertuples()]
+            elif value not in opts:
+                opts.append(value)
+            w = W.Dropdown(options=opts, value=value, description=label, style=style, layout=lay)
         elif d["kind"] == "options":
             w = W.Dropdown(options=list(d["options"]), value=value, description=label,
                            style=style, layout=lay)
@@ -182,8 +194,6 @@ class Panel:
         for g, items in groups.items():
             head = W.HTML(f"<div class='llmc-group'>{html.escape(self.group_titles.get(g, g))}</div>")
             left += [head, *items]
-        if any(describe(f)["group"] == "prices" for f in self.fields):
-            left += [W.HTML("<div class='llmc-group'>Catalog prices</div>"), self.price_picker]
         left += [W.HTML("<div class='llmc-group'>Share and save</div>"), self.share,
                  self.download, self.upload, self.report_button, self.report_link]
         right = [self.headline_box, self.status, self.notes, *self.extra_widgets,
@@ -216,6 +226,19 @@ class Panel:
                                  "red; the figures below are from the last good values.</span>")
             return
         self.errors[name].value = ""
+        mode_of = {m for m, _ in CUSTOM_MODE.values()}
+        if name in mode_of and self.results is not None:
+            # switching to custom starts from the figures on screen, not stale custom ones
+            used = self.resolved(self.results)
+            carry = {k: used[k] for k, (m, want) in CUSTOM_MODE.items()
+                     if m == name and parsed == want and k in used}
+            if carry:
+                try:
+                    new = replace(new, **carry)
+                except ValueError:
+                    pass
+            self.set_scenario(new, sync_controls=bool(carry))
+            return
         self.set_scenario(new)
 
     def set_scenario(self, s: Scenario, sync_controls=False) -> None:
@@ -240,7 +263,11 @@ class Panel:
             figs = self.make_figures(res)
             head = self.headline(res)
         except ValueError as e:   # a scenario the models refuse: keep the last results
-            self.status.value = f"<span class='llmc-err'>{html.escape(str(e))}</span>"
+            param = getattr(e, "param", None)
+            if param in self.errors:
+                self.errors[param].value = html.escape(str(e))
+            self.status.value = (f"<span class='llmc-err'>Not applied: {html.escape(str(e))}; "
+                                 "the figures below are from the last good values.</span>")
             return False
         except Exception as e:  # noqa: BLE001 - never a traceback on a reviewer's screen
             self.last_error = traceback.format_exc()
@@ -249,7 +276,10 @@ class Panel:
                                  "good values.</span>")
             return False
         self.results, self.figures = res, figs
+        for err in self.errors.values():
+            err.value = ""
         self._show_headline(head)
+        self._sync_resolved(res)
         lines = self.note_lines(res)
         self.notes.value = ("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in lines) + "</ul>"
                             if lines else "")
@@ -265,16 +295,51 @@ class Panel:
         if set(head) != set(self.headline_values):
             boxes = []
             self.headline_values = {}
-            for key, (label, _) in head.items():
+            self.headline_boxes = {}
+            for key, (label, *_rest) in head.items():
                 val = W.HTML("")
                 val.add_class(f"llmc-headline-{key}")
                 self.headline_values[key] = val
                 box = W.VBox([W.HTML(f"<div class='llmc-headline-label'>{html.escape(label)}</div>"), val])
                 box.add_class("llmc-headline-box")
+                self.headline_boxes[key] = box
                 boxes.append(box)
             self.headline_box.children = boxes
-        for key, (_, text) in head.items():
-            self.headline_values[key].value = f"<div class='llmc-headline-value'>{html.escape(text)}</div>"
+        self.flags = {}
+        for key, (_, text, *rest) in head.items():
+            flag = rest[0] if rest else None
+            box = self.headline_boxes[key]
+            for level in ("infeasible", "implausible"):
+                box.remove_class(f"llmc-flag-{level}")
+            note = ""
+            if flag is not None:
+                box.add_class(f"llmc-flag-{flag.level}")
+                self.flags[key] = flag
+                note = (f"<div class='llmc-flag-note'>{html.escape(flag.level)}: "
+                        f"{html.escape(flag.message)}</div>")
+            self.headline_values[key].value = (f"<div class='llmc-headline-value'>{html.escape(text)}"
+                                               f"</div>{note}")
+
+    def _sync_resolved(self, res) -> None:
+        """Controls whose figure comes from the catalog, a cited default or a derivation show
+        the value the figures use, greyed out; in custom mode they are the user's."""
+        used = self.resolved(res)
+        self._updating = True
+        try:
+            # a control never shows a value the figures are not using
+            for name, w in self.controls.items():
+                if w.value != getattr(self.scenario, name):
+                    w.value = getattr(self.scenario, name)
+            for name, (mode, custom) in CUSTOM_MODE.items():
+                w = self.controls.get(name)
+                if w is None:
+                    continue
+                derived = getattr(self.scenario, mode) != custom
+                w.disabled = derived
+                if derived and name in used and w.value != used[name]:
+                    w.value = used[name]
+        finally:
+            self._updating = False
 
     def _update_links(self) -> None:
         q = self.scenario.to_query()
@@ -290,27 +355,6 @@ class Panel:
         self.download.value = (f"<a download='scenario.json' href='data:application/json;base64,{data}'>"
                                "Save scenario (JSON)</a>")
 
-    def _on_price_pick(self, change) -> None:
-        """Fill the node-hour prices from a prices.csv row (a missing price becomes 0: none)."""
-        if not change["new"]:
-            return
-        row = catalog.default().lookup("prices", change["new"])
-        per_node = 8.0 / float(row["gpus"])   # the Scenario prices 8-GPU nodes
-
-        def price(col):
-            x = row.get(col)
-            return 0.0 if x is None or x != x else round(float(x) * per_node, 4)
-
-        new = replace(self.scenario,
-                      on_demand_usd_per_node_hour=price("on_demand_usd_per_hour"),
-                      reserved_1y_usd_per_node_hour=price("reserved_1y_usd_per_hour"),
-                      reserved_3y_usd_per_node_hour=price("reserved_3y_usd_per_hour"),
-                      spot_usd_per_node_hour=price("spot_usd_per_hour"))
-        if new.spot_usd_per_node_hour and new.on_demand_usd_per_node_hour:
-            new = replace(new, spot_discount=round(1 - new.spot_usd_per_node_hour
-                                                   / new.on_demand_usd_per_node_hour, 4))
-        self.set_scenario(new, sync_controls=True)
-
     def _on_upload(self, change) -> None:
         files = change["new"]
         if not files:
@@ -318,7 +362,7 @@ class Panel:
         item = files[0] if isinstance(files, (list, tuple)) else next(iter(files.values()))
         content = item["content"]
         text = bytes(content).decode("utf-8", errors="replace")
-        s, warnings = Scenario.from_json(text)
+        s, warnings = Scenario.from_json(text, self.catalog)
         self.warning_box.value = self._warning_html(warnings)
         self.set_scenario(s, sync_controls=True)
 
@@ -330,7 +374,8 @@ class Panel:
         path = folder / f"{self.name}-{stamp}.html"
         res = self.results
         if hasattr(res, "headline") and hasattr(res, "scenario"):
-            text = html_report(res, self.figures, title=f"llmcost: {self.title}")
+            text = html_report(res, self.figures, title=f"llmcost: {self.title}",
+                               headline=self.headline(res), notes=self.note_lines(res))
         else:
             text = self._generic_report()
         path.write_text(text, encoding="utf-8")
@@ -340,7 +385,7 @@ class Panel:
 
     def _generic_report(self) -> str:
         head = "".join(f"<tr><th>{html.escape(label)}</th><td>{html.escape(text)}</td></tr>"
-                       for label, text in self.headline(self.results).values())
+                       for label, text, *_ in self.headline(self.results).values())
         plots, first = "", True
         for name, fig in self.figures.items():
             plots += fig.to_html(full_html=False, include_plotlyjs=first)

@@ -1,5 +1,14 @@
 """Failures and checkpoints: job failure rate, checkpoint size and stall, optimal interval,
-goodput.
+goodput, and the work one interruption (failure or spot preemption) costs.
+
+Failure rates are per 1000 **GPU**-days: the GPU is the failure unit, so a 4-GPU GB200 tray
+and an 8-GPU DGX compare directly. The shipped rates (``data/failure_rates.csv``, read by
+:mod:`llmcost.catalog`, passed in here as a table) each say what they count: job
+interruptions of all causes (the job-level measurements a default must reproduce) or node
+hardware failures only (a lower bound on job failures).
+
+The seed's "mean time between failures is 4.7 days" names no GPU count, so it gives no
+per-GPU rate and is not a preset.
 
 References
 ----------
@@ -11,7 +20,9 @@ References
    Clusters", HPCA 2025, arXiv:2410.21680: 6.50 node failures per 1000 node-days (RSC-1,
    A100), 2.34 (RSC-2); job MTTF ~ 1 / (nodes r_f); measured 47.7 days for 8-GPU jobs,
    7.9 h for 1,024-GPU jobs.
-.. [4] Seed article 001: MTBF 4.7 days; synchronous checkpoints 30-60 s each, asynchronous
+.. [4] Llama Team, "The Llama 3 Herd of Models", arXiv:2407.21783, Sec. 3.3.4, Table 5:
+   419 unexpected interruptions in 54 days on 16,384 H100 (one per ~3.1 h).
+.. [5] Seed article 001: MTBF 4.7 days; synchronous checkpoints 30-60 s each, asynchronous
    3-5 s local write for 70B; 500 checkpoints over 18 days = 5-8 h idle.
 """
 
@@ -20,28 +31,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from .. import _validate as v
 
-#: Kokolis et al. 2025, RSC-1 (A100): node failures per 1000 node-days.
+#: Kokolis et al. 2025, RSC-1 (A100): node *hardware* failures per 1000 node-days. Kept for
+#: callers converting node rates; not a job-level default (see ``default_failure_rate``).
 NODE_FAILURES_PER_1000_NODE_DAYS = 6.5
+
+#: GPUs per node in the clusters the node rates were measured on (Meta RSC: 8x A100).
+KOKOLIS_GPUS_PER_NODE = 8
+
+#: generation whose job-level rate stands in for generations with no published one.
+FALLBACK_GENERATION = "hopper"
 
 #: bytes per parameter in a training checkpoint: bf16 weights 2 + fp32 master 4 + Adam
 #: momentum 4 + variance 4 (gradients are not saved).
 CHECKPOINT_BYTES_PER_PARAM = {"adam": 14.0, "adam-8bit": 8.0, "sgd": 10.0, "weights-only": 2.0}
 
 
-def job_failures_per_day(nodes, node_failures_per_1000_node_days=NODE_FAILURES_PER_1000_NODE_DAYS):
-    r"""Failure rate of a job spanning n nodes: any node failing stops the job.
+def job_failures_per_day(gpus, failures_per_1000_gpu_days):
+    r"""Failure rate of a job spanning g GPUs: any GPU failing stops the job.
 
-    .. math:: \lambda_{job} = \frac{n\, r_f}{1000}
+    .. math:: \lambda_{job} = \frac{g\, r_f}{1000}
 
     Parameters
     ----------
-    nodes : float or array
-        n [-].
-    node_failures_per_1000_node_days : float or array
-        r_f [per 1000 node-days]; Kokolis et al.: 6.50 (RSC-1), 2.34 (RSC-2).
+    gpus : float or array
+        g, GPUs in the job [-].
+    failures_per_1000_gpu_days : float or array
+        r_f [per 1000 GPU-days]; see ``data/failure_rates.csv`` (Llama 3 on H100: 0.4736;
+        Kokolis A100 jobs: 2.967).
 
     Returns
     -------
@@ -50,11 +70,185 @@ def job_failures_per_day(nodes, node_failures_per_1000_node_days=NODE_FAILURES_P
 
     References
     ----------
-    .. [1] Kokolis et al. 2025, arXiv:2410.21680, §IV (job MTTF ~ 1/(N r_f)).
+    .. [1] Kokolis et al. 2025, arXiv:2410.21680, Sec. IV (job MTTF ~ 1/(N r_f)).
+    .. [2] Llama Team 2024, arXiv:2407.21783, Sec. 3.3.4.
     """
-    n = v.positive("nodes", nodes)
-    rf = v.positive("node_failures_per_1000_node_days", node_failures_per_1000_node_days)
-    return v.result(n * rf / 1000)
+    g = v.positive("gpus", gpus)
+    rf = v.positive("failures_per_1000_gpu_days", failures_per_1000_gpu_days)
+    return v.result(g * rf / 1000)
+
+
+def gpu_rate_from_node_rate(failures_per_1000_node_days, gpus_per_node=KOKOLIS_GPUS_PER_NODE):
+    r"""Per-GPU failure rate from a per-node one (the node fails when any of its GPUs does).
+
+    .. math:: r_{gpu} = r_{node} / g_{node}
+
+    Parameters
+    ----------
+    failures_per_1000_node_days : float or array
+        r_node [per 1000 node-days].
+    gpus_per_node : float or array
+        g_node [-] of the nodes the rate was measured on (8 for Kokolis's RSC clusters).
+
+    Returns
+    -------
+    rate : float or array
+        [per 1000 GPU-days].
+
+    References
+    ----------
+    .. [1] Kokolis et al. 2025, arXiv:2410.21680 (RSC-1 6.50, RSC-2 2.34 per 1000
+       node-days; 8 A100 per node).
+    """
+    rn = v.positive("failures_per_1000_node_days", failures_per_1000_node_days)
+    g = v.positive("gpus_per_node", gpus_per_node)
+    return v.result(rn / g)
+
+
+@dataclass(frozen=True)
+class FailureRate:
+    """One failure-rate preset: the rate, what it counts, where it comes from."""
+
+    id: str
+    failures_per_1000_gpu_days: float
+    counts: str          # e.g. "job interruptions, unexpected, all causes"
+    source: str
+    note: str = ""       # a warning for the reader ("" when the rate is the generation's own)
+    derivation: str = ""  # the row's notes: how the rate was derived
+
+
+_FAILURE_COLUMNS = ("id", "failures_per_1000_gpu_days", "counts", "source")
+
+
+def _failure_row(row, note="") -> FailureRate:
+    deriv = row.get("notes", "")
+    return FailureRate(id=str(row["id"]),
+                       failures_per_1000_gpu_days=float(row["failures_per_1000_gpu_days"]),
+                       counts=str(row["counts"]), source=str(row["source"]), note=note,
+                       derivation="" if not isinstance(deriv, str) else deriv)
+
+
+def _check_failure_table(table) -> pd.DataFrame:
+    if not isinstance(table, pd.DataFrame):
+        raise v.InputError("table", "table must be the failure_rates DataFrame "
+                                    "(llmcost.catalog.failure_rates())")
+    missing = [c for c in _FAILURE_COLUMNS if c not in table.columns]
+    if missing:
+        raise v.InputError("table", f"failure_rates table lacks column(s) {', '.join(missing)}")
+    return table
+
+
+def failure_rate(preset_id, table) -> FailureRate:
+    r"""A failure-rate preset by id.
+
+    Parameters
+    ----------
+    preset_id : str
+        id in the table, e.g. "llama3-h100-jobs", "kokolis-rsc1-node-hw" (case-insensitive).
+    table : pandas.DataFrame
+        The failure_rates table (:func:`llmcost.catalog.failure_rates`).
+
+    Returns
+    -------
+    FailureRate
+        failures_per_1000_gpu_days [per 1000 GPU-days], what it counts, its source.
+
+    References
+    ----------
+    .. [1] ``data/failure_rates.csv`` (Llama Team 2024, arXiv:2407.21783; Kokolis et al. 2025,
+       arXiv:2410.21680).
+    """
+    t = _check_failure_table(table)
+    key = str(preset_id).strip().lower()
+    hit = t[t["id"].astype(str).str.lower() == key]
+    if hit.empty:
+        raise v.InputError("failure_rate", f"failure_rate {preset_id!r} is not a preset "
+                                           f"(known: {', '.join(map(str, t['id']))})")
+    return _failure_row(hit.iloc[-1])
+
+
+def default_failure_rate(generation, table) -> FailureRate:
+    r"""The job-level failure rate a GPU generation defaults to.
+
+    Each generation with a published job-level measurement has a row whose ``default_for``
+    names it (hopper: Llama 3's 3.1 h at 16,384 H100; ampere: Kokolis's 7.9 h at 1,024
+    A100). Any other generation (blackwell, cdna3, ada, unknown) gets hopper's rate and a
+    ``note`` saying so, for the caller to show as a warning. When several rows claim the same
+    generation, the last one wins (a user's row added with ``Catalog.with_rows``).
+
+    Parameters
+    ----------
+    generation : str
+        GPU generation as in ``data/gpus.csv`` (case-insensitive).
+    table : pandas.DataFrame
+        The failure_rates table (:func:`llmcost.catalog.failure_rates`).
+
+    Returns
+    -------
+    FailureRate
+        failures_per_1000_gpu_days [per 1000 GPU-days]; ``note`` non-empty for a fallback.
+
+    References
+    ----------
+    .. [1] Llama Team 2024, arXiv:2407.21783, Sec. 3.3.4, Table 5.
+    .. [2] Kokolis et al. 2025, arXiv:2410.21680.
+    """
+    t = _check_failure_table(table)
+    gen = "" if generation is None else str(generation).strip().lower()
+    claims = t["default_for"].fillna("").astype(str).str.strip().str.lower() \
+        if "default_for" in t else pd.Series([""] * len(t), index=t.index)
+    hit = t[claims == gen] if gen else t.iloc[0:0]
+    if not hit.empty:
+        return _failure_row(hit.iloc[-1])
+    fb = t[claims == FALLBACK_GENERATION]
+    if fb.empty:
+        raise v.InputError("generation", f"no failure rate for generation {generation!r} and "
+                                         f"no {FALLBACK_GENERATION} default to fall back on")
+    row = fb.iloc[-1]
+    return _failure_row(row, note=(
+        f"no published job-level failure rate for GPU generation {generation or 'unknown'!s}; "
+        f"using {FALLBACK_GENERATION}'s ({row['id']}, {float(row['failures_per_1000_gpu_days']):g} "
+        f"per 1000 GPU-days)"))
+
+
+def lost_hours_per_interruption(interval_s, checkpoint_s=0.0):
+    r"""Billed job-hours of work one interruption (failure or preemption) throws away.
+
+    Checkpoints every tau seconds of compute, each blocking delta: the run goes through
+    segments of tau + delta wall seconds, and an interruption at a uniformly random moment
+    loses the wall time since its segment began, on average
+
+    .. math:: w = \frac{(\tau + \delta)/2}{3600}
+
+    This is the per-failure rework of :func:`goodput_breakdown` (Daly's stretch
+    F ~ 1 + ((tau + delta)/2 + R)/M). Counted per second of compute instead of wall time,
+    as in Daly's first-order goodput 1 - delta/tau - (tau/2 + delta + R)/M, the same loss
+    reads tau/2 + delta; the two differ by delta/2 per failure, a second-order term
+    (delta/tau x tau/M). The restart (detect, reschedule, reload) is separate: pass it to
+    the spot model as ``restart_h`` and to the goodput model as ``restart_s``, so a
+    preemption and a failure cost the same under one model.
+
+    Parameters
+    ----------
+    interval_s : float or array
+        tau, compute between checkpoints [s].
+    checkpoint_s : float or array
+        delta, blocking time per checkpoint [s].
+
+    Returns
+    -------
+    hours : float or array
+        w [h].
+
+    References
+    ----------
+    .. [1] Young 1974, CACM 17(9) (half an interval lost per failure).
+    .. [2] Daly 2006, FGCS 22(3):303, Eq. 13-14 (expected wall time with failures and
+       restarts; its expansion in 1/M).
+    """
+    tau = v.positive("interval_s", interval_s)
+    d = v.nonnegative("checkpoint_s", checkpoint_s)
+    return v.result((tau + d) / 2 / 3600)
 
 
 def mtbf_h(failures_per_day):
@@ -289,10 +483,22 @@ class GoodputBreakdown:
 
 
 def goodput_breakdown(interval_s, checkpoint_s, mtbf_s, restart_s=0.0) -> GoodputBreakdown:
-    r"""Goodput and its losses split by cause, scaled so that they add up exactly.
+    r"""Goodput and its losses split by cause; the shares add up to 1 exactly.
 
-    First-order losses delta/tau (checkpoints), (tau/2 + delta)/M (rework), R/M (restarts)
-    are scaled to the exact loss 1 - G of :func:`goodput`.
+    Daly's expected wall time factors into the checkpoint overhead of a failure-free run and
+    a stretch F from failures:
+
+    .. math::
+        \frac{T_w}{T_s} = \frac{\tau + \delta}{\tau}\, F,\qquad
+        F = \frac{M\, e^{R/M}\left(e^{(\tau + \delta)/M} - 1\right)}{\tau + \delta}
+          \approx 1 + \frac{(\tau + \delta)/2 + R}{M}
+
+    so of the wall time, 1 - 1/F is lost to failures (split between rework and restarts in
+    the ratio (tau + delta)/2 : R of their first-order terms), delta / ((tau + delta) F) goes
+    to checkpoints and G = tau / ((tau + delta) F) to training. Per failure the rework is
+    (tau + delta)/2 of wall time, :func:`lost_hours_per_interruption`: the spot model, given
+    that w and the same restart, loses r (w + R) / 24 = ((tau + delta)/2 + R) / M of its wall
+    time to preemptions at M = 24 / r h, which is this model's failure share to first order.
 
     Parameters
     ----------
@@ -306,13 +512,18 @@ def goodput_breakdown(interval_s, checkpoint_s, mtbf_s, restart_s=0.0) -> Goodpu
 
     References
     ----------
-    .. [1] Young 1974; Daly 2006.
+    .. [1] Young 1974; Daly 2006, FGCS 22(3):303, Eq. 13-14.
     """
     g = goodput(interval_s, checkpoint_s, mtbf_s, restart_s)
     tau, d = np.asarray(interval_s, float), np.asarray(checkpoint_s, float)
     M, R = np.asarray(mtbf_s, float), np.asarray(restart_s, float)
-    parts = np.stack(np.broadcast_arrays(d / tau, (tau / 2 + d) / M, R / M))
-    total = parts.sum(axis=0)
-    scale = np.where(total > 0, (1 - g) / np.where(total > 0, total, 1), 0.0)
-    c, w, r = (v.result(p * scale) for p in parts)
-    return GoodputBreakdown(g, c, w, r)
+    a = tau + d
+    # log F in the same overflow-safe form as goodput()
+    log_f = np.log(M) + R / M + a / M + np.log(-np.expm1(-a / M)) - np.log(a)
+    inv_f = np.exp(-log_f)
+    failure = -np.expm1(-log_f)
+    first = a / 2 + R
+    rework = failure * (a / 2) / first
+    restart = failure * R / first
+    ckpt = d / a * inv_f
+    return GoodputBreakdown(g, v.result(ckpt), v.result(rework), v.result(restart))

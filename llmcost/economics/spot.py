@@ -1,10 +1,13 @@
-"""Spot vs on-demand: net savings after preemptions, closed form and Monte Carlo.
+"""Spot vs on-demand: net savings after interruptions, closed form, exact inverse and Monte
+Carlo.
 
-Preemptions arrive as a Poisson process at r per day of wall time. Each one costs wall time:
-the work since the last checkpoint (rework), the restart, and a wait for capacity. During
-rework and restart every node is billed; during the capacity wait only a share beta (the
-surviving nodes that stay allocated). On-demand runs fail too (hardware), costing rework and
-restart: the comparison counts both the same way.
+One interruption model for spot and failures. Interruptions arrive as Poisson processes per
+day of wall time: preemptions at r (spot only) and hardware/software failures at r_f (both
+runs: a spot run fails as often as an on-demand one on the same GPUs). Each interruption
+throws away the work since the last checkpoint (w, billed job-hours; by default the same for
+a failure as for a preemption, see :func:`llmcost.economics.reliability.lost_hours_per_interruption`)
+and costs a restart R. A preemption also waits W for capacity, during which a share beta of
+the nodes stays billed. Spot and on-demand are compared for the same useful work.
 
 References
 ----------
@@ -18,11 +21,15 @@ References
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import _validate as v
+
+#: most simulated runs one call may ask for (10M runs take ~1 GB of temporaries).
+MAX_MONTE_CARLO_RUNS = 10_000_000
 
 
 def _common(discount, preemptions_per_day, lost_hours, restart_h, capacity_wait_h,
@@ -34,6 +41,23 @@ def _common(discount, preemptions_per_day, lost_hours, restart_h, capacity_wait_
     W = v.nonnegative("capacity_wait_h", capacity_wait_h)
     beta = v.fraction("billed_share_during_wait", billed_share_during_wait, allow_zero=True)
     return d, r, w, R, W, beta
+
+
+def _failures(failures_per_day, failure_lost_hours, on_demand_failures_per_day,
+              on_demand_lost_hours):
+    """Failure terms, accepting the pre-issue-8 keyword names with a warning."""
+    if on_demand_failures_per_day is not None:
+        warnings.warn("on_demand_failures_per_day is now failures_per_day (and counts for the "
+                      "spot run too)", DeprecationWarning, stacklevel=3)
+        failures_per_day = on_demand_failures_per_day
+    if on_demand_lost_hours is not None:
+        warnings.warn("on_demand_lost_hours is now failure_lost_hours", DeprecationWarning,
+                      stacklevel=3)
+        failure_lost_hours = on_demand_lost_hours
+    rf = v.nonnegative("failures_per_day", failures_per_day)
+    wf = None if failure_lost_hours is None else v.nonnegative("failure_lost_hours",
+                                                               failure_lost_hours)
+    return rf, wf
 
 
 def useful_share(events_per_day, hours_per_event):
@@ -67,22 +91,26 @@ class SpotResult:
     net_savings: np.ndarray          # share of on-demand cost saved [-]
     duration_stretch: np.ndarray     # spot wall time / on-demand wall time [-]
     spot_cost_share: np.ndarray      # spot cost / on-demand list cost for the ideal run [-]
-    on_demand_cost_share: np.ndarray
+    on_demand_cost_share: np.ndarray  # on-demand cost (with its failures) / ideal run [-]
 
 
 def spot_net_savings(discount, preemptions_per_day, lost_hours_per_preemption, restart_h=0.0,
-                     capacity_wait_h=0.0, billed_share_during_wait=1.0,
-                     on_demand_failures_per_day=0.0, on_demand_lost_hours=None) -> SpotResult:
-    r"""Net savings of spot over on-demand after preemptions (closed form).
+                     capacity_wait_h=0.0, billed_share_during_wait=1.0, failures_per_day=0.0,
+                     failure_lost_hours=None, *, on_demand_failures_per_day=None,
+                     on_demand_lost_hours=None) -> SpotResult:
+    r"""Net savings of spot over on-demand after preemptions and failures (closed form).
+
+    Useful share of wall time on spot f_s (preemptions and failures) and on demand f_o
+    (failures only), and the billed share of spot wall time b_s:
 
     .. math::
-        f_s &= 1 - \frac{r (w + R + W)}{24},\quad
-        b_s = 1 - \frac{r W (1 - \beta)}{24},\quad
-        f_o = 1 - \frac{r_o (w_o + R)}{24} \\
+        f_s &= 1 - \frac{r (w + R + W) + r_f (w_f + R)}{24},\quad
+        f_o = 1 - \frac{r_f (w_f + R)}{24},\quad
+        b_s = 1 - \frac{r W (1 - \beta)}{24} \\
         S &= 1 - \frac{(1 - d)\, b_s / f_s}{1 / f_o}
 
-    With restart, wait and on-demand failures at zero: S = 1 - (1 - d)/(1 - r w / 24);
-    the seed's 60% off, 2.4/day, 1.5 h gives 52.9%, not its 22%.
+    With failures, restart and wait at zero: S = 1 - (1 - d)/(1 - r w / 24); the seed's
+    60% off, 2.4/day, 1.5 h gives 52.9%, not its 22%.
 
     Parameters
     ----------
@@ -91,16 +119,21 @@ def spot_net_savings(discount, preemptions_per_day, lost_hours_per_preemption, r
     preemptions_per_day : float or array
         r [per day of wall time].
     lost_hours_per_preemption : float or array
-        w, billed job-hours lost per preemption (rework; half the checkpoint interval on
-        average) [h].
-    restart_h, capacity_wait_h : float or array
-        R, W [h].
+        w, billed job-hours of work lost per preemption [h]; from a checkpoint interval:
+        :func:`llmcost.economics.reliability.lost_hours_per_interruption`.
+    restart_h : float or array
+        R, detect, reschedule and reload after any interruption [h].
+    capacity_wait_h : float or array
+        W, wait for spot capacity after a preemption [h].
     billed_share_during_wait : float or array
         beta [-]: 1 if the surviving nodes stay billed while waiting, 0 if all are released.
-    on_demand_failures_per_day : float or array
-        r_o [per day], hardware failures of the on-demand run.
-    on_demand_lost_hours : float or array, optional
-        w_o [h]; default w.
+    failures_per_day : float or array
+        r_f [per day], job failures (hardware and software) of either run; e.g.
+        :func:`llmcost.economics.reliability.job_failures_per_day`.
+    failure_lost_hours : float or array, optional
+        w_f [h], work lost per failure; default w (same checkpoints, same loss).
+    on_demand_failures_per_day, on_demand_lost_hours : float or array, optional
+        Deprecated names of ``failures_per_day`` and ``failure_lost_hours``.
 
     Returns
     -------
@@ -114,32 +147,39 @@ def spot_net_savings(discount, preemptions_per_day, lost_hours_per_preemption, r
     """
     d, r, w, R, W, beta = _common(discount, preemptions_per_day, lost_hours_per_preemption,
                                   restart_h, capacity_wait_h, billed_share_during_wait)
-    ro = v.nonnegative("on_demand_failures_per_day", on_demand_failures_per_day)
-    wo = w if on_demand_lost_hours is None else v.nonnegative("on_demand_lost_hours", on_demand_lost_hours)
-    fs = 1 - r * (w + R + W) / 24
-    fo = 1 - ro * (wo + R) / 24
+    rf, wf = _failures(failures_per_day, failure_lost_hours, on_demand_failures_per_day,
+                       on_demand_lost_hours)
+    wf = w if wf is None else wf
+    fail = rf * (wf + R) / 24
+    fo = 1 - fail
+    fs = 1 - r * (w + R + W) / 24 - fail
+    if np.any(fo <= 0):
+        raise v.InputError("failures_per_day", "failures x hours lost per failure exceed a day: "
+                                               "the run never finishes")
     if np.any(fs <= 0):
         raise v.InputError("preemptions_per_day", "preemptions x hours lost per preemption "
-                                                  "exceed a day: the spot run never finishes")
-    if np.any(fo <= 0):
-        raise v.InputError("on_demand_failures_per_day", "failures x hours lost exceed a day: "
-                                                         "the on-demand run never finishes")
+                                                  "(with failures) exceed a day: the spot run "
+                                                  "never finishes")
     bs = 1 - r * W * (1 - beta) / 24
     spot = (1 - d) * bs / fs
     ond = 1 / fo
     return SpotResult(v.result(1 - spot / ond), v.result(fo / fs), v.result(spot), v.result(ond))
 
 
-def implied_lost_hours(discount, preemptions_per_day, observed_net_savings,
-                       on_demand_failures_per_day=0.0, on_demand_lost_hours=0.0):
-    r"""Goal-seek: billed job-hours lost per preemption that an observed net saving implies.
+def implied_lost_hours(discount, preemptions_per_day, observed_net_savings, restart_h=0.0,
+                       capacity_wait_h=0.0, billed_share_during_wait=1.0, failures_per_day=0.0,
+                       failure_lost_hours=None):
+    r"""Goal-seek: work lost per preemption that an observed net saving implies (exact inverse).
 
-    Inverts :func:`spot_net_savings` with restart and wait folded into the lost hours:
+    Returns the w for which :func:`spot_net_savings` with the same arguments gives S. With
+    c = (1 - d) b_s, k = 1 when failures lose w too (``failure_lost_hours`` None) else 0,
+    and A, B the useful shares f_s, f_o at w = 0, both f_s and f_o are linear in w, so
 
-    .. math:: L = \frac{24}{r}\left(1 - \frac{(1 - d) f_o}{1 - S}\right)
+    .. math:: w = \frac{24\,[(1 - S) A - c B]}{(1 - S)(r + k r_f) - c\, k r_f}
 
-    The seed's 60% off, 2.4/day and 22% net imply L = 4.87 h, not the "1-2 h" it reports:
-    capacity waits, restarts and idle nodes must account for the rest.
+    With restart, wait and failures at zero: w = (24 / r)(1 - (1 - d)/(1 - S)); the seed's
+    60% off, 2.4/day and 22% net imply 4.87 h, not the "1-2 h" it reports: capacity waits,
+    restarts and idle nodes must account for the rest.
 
     Parameters
     ----------
@@ -148,41 +188,63 @@ def implied_lost_hours(discount, preemptions_per_day, observed_net_savings,
     preemptions_per_day : float or array
         r [per day], > 0.
     observed_net_savings : float or array
-        S [-], below d.
-    on_demand_failures_per_day, on_demand_lost_hours : float or array
-        r_o [per day], w_o [h].
+        S [-], < 1 and at most the saving with no work lost (d when R = W = r_f = 0).
+    restart_h, capacity_wait_h, billed_share_during_wait, failures_per_day, failure_lost_hours
+        As :func:`spot_net_savings`.
 
     Returns
     -------
     hours : float or array
-        L [h].
+        w, billed job-hours lost per preemption [h] (restart and wait not included).
 
     References
     ----------
     .. [1] Seed article 001.
     """
-    d = v.in_range("discount", discount, 0, 1, high_inclusive=False)
+    d, _, _, R, W, beta = _common(discount, 0.0, 0.0, restart_h, capacity_wait_h,
+                                  billed_share_during_wait)
     r = v.positive("preemptions_per_day", preemptions_per_day)
     s = v.in_range("observed_net_savings", observed_net_savings, None, 1, high_inclusive=False)
-    if np.any(s > d):
-        raise v.InputError("observed_net_savings", "observed_net_savings cannot exceed the "
-                                                   "discount: preemptions only add cost")
-    fo = 1 - v.nonnegative("on_demand_failures_per_day", on_demand_failures_per_day) * \
-        v.nonnegative("on_demand_lost_hours", on_demand_lost_hours) / 24
-    return v.result(24 / r * (1 - (1 - d) * fo / (1 - s)))
+    rf, wf = _failures(failures_per_day, failure_lost_hours, None, None)
+    k = 1.0 if wf is None else 0.0
+    fixed = 0.0 if wf is None else rf * wf / 24
+    A = 1 - (r * (R + W) + rf * R) / 24 - fixed     # f_s at w = 0
+    B = 1 - rf * R / 24 - fixed                     # f_o at w = 0
+    if np.any(B <= 0):
+        raise v.InputError("failures_per_day", "failures x hours lost per failure exceed a day: "
+                                               "the run never finishes")
+    if np.any(A <= 0):
+        raise v.InputError("preemptions_per_day", "restart and capacity wait alone exceed a day: "
+                                                  "the spot run never finishes")
+    c = (1 - d) * (1 - r * W * (1 - beta) / 24)
+    num = (1 - s) * A - c * B
+    # S equal to the no-loss saving leaves rounding noise, not a missing solution
+    tol = 1e-12 * ((1 - s) * A + c * B)
+    if np.any(num < -tol):
+        best = np.broadcast_to(1 - c * B / A, np.broadcast(num, s).shape)
+        bad = np.broadcast_to(num < -tol, best.shape)
+        sb = np.broadcast_to(s, best.shape)
+        raise v.InputError("observed_net_savings", (
+            f"observed_net_savings {float(sb[bad].flat[0]):.4g} is above what spot saves with "
+            f"no work lost ({float(best[bad].flat[0]):.4g} with these restart, wait and "
+            "failure terms): no lost hours give it"))
+    den = (1 - s) * (r + k * rf) - c * k * rf
+    return v.result(24 * np.maximum(num, 0.0) / den)
 
 
 def breakeven_lost_hours(discount, preemptions_per_day, **kw):
-    r"""Hours lost per preemption at which spot stops paying (net savings = 0).
+    r"""Work lost per preemption at which spot stops paying (net savings = 0).
 
-    .. math:: L_0 = \frac{24}{r}\left(1 - (1 - d) f_o\right)
+    :func:`implied_lost_hours` at S = 0; with restart, wait and failures at zero
+
+    .. math:: w_0 = \frac{24}{r}\, d
 
     Parameters
     ----------
     discount, preemptions_per_day
         As :func:`implied_lost_hours`.
     **kw
-        On-demand failure terms of :func:`implied_lost_hours`.
+        restart, wait, billed share and failure terms of :func:`implied_lost_hours`.
 
     Returns
     -------
@@ -201,6 +263,7 @@ class MonteCarlo:
     cost_share: np.ndarray      # per run: spot cost / ideal on-demand cost [-]
     duration_share: np.ndarray  # per run: spot wall time / ideal time [-]
     preemptions: np.ndarray     # per run [-]
+    failures: np.ndarray = None  # per run [-]
 
     def percentiles(self, q=(10, 50, 90)) -> dict:
         return {"cost_share": np.percentile(self.cost_share, q),
@@ -209,15 +272,20 @@ class MonteCarlo:
 
 def spot_monte_carlo(discount, preemptions_per_day, run_hours, lost_hours_per_preemption=None,
                      checkpoint_interval_h=None, restart_h=0.0, capacity_wait_h=0.0,
-                     billed_share_during_wait=1.0, runs=100_000, seed=0) -> MonteCarlo:
+                     billed_share_during_wait=1.0, runs=100_000, seed=0, failures_per_day=0.0,
+                     failure_lost_hours=None) -> MonteCarlo:
     r"""Simulate many spot runs at once; the mean agrees with :func:`spot_net_savings`.
 
-    Preemptions arrive at r/24 per wall hour, also during the time lost to earlier ones.
-    The run needs T useful hours; its preemptions in T are Poisson(r T / 24), each costing
-    o = w + R + W of wall time, during which more may arrive: generation by generation,
-    Poisson(r O_g / 24) more, until none. Rework w is fixed, or uniform on
-    [0, checkpoint interval] (mean: half, as Young assumed). All runs advance together
-    (numpy); the only Python loop is over generations (a handful).
+    Preemptions arrive at r/24 and failures at r_f/24 per wall hour, also during the time
+    lost to earlier interruptions. The run needs T useful hours; its interruptions in T are
+    Poisson(r T / 24) and Poisson(r_f T / 24), a preemption costing w + R + W of wall time and
+    a failure w_f + R, during which more may arrive: generation by generation, Poisson of the
+    rate times the time just lost, until none. Rework w is fixed, or uniform on
+    [0, checkpoint interval] (mean: half, as Young assumed); a failure loses the same unless
+    ``failure_lost_hours`` fixes it. All runs advance together (numpy); the only Python loop
+    is over generations (a handful).
+
+    .. math:: E[D] = \frac{T}{1 - [r (w + R + W) + r_f (w_f + R)] / 24}
 
     Parameters
     ----------
@@ -230,13 +298,17 @@ def spot_monte_carlo(discount, preemptions_per_day, run_hours, lost_hours_per_pr
     checkpoint_interval_h : float, optional
         Random w ~ U(0, interval) [h]; give this or ``lost_hours_per_preemption``.
     runs : int
-        Simulated runs [-].
+        Simulated runs [-], 1 to 10,000,000.
     seed : int
+    failures_per_day : float
+        r_f [per day], as :func:`spot_net_savings`.
+    failure_lost_hours : float, optional
+        Fixed w_f [h]; default: as a preemption.
 
     Returns
     -------
     MonteCarlo
-        Per-run cost and duration as shares of the ideal on-demand run [-].
+        Per-run cost and duration as shares of the ideal on-demand run [-], and counts.
 
     References
     ----------
@@ -244,45 +316,54 @@ def spot_monte_carlo(discount, preemptions_per_day, run_hours, lost_hours_per_pr
     """
     d, r, _, R, W, beta = _common(discount, preemptions_per_day, 0.0, restart_h,
                                   capacity_wait_h, billed_share_during_wait)
+    rf_a, wf_a = _failures(failures_per_day, failure_lost_hours, None, None)
     T = float(v.positive("run_hours", run_hours))
-    n = int(v.integer("runs", runs))
+    n = int(v.integer("runs", runs, 1, MAX_MONTE_CARLO_RUNS))
     if (lost_hours_per_preemption is None) == (checkpoint_interval_h is None):
         raise v.InputError("lost_hours_per_preemption",
                            "give lost_hours_per_preemption or checkpoint_interval_h")
     rng = np.random.default_rng(seed)
-    lam = float(r) / 24.0
+    lam_p, lam_f = float(r) / 24.0, float(rf_a) / 24.0
+    R, W, beta = float(R), float(W), float(beta)
     if lost_hours_per_preemption is not None:
         w = float(v.nonnegative("lost_hours_per_preemption", lost_hours_per_preemption))
-        o_mean = w + float(R) + float(W)
-        if lam * o_mean >= 1:
-            raise v.InputError("preemptions_per_day", "the spot run never finishes")
+        w_mean = w
 
-        def overhead(k):
-            return k * (w + float(R) + float(W))
+        def rework(k):
+            return k * w
     else:
         tau = float(v.positive("checkpoint_interval_h", checkpoint_interval_h))
-        if lam * (tau / 2 + float(R) + float(W)) >= 1:
-            raise v.InputError("preemptions_per_day", "the spot run never finishes")
+        w_mean = tau / 2
 
-        def overhead(k):
+        def rework(k):
             # sum of k uniforms on [0, tau], all runs at once
-            total = int(k.sum())
-            draws = rng.uniform(0.0, tau, total)
+            draws = rng.uniform(0.0, tau, int(k.sum()))
             idx = np.repeat(np.arange(k.size), k)
-            return np.bincount(idx, weights=draws, minlength=k.size) + k * (float(R) + float(W))
+            return np.bincount(idx, weights=draws, minlength=k.size)
+    wf = None if wf_a is None else float(wf_a)
+    wf_mean = w_mean if wf is None else wf
+    if lam_f * (wf_mean + R) >= 1:
+        raise v.InputError("failures_per_day", "the run never finishes")
+    if lam_p * (w_mean + R + W) + lam_f * (wf_mean + R) >= 1:
+        raise v.InputError("preemptions_per_day", "the spot run never finishes")
 
-    k = rng.poisson(lam * T, n)
-    count = k.copy()
-    o = overhead(k)
+    def overhead(kp, kf):
+        lost_f = rework(kf) if wf is None else kf * wf
+        return rework(kp) + kp * (R + W) + lost_f + kf * R
+
+    kp, kf = rng.poisson(lam_p * T, n), rng.poisson(lam_f * T, n)
+    npre, nfail = kp.copy(), kf.copy()
+    o = overhead(kp, kf)
     lost = o.copy()
     for _ in range(200):
-        if not k.any():
+        if not (kp.any() or kf.any()):
             break
-        k = rng.poisson(lam * o)
-        o = overhead(k)
-        count += k
+        kp, kf = rng.poisson(lam_p * o), rng.poisson(lam_f * o)
+        o = overhead(kp, kf)
+        npre += kp
+        nfail += kf
         lost += o
     wall = T + lost
-    billed = wall - count * float(W) * (1 - float(beta))
+    billed = wall - npre * W * (1 - beta)
     return MonteCarlo(cost_share=(1 - float(d)) * billed / T, duration_share=wall / T,
-                      preemptions=count)
+                      preemptions=npre, failures=nfail)

@@ -22,6 +22,28 @@ class GPUSpec:
     scale_up_bandwidth_gbps: float
     gpus_per_node: int
     tdp_w: float
+    #: power of the system the GPU ships in at full load [kW] (e.g. DGX H100 10.2 kW); None
+    #: when unknown. ``system_power_note`` says whether it is a datasheet figure or an estimate.
+    system_power_kw: float | None = None
+    #: GPUs in that system [-] (8 for a DGX, 72 for a GB200 NVL72 rack).
+    system_gpus: int | None = None
+    system_power_note: str | None = None
+    #: price of that system [USD]; None when no price is cited.
+    capex_usd_per_system: float | None = None
+
+    @property
+    def power_w_per_gpu(self) -> float | None:
+        """System power per GPU [W] (system power / GPUs in it), None if unknown."""
+        if self.system_power_kw is None or not self.system_gpus:
+            return None
+        return self.system_power_kw * 1000 / self.system_gpus
+
+    @property
+    def capex_usd_per_gpu(self) -> float | None:
+        """System price per GPU [USD], None if no price is cited."""
+        if self.capex_usd_per_system is None or not self.system_gpus:
+            return None
+        return self.capex_usd_per_system / self.system_gpus
 
     @property
     def memory_bytes(self) -> float:

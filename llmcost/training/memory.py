@@ -384,7 +384,8 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                    global_batch=None, recompute="none", sequence_parallel=False,
                    flash_attention=True, optimizer="adam", interleave=1, schedule="1f1b",
                    finetune="full", lora_rank=16, lora_targets="all", seq_len=None,
-                   context_bytes=1.0e9, fragmentation=0.08) -> MemoryBreakdown:
+                   context_bytes=1.0e9, fragmentation=0.08,
+                   qlora_16bit_embeddings=False) -> MemoryBreakdown:
     r"""Peak memory per GPU of a training layout, by component.
 
     Each pipeline stage holds l/p layers; the first also the input embedding, the last the
@@ -427,6 +428,10 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
         Default: the model's.
     context_bytes, fragmentation
         See :func:`framework_overhead_bytes`.
+    qlora_16bit_embeddings : bool
+        QLoRA: keep the embeddings, LM head and final norm in 16 bits and quantise only
+        the transformer blocks, as QLoRA's reference code does (bitsandbytes replaces the
+        blocks' linear layers). Default False (everything NF4) for compatibility.
 
     Returns
     -------
@@ -483,6 +488,10 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
             trainable = adapters * layers_per_stage / model.layers / tp
             w_a, g, o = model_state_bytes(trainable, dp * cp, zero_stage, optimizer)
             frozen = FROZEN_BYTES_PER_PARAM[finetune] * psi
+            if finetune == "qlora" and qlora_16bit_embeddings:
+                blocks = layers_per_stage * model.layer_params / tp
+                frozen = (FROZEN_BYTES_PER_PARAM["qlora"] * blocks
+                          + FROZEN_BYTES_PER_PARAM["lora"] * (psi - blocks))
             w = w_a + frozen / np.where(np.asarray(zero_stage) >= 3, dp * cp, 1)
         held = inflight_layers(model.layers, pp, m, vv, stage, schedule)
         act = per_layer * held

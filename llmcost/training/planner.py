@@ -90,9 +90,52 @@ def enumerate_layouts(model: ModelSpec, gpus, global_batch: int, gpus_per_node: 
     .. [1] Narayanan et al. 2021, arXiv:2104.04473, §3.
     """
     v.choice("heuristic", heuristic, HEURISTICS)
-    s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
+    if seq_len is not None:
+        v.integer("seq_len", seq_len)
     G = np.unique(v.integer("gpus", np.atleast_1d(gpus)))
     B = int(v.integer("global_batch", global_batch))
+    node = int(v.integer("gpus_per_node", gpus_per_node))
+    ax = layout_axes(model, node, space, seq_len)
+    rec = ax["recompute"]
+    axes = [G, ax["tp"], ax["pp"], ax["cp"], ax["micro_batch"], ax["zero_stage"],
+            np.arange(len(rec)), ax["sequence_parallel"], ax["interleave"],
+            ax["flash_attention"], ax["tp_comm_overlap"]]
+    grids = np.meshgrid(*axes, indexing="ij")
+    g, t, p, c, b, z, ri, sp, vv, fa, to = (a.ravel() for a in grids)
+    ok, dp, m = layout_valid(model, g, t, p, c, b, B, vv, sp, to, node, heuristic)
+    out = dict(gpus=g, tp=t, pp=p, cp=c, dp=dp, micro_batch=b, num_microbatches=m,
+               zero_stage=z, recompute=rec[ri], sequence_parallel=sp, interleave=vv,
+               flash_attention=fa, tp_comm_overlap=to)
+    return {k: x[ok] for k, x in out.items()}
+
+
+def layout_axes(model: ModelSpec, gpus_per_node: int, space: Space = Space(),
+                seq_len: int | None = None) -> dict[str, np.ndarray]:
+    """The values each layout dimension may take for this model, before the rules that
+    tie dimensions together (see :func:`layout_valid`).
+
+    TP: the space's, or powers of two up to a node (``max_tp`` beyond), dividing the heads
+    and sharding or replicating the KV heads; PP: dividing the layers; CP: dividing the
+    sequence; interleave: the space's, or every divisor of the layers.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    gpus_per_node : int
+    space : Space
+    seq_len : int, optional
+
+    Returns
+    -------
+    axes : dict of arrays
+        tp, pp, cp, micro_batch, zero_stage, recompute, sequence_parallel, interleave,
+        flash_attention, tp_comm_overlap.
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, §3.
+    """
+    s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
     node = int(v.integer("gpus_per_node", gpus_per_node))
     max_tp = node if space.max_tp is None else int(space.max_tp)
     tps = space.tp or tuple(2**i for i in range(0, 12) if 2**i <= max_tp)
@@ -103,27 +146,60 @@ def enumerate_layouts(model: ModelSpec, gpus, global_batch: int, gpus_per_node: 
     cps = [c for c in space.cp if s % c == 0]
     rec = np.array(space.recompute)
     v.choices("recompute", rec, RECOMPUTE_MODES)
-    axes = [G, np.array(tps), np.array(pps), np.array(cps), np.array(space.micro_batch),
-            np.array(space.zero_stage), np.arange(len(rec)),
-            np.array(space.sequence_parallel, dtype=bool), np.array(_interleaves(model, space)),
-            np.array(space.flash_attention, dtype=bool),
-            np.array(space.tp_comm_overlap, dtype=bool)]
-    grids = np.meshgrid(*axes, indexing="ij")
-    g, t, p, c, b, z, ri, sp, vv, fa, to = (a.ravel() for a in grids)
+    return dict(tp=np.array(tps, dtype=int), pp=np.array(pps, dtype=int),
+                cp=np.array(cps, dtype=int), micro_batch=np.array(space.micro_batch, dtype=int),
+                zero_stage=np.array(space.zero_stage, dtype=int), recompute=rec,
+                sequence_parallel=np.array(space.sequence_parallel, dtype=bool),
+                interleave=np.array(_interleaves(model, space), dtype=int),
+                flash_attention=np.array(space.flash_attention, dtype=bool),
+                tp_comm_overlap=np.array(space.tp_comm_overlap, dtype=bool))
+
+
+def layout_valid(model: ModelSpec, gpus, tp, pp, cp, micro_batch, global_batch, interleave,
+                 sequence_parallel=False, tp_comm_overlap=False, gpus_per_node=8,
+                 heuristic="none"):
+    r"""Which layouts obey the rules that tie dimensions together (arrays broadcast).
+
+    .. math:: d = \frac{N}{t\,p\,c} \in \mathbb{N},\quad m = \frac{B}{b\,d} \in \mathbb{N},
+              \quad v = 1 \;\lor\; (p > 1,\ v \mid l/p,\ p \mid m)
+
+    and SP or TP-overlap only with t > 1; ``heuristic="seed"`` adds t <= one node and
+    t p <= four nodes.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    gpus, tp, pp, cp, micro_batch, global_batch, interleave : int or array
+        N, t, p, c, b, B [sequences], v [-].
+    sequence_parallel, tp_comm_overlap : bool or array
+    gpus_per_node : int
+    heuristic : {"none", "seed"}
+
+    Returns
+    -------
+    ok : bool array
+    dp, num_microbatches : int arrays
+        d and m (1 where not valid) [-].
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, §2.2 (interleaving needs m a multiple
+       of p) and §3.
+    """
+    g, t, p, c, b, B, vv = (np.asarray(x) for x in (gpus, tp, pp, cp, micro_batch,
+                                                    global_batch, interleave))
+    sp, to = np.asarray(sequence_parallel), np.asarray(tp_comm_overlap)
     used = t * p * c
     ok = (g % used == 0)
     dp = np.where(ok, g // np.maximum(used, 1), 1)
-    ok &= (B % (b * dp) == 0)
+    ok = ok & (B % (b * dp) == 0)
     m = np.where(ok, B // np.maximum(b * dp, 1), 1)
     per_stage = model.layers // p
     ok &= (vv == 1) | ((p > 1) & (per_stage % vv == 0) & (m % p == 0))
     ok &= (sp <= (t > 1)) & (to <= (t > 1))
     if heuristic == "seed":
-        ok &= (t <= node) & (t * p <= 4 * node)
-    out = dict(gpus=g, tp=t, pp=p, cp=c, dp=dp, micro_batch=b, num_microbatches=m,
-               zero_stage=z, recompute=rec[ri], sequence_parallel=sp, interleave=vv,
-               flash_attention=fa, tp_comm_overlap=to)
-    return {k: x[ok] for k, x in out.items()}
+        ok &= (t <= gpus_per_node) & (t * p <= 4 * gpus_per_node)
+    return ok, dp, m
 
 
 def grid_size(model: ModelSpec, gpus, gpus_per_node: int, space: Space = Space()) -> int:
@@ -147,6 +223,7 @@ class Plan:
     feasible: int                  # of which fit in memory
     candidates: int                # grid before divisibility rules
     pareto: pd.DataFrame = field(default_factory=pd.DataFrame)
+    note: str = ""                 # why nothing was evaluated, when evaluated == 0
 
     def top(self, n=5) -> pd.DataFrame:
         """The best n fitting layouts, one per distinct (step time, memory)."""
@@ -211,7 +288,12 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
     n = len(L["tp"])
     cand = grid_size(model, gpus, gpu.gpus_per_node, space)
     if n == 0:
-        return Plan(pd.DataFrame(columns=list(LAYOUT_COLUMNS)), 0, 0, cand)
+        # an answer, not an error: callers index "fits", "step_time_s"... on any plan
+        empty = empty_layouts_frame()
+        return Plan(empty, 0, 0, cand, empty.copy(),
+                    note=f"no layout in the space splits a global batch of {int(global_batch)} "
+                         f"sequences over {_sizes_text(gpus)} GPUs (t p c must divide the GPUs "
+                         "and micro-batch x DP the batch): change the GPU count or the batch")
     pred = predict_step(model, gpu, scale_up, scale_out, L["gpus"], L["tp"], L["pp"],
                         global_batch, L["cp"], L["micro_batch"], L["interleave"],
                         L["recompute"], L["sequence_parallel"], L["zero_stage"], options,
@@ -226,6 +308,23 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
                         ascending=[False, True, True, True, True, True, True],
                         kind="stable").reset_index(drop=True)
     return Plan(df, n, int(df["fits"].sum()), cand, pareto_front(df))
+
+
+def _sizes_text(gpus) -> str:
+    g = np.unique(np.atleast_1d(gpus))
+    return str(int(g[0])) if len(g) == 1 else f"{int(g[0])}-{int(g[-1])}"
+
+
+def empty_layouts_frame() -> pd.DataFrame:
+    """A frame with every column :func:`plan` gives, and no rows."""
+    cols = {k: pd.Series(dtype=bool if k in ("sequence_parallel", "flash_attention",
+                                              "tp_comm_overlap") else
+                         object if k == "recompute" else int) for k in LAYOUT_COLUMNS}
+    for k in ("step_time_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
+              "tokens_per_s", *StepPrediction.BREAKDOWN, "memory_gb", "capacity_gb",
+              "headroom_gb", "fits", "usd_per_million_tokens"):
+        cols[k] = pd.Series(dtype=bool if k == "fits" else float)
+    return pd.DataFrame(cols)
 
 
 def layouts_frame(L: dict, pred: StepPrediction, gpu: GPUSpec,

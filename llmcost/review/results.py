@@ -1,0 +1,279 @@
+"""Typed results of each stage of the review chain.
+
+Every figure an app, a plot, a report or ``llmcost review --json`` shows is a field of one of
+these objects, computed once by its stage: the same number everywhere by construction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..catalog import Catalog
+from ..economics.sizing import Sizing
+from ..economics.spot import SpotResult
+from ..economics.tco import CloudPrices, OnPrem
+from ..scenario import Scenario
+from ..training.arch import ModelSpec
+from ..training.hardware import FabricSpec, GPUSpec
+from ..training.step import StepPrediction
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Stage ``resolve``: catalog rows and the figures the scenario leaves to the catalog."""
+
+    scenario: Scenario
+    catalog: Catalog
+    model: ModelSpec
+    gpu: GPUSpec
+    scale_up: FabricSpec
+    scale_out: FabricSpec
+    #: per GPU-hour [USD]; options not offered are None; None when no price is known at all
+    prices: CloudPrices | None
+    price_offer: str | None          # prices.csv id the prices came from (catalog source)
+    billing_gpus: int                # GPUs per billed instance (the billing unit)
+    spot_discount: float | None      # the one stored spot figure; None: spot not offered
+    onprem: OnPrem | None            # per GPU; None when no capex is known
+    failures_per_1000_gpu_days: float
+    failure_source: str
+    #: scenario field -> the value the review uses for it (shown by the apps' controls)
+    resolved: dict = field(default_factory=dict)
+    warnings: tuple = ()
+
+
+@dataclass(frozen=True)
+class Layout:
+    gpus: int
+    tp: int
+    pp: int
+    cp: int
+    dp: int
+    micro_batch: int
+    num_microbatches: int
+    interleave: int
+    zero_stage: int
+    recompute: str
+    sequence_parallel: bool
+    flash_attention: bool
+    global_batch: int               # sequences per step
+    description: str
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class SizeResult:
+    """Stage ``size`` (only when sizing by target days)."""
+
+    sizing: Sizing
+    gpus: int
+    meets_target: bool
+    notes: tuple = ()
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """Stage ``plan``: the best layout on the cluster (None: no layout splits the batch)."""
+
+    gpus: int
+    global_batch: int | None
+    layouts: pd.DataFrame
+    layout: Layout | None
+    fits: bool
+    evaluated: int
+    feasible: int
+    notes: tuple = ()
+
+
+@dataclass(frozen=True)
+class PredictResult:
+    """Stage ``predict``: step time, throughput and memory of the chosen layout."""
+
+    step: StepPrediction
+    step_time_s: float
+    tokens_per_s: float
+    mfu: float
+    hfu: float
+    model_tflops_per_gpu: float
+    memory_gb: dict                 # per GPU by component [GB = 1e9 bytes]
+    memory_gb_per_gpu: float
+    capacity_gb: float
+    fits: bool
+    bubble_share: float
+
+
+@dataclass(frozen=True)
+class ReliabilityResult:
+    """Stage ``reliability``: one interruption model for failures (and spot preemptions)."""
+
+    failures_per_1000_gpu_days: float
+    failure_source: str
+    failures_per_day: float
+    job_mtbf_h: float
+    checkpoint_bytes: float
+    checkpoint_stall_s: float
+    interval_s: float
+    young_interval_s: float
+    daly_interval_s: float
+    goodput: float
+    checkpoint_share: float
+    rework_share: float
+    restart_share: float
+    nodes: int
+    #: work lost per interruption (rework of half an interval and the checkpoint) [h]
+    lost_hours_per_interruption: float
+    restart_h: float
+    bandwidth_for_10s_gb_per_s: float
+
+
+@dataclass(frozen=True)
+class SpotSummary:
+    offered: bool
+    discount: float | None
+    preemptions_per_day: float
+    lost_hours_per_preemption: float
+    lost_hours_source: str          # "from-checkpoints" or "custom"
+    net_savings: float | None
+    duration_stretch: float | None
+    breakeven_lost_hours: float | None
+    implied_lost_hours: float | None
+    result: SpotResult | None = None
+
+
+@dataclass(frozen=True)
+class EconomicsResult:
+    """Stage ``economics``: days and dollars of this run, and rent vs buy for this cluster."""
+
+    useful_share: float             # goodput x (1 - data stalls)
+    days: float | None
+    run_hours: float | None
+    billed_gpus: int
+    costs_usd: dict                 # cash cost of this run per option, commitments included
+    costs_amortized_usd: dict       # the run's share of owned or reserved capacity
+    commitments: dict               # option -> text: what the cash figure commits to
+    run_days: dict                  # option -> days (spot stretches)
+    breakeven_months: float | None  # buying beats on-demand after (None: never / not offered)
+    usd_per_used_gpu_hour: dict     # over the horizon at the stated utilization
+    spot: SpotSummary
+    waterfall: pd.DataFrame | None
+    effective_utilization: float | None
+    #: per GPU-hour prices as costed (spot with its preemption overhead); None: no price
+    prices: CloudPrices | None = None
+    #: per GPU as costed (not offered when the GPU has no purchase price)
+    onprem: OnPrem | None = None
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A headline figure a reviewer must not take at face value."""
+
+    key: str
+    level: str          # "infeasible" or "implausible"
+    message: str
+
+
+@dataclass
+class Results:
+    scenario: Scenario
+    inputs: Inputs
+    size: SizeResult | None
+    plan: PlanResult
+    predict: PredictResult | None
+    reliability: ReliabilityResult | None
+    economics: EconomicsResult | None
+    warnings: list = field(default_factory=list)
+    flags: dict = field(default_factory=dict)      # headline key -> Flag
+    _series: dict = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------ views
+    @property
+    def headline(self) -> dict:
+        """The headline figures (None: not available for this scenario)."""
+        p, e, r = self.predict, self.economics, self.reliability
+        h = {
+            "days": e.days if e else None,
+            "cost_on_demand_usd": e.costs_usd.get("on_demand") if e else None,
+            "gpus": self.plan.gpus,
+            "mfu": p.mfu if p else None,
+            "effective_utilization": e.effective_utilization if e else None,
+            "memory_gb_per_gpu": p.memory_gb_per_gpu if p else None,
+            "capacity_gb": p.capacity_gb if p else self.inputs.gpu.memory_bytes / 1e9,
+            "fits": bool(self.plan.fits and p is not None and p.fits),
+            "best_layout": self.plan.layout.description if self.plan.layout else "none",
+            "goodput": r.goodput if r else None,
+            "cheapest_option": self.cheapest_option,
+            "breakeven_months": e.breakeven_months if e else None,
+            "spot_net_savings": e.spot.net_savings if e else None,
+            "job_mtbf_h": r.job_mtbf_h if r else None,
+        }
+        if self.size is not None:
+            h["meets_target"] = self.size.meets_target
+        return h
+
+    @property
+    def cheapest_option(self) -> str | None:
+        c = self.economics.costs_usd if self.economics else {}
+        return min(c, key=c.get) if c else None
+
+    @property
+    def notes(self) -> list:
+        return list(self.warnings)
+
+    def to_json(self) -> dict:
+        """The object ``llmcost review --json`` prints (a contract: keys only get added)."""
+        e, r, p = self.economics, self.reliability, self.predict
+        out: dict[str, Any] = {
+            "scenario": self.scenario.to_dict(),
+            "model": self.inputs.model.id, "gpu": self.inputs.gpu.id,
+            "fabric": self.inputs.scale_out.id,
+            "days": e.days if e else None,
+            "gpus": self.plan.gpus,
+            "mfu": p.mfu if p else None,
+            "hfu": p.hfu if p else None,
+            "tokens_per_s": p.tokens_per_s if p else None,
+            "effective_utilization": e.effective_utilization if e else None,
+            "fits": self.headline["fits"],
+            "memory_gb_per_gpu": p.memory_gb_per_gpu if p else None,
+            "capacity_gb": self.headline["capacity_gb"],
+            "layout": self.plan.layout.to_dict() if self.plan.layout else None,
+            "costs_usd": dict(e.costs_usd) if e else {},
+            "costs_amortized_usd": dict(e.costs_amortized_usd) if e else {},
+            "commitments": dict(e.commitments) if e else {},
+            "run_days": dict(e.run_days) if e else {},
+            "billed_gpus": e.billed_gpus if e else None,
+            "prices_usd_per_gpu_hour": _prices_dict(self.inputs),
+            "price_offer": self.inputs.price_offer,
+            "breakeven_months": e.breakeven_months if e else None,
+            "usd_per_used_gpu_hour": dict(e.usd_per_used_gpu_hour) if e else {},
+            "spot_net_savings": e.spot.net_savings if e else None,
+            "spot_lost_hours_per_preemption": e.spot.lost_hours_per_preemption if e else None,
+            "job_mtbf_h": r.job_mtbf_h if r else None,
+            "failures_per_1000_gpu_days": self.inputs.failures_per_1000_gpu_days,
+            "failure_source": self.inputs.failure_source,
+            "checkpoint_interval_s": r.interval_s if r else None,
+            "checkpoint_stall_s": r.checkpoint_stall_s if r else None,
+            "goodput": r.goodput if r else None,
+            "warnings": list(self.warnings),
+            "flags": {k: {"level": f.level, "message": f.message} for k, f in self.flags.items()},
+        }
+        if self.size is not None:
+            out["meets_target"] = self.size.meets_target
+            out["sizing_notes"] = list(self.size.notes)
+        return out
+
+
+def _prices_dict(inp: Inputs) -> dict:
+    p = inp.prices
+    if p is None:
+        return {}
+    return {k: getattr(p, k) for k in ("on_demand", "reserved_1y", "reserved_3y", "spot")
+            if getattr(p, k) is not None}
+
+
+def finite_or_none(x):
+    return x if x is not None and math.isfinite(x) else None

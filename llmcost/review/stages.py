@@ -1,0 +1,473 @@
+"""The stages of the review chain, each a small function of the Scenario's inputs and the
+results of earlier stages (pvlib's ModelChain is the model: named stages, typed results,
+each stage replaceable).
+
+    resolve -> size (only when sizing by days) -> plan -> predict -> reliability -> economics
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import _validate as v
+from .. import catalog as catalog_mod
+from .. import utilization as ut
+from ..economics import reliability as rel
+from ..economics import sizing, spot, tco
+from ..economics.waterfall import waterfall_from_step
+from ..scenario import Scenario
+from ..training import planner
+from ..training.step import Options, predict_step
+from .results import (EconomicsResult, Inputs, Layout, PlanResult, PredictResult,
+                      ReliabilityResult, SizeResult, SpotSummary)
+
+#: The planner's space inside the review: every TP/PP, the common choices of the rest (a full
+#: search is `llmcost plan`); keeps a control change well under a second.
+REVIEW_SPACE = planner.Space(cp=(1, 2), micro_batch=(1, 2), zero_stage=(1, 3),
+                             recompute=("none", "selective", "full"), interleave=(1, 2, 4),
+                             flash_attention=(True,), tp_comm_overlap=(False,))
+OPTIONS = Options(flash_attention=True)
+HOURS_PER_YEAR = 8760.0
+
+
+# ------------------------------------------------------------------ resolve
+
+def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
+    """Catalog rows for the scenario's ids, and the prices, capex, power and failure rate
+    it takes from the catalog (or from its own custom figures)."""
+    m, g = cat.model(s.model), cat.gpu(s.gpu)
+    up, out = cat.fabric(g.scale_up), cat.fabric(s.fabric)
+    if out.kind != "scale_out":
+        raise v.InputError("fabric", f"fabric {s.fabric!r} links GPUs inside a node; pick a "
+                                     "scale-out fabric (InfiniBand or RoCE)")
+    warnings, resolved = [], {}
+    if s.price_source == "catalog":
+        prices, offer, billing, discount, w = _catalog_prices(s, cat, g)
+        warnings += w
+        capex = g.capex_usd_per_gpu
+        power_w = g.power_w_per_gpu
+        opex_other = None
+        if capex is None:
+            warnings.append(f"no cited purchase price for {g.id} in the catalog: on-premises is "
+                            "not costed (set prices to custom and enter a capex per GPU)")
+    else:
+        od = s.on_demand_usd_per_gpu_hour
+        discount = s.spot_discount or None
+        prices = tco.CloudPrices(on_demand=od,
+                                 reserved_1y=s.reserved_1y_usd_per_gpu_hour or None,
+                                 reserved_3y=s.reserved_3y_usd_per_gpu_hour or None,
+                                 spot=od * (1 - discount) if discount else None)
+        offer, billing = None, g.gpus_per_node
+        capex = s.onprem_capex_usd_per_gpu or None
+        power_w = s.onprem_power_kw_per_gpu * 1000
+        opex_other = s.onprem_opex_usd_per_gpu_month
+    onprem = None
+    if capex is not None:
+        if power_w is None:
+            power_w = 0.0
+            warnings.append(f"no system power for {g.id} in the catalog: on-premises power "
+                            "not costed")
+        onprem = _onprem(s, capex, power_w, opex_other)
+    # what the controls show: the figures used, whichever source they came from
+    if prices is not None:
+        resolved["on_demand_usd_per_gpu_hour"] = prices.on_demand
+        resolved["reserved_1y_usd_per_gpu_hour"] = prices.reserved_1y or 0.0
+        resolved["reserved_3y_usd_per_gpu_hour"] = prices.reserved_3y or 0.0
+    resolved["spot_discount"] = discount or 0.0
+    if onprem is not None:
+        resolved["onprem_capex_usd_per_gpu"] = capex
+        resolved["onprem_power_kw_per_gpu"] = power_w / 1000
+        resolved["onprem_opex_usd_per_gpu_month"] = other_opex_usd_per_gpu_month(onprem)
+    rate, source, note = _failure_rate(s, cat, g)
+    if note:
+        warnings.append(note)
+    resolved["failures_per_1000_gpu_days"] = rate
+    return Inputs(s, cat, m, g, up, out, prices, offer, billing, discount, onprem, rate, source,
+                  resolved, tuple(warnings))
+
+
+def _catalog_prices(s, cat, g):
+    """Per GPU-hour prices from a prices.csv row; none (with a warning) for an unpriced GPU."""
+    rows = cat.prices()
+    warnings = []
+    if s.price_offer != "auto":
+        row = cat.lookup("prices", s.price_offer)
+        if row["gpu"] != g.id:
+            warnings.append(f"price offer {row['id']!r} is for {row['gpu']}, not {g.id}: using "
+                            f"the catalog's first offer for {g.id} instead")
+            row = None
+    else:
+        row = None
+    if row is None:
+        mine = rows[rows["gpu"] == g.id]
+        if mine.empty:
+            warnings.append(f"no cited cloud price for {g.id} in the catalog: cloud costs are "
+                            "not shown (set prices to custom to enter your own)")
+            return None, None, g.gpus_per_node, None, warnings
+        row = mine.iloc[0]
+    n = int(row["gpus"])
+
+    def per_gpu(col):
+        x = row.get(col)
+        return None if x is None or pd.isna(x) or float(x) <= 0 else float(x) / n
+
+    od = per_gpu("on_demand_usd_per_hour")
+    sp = per_gpu("spot_usd_per_hour")
+    prices = tco.CloudPrices(on_demand=od, reserved_1y=per_gpu("reserved_1y_usd_per_hour"),
+                             reserved_3y=per_gpu("reserved_3y_usd_per_hour"), spot=sp)
+    discount = 1 - sp / od if (sp is not None and od) else None
+    if discount is None:
+        warnings.append(f"{row['id']} lists no spot price: spot is not costed")
+    return prices, str(row["id"]), n, discount, warnings
+
+
+def _onprem(s, capex, power_w, opex_other):
+    """Per-GPU on-premises costs: the cited defaults of tco.OnPrem (network, storage, space,
+    staff, upkeep) around the server price and power, or the scenario's own opex figure."""
+    kw = dict(capex_usd_per_gpu=capex, power_w_per_gpu=power_w, pue=s.pue,
+              usd_per_kwh=s.usd_per_kwh, life_years=s.life_years,
+              residual_share=s.residual_share)
+    if opex_other is not None:
+        # one custom figure replaces the split defaults (space, staff, maintenance)
+        kw.update(space_usd_per_gpu_month=opex_other, staff_usd_per_gpu_month=0.0,
+                  maintenance_per_year=0.0)
+    return tco.OnPrem(**kw)
+
+
+def other_opex_usd_per_gpu_month(onprem) -> float:
+    """Opex besides power: space, staff and maintenance [USD per GPU-month]."""
+    return (onprem.space_usd_per_gpu_month + onprem.staff_usd_per_gpu_month
+            + onprem.maintenance_per_year / 12 * (onprem.capex_usd or 0.0))
+
+
+def _failure_rate(s, cat, g):
+    if s.failure_rate == "custom":
+        return s.failures_per_1000_gpu_days, "custom (scenario)", None
+    if s.failure_rate == "by-gpu":
+        fr = rel.default_failure_rate(g.generation, cat.failure_rates())
+    else:
+        fr = rel.failure_rate(s.failure_rate, cat.failure_rates())
+    return float(fr.failures_per_1000_gpu_days), fr.id, fr.note or None
+
+
+# ------------------------------------------------------------------ size
+
+def size(inp: Inputs) -> SizeResult | None:
+    """GPUs needed to meet the target days (only when the scenario sizes by days).
+
+    Sizing divides by the useful share of wall time (goodput x (1 - data stalls)) at each
+    candidate size (more GPUs fail more often), from the same reliability model as the
+    reliability stage: the days sizing reports at its size are the review's days there,
+    with the schedule headroom."""
+    s = inp.scenario
+    if s.sizing != "days":
+        return None
+    power = inp.onprem.power_w_per_gpu / 1000 if inp.onprem is not None else None
+    if power is None and inp.gpu.power_w_per_gpu is not None:
+        power = inp.gpu.power_w_per_gpu / 1000
+    sz = sizing.size_cluster(inp.model, s.tokens, inp.gpu, inp.scale_up, inp.scale_out,
+                             s.target_days, s.global_batch_tokens, s.headroom,
+                             goodput=lambda n: useful_share(inp, n), options=OPTIONS,
+                             space=REVIEW_SPACE, max_power_mw=s.max_power_mw or None,
+                             power_kw_per_gpu=power, pue=s.pue)
+    gpus = _sized_gpus(sz, s)
+    return SizeResult(sz, int(gpus), bool(sz.meets_target), tuple(sz.notes))
+
+
+def _sized_gpus(sz, s) -> int:
+    """The size to plan: the one that meets the target, else the fastest, else the
+    smallest that fits, else the scenario's own."""
+    if sz.gpus:
+        return int(sz.gpus)
+    n = sz.nearest
+    for x in ((n.fastest_gpus, n.smallest_fitting_gpus) if n is not None else ()):
+        if x:
+            return int(x)
+    return int(s.gpus)
+
+
+def useful_share(inp: Inputs, gpus):
+    """Goodput x (1 - data stalls) at each GPU count (vectorized; the reliability stage's
+    model: failures at the resolved rate, checkpoint stall, Daly's or the given interval)."""
+    s, g = inp.scenario, inp.gpu
+    gpus = np.asarray(gpus)
+    nodes = np.maximum(1, np.ceil(gpus / g.gpus_per_node))
+    if s.mtbf_h > 0:
+        M = np.full(gpus.shape, s.mtbf_h * 3600.0)
+    else:
+        M = rel.mtbf_h(rel.job_failures_per_day(gpus, inp.failures_per_1000_gpu_days)) * 3600
+    size_b = float(rel.checkpoint_size_bytes(inp.model.params))
+    stall = rel.checkpoint_stall_s(size_b, s.checkpoint_mode, nodes, s.shared_storage_gbps,
+                                   local_write_gbps=s.local_write_gbps,
+                                   gpus_per_node=g.gpus_per_node)
+    tau = s.checkpoint_interval_s if s.checkpoint_interval_s > 0 else rel.daly_interval_s(stall, M)
+    return rel.goodput(tau, stall, M, s.restart_s) * (1 - s.data_stall_share)
+
+
+# ------------------------------------------------------------------ plan
+
+def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
+    """The fastest layout that fits on the cluster, with the batch split evenly."""
+    s, m, g = inp.scenario, inp.model, inp.gpu
+    gpus = sized.gpus if sized is not None else s.gpus
+    notes = []
+    B = max(1, int(round(s.global_batch_tokens / m.seq_len)))
+    if sized is not None:
+        sz = sized.sizing
+        if sz.gpus and sz.global_batch:
+            B = int(sz.global_batch)
+        elif sz.nearest is not None and sz.nearest.fastest_gpus == gpus and \
+                sz.nearest.fastest_global_batch:
+            B = int(sz.nearest.fastest_global_batch)
+    B2 = splittable_batch(m, gpus, B, g.gpus_per_node)
+    if B2 is None:
+        notes.append(f"no layout splits a global batch near {B} sequences over {gpus} GPUs: "
+                     f"use a GPU count that is a multiple of {g.gpus_per_node} (and of the "
+                     "pipeline depth)")
+        return PlanResult(gpus, None, pd.DataFrame(), None, False, 0, 0, tuple(notes))
+    if B2 != B:
+        notes.append(f"global batch adjusted from {B} to {B2} sequences so that it splits "
+                     f"evenly over {gpus} GPUs")
+        B = B2
+    P = planner.plan(m, g, inp.scale_up, inp.scale_out, gpus, B, REVIEW_SPACE, OPTIONS)
+    L = P.layouts
+    fitting = planner.distinct(L[L["fits"]]) if len(L) else L
+    if fitting.empty:
+        notes.append(f"{m.id} does not fit on {gpus:,} x {g.id} in any layout tried: showing "
+                     "the smallest-memory layout; add GPUs or pick a GPU with more memory")
+        shown = planner.distinct(L.sort_values("memory_gb")).head(10)
+        fits = False
+    else:
+        shown = fitting.head(10)
+        fits = True
+    r = shown.iloc[0]
+    layout = Layout(gpus=int(gpus), tp=int(r["tp"]), pp=int(r["pp"]), cp=int(r["cp"]),
+                    dp=int(r["dp"]), micro_batch=int(r["micro_batch"]),
+                    num_microbatches=int(r["num_microbatches"]), interleave=int(r["interleave"]),
+                    zero_stage=int(r["zero_stage"]), recompute=str(r["recompute"]),
+                    sequence_parallel=bool(r["sequence_parallel"]),
+                    flash_attention=bool(r["flash_attention"]), global_batch=int(B),
+                    description=planner.describe_layout(r))
+    return PlanResult(int(gpus), int(B), shown.reset_index(drop=True), layout, fits,
+                      int(P.evaluated), int(P.feasible), tuple(notes))
+
+
+def splittable_batch(m, gpus, B, node):
+    """B if some layout splits it over ``gpus``; else, within 5% (then 12.5%, 25%), the batch
+    with the most valid layouts (the nearest on ties); None if there is none."""
+    def count(b):
+        return len(planner.enumerate_layouts(m, gpus, b, node, REVIEW_SPACE)["tp"])
+
+    if count(B):
+        return B
+    for band in (0.05, 0.125, 0.25):
+        lo, hi = max(1, int(B * (1 - band))), int(B * (1 + band)) + 1
+        step = max(1, (hi - lo) // 400)     # a bounded search however large the batch
+        scored = [(count(b), -abs(b - B), b) for b in range(lo, hi, step)]
+        best = max(scored)
+        if best[0] > 0:
+            return best[2]
+    return None
+
+
+# ------------------------------------------------------------------ predict
+
+def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
+    if pl.layout is None:
+        return None
+    L = pl.layout
+    p = predict_step(inp.model, inp.gpu, inp.scale_up, inp.scale_out, L.gpus, L.tp, L.pp,
+                     L.global_batch, L.cp, L.micro_batch, L.interleave, L.recompute,
+                     L.sequence_parallel, L.zero_stage, OPTIONS, flash_attention=L.flash_attention)
+    mem = {k: float(x) for k, x in p.memory.to_gb().items()}
+    step = float(p.step_time_s)
+    return PredictResult(p, step, float(p.tokens_per_s), float(p.mfu), float(p.hfu),
+                         float(p.model_tflops_per_gpu), mem, mem["total_gb"],
+                         inp.gpu.memory_bytes / 1e9, bool(p.fits), float(p.pp_bubble_s) / step)
+
+
+# ------------------------------------------------------------------ reliability
+
+def reliability(inp: Inputs, pl: PlanResult) -> ReliabilityResult:
+    """Failures at this size, checkpoint cost and interval, goodput (Daly's model)."""
+    return _reliability_at(inp, pl.gpus)
+
+
+def _reliability_at(inp: Inputs, gpus: int) -> ReliabilityResult:
+    s, g = inp.scenario, inp.gpu
+    nodes = max(1, math.ceil(gpus / g.gpus_per_node))
+    per_day = float(rel.job_failures_per_day(gpus, inp.failures_per_1000_gpu_days))
+    mtbf = s.mtbf_h if s.mtbf_h > 0 else float(rel.mtbf_h(per_day))
+    if s.mtbf_h > 0:
+        per_day = 24.0 / mtbf
+    size_b = float(rel.checkpoint_size_bytes(inp.model.params))
+    stall = float(rel.checkpoint_stall_s(size_b, s.checkpoint_mode, nodes, s.shared_storage_gbps,
+                                         local_write_gbps=s.local_write_gbps,
+                                         gpus_per_node=g.gpus_per_node))
+    M = mtbf * 3600
+    daly = float(rel.daly_interval_s(stall, M))
+    interval = s.checkpoint_interval_s if s.checkpoint_interval_s > 0 else daly
+    gb = rel.goodput_breakdown(interval, stall, M, s.restart_s)
+    lost_h = float(rel.lost_hours_per_interruption(interval, stall))
+    return ReliabilityResult(
+        failures_per_1000_gpu_days=inp.failures_per_1000_gpu_days,
+        failure_source=inp.failure_source, failures_per_day=per_day, job_mtbf_h=mtbf,
+        checkpoint_bytes=size_b, checkpoint_stall_s=stall, interval_s=interval,
+        young_interval_s=float(rel.young_interval_s(stall, M)), daly_interval_s=daly,
+        goodput=float(gb.goodput), checkpoint_share=float(gb.checkpoint_share),
+        rework_share=float(gb.rework_share), restart_share=float(gb.restart_share),
+        nodes=nodes, lost_hours_per_interruption=lost_h, restart_h=s.restart_s / 3600,
+        bandwidth_for_10s_gb_per_s=float(rel.storage_bandwidth_for_stall_gbps(size_b, 10.0)))
+
+
+# ------------------------------------------------------------------ economics
+
+def spot_summary(inp: Inputs, r: ReliabilityResult) -> SpotSummary:
+    """Spot under the same interruption model as failures: each preemption loses the work
+    since the last checkpoint and a restart, unless the scenario sets its own hours."""
+    s = inp.scenario
+    custom = s.spot_lost_work == "custom"
+    w = s.lost_hours_per_preemption if custom else r.lost_hours_per_interruption
+    d = inp.spot_discount
+    common = dict(restart_h=r.restart_h, capacity_wait_h=s.capacity_wait_h,
+                  failures_per_day=r.failures_per_day,
+                  failure_lost_hours=r.lost_hours_per_interruption)
+    if d is None:
+        return SpotSummary(False, None, s.preemptions_per_day, w, s.spot_lost_work, None, None,
+                           None, None)
+    try:
+        res = spot.spot_net_savings(d, s.preemptions_per_day, w, **common)
+    except v.InputError:
+        # preemptions x hours lost fill the day: the spot run never finishes
+        return SpotSummary(False, d, s.preemptions_per_day, w, s.spot_lost_work, None, None,
+                           None, None)
+    be = implied = None
+    if s.preemptions_per_day > 0:
+        be = float(spot.breakeven_lost_hours(d, s.preemptions_per_day, **common))
+        if s.observed_net_savings <= d:
+            implied = float(spot.implied_lost_hours(d, s.preemptions_per_day,
+                                                    s.observed_net_savings, **common))
+    return SpotSummary(True, d, s.preemptions_per_day, w, s.spot_lost_work,
+                       float(res.net_savings), float(res.duration_stretch), be, implied, res)
+
+
+def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
+              r: ReliabilityResult) -> EconomicsResult:
+    s, g = inp.scenario, inp.gpu
+    useful = r.goodput * (1 - s.data_stall_share)
+    sp = spot_summary(inp, r)
+    billed = int(math.ceil(pl.gpus / inp.billing_gpus) * inp.billing_gpus)
+    costs, amort, commit, run_days = {}, {}, {}, {}
+    days = hours = None
+    if pr is not None and pr.tokens_per_s > 0:
+        days = s.tokens / pr.tokens_per_s / useful / 86400
+        hours = days * 24
+    prices = inp.prices
+    if prices is not None and sp.offered and prices.spot is not None:
+        # billed spot hours per useful hour, from the spot model (one stored spot figure)
+        overhead = (1 - sp.net_savings) / (1 - sp.discount) if prices.on_demand else 1.0
+        prices = tco.CloudPrices(prices.on_demand, prices.reserved_1y, prices.reserved_3y,
+                                 prices.spot, spot_overhead=max(1.0, overhead))
+    elif prices is not None and prices.spot is not None:
+        prices = tco.CloudPrices(prices.on_demand, prices.reserved_1y, prices.reserved_3y, None)
+    cp = prices if prices is not None else tco.CloudPrices()
+    op = inp.onprem if inp.onprem is not None else tco.OnPrem(capex_usd_per_gpu=None)
+    if hours is not None and (prices is not None or inp.onprem is not None):
+        costs = tco.run_costs_usd(hours, billed, cp, op, s.discount_rate, s.resale)
+        amort = tco.run_costs_amortized_usd(hours, billed, cp, op, s.utilization,
+                                            s.discount_rate, s.resale)
+        costs = {k: float(x) for k, x in costs.items()}
+        amort = {k: float(x) for k, x in amort.items()}
+        for k in costs:
+            run_days[k] = days * (sp.duration_stretch if k == "spot" else 1.0)
+        for k, years in (("reserved_1y", 1), ("reserved_3y", 3)):
+            if k in costs:
+                terms = math.ceil(hours / (years * HOURS_PER_YEAR))
+                commit[k] = (f"{terms} x {years}-year term{'s' if terms > 1 else ''} on "
+                             f"{billed:,} GPUs ({terms * years * HOURS_PER_YEAR:,.0f} h billed; "
+                             f"the run uses {hours:,.0f} h)")
+        if "on_prem" in costs:
+            commit["on_prem"] = (f"{billed:,} GPUs bought"
+                                 + (" and resold at market value after the run"
+                                    if s.resale == "market" else "; not resold (cash view)"))
+    be = per_h = None
+    per_h = {}
+    if prices is not None and prices.on_demand and inp.onprem is not None:
+        opex = float(tco.onprem_opex_usd_per_gpu_month(inp.onprem, s.utilization))
+        b = float(tco.breakeven_months(prices.on_demand, inp.onprem.capex_usd, s.utilization, opex,
+                                       s.discount_rate))
+        be = b if math.isfinite(b) else None
+    if prices is not None or inp.onprem is not None:
+        per_h = {k: float(x) for k, x in tco.cost_per_useful_gpu_hour(
+            s.horizon_months, s.utilization, cp, op, discount_rate=s.discount_rate,
+            resale=s.resale).items()}
+    wf = eff = None
+    if pr is not None:
+        wf = waterfall_from_step(pr.step, g.bf16_dense_tflops, data_stall_share=s.data_stall_share,
+                                 checkpoint_share=r.checkpoint_share,
+                                 failure_share=r.rework_share + r.restart_share,
+                                 flops_per_token=inp.model.flops_per_token("none"),
+                                 usd_per_gpu_hour=(inp.prices.on_demand
+                                                   if inp.prices and inp.prices.on_demand else None))
+        eff = float(wf["share_of_peak"].iloc[-1])
+    return EconomicsResult(useful, days, hours, billed, costs, amort, commit, run_days, be,
+                           per_h, sp, wf, eff, prices, op)
+
+
+# ------------------------------------------------------------------ checks
+
+def flags_and_warnings(inp, sized, pl, pr, r, e):
+    """Warnings for the notes, and the headline figures to flag visibly."""
+    from .results import Flag
+    s = inp.scenario
+    warnings = list(inp.warnings)
+    if sized is not None:
+        warnings += [n for n in sized.notes]
+    warnings += list(pl.notes)
+    flags = {}
+    if pl.layout is None:
+        flags["days"] = Flag("days", "infeasible", "no layout splits the batch over these GPUs")
+    elif not pl.fits:
+        flags["fits"] = Flag("fits", "infeasible", f"{inp.model.id} does not fit in "
+                             f"{inp.gpu.id} memory on {pl.gpus:,} GPUs in any layout tried")
+        flags["days"] = Flag("days", "infeasible", "the layout does not fit in memory: these "
+                             "days assume memory the GPUs do not have")
+        flags["memory_gb_per_gpu"] = flags["fits"]
+    if pr is not None:
+        verdict = ut.assess_utilization(pr.mfu)
+        for f in verdict.findings:
+            warnings.append(f.message)
+            flags["mfu"] = Flag("mfu", "implausible", f.message)
+        if pl.layout is not None and pl.layout.pp > 1 and pr.bubble_share > 0.10:
+            try:
+                adv = sizing.batch_advice(inp.model, inp.gpu, pl.layout.pp, pl.layout.interleave,
+                                          pl.layout.num_microbatches, pl.layout.micro_batch,
+                                          pl.layout.dp, inp.model.seq_len)
+                warnings += list(adv.proposals) if adv.proposals else []
+                warnings.insert(len(inp.warnings), adv.message)
+            except ValueError:
+                warnings.append(f"pipeline bubble {pr.bubble_share:.0%} of the step: too few "
+                                "micro-batches per replica for PP "
+                                f"{pl.layout.pp}; interleave deeper, use less PP or a larger "
+                                "global batch")
+    if e is not None and e.days is not None:
+        if e.days > 3650:
+            flags.setdefault("days", Flag("days", "implausible",
+                                          f"{e.days:,.0f} days ({e.days / 365:,.0f} years): no "
+                                          "one plans a run this long; add GPUs or cut tokens"))
+        if e.effective_utilization is not None and e.effective_utilization > 0.6:
+            flags["effective_utilization"] = Flag("effective_utilization", "implausible",
+                                                  "above any published large run")
+    if sized is not None and not sized.meets_target:
+        flags["meets_target"] = Flag("meets_target", "infeasible",
+                                     f"no size meets {s.target_days:g} days")
+        flags.setdefault("days", Flag("days", "infeasible",
+                                      f"misses the target of {s.target_days:g} days"))
+    if e is not None and s.preemptions_per_day > 0 and not e.spot.offered and \
+            inp.spot_discount is not None:
+        warnings.append("spot: preemptions x hours lost per preemption fill the day, the spot "
+                        "run never finishes; spot is not costed")
+    return warnings, flags

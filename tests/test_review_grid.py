@@ -1,0 +1,139 @@
+"""The whole review over a scenario grid: every catalog model x GPU x sizing mode, with the
+checkpoint mode and the price source alternating so that every pair of levels meets.
+Invariants a reviewer relies on, through the public entry points."""
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+
+from llmcost import catalog
+from llmcost.cli import main
+from llmcost.review import evaluate, tco_series
+from llmcost.scenario import Scenario
+
+CAT = catalog.default()
+MODELS = CAT.ids("models")
+GPUS = CAT.ids("gpus")
+USUAL_FABRIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-xdr",
+                "cdna3": "roce-400", "ada": "roce-200"}
+HOURS_PER_YEAR = 8760
+
+
+def grid():
+    for i, (model, gpu) in enumerate(itertools.product(MODELS, GPUS)):
+        for sizing in ("gpus", "days"):
+            yield Scenario(model=model, gpu=gpu, fabric=USUAL_FABRIC[CAT.gpu(gpu).generation],
+                           sizing=sizing, gpus=512, target_days=30,
+                           checkpoint_mode=("sync", "async")[(i + (sizing == "days")) % 2],
+                           price_source=("catalog", "custom")[(i // 2) % 2],
+                           tokens=2e12 if i % 3 else 3e11)
+
+
+GRID = list(grid())
+
+
+def numbers(obj):
+    if isinstance(obj, dict):
+        for x in obj.values():
+            yield from numbers(x)
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            yield from numbers(x)
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield obj
+
+
+@pytest.fixture(scope="module")
+def results():
+    return [evaluate(s) for s in GRID]
+
+
+def test_grid_size():
+    # 20 models x 10 GPUs x 2 sizing modes; checkpoint mode and price source alternate
+    assert len(GRID) == len(MODELS) * len(GPUS) * 2 >= 400
+    levels = {(s.checkpoint_mode, s.price_source, s.sizing) for s in GRID}
+    assert len(levels) == 8
+
+
+def test_every_figure_is_finite_and_non_negative(results):
+    for r in results:
+        j = r.to_json()
+        json.dumps(j, allow_nan=False)                       # no NaN, no infinity
+        for x in numbers({k: v for k, v in j.items() if k != "scenario"}):
+            assert math.isfinite(x) and x >= 0, (r.scenario, x)
+
+
+def test_fits_and_flags_agree(results):
+    for r in results:
+        if not r.headline["fits"]:
+            assert "days" in r.flags or "fits" in r.flags
+        if r.predict is not None:
+            assert 0 < r.reliability.goodput <= 1
+            assert r.economics.effective_utilization <= r.predict.mfu + 1e-12
+            assert 0 < r.predict.mfu
+
+
+def test_reserved_never_below_its_commitment(results):
+    for r in results:
+        e, p = r.economics, r.economics.prices
+        for k, years in (("reserved_1y", 1), ("reserved_3y", 3)):
+            if k in e.costs_usd:
+                price = getattr(p, k)
+                floor = years * HOURS_PER_YEAR * e.billed_gpus * price
+                assert e.costs_usd[k] >= floor * (1 - 1e-12), r.scenario
+                assert e.costs_usd[k] >= e.costs_amortized_usd[k] * r.scenario.utilization * (1 - 1e-9)
+
+
+def test_spot_cost_is_on_demand_less_the_net_savings(results):
+    for r in results:
+        e = r.economics
+        if "spot" in e.costs_usd:
+            assert e.costs_usd["spot"] == pytest.approx(
+                e.costs_usd["on_demand"] * (1 - e.spot.net_savings), rel=1e-9)
+
+
+def test_renting_beats_buying_below_the_breakeven_horizon(results):
+    for r in results[::7]:
+        be = r.economics.breakeven_months
+        if be is None:
+            continue
+        df = tco_series(r)
+        before = df[df["months"] < be * 0.98]
+        after = df[df["months"] > be * 1.02]
+        assert (before["on_demand"] <= before["on_prem"]).all(), r.scenario
+        assert (after["on_demand"] >= after["on_prem"]).all(), r.scenario
+
+
+def test_days_mode_meets_its_target_when_it_says_so(results):
+    for r in results:
+        if r.size is not None and r.size.meets_target:
+            assert r.economics.days * (1 + r.scenario.headroom) <= r.scenario.target_days * 1.02
+
+
+def test_costs_rise_with_tokens():
+    for s in GRID[::37]:
+        if s.sizing == "days":
+            continue
+        a, b = evaluate(s).economics, evaluate(Scenario(**{**s.to_dict(), "tokens": s.tokens * 2})).economics
+        if a.days is None:
+            continue
+        assert b.days == pytest.approx(2 * a.days, rel=1e-9)
+        for k in a.costs_usd:
+            assert b.costs_usd[k] >= a.costs_usd[k] * (1 - 1e-12), (s, k)
+        if "on_demand" in a.costs_usd:
+            assert b.costs_usd["on_demand"] == pytest.approx(2 * a.costs_usd["on_demand"])
+
+
+def test_cli_review_gives_the_same_numbers(capsys):
+    for s in GRID[::53]:
+        code = main(["review", "--query", s.to_query(), "--json"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        j = json.loads(out)
+        ref = evaluate(s).to_json()
+        for k in ("days", "gpus", "mfu", "costs_usd", "goodput", "job_mtbf_h",
+                  "checkpoint_interval_s", "spot_net_savings", "breakeven_months"):
+            assert j[k] == ref[k], (s, k)

@@ -1,0 +1,330 @@
+"""Sizing that always answers, one number per size, the power envelope, batch advice, and the
+fine-tune ladder of seed 003 (each claim checked; where it does not hold, what is true)."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from llmcost import InputError, catalog
+from llmcost.cli import main
+from llmcost.economics import sizing
+from llmcost.training import memory as mem
+from llmcost.training import planner
+from llmcost.training.step import Options, predict_step
+
+CAT = catalog.default()
+H100, A100 = CAT.gpu("h100-sxm"), CAT.gpu("a100-80gb")
+NVL4, NVL3 = CAT.fabric("nvlink4"), CAT.fabric("nvlink3")
+NDR, ROCE = CAT.fabric("ib-ndr"), CAT.fabric("roce-400")
+
+
+def cli_json(capsys, *argv):
+    code = main([*argv, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.count("\n") == 1
+    return json.loads(out)
+
+
+# ------------------------------------------------------------------ never a traceback
+
+def test_issue_size_case_answers(capsys):
+    # the issue's command raised KeyError: 'fits'
+    r = cli_json(capsys, "size", "--model", "llama3-405b", "--tokens", "2e12", "--days", "10",
+                 "--gpu", "a100-80gb", "--fabric", "roce-400")
+    assert r["gpus"] is None and r["meets_target"] is False and r["notes"]
+    near = r["nearest"]
+    assert near["fastest_days"] > 10 and near["fastest_gpus"] >= near["smallest_fitting_gpus"]
+    # the note quotes the same fastest size and days as the nearest option (one number)
+    assert f"the fastest, {near['fastest_gpus']:,} GPUs, takes {near['fastest_days']:.1f} days" \
+        in r["notes"][0]
+
+
+def test_nearest_tokens_within_target_are_met_at_the_fastest_size():
+    m = CAT.model("llama3-405b")
+    S = sizing.size_cluster(m, 2e12, A100, NVL3, ROCE, 10)
+    assert not S.meets_target and S.gpus is None
+    # days are proportional to tokens at every size, so the tokens the note promises for
+    # 10 days are trained in 10 days at the fastest size (or sooner at none)
+    T = sizing.size_cluster(m, S.nearest.tokens_within_target * (1 - 1e-9), A100, NVL3, ROCE, 10)
+    assert T.meets_target and T.gpus == S.nearest.fastest_gpus
+    assert T.days == pytest.approx(10, rel=1e-6)
+
+
+def test_plan_with_no_valid_layout_is_well_formed(capsys):
+    m = CAT.model("llama3-8b")
+    # 60 = 4 x 15: DP is 15, 30 or 60 and none divides 512 sequences
+    P = planner.plan(m, A100, NVL3, CAT.fabric("ib-hdr"), 60, 512)
+    assert P.evaluated == 0 and P.feasible == 0 and len(P.top()) == 0
+    assert "fits" in P.layouts.columns and "step_time_s" in P.layouts.columns
+    assert "512" in P.note and "60" in P.note
+    r = cli_json(capsys, "plan", "--model", "llama3-8b", "--gpus", "60", "--global-batch", "512")
+    assert r["layouts"] == [] and r["evaluated"] == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["size", "--model", "llama3-8b", "--tokens", "1e12", "--days", "10", "--seq-len", "7"],
+    ["size", "--model", "llama3-8b", "--tokens", "1e12", "--days", "10",
+     "--global-batch-tokens", "1"],
+    ["size", "--model", "llama3-405b", "--days", "1", "--gpu", "l40s", "--max-power-mw", "0.01"],
+])
+def test_size_odd_inputs_answer(capsys, argv):
+    r = cli_json(capsys, *argv)
+    assert r["meets_target"] in (True, False) and isinstance(r["notes"], list)
+    if not r["meets_target"]:
+        assert r["gpus"] is None and r["notes"]
+
+
+def test_size_bad_values_still_refused(capsys):
+    assert main(["size", "--model", "llama3-8b", "--days", "10", "--pue", "0.5"]) == 2
+    assert "pue" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ one number per size
+
+@pytest.mark.parametrize("mid,tokens,days,gpu,up,out", [
+    ("llama2-70b", 2e12, 30, H100, NVL4, NDR),
+    ("llama3-8b", 1e12, 20, H100, NVL4, NDR),
+    ("gpt3-175b", 300e9, 30, A100, NVL3, CAT.fabric("ib-hdr")),
+    ("llama3-405b", 2e12, 10, A100, NVL3, ROCE),        # infeasible: the nearest size
+])
+def test_sizing_days_equal_a_fresh_plan_at_that_size(mid, tokens, days, gpu, up, out):
+    m = CAT.model(mid)
+    S = sizing.size_cluster(m, tokens, gpu, up, out, days)
+    n = S.gpus or S.nearest.fastest_gpus
+    B = S.global_batch or S.nearest.fastest_global_batch
+    d = S.days or S.nearest.fastest_days
+    layout = S.layout or S.nearest.fastest_layout
+    assert abs(B / round(4_194_304 / m.seq_len) - 1) <= sizing.BATCH_TOLERANCE
+    P = planner.plan(m, gpu, up, out, n, B, sizing.SIZING_SPACE, Options(flash_attention=True))
+    best = P.layouts.iloc[0]
+    assert bool(best["fits"])
+    p = predict_step(m, gpu, up, out, n, best["tp"], best["pp"], B, best["cp"],
+                     best["micro_batch"], best["interleave"], best["recompute"],
+                     best["sequence_parallel"], best["zero_stage"], Options(flash_attention=True))
+    # days = tokens / throughput x (1 + 10% headroom), goodput 1
+    assert d == pytest.approx(tokens / float(p.tokens_per_s) / 86400 * 1.1, rel=1e-9)
+    assert {k: layout[k] for k in ("tp", "pp", "cp", "dp", "micro_batch", "interleave",
+                                   "zero_stage", "recompute")} == \
+        {k: (best[k].item() if hasattr(best[k], "item") else best[k])
+         for k in ("tp", "pp", "cp", "dp", "micro_batch", "interleave", "zero_stage", "recompute")}
+    # the table row of that size says the same
+    row = S.table[S.table["gpus"] == n].iloc[0]
+    assert row["days"] == pytest.approx(d, rel=1e-12)
+
+
+def test_sizing_is_fast_for_llama3_405b():
+    m = CAT.model("llama3-405b")
+    sizing.size_cluster(m, 15e12, H100, NVL4, NDR, 90)       # warm numpy up
+    t = time.perf_counter()
+    sizing.size_cluster(m, 15e12, H100, NVL4, NDR, 90)
+    # measured 0.1-0.2 s on the development machine; 2 s catches an explosion
+    assert time.perf_counter() - t < 2.0
+
+
+@pytest.mark.parametrize("mid,tokens", [("llama3-8b", 1e12), ("llama2-70b", 2e12)])
+def test_more_days_never_need_more_gpus(mid, tokens):
+    m = CAT.model(mid)
+    sized = [sizing.size_cluster(m, tokens, H100, NVL4, NDR, d, max_nodes=512)
+             for d in (2, 5, 10, 20, 40, 80, 160, 320)]
+    met = [s.meets_target for s in sized]
+    assert met == sorted(met)                       # once met, met for every looser target
+    gpus = [s.gpus for s in sized if s.meets_target]
+    assert gpus == sorted(gpus, reverse=True) and len(set(gpus)) > 2
+
+
+# ------------------------------------------------------------------ power envelope
+
+def test_power_envelope_binds():
+    m = CAT.model("llama2-70b")
+    free = sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 30)
+    assert free.meets_target and free.gpus > 248
+    # 0.5 MW / (1.275 kW per GPU (DGX H100 10.2 kW / 8) x PUE 1.58) = 500 / 2.0145 = 248.2
+    S = sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 30, max_power_mw=0.5,
+                            power_kw_per_gpu=1.275, pue=1.58)
+    assert S.max_gpus_power == 248
+    assert not S.meets_target and S.gpus is None and S.nearest.fastest_gpus <= 248
+    assert any("power envelope binds" in n and f"{free.gpus:,} GPUs" in n for n in S.notes)
+    # the table marks what is out of the envelope, by the same arithmetic
+    t = S.table
+    assert (t["within_power"] == (t["gpus"] * 1.275 * 1.58 <= 500)).all()
+    # a looser target is met inside the envelope
+    L = sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 150, max_power_mw=0.5,
+                            power_kw_per_gpu=1.275, pue=1.58)
+    assert L.meets_target and L.gpus <= 248
+    # an envelope that does not bind changes nothing
+    W = sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 30, max_power_mw=10,
+                            power_kw_per_gpu=1.275, pue=1.58)
+    assert W.gpus == free.gpus and W.days == free.days
+    with pytest.raises(InputError) as e:
+        sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 30, max_power_mw=-1)
+    assert e.value.param == "max_power_mw"
+
+
+def test_power_envelope_on_the_cli(capsys):
+    r = cli_json(capsys, "size", "--model", "llama2-70b", "--tokens", "2e12", "--days", "30",
+                 "--max-power-mw", "0.5", "--power-kw-per-gpu", "1.275", "--pue", "1.58")
+    assert r["max_gpus_power"] == 248 and r["gpus"] is None and r["meets_target"] is False
+
+
+# ------------------------------------------------------------------ batch advice
+
+def test_batch_advice_llama3_405b_16k_gpus_4m_batch():
+    # Llama 3 405B on 16,384 H100 with its Table 4 layout TP8 PP16 (126 layers: uneven
+    # stages), DP = 16384 / (8 x 16) = 128. A 4M-token batch is 4,194,304 / 8,192 = 512
+    # sequences: m = 512 / 128 = 4 micro-batches per pipeline (not 1), bubble 15/4 = 375%.
+    a = sizing.batch_advice(CAT.model("llama3-405b"), H100, 16, 1, 4, 1, 128)
+    assert a.too_small and a.global_batch == 512
+    assert a.bubble_share == pytest.approx(15 / 4) and "15/(1 x 4) = 375%" in a.message
+    text = " | ".join(a.proposals)
+    # interleaving needs m a multiple of p: 4 is not a multiple of 16
+    assert "4 is not a multiple of 16" in text
+    # less PP at the same GPUs: PP8 -> DP256, m = 2, 7/2 = 350%; PP4 -> DP512, m = 1,
+    # 300%; PP2 -> DP1024 does not split 512: nothing gets under 10%
+    assert "less PP: no smaller PP" in text
+    # 10% needs m = 15 / 0.1 = 150: 150 x 128 = 19,200 sequences = 157.3M tokens, above the
+    # 16M (2,048 x 8,192) Llama 3 used; at 2,048 sequences m = 16: 15/16 = 93.8%, and with
+    # the deepest interleave (126 // 16 = 7 layers per stage, v = 7): 15 / 112 = 13.4%
+    assert "19,200 sequences = 157M tokens" in text
+    assert "arXiv:2407.21783" in text and "2,048 sequences, 16 micro-batches: 93.8%" in text
+    assert "v = 7: 13.4%" in text
+    assert a.max_batch_tokens == 2048 * 8192
+
+
+def test_batch_advice_quiet_when_bubble_is_small_and_fixes_that_work():
+    # Megatron 145.6B row: PP8 interleaved, batch 2304 over DP 24: m = 96, 7 / (96 v) < 10%
+    m = CAT.model("megatron-gpt-145.6b")
+    assert m.layers == 80
+    a = sizing.batch_advice(m, A100, 8, 1, 96, 1, 24)
+    assert not a.too_small and a.bubble_share == pytest.approx(7 / 96) and a.proposals == ()
+    assert "7.3%" in a.message
+    # PP8 with m = 16 (DP 8, 128 sequences): 7/16 = 43.8%; interleaving v = 5 (80 layers,
+    # 10 per stage: v in 2, 5, 10) gives 7/80 = 8.75%; PP2 -> DP 32, m = 4: 1/4 = 25% > 10%,
+    # so less PP fails; m = 70 -> 70 x 8 = 560 sequences
+    b = sizing.batch_advice(m, A100, 8, 1, 16, 1, 8, max_batch_tokens=4e6)
+    text = " | ".join(b.proposals)
+    assert b.too_small and "v = 5 gives 8.8%" in text
+    assert "560 sequences" in text and "within the largest" in text
+
+
+# ------------------------------------------------------------------ the fine-tune ladder
+
+PRICES = sizing.cheapest_on_demand(CAT.prices())
+
+
+def catalog_ladder(mid, **kw):
+    gpus = [CAT.gpu(g) for g in PRICES]
+    return sizing.finetune_ladder(CAT.model(mid), gpus, {g: p[0] for g, p in PRICES.items()},
+                                  **kw)
+
+
+def test_cheapest_on_demand_per_gpu_hour_from_the_catalog():
+    # RunPod 8x H100 $21.52/h is the cheapest H100 row: $2.69 per GPU-hour, billed by 8
+    assert PRICES["h100-sxm"] == (pytest.approx(21.52 / 8), 8, "runpod-h100-sxm")
+    assert PRICES["a100-40gb"][0] == pytest.approx(21.96 / 8)
+    assert "b200" not in PRICES                 # no price row: none invented
+
+
+def test_ladder_sorted_with_every_rung():
+    rungs = catalog_ladder("llama2-7b")
+    assert [r.method for r in rungs] == ["adapt", "lora", "qlora", "full", "pretrain"]
+    costs = [r.cost_usd for r in rungs]
+    assert costs == sorted(costs)
+    # adapt, by hand: 1e9 / 3 epochs = 333M tokens x $0.02/M = $6.67; 10,000 queries x
+    # (4,000 x $0.15 + 500 x $0.60) / 1e6 = $9.00
+    assert rungs[0].cost_usd == pytest.approx(1e9 / 3 * 0.02 / 1e6 + 9.0)
+    assert "assumption" in rungs[0].note
+
+
+def test_qlora_on_one_card_keeps_embeddings_and_head_16bit():
+    m = CAT.model("llama2-7b")
+    q4 = mem.memory_per_gpu(m, 1, finetune="qlora", recompute="full")
+    q16 = mem.memory_per_gpu(m, 1, finetune="qlora", recompute="full", qlora_16bit_embeddings=True)
+    # embeddings + LM head: 2 x 32,000 x 4,096 = 262,144,000 parameters, plus the final norm's
+    # 4,096, at 2 bytes instead of 4.127 bits: (2 - 0.515875) x 262,148,096 = 389.06 MB more
+    assert float(q16.weights_bytes - q4.weights_bytes) == pytest.approx(389.06e6, rel=1e-4)
+    # seed 003: "sometimes on a single card with quantization": it fits a 24 GB card
+    assert float(q16.total_bytes) < 24e9
+    rungs = {r.method: r for r in catalog_ladder("llama2-7b")}
+    assert rungs["qlora"].min_gpus == 1
+    per_gpu = {r.method: r for r in sizing.finetune_ladder(m, H100, 2.69)}
+    assert per_gpu["qlora"].gpus == 1        # billed per GPU: one card
+
+
+def test_qlora_dearer_than_lora_only_through_its_mfu():
+    m = CAT.model("llama2-7b")
+    # same card, same tokens: both do 4 N D FLOPs (no weight gradients for the frozen base),
+    # so with equal MFU they cost the same ...
+    same = {r.method: r for r in sizing.finetune_ladder(m, H100, 2.69,
+                                                         mfu={"qlora": 0.4, "lora": 0.4})}
+    assert same["qlora"].cost_usd == pytest.approx(same["lora"].cost_usd, rel=1e-12)
+    # ... and by default QLoRA's assumed MFU 0.30 against LoRA's 0.40 makes it 4/3 dearer:
+    # dequantising NF4 in every matmul is what QLoRA pays for holding the model on one card
+    d = {r.method: r for r in sizing.finetune_ladder(m, H100, 2.69)}
+    assert d["qlora"].cost_usd / d["lora"].cost_usd == pytest.approx(0.40 / 0.30)
+
+
+def test_seed_003_lora_on_one_node():
+    # "A LoRA fine-tune of a 7B to 13B parameter model typically runs on one node of eight"
+    for mid in ("llama2-7b", "llama2-13b"):
+        for gpu in (H100, A100):
+            r = {x.method: x for x in sizing.finetune_ladder(CAT.model(mid), gpu, 2.69)}
+            assert r["lora"].min_gpus <= 8
+
+
+def test_seed_003_fine_tune_cost_hundreds_to_low_thousands():
+    # At the cheapest catalog H100 ($2.69/GPU-h) a 1B-token LoRA of Llama 2 7B costs tens of
+    # dollars, not hundreds: 4 x 6.738e9 x 1e9 / (989.4e12 x 0.40) / 3600 = 18.92 GPU-h
+    # -> $50.9. The seed's range holds for a full fine-tune of 13B at catalog cloud prices:
+    # 6 x 13.016e9 x 1e9 / (989.4e12 x 0.4) / 3600 = 54.82 GPU-h -> $147 (RunPod $2.69) to
+    # $674 (Azure $12.29).
+    lora7 = {r.method: r for r in catalog_ladder("llama2-7b")}["lora"]
+    assert lora7.cost_usd == pytest.approx(18.92 * 2.69, rel=2e-3)
+    assert lora7.cost_usd < 100
+    m13 = CAT.model("llama2-13b")
+    h100_rows = CAT.prices()[CAT.prices()["gpu"] == "h100-sxm"]
+    per_gpu = h100_rows["on_demand_usd_per_hour"] / h100_rows["gpus"]
+    for lo_hi, price in ((147, per_gpu.min()), (674, per_gpu.max())):
+        full = {r.method: r for r in sizing.finetune_ladder(m13, H100, price)}["full"]
+        assert full.cost_usd == pytest.approx(lo_hi, rel=5e-3)
+        assert 100 <= full.cost_usd <= 5000
+
+
+def test_seed_003_pretraining_seven_figures():
+    # Chinchilla tokens (20 per parameter), 6 N D at MFU 0.40, $2.69/GPU-h:
+    # 70B: 6 x 68.98e9 x 1.3795e12 / (989.4e12 x 0.4) / 3600 = 400.7k GPU-h -> $1.08M (holds);
+    # 7B: 6 x 6.738e9 x 134.8e9 / 395.76e12 / 3600 = 3,826 GPU-h -> $10.3k: five figures,
+    # so the seed's "seven figure exercise" does not hold for a Chinchilla-sized 7B.
+    big = {r.method: r for r in catalog_ladder("llama2-70b")}["pretrain"]
+    small = {r.method: r for r in catalog_ladder("llama2-7b")}["pretrain"]
+    assert big.cost_usd == pytest.approx(1.078e6, rel=2e-3) and 1e6 <= big.cost_usd < 1e7
+    assert small.cost_usd == pytest.approx(10.29e3, rel=2e-3) and small.cost_usd < 1e5
+
+
+def test_seed_003_each_rung_about_ten_times_the_one_below():
+    # Not so here: adapt ($15.7) -> LoRA ($50.9) is about 3x, LoRA -> pretraining of the
+    # same 7B ($10.3k) about 200x. The seed's "order of magnitude per rung" is a shape, not
+    # a ratio.
+    r = {x.method: x for x in catalog_ladder("llama2-7b")}
+    assert 2 < r["lora"].cost_usd / r["adapt"].cost_usd < 5
+    assert r["pretrain"].cost_usd / r["full"].cost_usd > 100
+
+
+def test_ladder_cli(capsys):
+    r = cli_json(capsys, "ladder", "--model", "llama2-7b")
+    assert r["model"] == "llama2-7b"
+    costs = [x["cost_usd"] for x in r["rungs"]]
+    assert costs == sorted(costs) and len(costs) == 5
+    for x in r["rungs"]:
+        assert {"method", "gpu", "gpus", "hours", "cost_usd", "note"} <= set(x)
+    lora = next(x for x in r["rungs"] if x["method"] == "lora")
+    assert lora["gpu"] == "h100-sxm" and lora["usd_per_gpu_hour"] == pytest.approx(2.69)
+    assert any("b200" in n and "no price" in n for n in r["notes"])
+    code = main(["ladder", "--model", "llama2-7b"])
+    out = capsys.readouterr().out
+    assert code == 0 and sum(line.startswith(("adapt", "qlora", "lora", "full", "pretrain"))
+                             for line in out.splitlines()) == 5
+    assert main(["ladder", "--model", "llama2-7b", "--gpu", "b200"]) == 2
+    assert "no price" in capsys.readouterr().err
