@@ -427,26 +427,17 @@ def cmd_size(a) -> dict:
 
 
 def cmd_ladder(a) -> dict:
+    from .review.ladder import ladder
     m = _model_from_args(a)
-    cat = catalog.default()
-    ids = a.gpu or list(cat.gpus()["id"])
-    gpus = [cat.gpu(g) for g in ids]
-    cheapest = sizing.cheapest_on_demand(cat.prices())
-    priced = [g for g in gpus if g.id in cheapest]
-    skipped = [g.id for g in gpus if g.id not in cheapest]
-    if not priced:
-        raise v.InputError("gpu", "no price in data/prices.csv for " + ", ".join(skipped))
-    rungs = sizing.finetune_ladder(
-        m, priced, {g.id: cheapest[g.id][0] for g in priced}, a.tokens, a.pretrain_tokens,
-        a.pretrain_days, billing_gpus={g.id: cheapest[g.id][1] for g in priced},
-        seq_len=a.seq_len)
+    L = ladder(m, catalog.default(), a.tokens, a.pretrain_tokens, a.pretrain_days, a.gpu,
+               a.seq_len)
     rows = [{"method": r.method, "gpu": r.gpu, "gpus": r.gpus, "hours": r.hours,
              "cost_usd": r.cost_usd, "note": r.note, "gpu_hours": r.gpu_hours,
              "min_gpus": r.min_gpus, "usd_per_gpu_hour": r.usd_per_gpu_hour,
-             "price_id": cheapest[r.gpu][2] if r.gpu else None} for r in rungs]
+             "price_id": L.price_ids.get(r.gpu) if r.gpu else None} for r in L.rungs]
     res = {"model": m.id, "finetune_tokens": a.tokens, "rungs": rows, "notes": []}
-    if skipped:
-        res["notes"].append("skipped (no price in data/prices.csv): " + ", ".join(skipped))
+    if L.skipped:
+        res["notes"].append("skipped (no price in data/prices.csv): " + ", ".join(L.skipped))
     return res
 
 

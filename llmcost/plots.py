@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .review import (OPTION_LABELS, Results, breakeven_tornado, decision_grid, goodput_series,
-                     layout_memory, scaling_series, spot_distribution, spot_grid, tco_series)
+from .review import (OPTION_LABELS, Results, breakeven_tornado, decision_grid, finetune_ladder,
+                     goodput_series, layout_memory, scaling_series, spot_distribution, spot_grid,
+                     tco_series)
 
 TEMPLATE = "plotly_white"
 
@@ -232,13 +233,13 @@ def goodput_curve(results: Results) -> go.Figure:
     return fig
 
 
-def utilization_vs_published(mu: dict, runs: pd.DataFrame) -> go.Figure:
+def utilization_vs_published(mu, runs: pd.DataFrame) -> go.Figure:
     """``mu``: :func:`llmcost.review.measured_utilization`; ``runs``: the catalog's published runs."""
     runs = runs.assign(value=runs["mfu"].fillna(runs["pct_of_peak"])).dropna(subset=["value"])
     fig = _fig("Your run vs published runs", yaxis_title="share of dense peak", height=400)
     fig.add_trace(go.Bar(x=list(runs["id"]), y=runs["value"], name="published",
                          hovertext=runs["source"]))
-    fig.add_trace(go.Bar(x=["your run"], y=[mu["effective_utilization"]], name="your run",
+    fig.add_trace(go.Bar(x=["your run"], y=[mu.effective_utilization], name="your run",
                          marker_color="#e76f51"))
     fig.add_hline(y=0.6, line_dash="dot", annotation_text="above 60%: rarer than any large run")
     return fig
@@ -264,4 +265,19 @@ def measured_scaling(analysis) -> go.Figure:
     if len(x):
         fig.add_trace(go.Scatter(x=x["nodes"], y=x["efficiency"], mode="markers", name="extrapolated",
                                  marker=dict(symbol="diamond", size=10)))
+    return fig
+
+
+def ladder_table(results: Results) -> go.Figure:
+    """Seed 003's ladder (adapt, fine-tune, train at scale), cheapest first."""
+    L = finetune_ladder(results)
+    df = L.frame()
+    df["hours"] = df["hours"].map(lambda x: "-" if x is None or x != x else f"{x:,.1f}")
+    cols = {"method": ("rung", "{}"), "gpu": ("GPU", "{}"), "gpus": ("GPUs", "{:,}"),
+            "hours": ("hours", "{}"), "cost_usd": ("cost", "${:,.0f}"), "note": ("how", "{}")}
+    fig = frame_table(df, f"Fine-tune ladder for {L.model}, cheapest first "
+                          f"({L.finetune_tokens:.3g} fine-tune tokens; pretraining on "
+                          f"{results.scenario.tokens:.3g})", cols)
+    fig.update_traces(columnwidth=[60, 70, 45, 60, 80, 420])
+    fig.update_layout(height=120 + 60 * len(df))
     return fig

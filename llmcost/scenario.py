@@ -54,6 +54,9 @@ class Scenario:
     global_batch_tokens: float = _f(4_194_304, 1024, 1e9, label="Global batch", unit="tokens")
     headroom: float = _f(0.10, 0, 1, label="Schedule headroom", hi_open=True, step=0.01)
     max_power_mw: float = _f(0.0, 0, 1e4, label="Facility power limit (0: none)", unit="MW")
+    #: tokens a fine-tune sees, epochs included (the ladder's adapt/LoRA/QLoRA/full rungs;
+    #: about three epochs over a 330M-token domain corpus: an assumption)
+    finetune_tokens: float = _f(1e9, 1e3, 1e13, label="Fine-tune tokens (ladder)", unit="tokens")
     # ---- prices: from the catalog for the chosen GPU, or the custom figures below
     price_source: str = _options("catalog", ("catalog", "custom"), label="Prices from",
                                  group="prices")

@@ -153,7 +153,7 @@ def test_utilization_app_flags_a_sparse_peak():
     assert "sparsity" in p.notes.value
     p.set(measured_peak_tflops=0.0, measured_wall_clock_s=5000.0)   # dense peak, 2x faster
     assert "above any large published run" in p.notes.value        # ~80%: rarer than any
-    u = review.measured_utilization(Scenario(measured_wall_clock_s=5000.0))["effective_utilization"]
+    u = review.measured_utilization(Scenario(measured_wall_clock_s=5000.0)).effective_utilization
     assert headline_text(p, "effective_utilization") == f"{u:.1%}" and u > 0.6
 
 
@@ -218,8 +218,22 @@ def test_prices_follow_the_gpu_in_the_app():
 def test_utilization_app_compares_with_the_published_run_of_the_same_model():
     # Llama 3 405B reached 43% MFU (arXiv:2407.21783); a claim of about twice that is suspect.
     p = panels.UtilizationApp(query="model=llama3-405b&measured_seq_len=8192")
-    u = p.results["effective_utilization"]
+    u = p.results.effective_utilization
     p.set(measured_wall_clock_s=p.scenario.measured_wall_clock_s * u / 0.86)
-    assert p.results["published_mfu"] == pytest.approx(0.43)
+    assert p.results.published_mfu == pytest.approx(0.43)
     assert "0.43" in p.notes.value or "43.0%" in p.notes.value
     assert "sparsity" in p.notes.value
+
+
+def test_sizing_app_shows_the_ladder_of_the_cli(capsys):
+    from llmcost.cli import main
+    p = panels.SizingApp(query="model=llama2-7b&finetune_tokens=1000000000")
+    table = plot_json(p, "ladder")["data"][0]["cells"]["values"]
+    # the app pretrains on the review's tokens (2e12 by default)
+    assert main(["ladder", "--model", "llama2-7b", "--tokens", "1e9", "--pretrain-tokens", "2e12",
+                 "--json"]) == 0
+    rungs = json.loads(capsys.readouterr().out)["rungs"]
+    assert table[0] == [r["method"] for r in rungs]            # cheapest first, same order
+    assert table[4] == [f"${r['cost_usd']:,.0f}" for r in rungs]
+    costs = [r["cost_usd"] for r in rungs]
+    assert costs == sorted(costs)

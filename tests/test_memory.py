@@ -148,10 +148,20 @@ def test_lora_fits_one_node_qlora_one_card():
     assert lora.total_bytes < cap and qlora.total_bytes < 48 * 2**30
     # the frozen base carries no gradients or optimizer states
     assert lora.grads_bytes < 0.01 * full.grads_bytes
+    # QLoRA quantises the transformer blocks' linear layers to NF4 (4.127 bits with double
+    # quantisation); the embeddings, LM head and norms stay 16-bit (Dettmers et al. 2023)
+    blocks = m.layers * m.layer_params
     assert qlora.weights_bytes == pytest.approx(
-        m.params * 4.127 / 8 + 2 * mem.lora_parameter_count(m.layers, m.hidden, m.heads, 16,
-                                                           m.kv_heads, m.ffn_hidden, True),
+        blocks * 4.127 / 8 + 2 * (m.params - blocks)
+        + 2 * mem.lora_parameter_count(m.layers, m.hidden, m.heads, 16, m.kv_heads,
+                                       m.ffn_hidden, True),
         rel=1e-3)
+    # everything in NF4 (the former default) would understate Llama 2 13B's 32000 x 5120 x 2
+    # embedding and head by (2 - 4.127 / 8) bytes each: ~0.49 GB
+    allnf4 = mem.memory_per_gpu(m, gpus=1, finetune="qlora", recompute="full",
+                                qlora_16bit_embeddings=False)
+    assert qlora.weights_bytes - allnf4.weights_bytes == pytest.approx(
+        (m.params - blocks) * (2 - 4.127 / 8), rel=1e-6)
 
 
 def test_seed_heuristic_against_the_model():

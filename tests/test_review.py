@@ -221,7 +221,10 @@ def test_sizing_note_agrees_with_the_headline():
     row = table[table["gpus"] == r.plan.gpus]
     assert len(row) == 1
     assert float(row["days"].iloc[0]) == pytest.approx(
-        r.economics.days * (1 + r.scenario.headroom), rel=0.02)
+        r.economics.days * (1 + r.scenario.headroom), rel=1e-9)
+    # and the note names the headline's days, as the headline formats them
+    shown = review.format_headline("days", r.headline["days"])
+    assert any(f"takes {shown} days" in n for n in r.warnings), r.warnings
 
 
 def test_implausible_headlines_are_flagged():

@@ -68,29 +68,29 @@ class UtilizationApp(Panel):
 
     def headline(self, res):
         from ..review import Flag
-        u = res["effective_utilization"]
+        u = res.effective_utilization
         flag = None
-        levels = {f.level for f in res["findings"]}
+        levels = {f.level for f in res.findings}
         if "error" in levels:
             flag = Flag("effective_utilization", "infeasible", "above 100% of peak")
         elif levels:
             flag = Flag("effective_utilization", "implausible",
                         "see the notes: rarer than any published large run or a wrong peak")
         return {"effective_utilization": ("Effective utilization", f"{u:.1%}", flag),
-                "achieved_tflops": ("Achieved TFLOP/s per GPU", f"{res['achieved_tflops_per_gpu']:,.0f}"),
-                "tokens_per_s": ("Tokens per second", f"{res['tokens_per_s']:,.0f}"),
-                "peak": ("Peak used (TFLOP/s)", f"{res['peak_tflops']:,.1f}"),
-                "hfu": ("HFU if fully recomputed", f"{res['hfu_if_full_recompute']:.1%}")}
+                "achieved_tflops": ("Achieved TFLOP/s per GPU", f"{res.achieved_tflops_per_gpu:,.0f}"),
+                "tokens_per_s": ("Tokens per second", f"{res.tokens_per_s:,.0f}"),
+                "peak": ("Peak used (TFLOP/s)", f"{res.peak_tflops:,.1f}"),
+                "hfu": ("HFU if fully recomputed", f"{res.hfu_if_full_recompute:.1%}")}
 
     def note_lines(self, res):
-        return [f"[{f.level}] {f.message}" for f in res["findings"]] or ["plausible: within published ranges"]
+        return [f"[{f.level}] {f.message}" for f in res.findings] or ["plausible: within published ranges"]
 
     def plot_names(self):
         return ("published",)
 
     def make_figures(self, res):
         fig = plots.utilization_vs_published(res, self.catalog.published_runs())
-        fig.update_layout(title=f"Your run: {res['effective_utilization']:.1%} of dense peak, vs published runs")
+        fig.update_layout(title=f"Your run: {res.effective_utilization:.1%} of dense peak, vs published runs")
         return {"published": fig}
 
 
@@ -194,12 +194,13 @@ class SizingApp(ReviewPanel):
     name = "sizing"
     title = "Sizing and layout"
     intro = ("GPUs, days and dollars for the run; the planner's ranked layouts and their memory; "
-             "predicted scaling by fabric. Upload your own measured throughput at several node "
+             "predicted scaling by fabric; the fine-tune ladder (adapt a hosted model, QLoRA, "
+             "LoRA, full fine-tune, pretrain), cheapest first. Upload your own measured throughput at several node "
              "counts (CSV with columns nodes, tokens_per_s) to see efficiency, the fitted "
              "communication share and where the curve breaks.")
     fields = ("model", "tokens", "gpu", "fabric", "sizing", "gpus", "target_days",
               "global_batch_tokens", "headroom", "max_power_mw", "price_source",
-              "on_demand_usd_per_gpu_hour")
+              "on_demand_usd_per_gpu_hour", "finetune_tokens")
     sliders = ("headroom",)
     headline_keys = ("gpus", "days", "cost_on_demand_usd", "mfu", "memory_gb_per_gpu",
                      "best_layout", "meets_target")
@@ -226,7 +227,7 @@ class SizingApp(ReviewPanel):
         return out
 
     def plot_names(self):
-        return ("days", "layouts", "memory", "scaling")
+        return ("days", "layouts", "memory", "scaling", "ladder")
 
     def make_figures(self, res):
         cols = {"tp": ("TP", "{}"), "pp": ("PP", "{}"), "interleave": ("v", "{}"), "cp": ("CP", "{}"),
@@ -236,7 +237,8 @@ class SizingApp(ReviewPanel):
                 "mfu": ("MFU", "{:.1%}"), "memory_gb": ("GB/GPU", "{:.1f}")}
         table = plots.frame_table(res.plan.layouts, f"Best layouts on {res.plan.gpus:,} GPUs", cols)
         return {"days": plots.sizing_curve(res), "layouts": table,
-                "memory": plots.memory_stack(res), "scaling": plots.scaling(res)}
+                "memory": plots.memory_stack(res), "scaling": plots.scaling(res),
+                "ladder": plots.ladder_table(res)}
 
     def analyse_csv(self, text: str):
         df = pd.read_csv(io.StringIO(text))

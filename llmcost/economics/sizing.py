@@ -715,11 +715,13 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     nearest = Nearest(int(gpus[f]), float(days[f]), int(cols["global_batch"][f]), layout_at(f),
                       int(gpus[sm]), float(days[sm]), within)
     top = int(gpus[-1]) if cap_gpus is None else min(int(gpus[-1]), cap_gpus)
-    notes.insert(0, f"no size up to {top:,} GPUs meets {target:g} days: the fastest, "
-                    f"{int(gpus[f]):,} GPUs, takes {days[f]:.1f} days (a target of "
+    # days without the headroom first: the figure a review shows as "days to train"
+    notes.insert(0, f"no size up to {top:,} GPUs meets {target:g} days (with the {h:.0%} "
+                    f"schedule headroom): the fastest, {int(gpus[f]):,} GPUs, takes "
+                    f"{days[f] / (1 + h):.1f} days ({days[f]:.1f} with headroom; a target of "
                     f"{np.ceil(days[f] * 10) / 10:.1f} days is met), or trains {within:.3g} "
                     f"tokens in {target:g} days; the fewest GPUs that fit, {int(gpus[sm]):,}, "
-                    f"take {days[sm]:.1f} days")
+                    f"take {days[sm] / (1 + h):.1f} days")
     if adv.too_small:
         notes += [adv.message, *adv.proposals]
     elif cap_gpus is None or int(gpus[np.argmin(days)]) <= cap_gpus:

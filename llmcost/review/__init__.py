@@ -10,7 +10,9 @@ from .format import (HEADLINE_LABELS, OPTION_LABELS, assumptions_table, format_h
                      headline_items, html_report)
 from .results import (EconomicsResult, Flag, Inputs, Layout, PlanResult, PredictResult,
                       ReliabilityResult, Results, SizeResult, SpotSummary)
-from .series import (breakeven_tornado, decision_grid, goodput_series, layout_memory,
+from .ladder import LadderResult, ladder
+from .series import (breakeven_tornado, decision_grid, finetune_ladder, goodput_series,
+                     layout_memory,
                      measured_utilization, scaling_series, spot_distribution, spot_grid,
                      tco_series)
 from .stages import OPTIONS, REVIEW_SPACE
@@ -21,4 +23,4 @@ __all__ = ["evaluate", "ReviewChain", "DEFAULT_CHAIN", "Results", "Inputs", "Lay
            "headline_items", "html_report", "assumptions_table", "layout_memory", "tco_series",
            "decision_grid", "breakeven_tornado", "spot_grid", "spot_distribution",
            "scaling_series", "goodput_series", "measured_utilization", "OPTIONS",
-           "REVIEW_SPACE"]
+           "REVIEW_SPACE", "ladder", "LadderResult", "finetune_ladder"]

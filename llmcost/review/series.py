@@ -4,7 +4,7 @@ draws these, it never runs a model itself."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -168,6 +168,14 @@ def scaling_series(results: Results, fabrics=("ib-ndr", "roce-400")) -> pd.DataF
 
 
 @_cached
+def finetune_ladder(results: Results):
+    """The fine-tune ladder for the review's model: pretraining on the review's tokens."""
+    from .ladder import ladder
+    s, inp = results.scenario, results.inputs
+    return ladder(inp.model, inp.catalog, s.finetune_tokens, s.tokens)
+
+
+@_cached
 def goodput_series(results: Results, points: int = 200) -> pd.DataFrame:
     """Goodput vs checkpoint interval for sync and async writes, at this size."""
     r, s, g = results.reliability, results.scenario, results.inputs.gpu
@@ -183,7 +191,21 @@ def goodput_series(results: Results, points: int = 200) -> pd.DataFrame:
     return df
 
 
-def measured_utilization(s: Scenario, cat=None) -> dict:
+@dataclass(frozen=True)
+class MeasuredRun:
+    """The effective-utilization app's figures for a measured run."""
+
+    effective_utilization: float
+    tokens_per_s: float
+    flops_per_token: float
+    peak_tflops: float
+    achieved_tflops_per_gpu: float
+    hfu_if_full_recompute: float
+    published_mfu: float | None
+    findings: tuple
+
+
+def measured_utilization(s: Scenario, cat=None) -> MeasuredRun:
     """The effective-utilization app's numbers for the measured run in the Scenario."""
     from .. import catalog as catalog_mod
     cat = catalog_mod.default() if cat is None else cat
@@ -199,8 +221,7 @@ def measured_utilization(s: Scenario, cat=None) -> dict:
     same = runs[(runs["model"] == m.id) & runs["mfu"].notna()]
     published = float(same["mfu"].max()) if len(same) else None
     verdict = ut.assess_utilization(u, published=published, peak_tflops=peak, gpu=g)
-    return {"effective_utilization": u, "tokens_per_s": tps, "flops_per_token": fpt,
-            "peak_tflops": peak,
-            "achieved_tflops_per_gpu": float(ut.achieved_tflops_per_gpu(tps, fpt, s.measured_gpus)),
-            "hfu_if_full_recompute": float(ut.hfu(tps, hw, peak, s.measured_gpus)),
-            "published_mfu": published, "findings": verdict.findings}
+    return MeasuredRun(u, tps, fpt, peak,
+                       float(ut.achieved_tflops_per_gpu(tps, fpt, s.measured_gpus)),
+                       float(ut.hfu(tps, hw, peak, s.measured_gpus)), published,
+                       tuple(verdict.findings))

@@ -385,7 +385,7 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                    flash_attention=True, optimizer="adam", interleave=1, schedule="1f1b",
                    finetune="full", lora_rank=16, lora_targets="all", seq_len=None,
                    context_bytes=1.0e9, fragmentation=0.08,
-                   qlora_16bit_embeddings=False) -> MemoryBreakdown:
+                   qlora_16bit_embeddings=True) -> MemoryBreakdown:
     r"""Peak memory per GPU of a training layout, by component.
 
     Each pipeline stage holds l/p layers; the first also the input embedding, the last the
@@ -431,7 +431,7 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     qlora_16bit_embeddings : bool
         QLoRA: keep the embeddings, LM head and final norm in 16 bits and quantise only
         the transformer blocks, as QLoRA's reference code does (bitsandbytes replaces the
-        blocks' linear layers). Default False (everything NF4) for compatibility.
+        blocks' linear layers). False: everything NF4 (understates memory).
 
     Returns
     -------
