@@ -60,7 +60,7 @@ def cost_by_option(results: Results) -> go.Figure:
              f"${costs[cheapest]:,.0f}")
     fig = _fig(title, yaxis_title="USD (cash, commitments included)",
                yaxis2=dict(title="days", overlaying="y", side="right", showgrid=False,
-                           rangemode="tozero"))
+                           rangemode="tozero", tickmode="auto"))
     fig.add_trace(go.Bar(x=[OPTION_LABELS[k] for k in keys], y=[costs[k] for k in keys],
                          name="cash cost (USD)", hovertext=[e.commitments.get(k, "") for k in keys]))
     if e.costs_amortized_usd:
@@ -215,7 +215,7 @@ def spot_monte_carlo(results: Results) -> go.Figure:
 def goodput_curve(results: Results) -> go.Figure:
     df = goodput_series(results)
     r = results.reliability
-    mode = results.scenario.checkpoint_mode
+    chosen_mode = results.scenario.checkpoint_mode
     fig = _fig("Goodput vs checkpoint interval", xaxis_title="interval (s)", yaxis_title="goodput",
                xaxis_type="log")
     for mode in ("sync", "async"):
@@ -226,7 +226,7 @@ def goodput_curve(results: Results) -> go.Figure:
         x = getattr(r, key)
         fig.add_trace(go.Scatter(x=[x, x], y=[float(df[["sync", "async"]].min().min()), 1.0],
                                  mode="lines", line=dict(dash=dash, color="black", width=1),
-                                 name=f"{name}: {x / 60:,.1f} min ({mode})"))
+                                 name=f"{name}: {x / 60:,.1f} min ({chosen_mode})"))
     fig.add_trace(go.Scatter(x=[r.interval_s], y=[r.goodput], mode="markers",
                              marker=dict(size=11, color="#e76f51"),
                              name=f"chosen: {r.interval_s / 60:,.1f} min, goodput {r.goodput:.2%}"))
@@ -273,7 +273,10 @@ def ladder_table(results: Results) -> go.Figure:
     L = finetune_ladder(results)
     df = L.frame()
     df["hours"] = df["hours"].map(lambda x: "-" if x is None or x != x else f"{x:,.1f}")
-    cols = {"method": ("rung", "{}"), "gpu": ("GPU", "{}"), "gpus": ("GPUs", "{:,}"),
+    df["gpus"] = [("-" if m == "adapt" else f"{n:,}") for m, n in zip(df["method"], df["gpus"])]
+    # two "$" in one cell make plotly.js typeset it as LaTeX (and show nothing)
+    df["note"] = df["note"].str.replace("$", "USD ", regex=False)
+    cols = {"method": ("rung", "{}"), "gpu": ("GPU", "{}"), "gpus": ("GPUs", "{}"),
             "hours": ("hours", "{}"), "cost_usd": ("cost", "${:,.0f}"), "note": ("how", "{}")}
     fig = frame_table(df, f"Fine-tune ladder for {L.model}, cheapest first "
                           f"({L.finetune_tokens:.3g} fine-tune tokens; pretraining on "

@@ -53,7 +53,7 @@ class Scenario:
     target_days: float = _f(30.0, 0.1, 3650, label="Target days", unit="days")
     global_batch_tokens: float = _f(4_194_304, 1024, 1e9, label="Global batch", unit="tokens")
     headroom: float = _f(0.10, 0, 1, label="Schedule headroom", hi_open=True, step=0.01)
-    max_power_mw: float = _f(0.0, 0, 1e4, label="Facility power limit (0: none)", unit="MW")
+    max_power_mw: float = _f(0.0, 0, 1e4, label="Power limit (0: none)", unit="MW")
     #: tokens a fine-tune sees, epochs included (the ladder's adapt/LoRA/QLoRA/full rungs;
     #: about three epochs over a 330M-token domain corpus: an assumption)
     finetune_tokens: float = _f(1e9, 1e3, 1e13, label="Fine-tune tokens (ladder)", unit="tokens")
@@ -67,20 +67,20 @@ class Scenario:
     # 8-GPU instance-hour); spot at the seed's 60% off on-demand.
     on_demand_usd_per_gpu_hour: float = _f(6.88, 0, 1e3, lo_open=True, label="On-demand",
                                            unit="$/GPU-h", group="prices", step=0.01)
-    reserved_1y_usd_per_gpu_hour: float = _f(0.0, 0, 1e3, label="Reserved 1-year (0: not offered)",
+    reserved_1y_usd_per_gpu_hour: float = _f(0.0, 0, 1e3, label="Reserved 1 year (0: none)",
                                              unit="$/GPU-h", group="prices", step=0.01)
     reserved_3y_usd_per_gpu_hour: float = _f(2.9725, 0, 1e3,
-                                             label="Reserved 3-year (0: not offered)",
+                                             label="Reserved 3 years (0: none)",
                                              unit="$/GPU-h", group="prices", step=0.01)
-    spot_discount: float = _f(0.6, 0, 1, hi_open=True, label="Spot discount (0: not offered)",
+    spot_discount: float = _f(0.6, 0, 1, hi_open=True, label="Spot discount (0: none)",
                               group="prices", step=0.01)
     # ---- on premises (per GPU; capex and power follow the GPU when prices are from the catalog)
-    onprem_capex_usd_per_gpu: float = _f(31_250, 0, 1e7, label="Capex per GPU (0: not offered)",
+    onprem_capex_usd_per_gpu: float = _f(31_250, 0, 1e7, label="Server per GPU (0: none)",
                                          unit="$", group="onprem", step=100)
     onprem_power_kw_per_gpu: float = _f(1.275, 0, 50, label="System power per GPU", unit="kW",
                                         group="onprem", step=0.01)
     onprem_opex_usd_per_gpu_month: float = _f(ONPREM_OPEX_DEFAULT, 0, 1e5,
-                                              label="Space, staff, storage, upkeep",
+                                              label="Facility and operations",
                                               unit="$/GPU-month", group="onprem")
     pue: float = _f(1.58, 1.0, 5.0, label="PUE", group="onprem", step=0.01)
     usd_per_kwh: float = _f(0.0806, 0, 5, label="Electricity", unit="$/kWh", group="onprem",
@@ -88,19 +88,19 @@ class Scenario:
     life_years: float = _f(4.0, 0.5, 15, label="Depreciation life", unit="years", group="onprem")
     residual_share: float = _f(0.1, 0, 1, hi_open=True, label="Book value left at end of life",
                                group="onprem", step=0.01)
-    resale: str = _options("none", ("none", "market"), label="Resell hardware after the run",
+    resale: str = _options("none", ("none", "market"), label="Resale after the run",
                            group="onprem")
-    utilization: float = _f(0.9, 0, 1, lo_open=True, label="Utilization of owned capacity",
+    utilization: float = _f(0.9, 0, 1, lo_open=True, label="Utilization of owned GPUs",
                             group="onprem", step=0.01)
     horizon_months: float = _f(36.0, 1, 180, label="Horizon", unit="months", group="onprem")
-    discount_rate: float = _f(0.0, 0, 1, label="Discount rate (all cash flows)", unit="/year",
+    discount_rate: float = _f(0.0, 0, 1, label="Discount rate (all flows)", unit="/year",
                               group="onprem", step=0.01)
     # ---- spot
     preemptions_per_day: float = _f(2.4, 0, 48, label="Preemptions per day", group="spot",
                                     step=0.1)
     spot_lost_work: str = _options("from-checkpoints", ("from-checkpoints", "custom"),
                                    label="Work lost per preemption", group="spot")
-    lost_hours_per_preemption: float = _f(1.5, 0, 24, label="Hours lost per preemption (custom)",
+    lost_hours_per_preemption: float = _f(1.5, 0, 24, label="Hours lost per preemption",
                                           unit="h", group="spot", step=0.1)
     capacity_wait_h: float = _f(0.0, 0, 48, label="Capacity wait", unit="h", group="spot",
                                 step=0.1)
@@ -116,11 +116,11 @@ class Scenario:
     failure_rate: str = _choice("by-gpu", "failure_rates", label="Failure rate from",
                                 group="reliability", special=("by-gpu", "custom"))
     failures_per_1000_gpu_days: float = _f(0.4736, 0, 1000, lo_open=True,
-                                           label="Failures per 1000 GPU-days (custom)",
+                                           label="Failures per 1000 GPU-days",
                                            group="reliability", step=0.01)
-    mtbf_h: float = _f(0.0, 0, 1e6, label="Job MTBF (0: from the failure rate)", unit="h",
+    mtbf_h: float = _f(0.0, 0, 1e6, label="Job MTBF (0: from the rate)", unit="h",
                        group="reliability")
-    restart_s: float = _f(600.0, 0, 86400, label="Restart after an interruption", unit="s",
+    restart_s: float = _f(600.0, 0, 86400, label="Restart per interruption", unit="s",
                           group="reliability")
     checkpoint_interval_s: float = _f(0.0, 0, 1e6, label="Checkpoint interval (0: Daly)",
                                       unit="s", group="reliability")

@@ -121,11 +121,14 @@ def test_spot_controls_show_what_the_figures_use():
     p = panels.SpotApp(query="")
     sp = p.results.economics.spot
     assert p.controls["lost_hours_per_preemption"].disabled
-    assert p.controls["lost_hours_per_preemption"].value == pytest.approx(sp.lost_hours_per_preemption)
-    assert p.controls["spot_discount"].value == pytest.approx(1 - 30.24 / 55.04)   # AWS p5
+    # shown to six significant digits
+    assert p.controls["lost_hours_per_preemption"].value == pytest.approx(
+        sp.lost_hours_per_preemption, rel=1e-5)
+    assert p.controls["spot_discount"].value == round(1 - 30.24 / 55.04, 4)   # AWS p5: 0.4506
     p.set(spot_lost_work="custom")          # custom starts from the figure on screen
     assert not p.controls["lost_hours_per_preemption"].disabled
-    assert p.scenario.lost_hours_per_preemption == pytest.approx(sp.lost_hours_per_preemption)
+    assert p.scenario.lost_hours_per_preemption == pytest.approx(sp.lost_hours_per_preemption,
+                                                                 rel=1e-5)
     p.set(preemptions_per_day=20.0)         # never finishes: answered, and the control agrees
     assert p.controls["preemptions_per_day"].value == p.scenario.preemptions_per_day
 
@@ -204,7 +207,7 @@ def test_prices_follow_the_gpu_in_the_app():
     p.set(gpu="a100-40gb")      # AWS p4d: 8x A100 40GB, $21.96 on demand, $10.80 spot
     assert p.controls["on_demand_usd_per_gpu_hour"].value == pytest.approx(21.96 / 8)
     assert p.controls["on_demand_usd_per_gpu_hour"].disabled
-    assert p.controls["spot_discount"].value == pytest.approx(1 - 10.80 / 21.96)
+    assert p.controls["spot_discount"].value == round(1 - 10.80 / 21.96, 4)     # 0.5082
     assert p.controls["reserved_3y_usd_per_gpu_hour"].value == 0.0
     # DGX A100 list price $199,000 and 6.5 kW, per GPU
     assert p.controls["onprem_capex_usd_per_gpu"].value == pytest.approx(199_000 / 8)
@@ -235,5 +238,6 @@ def test_sizing_app_shows_the_ladder_of_the_cli(capsys):
     rungs = json.loads(capsys.readouterr().out)["rungs"]
     assert table[0] == [r["method"] for r in rungs]            # cheapest first, same order
     assert table[4] == [f"${r['cost_usd']:,.0f}" for r in rungs]
+    assert all("$" not in note for note in table[5])     # plotly would typeset it as LaTeX
     costs = [r["cost_usd"] for r in rungs]
     assert costs == sorted(costs)

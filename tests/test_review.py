@@ -193,13 +193,21 @@ def test_implied_lost_hours_inverts_the_review_spot_model():
 def test_spot_loses_what_the_checkpoint_interval_says():
     r = evaluate(Scenario())
     rl, sp = r.reliability, r.economics.spot
-    # derived: half the checkpoint interval of rework plus the checkpoint itself, in hours
+    # the spot run checkpoints at Daly's optimum for failures plus preemptions: MTBF
+    # 24 / (failures per day + 2.4) h; a preemption loses half of (interval + checkpoint)
+    M = 24 * 3600 / (rl.failures_per_day + 2.4)
+    tau = float(rel.daly_interval_s(rl.checkpoint_stall_s, M))
+    assert sp.checkpoint_interval_s == pytest.approx(tau) and tau < rl.interval_s
     assert sp.lost_hours_source == "from-checkpoints"
-    assert sp.lost_hours_per_preemption == pytest.approx(
-        float(rel.lost_hours_per_interruption(rl.interval_s, rl.checkpoint_stall_s)))
-    longer = evaluate(Scenario(checkpoint_interval_s=4 * rl.interval_s)).economics.spot
+    assert sp.lost_hours_per_preemption == pytest.approx((tau + rl.checkpoint_stall_s) / 2 / 3600)
+    # a fixed, longer interval loses more per preemption and saves less
+    longer = evaluate(Scenario(checkpoint_interval_s=4 * tau)).economics.spot
     assert longer.lost_hours_per_preemption > sp.lost_hours_per_preemption
     assert longer.net_savings < sp.net_savings
+    # a small job checkpointed for its rare failures alone would lose more than a day per
+    # preemption at 2.4 a day; at the combined rate spot still finishes
+    small = evaluate(Scenario(model="llama3-405b", gpus=8, tokens=15e12)).economics.spot
+    assert small.offered and small.lost_hours_per_preemption < 24 / 2.4
 
 
 def test_failure_defaults_reproduce_job_level_measurements():

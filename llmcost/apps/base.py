@@ -151,8 +151,8 @@ class Panel:
         d = describe(name)
         label = d["label"] + (f" [{d['unit']}]" if d["unit"] else "")
         value = getattr(self.scenario, name)
-        style = {"description_width": "190px"}
-        lay = W.Layout(width="360px")
+        style = {"description_width": "200px"}
+        lay = W.Layout(width="380px")
         if d["kind"] == "choice":
             table = d["table"]
             df = self.catalog.table(table)
@@ -200,7 +200,7 @@ class Panel:
                  *self.outputs.values()]
         header = W.HTML(f"{CSS}<h2 class='llmc-title'>{html.escape(self.title)}</h2>"
                         f"<div class='llmc-intro'>{self.intro}</div>")
-        body = W.HBox([W.VBox(left, layout=W.Layout(width="380px", flex="0 0 380px")),
+        body = W.HBox([W.VBox(left, layout=W.Layout(width="400px", flex="0 0 400px")),
                        W.VBox(right, layout=W.Layout(flex="1 1 auto", min_width="0"))])
         root = W.VBox([self.nav, header, self.warning_box, body])
         root.add_class(f"llmc-app-{self.name}")
@@ -230,7 +230,7 @@ class Panel:
         if name in mode_of and self.results is not None:
             # switching to custom starts from the figures on screen, not stale custom ones
             used = self.resolved(self.results)
-            carry = {k: used[k] for k, (m, want) in CUSTOM_MODE.items()
+            carry = {k: float(f"{used[k]:.6g}") for k, (m, want) in CUSTOM_MODE.items()
                      if m == name and parsed == want and k in used}
             if carry:
                 try:
@@ -336,8 +336,10 @@ class Panel:
                     continue
                 derived = getattr(self.scenario, mode) != custom
                 w.disabled = derived
-                if derived and name in used and w.value != used[name]:
-                    w.value = used[name]
+                # six significant digits: the figure in use, without float noise
+                shown = float(f"{used[name]:.6g}") if name in used else None
+                if derived and shown is not None and w.value != shown:
+                    w.value = shown
         finally:
             self._updating = False
 

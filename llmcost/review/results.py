@@ -143,6 +143,8 @@ class SpotSummary:
     breakeven_lost_hours: float | None
     implied_lost_hours: float | None
     result: SpotResult | None = None
+    #: the spot run's checkpoint interval (Daly at failures + preemptions) [s]
+    checkpoint_interval_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -252,6 +254,7 @@ class Results:
             "usd_per_used_gpu_hour": dict(e.usd_per_used_gpu_hour) if e else {},
             "spot_net_savings": e.spot.net_savings if e else None,
             "spot_lost_hours_per_preemption": e.spot.lost_hours_per_preemption if e else None,
+            "spot_checkpoint_interval_s": e.spot.checkpoint_interval_s if e else None,
             "job_mtbf_h": r.job_mtbf_h if r else None,
             "failures_per_1000_gpu_days": self.inputs.failures_per_1000_gpu_days,
             "failure_source": self.inputs.failure_source,

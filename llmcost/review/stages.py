@@ -116,9 +116,12 @@ def _catalog_prices(s, cat, g):
 
     od = per_gpu("on_demand_usd_per_hour")
     sp = per_gpu("spot_usd_per_hour")
+    # one stored spot figure, the discount, rounded to what its control shows (0.01% of the
+    # on-demand price at most); the spot price follows from it
+    discount = round(1 - sp / od, 4) if (sp is not None and od) else None
     prices = tco.CloudPrices(on_demand=od, reserved_1y=per_gpu("reserved_1y_usd_per_hour"),
-                             reserved_3y=per_gpu("reserved_3y_usd_per_hour"), spot=sp)
-    discount = 1 - sp / od if (sp is not None and od) else None
+                             reserved_3y=per_gpu("reserved_3y_usd_per_hour"),
+                             spot=od * (1 - discount) if discount else None)
     if discount is None:
         warnings.append(f"{row['id']} lists no spot price: spot is not costed")
     return prices, str(row["id"]), n, discount, warnings
@@ -327,23 +330,35 @@ def _reliability_at(inp: Inputs, gpus: int) -> ReliabilityResult:
 
 def spot_summary(inp: Inputs, r: ReliabilityResult) -> SpotSummary:
     """Spot under the same interruption model as failures: each preemption loses the work
-    since the last checkpoint and a restart, unless the scenario sets its own hours."""
+    since the last checkpoint and a restart, unless the scenario sets its own hours.
+
+    The spot run's checkpoint interval is Daly's optimum for failures plus preemptions; the
+    extra checkpoint stalls that shorter interval costs (delta / tau) are second order and
+    not counted."""
     s = inp.scenario
     custom = s.spot_lost_work == "custom"
-    w = s.lost_hours_per_preemption if custom else r.lost_hours_per_interruption
+    # a spot run is interrupted by failures and preemptions: it checkpoints at the optimum
+    # for both (Daly at the combined rate), unless the scenario fixes the interval
+    rate = r.failures_per_day + s.preemptions_per_day
+    if s.checkpoint_interval_s > 0 or s.preemptions_per_day == 0:
+        tau = r.interval_s
+    else:
+        tau = float(rel.daly_interval_s(r.checkpoint_stall_s, 24 * 3600 / rate))
+    w = s.lost_hours_per_preemption if custom else float(
+        rel.lost_hours_per_interruption(tau, r.checkpoint_stall_s))
     d = inp.spot_discount
     common = dict(restart_h=r.restart_h, capacity_wait_h=s.capacity_wait_h,
                   failures_per_day=r.failures_per_day,
                   failure_lost_hours=r.lost_hours_per_interruption)
     if d is None:
         return SpotSummary(False, None, s.preemptions_per_day, w, s.spot_lost_work, None, None,
-                           None, None)
+                           None, None, checkpoint_interval_s=tau)
     try:
         res = spot.spot_net_savings(d, s.preemptions_per_day, w, **common)
     except v.InputError:
         # preemptions x hours lost fill the day: the spot run never finishes
         return SpotSummary(False, d, s.preemptions_per_day, w, s.spot_lost_work, None, None,
-                           None, None)
+                           None, None, checkpoint_interval_s=tau)
     be = implied = None
     if s.preemptions_per_day > 0:
         be = float(spot.breakeven_lost_hours(d, s.preemptions_per_day, **common))
@@ -351,7 +366,7 @@ def spot_summary(inp: Inputs, r: ReliabilityResult) -> SpotSummary:
             implied = float(spot.implied_lost_hours(d, s.preemptions_per_day,
                                                     s.observed_net_savings, **common))
     return SpotSummary(True, d, s.preemptions_per_day, w, s.spot_lost_work,
-                       float(res.net_savings), float(res.duration_stretch), be, implied, res)
+                       float(res.net_savings), float(res.duration_stretch), be, implied, res, tau)
 
 
 def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
@@ -446,8 +461,8 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
                 adv = sizing.batch_advice(inp.model, inp.gpu, pl.layout.pp, pl.layout.interleave,
                                           pl.layout.num_microbatches, pl.layout.micro_batch,
                                           pl.layout.dp, inp.model.seq_len)
-                warnings += list(adv.proposals) if adv.proposals else []
-                warnings.insert(len(inp.warnings), adv.message)
+                if adv.too_small:
+                    warnings += [adv.message, *adv.proposals]
             except ValueError:
                 warnings.append(f"pipeline bubble {pr.bubble_share:.0%} of the step: too few "
                                 "micro-batches per replica for PP "
