@@ -113,13 +113,34 @@ CHANGES = {   # app -> (control, values it cycles through)
 }
 
 
+def bench_review():
+    """The whole review chain per scenario, cache cleared: gpus mode and days mode."""
+    from llmcost.review import chain, evaluate
+    from llmcost.scenario import Scenario
+    cat = catalog.default()
+    for mode, label in (("gpus", "a given cluster"), ("days", "sized by target days")):
+        scenarios = [Scenario(model=m, sizing=mode, gpus=512, target_days=30)
+                     for m in ("llama3-8b", "llama3-70b", "llama2-70b", "gpt3-175b", "llama3-405b")]
+
+        def run():
+            for sc in scenarios:
+                chain._CACHE.clear()
+                evaluate(sc, cat)
+
+        t = timed(run)
+        ROWS.append((f"review chain, {label} (5 models, cache cleared)", len(scenarios), t,
+                     f"{t / len(scenarios) * 1e3:,.0f} ms per scenario"))
+
+
 def bench_apps(rounds=5):
     from llmcost.apps import panels
+    from llmcost.review import chain
     for cls_name, (field, values) in CHANGES.items():
         panel = getattr(panels, cls_name)(query="")
         panel.timings.clear()
         for _ in range(rounds):
             for x in values:
+                chain._CACHE.clear()      # measure the computation, not the cache
                 panel.set(**{field: x})
         t = np.array(panel.timings)
         ROWS.append((f"app {panel.name}: control change -> figures updated", len(t),
@@ -180,6 +201,7 @@ def main():
     bench_memory_and_flops()
     bench_planner()
     bench_spot_monte_carlo()
+    bench_review()
     bench_apps()
     bench_voila()
     print(f"llmcost benchmarks  ({platform.python_implementation()} {platform.python_version()}, "

@@ -241,3 +241,17 @@ def test_sizing_app_shows_the_ladder_of_the_cli(capsys):
     assert all("$" not in note for note in table[5])     # plotly would typeset it as LaTeX
     costs = [r["cost_usd"] for r in rungs]
     assert costs == sorted(costs)
+
+
+def test_user_catalog_rows_reach_the_apps():
+    from llmcost import catalog
+    cat = catalog.default().with_rows("prices", [dict(
+        id="my-deal", provider="negotiated", instance="8x H100", gpu="h100-sxm", gpus=8,
+        on_demand_usd_per_hour=16.0, spot_usd_per_hour=8.0)])
+    p = panels.ReviewApp(query="price_offer=my-deal", catalog=cat)
+    assert "my-deal" in [v for _, v in p.controls["price_offer"].options]
+    assert p.results.inputs.price_offer == "my-deal"
+    assert p.controls["on_demand_usd_per_gpu_hour"].value == 2.0        # $16 / 8 GPUs
+    assert p.controls["spot_discount"].value == 0.5                      # 1 - 8 / 16
+    e = p.results.economics
+    assert e.costs_usd["on_demand"] == pytest.approx(e.run_hours * 1024 * 2.0)
