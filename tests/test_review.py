@@ -249,3 +249,15 @@ def test_to_json_is_finite_and_matches_the_headline():
     json.dumps(j, allow_nan=False)
     assert j["days"] == r.headline["days"] and j["mfu"] == r.headline["mfu"]
     assert j["costs_usd"]["on_demand"] == r.headline["cost_on_demand_usd"]
+
+
+def test_tco_headline_equals_the_curves():
+    # before: $1.06 per used GPU-hour in the headline, $1.49 on the curves of the same page
+    s = Scenario(horizon_months=24, utilization=0.7)
+    r = evaluate(s)
+    df = review.tco_series(r)
+    end = df.iloc[-1]
+    used_gpu_hours = 730 * 24 * 0.7 * r.economics.billed_gpus
+    for k, per_h in r.economics.usd_per_used_gpu_hour.items():
+        assert end["months"] == 24
+        assert end[k] / used_gpu_hours == pytest.approx(per_h, rel=1e-9), k
