@@ -36,6 +36,11 @@ def as_float(name: str, value) -> np.ndarray:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         raise InputError(name, f"{name} must be a number, got {value!r}") from None
+    except OverflowError:
+        # a Python int beyond float's range (~1.8e308): quote its size, not its 400 digits
+        digits = len(str(abs(value))) if isinstance(value, int) else None
+        got = f"a {digits}-digit number" if digits else "a number beyond 1.8e308"
+        raise InputError(name, f"{name} must be a finite number, got {got}") from None
     bad = ~np.isfinite(arr)
     if bad.any():
         raise InputError(name, f"{name} must be a finite number, got {_first_bad(arr, bad)}")
@@ -75,11 +80,17 @@ def fraction(name: str, value, *, allow_zero=False, allow_one=True) -> np.ndarra
     return in_range(name, value, 0, 1, low_inclusive=allow_zero, high_inclusive=allow_one)
 
 
+#: largest whole number a float holds exactly (2**53); above it "whole" means nothing and
+#: the int64 cast overflows soon after (2**63)
+MAX_INTEGER = 2 ** 53
+
+
 def integer(name: str, value, minimum: int = 1, maximum: int | None = None) -> np.ndarray:
-    """Whole numbers >= ``minimum`` (given as int or float), returned as an int64 array."""
+    """Whole numbers in [``minimum``, ``maximum``] (given as int or float; ``maximum`` at
+    most 2**53), returned as an int64 array."""
     if isinstance(value, (bool, np.bool_)):
         raise InputError(name, f"{name} must be a whole number, got {value!r}")
-    arr = in_range(name, value, minimum, maximum)
+    arr = in_range(name, value, minimum, MAX_INTEGER if maximum is None else maximum)
     frac = arr != np.round(arr)
     if frac.any():
         raise InputError(name, f"{name} must be a whole number, got {_first_bad(arr, frac)}")

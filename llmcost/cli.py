@@ -181,7 +181,8 @@ DEFAULT_FABRIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-xdr",
 
 def _options(a) -> step_mod.Options:
     return step_mod.Options(flash_attention=not a.no_flash_attention,
-                            dp_overlap=a.dp_overlap, tp_comm_overlap=a.tp_comm_overlap)
+                            dp_overlap=float(v.in_range("dp_overlap", a.dp_overlap, 0, 1)),
+                            tp_comm_overlap=a.tp_comm_overlap)
 
 
 def _fit_reason(total_gb, cap_gb, parts) -> str:
@@ -229,7 +230,12 @@ STEP_TERMS = {
 }
 
 
+#: most layouts `plan` prints: each is ~1 kB of JSON, and the library gives them all
+PLAN_MAX_TOP = 100
+
+
 def cmd_plan(a) -> dict:
+    top_n = int(v.integer("top", a.top, 1, PLAN_MAX_TOP))
     m = _model_from_args(a)
     gpu, up, out = _hardware(a)
     space = planner.Space(max_tp=a.max_tp)
@@ -238,7 +244,7 @@ def cmd_plan(a) -> dict:
                      usd_per_gpu_hour=a.usd_per_gpu_hour, heuristic=a.heuristic,
                      rank_by="cost" if a.rank_by == "cost" else "time")
     elapsed = time.perf_counter() - t0
-    top = P.top(a.top) if P.feasible else P.layouts.head(a.top)
+    top = P.top(top_n) if P.feasible else P.layouts.head(top_n)
     rows = []
     for _, r in top.iterrows():
         rows.append({
@@ -273,7 +279,9 @@ def cmd_plan(a) -> dict:
                 "description": planner.describe_layout(hb),
                 "step_time_s": float(hb["step_time_s"]),
                 "slower_than_best": float(hb["step_time_s"]) / float(fitting.iloc[0]["step_time_s"]) - 1}
-    if not P.feasible:
+    if P.evaluated == 0:
+        res["note"] = P.note      # no layout divides the GPUs and the batch: memory is not why
+    elif not P.feasible:
         res["note"] = "no layout fits in memory: add GPUs, or a GPU with more memory"
     return res
 
@@ -321,11 +329,17 @@ def cmd_spot(a) -> dict:
                  failure_lost_hours=a.failure_lost_hours)
     r = spot_mod.spot_net_savings(a.discount, a.preemptions_per_day, lost, **terms)
     lost_total = lost + a.restart_h + a.capacity_wait_h
+    breakeven = None
+    if a.preemptions_per_day > 0:
+        # w* ~ 24 d / r: a vanishing preemption rate overflows to "no limit", as r = 0 does
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            breakeven = float(spot_mod.breakeven_lost_hours(a.discount, a.preemptions_per_day,
+                                                            **terms))
+        breakeven = breakeven if math.isfinite(breakeven) else None
     res = {"net_savings": float(r.net_savings), "duration_stretch": float(r.duration_stretch),
            "lost_hours_per_preemption": lost,
            "hours_lost_per_preemption": lost_total,
-           "breakeven_lost_hours_per_preemption": float(spot_mod.breakeven_lost_hours(
-               a.discount, a.preemptions_per_day, **terms)) if a.preemptions_per_day > 0 else None}
+           "breakeven_lost_hours_per_preemption": breakeven}
     if a.observed_net_savings is not None:
         res["implied_lost_hours_per_preemption"] = float(spot_mod.implied_lost_hours(
             a.discount, v.positive("preemptions_per_day", a.preemptions_per_day),
@@ -626,16 +640,18 @@ def _json_default(x):
     raise TypeError(f"not JSON serialisable: {type(x).__name__}")
 
 
-def _finite(obj):
-    """Refuse to print NaN/inf as a result: they mean a bug, not an answer."""
+def _finite(obj, where="result"):
+    """Refuse to print NaN/inf as a result: they mean a bug or inputs out of range, not an
+    answer. The error names the result key, so the user knows which figure blew up."""
     if isinstance(obj, dict):
-        for val in obj.values():
-            _finite(val)
+        for key, val in obj.items():
+            _finite(val, key)
     elif isinstance(obj, (list, tuple)):
         for val in obj:
-            _finite(val)
+            _finite(val, where)
     elif isinstance(obj, (float, np.floating)) and not math.isfinite(obj):
-        raise v.InputError("result", "the inputs give a non-finite result; check their ranges")
+        raise v.InputError("result", f"the inputs give a non-finite {where} ({float(obj)}); "
+                                     "check their ranges")
 
 
 # ---------------------------------------------------------------------------- parser
@@ -819,7 +835,10 @@ def main(argv=None) -> int:
     parser = build_parser()
     try:
         a = parser.parse_args(argv)
-        result = a.func(a)
+        # numpy would print a RuntimeWarning and carry on with inf/nan or a wrapped integer;
+        # raised, it becomes the one error line below (valid inputs never trigger these)
+        with np.errstate(over="raise", divide="raise", invalid="raise"):
+            result = a.func(a)
         _finite(result)
     except ValueError as e:  # InputError included
         msg = " ".join(str(e).split())
@@ -827,7 +846,11 @@ def main(argv=None) -> int:
             msg = msg[:500] + "..."
         print(f"llmcost: error: {msg}", file=sys.stderr)
         return 2
-    except (OverflowError, MemoryError) as e:
+    except FloatingPointError as e:
+        print(f"llmcost: error: the inputs take the arithmetic out of range ({e}); check "
+              "their ranges", file=sys.stderr)
+        return 2
+    except (ArithmeticError, MemoryError) as e:   # OverflowError, ZeroDivisionError
         print(f"llmcost: error: a value is too large to compute with ({type(e).__name__})",
               file=sys.stderr)
         return 2

@@ -235,7 +235,7 @@ def plausibility_level(utilization, published=None):
     utilization : float or array
         [-].
     published : float or array, optional
-        Published figure for a comparable run [-].
+        Published figure for a comparable run [-], in (0, 1].
 
     Returns
     -------
@@ -251,7 +251,7 @@ def plausibility_level(utilization, published=None):
     u = v.positive("utilization", utilization)
     level = np.where(u > RARE_ABOVE, 1, 0)
     if published is not None:
-        p = v.positive("published", published)
+        p = v.fraction("published", published)
         ratio = u / p
         level = np.where((ratio >= 1.7) & (ratio <= 2.3), 2, level)
     level = np.where(u > 1.0, 3, level)
@@ -266,7 +266,7 @@ def assess_utilization(utilization, published=None, peak_tflops=None, gpu=None):
     utilization : float
         MFU, HFU or effective utilization [-].
     published : float, optional
-        A published figure for a comparable run [-].
+        A published figure for a comparable run [-], in (0, 1].
     peak_tflops : float, optional
         The peak the figure was computed with [TFLOP/s]; checked against ``gpu``.
     gpu : GPUSpec, optional
@@ -289,7 +289,7 @@ def assess_utilization(utilization, published=None, peak_tflops=None, gpu=None):
                            "Llama 3 405B on H100 38-43%, PaLM 540B 46.2% MFU / 57.8% HFU); "
                            "check that the peak is the dense figure and FLOPs are not double-counted"))
     if published is not None:
-        p = float(v.positive("published", published))
+        p = float(v.fraction("published", published))
         r = u / p
         if 1.7 <= r <= 2.3:
             out.append(Finding("warning", "sparsity-suspected",

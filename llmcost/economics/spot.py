@@ -30,6 +30,10 @@ from .. import _validate as v
 
 #: most simulated runs one call may ask for (10M runs take ~1 GB of temporaries).
 MAX_MONTE_CARLO_RUNS = 10_000_000
+#: most interruptions one simulation may expect: with a checkpoint interval each takes a
+#: random rework draw and its run's index (16 bytes; 5e7 draws ~0.8 GB), over all runs;
+#: with a fixed rework, per run (numpy's Poisson refuses means near 1e19).
+MAX_MONTE_CARLO_DRAWS = 50_000_000
 
 
 def _common(discount, preemptions_per_day, lost_hours, restart_h, capacity_wait_h,
@@ -298,7 +302,8 @@ def spot_monte_carlo(discount, preemptions_per_day, run_hours, lost_hours_per_pr
     checkpoint_interval_h : float, optional
         Random w ~ U(0, interval) [h]; give this or ``lost_hours_per_preemption``.
     runs : int
-        Simulated runs [-], 1 to 10,000,000.
+        Simulated runs [-], 1 to 10,000,000; with ``checkpoint_interval_h``, runs x the
+        expected interruptions per run at most 5e7 (one random draw each).
     seed : int
     failures_per_day : float
         r_f [per day], as :func:`spot_net_savings`.
@@ -344,8 +349,17 @@ def spot_monte_carlo(discount, preemptions_per_day, run_hours, lost_hours_per_pr
     wf_mean = w_mean if wf is None else wf
     if lam_f * (wf_mean + R) >= 1:
         raise v.InputError("failures_per_day", "the run never finishes")
-    if lam_p * (w_mean + R + W) + lam_f * (wf_mean + R) >= 1:
+    lost_share = lam_p * (w_mean + R + W) + lam_f * (wf_mean + R)
+    if lost_share >= 1:
         raise v.InputError("preemptions_per_day", "the spot run never finishes")
+    per_run = (lam_p + lam_f) * T / (1 - lost_share)   # expected interruptions (Wald)
+    draws = per_run * (n if checkpoint_interval_h is not None else 1)
+    if draws > MAX_MONTE_CARLO_DRAWS:
+        what = (f"runs x expected interruptions per run ({n:,} x {per_run:.3g})"
+                if checkpoint_interval_h is not None else
+                f"expected interruptions per run ({per_run:.3g})")
+        raise v.InputError("run_hours", f"{what} must be at most {MAX_MONTE_CARLO_DRAWS:.0e}, "
+                                        f"got run_hours={T:g}: a shorter run or fewer runs")
 
     def overhead(kp, kf):
         lost_f = rework(kf) if wf is None else kf * wf

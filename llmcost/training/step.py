@@ -222,6 +222,12 @@ def _check(model, gpus, tp, pp, cp, micro_batch, global_batch, interleave, seq_l
     gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, seq_len)
     b = v.integer("micro_batch", micro_batch)
     B = v.integer("global_batch", global_batch)
+    # tokens per step (B s, and b s below it) are int64 products: bound them where they are
+    # exact, instead of letting them wrap around to negative
+    step_tokens = B.astype(float) * seq_len
+    if np.any(step_tokens > v.MAX_INTEGER):
+        raise v.InputError("global_batch", "global_batch x seq_len must be at most 2**53 "
+                                           f"tokens, got {float(np.max(step_tokens)):.3g}")
     dp = gpus // (tp * pp * cp)
     v.multiple_of("global_batch", B, "micro_batch x dp", b * dp)
     m = B // (b * dp)
@@ -270,6 +276,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     sequence_parallel : bool or array
     zero_stage : int or array
     options : Options
+        Its overlap shares (dp_overlap, tp_overlap, tp_overlap_gemm_penalty) in [0, 1].
     calibration : Calibration
     seq_len : int, optional
         Default: the model's.
@@ -301,6 +308,10 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     zero = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
     cal = calibration
     opt = options
+    # shares outside [0, 1] give negative exposed times and an MFU above 1
+    for share in ("dp_overlap", "tp_overlap", "tp_overlap_gemm_penalty"):
+        v.in_range(share, getattr(opt, share), 0, 1)
+    v.positive("grad_bytes", opt.grad_bytes)
     flash = v.boolean("flash_attention",
                       opt.flash_attention if flash_attention is None else flash_attention)
     tpo = v.boolean("tp_comm_overlap",
