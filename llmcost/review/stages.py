@@ -147,13 +147,14 @@ def other_opex_usd_per_gpu_month(onprem) -> float:
 
 
 def _failure_rate(s, cat, g):
+    """(rate, "id: what it counts", warning or None)."""
     if s.failure_rate == "custom":
-        return s.failures_per_1000_gpu_days, "custom (scenario)", None
+        return s.failures_per_1000_gpu_days, "custom: the scenario's own rate", None
     if s.failure_rate == "by-gpu":
         fr = rel.default_failure_rate(g.generation, cat.failure_rates())
     else:
         fr = rel.failure_rate(s.failure_rate, cat.failure_rates())
-    return float(fr.failures_per_1000_gpu_days), fr.id, fr.note or None
+    return float(fr.failures_per_1000_gpu_days), f"{fr.id}: {fr.counts}", fr.note or None
 
 
 # ------------------------------------------------------------------ size
