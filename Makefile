@@ -5,7 +5,7 @@ PY      = $(VENV)/bin/python
 PORT   ?= 8866
 HOST   ?= 127.0.0.1
 
-.PHONY: test bench app install clean
+.PHONY: test bench validate app install clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ test: install
 
 bench: install
 	$(PY) benchmarks/run.py
+
+# Measured vs predicted tokens/s on every calibration row (data/calibration_runs.csv);
+# `make validate FIT=1` also fits the constants per GPU generation (prints only).
+validate: install
+	$(PY) benchmarks/validate.py $(if $(FIT),--fit)
 
 # Serves every notebook under notebooks/ without code cells; the landing page lists the
 # apps, and each app links the others. Idle kernels are culled (Voila keeps one per page load).

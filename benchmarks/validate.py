@@ -1,0 +1,397 @@
+"""Measured vs predicted throughput on every calibration row (issue 9, items 5 and 6).
+
+Run: ``make validate`` (or ``.venv/bin/python benchmarks/validate.py [--fit]``).
+
+Reads data/calibration_runs.csv (Narayanan et al. 2021 Table 1, Llama 3 Table 4, the
+Megatron-Bridge performance summary for releases 25.11 and newer), decides for each row
+whether today's step model can express it, predicts tokens/s/GPU for those it can with
+:func:`llmcost.training.step.predict_step`, and prints one line per row and a summary per
+source table and GPU generation. Expressibility is probed at run time (a layout the library
+rejects with InputError is reported with the library's reason), so the script follows the
+library as it gains uneven pipelines, precisions and so on.
+
+``--fit`` fits the :class:`~llmcost.training.step.Calibration` constants per GPU generation
+with ``scipy.optimize.least_squares`` on log(predicted / measured tokens/s), reports which
+constants the rows cannot identify, and the leave-one-group-out error (group = source table
+x model). It prints; it changes nothing in the library (DEFAULT_CALIBRATION stays).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from llmcost import catalog  # noqa: E402
+from llmcost._validate import InputError  # noqa: E402
+from llmcost.training.step import DEFAULT_CALIBRATION, Calibration, Options, predict_step  # noqa: E402
+
+DATA = ROOT / "data" / "calibration_runs.csv"
+
+#: Scale-out fabric per source (not in the tables): Selene ran HDR InfiniBand (Narayanan
+#: et al. 2021 §5); Meta's 405B cluster RoCE at 400 Gb/s (Llama 3 paper §3.3.1); DGX systems
+#: in the Megatron-Bridge runs, NDR InfiniBand (assumption: DGX H100/B200 ship ConnectX-7).
+SCALE_OUT = {"narayanan2021 table 1": "ib-hdr", "llama3 table 4": "roce-400"}
+SCALE_OUT_DEFAULT = "ib-ndr"
+
+#: Calibration constants the fit may move, with bounds (the fit runs in log space).
+FIT_PARAMS = ("matmul_efficiency", "matmul_half_width", "elementwise_traffic",
+              "nvlink_efficiency")
+FIT_BOUNDS = {"matmul_efficiency": (0.2, 0.98), "matmul_half_width": (1.0, 4000.0),
+              "elementwise_traffic": (0.1, 40.0), "nvlink_efficiency": (0.3, 0.98)}
+#: GPU generation of each calibration GPU id; the fit groups rows by it.
+GENERATION = {"a100-80gb": "ampere", "h100-sxm": "hopper", "b200": "blackwell",
+              "gb200": "blackwell", "b300": "blackwell", "gb300": "blackwell"}
+
+
+def load_rows(path=DATA) -> pd.DataFrame:
+    """The calibration table as read from CSV."""
+    return pd.read_csv(path)
+
+
+def _int(x, default=None):
+    return default if pd.isna(x) else int(x)
+
+
+def _table1_interleave(layers: int, pp: int) -> int:
+    # Table 1 does not print v; Megatron 2021 used the interleaved schedule for PP > 1, here
+    # with the smallest v > 1 dividing the layers per stage (as benchmarks/calibrate.py).
+    if pp == 1:
+        return 1
+    per = layers // pp
+    return next((c for c in range(2, per + 1) if per % c == 0), 1)
+
+
+def _accepts(name: str) -> bool:
+    return name in inspect.signature(predict_step).parameters
+
+
+def layout_for(row, model) -> tuple[dict, Options, str]:
+    """predict_step keyword arguments, Options and the assumptions stated for one row."""
+    src = row["source_table"]
+    tp, pp, cp = _int(row["tp"], 1), _int(row["pp"], 1), _int(row["cp"], 1)
+    kw = dict(gpus=int(row["gpus"]), tp=tp, pp=pp, cp=cp,
+              global_batch=int(row["global_batch"]), seq_len=int(row["seq_len"]))
+    if src == "narayanan2021 table 1":
+        kw.update(micro_batch=1, interleave=_table1_interleave(model.layers, pp),
+                  recompute="full")
+        opts = Options(dp_overlap=0.0)
+        note = ("mb 1, v = smallest divisor > 1 of the layers per stage when PP > 1, full "
+                "recompute, no DP overlap, no flash attention (assumption, as "
+                "benchmarks/calibrate.py)")
+    elif src == "llama3 table 4":
+        kw.update(micro_batch=1, interleave=1, recompute="none", sequence_parallel=tp > 1)
+        opts = Options(flash_attention=True)
+        note = ("mb 1, v 1 (no interleaving), no recompute, sequence parallel, flash "
+                "attention, DP overlap 0.9 (assumption: the paper prints none of these)")
+    else:
+        vp = _int(row["vp"], 1)
+        kw.update(micro_batch=int(row["micro_batch"]), interleave=vp, recompute="none",
+                  sequence_parallel=tp > 1, zero_stage=3 if _int(row["fsdp"], 0) > 0 else 0)
+        opts = Options(flash_attention=True, tp_comm_overlap=tp > 1)
+        note = ("no recompute, sequence parallel, fused attention, TP comm overlap, DP overlap "
+                "0.9 (assumption: Megatron-Bridge performance recipes)")
+    if _accepts("precision"):
+        kw["precision"] = row["precision"]
+    return kw, opts, note
+
+
+def expressibility(row, cat) -> tuple[str, object]:
+    """('', ModelSpec) when the step model can express the row, else (reason, None)."""
+    if row["model_kind"] != "dense":
+        return "not expressible yet: MoE", None
+    if row["precision"] != "bf16" and not _accepts("precision"):
+        return "not expressible yet: precision", None
+    if row["task"] != "pretrain":
+        return f"not expressible yet: {row['task']} (fine-tuning)", None
+    try:
+        model = cat.model(row["model"])
+    except InputError:
+        return "not expressible: architecture unknown", None
+    try:
+        cat.gpu(row["gpu"])
+    except InputError:
+        return f"not expressible: GPU {row['gpu']} not in the catalog", None
+    return "", model
+
+
+def predict_row(row, model, cat, calibration: Calibration = DEFAULT_CALIBRATION):
+    """Predicted tokens/s per GPU for one row, or (None, reason) when the layout is refused."""
+    gpu = cat.gpu(row["gpu"])
+    kw, opts, note = layout_for(row, model)
+    up = cat.fabric(gpu.scale_up)
+    out = cat.fabric(SCALE_OUT.get(row["source_table"], SCALE_OUT_DEFAULT))
+    try:
+        p = predict_step(model, gpu, up, out, options=opts, calibration=calibration,
+                         with_scaling=False, **kw)
+    except InputError as e:
+        if model.layers % kw["pp"] != 0 and e.param in ("pp", "interleave"):
+            return None, "not expressible yet: uneven pipeline", note
+        return None, f"not expressible: {e}", note
+    return float(p.tokens_per_s) / kw["gpus"], "", note
+
+
+def layout_text(row) -> str:
+    parts = [f"TP{_int(row['tp'], 1)}", f"PP{_int(row['pp'], 1)}", f"CP{_int(row['cp'], 1)}"]
+    for col, tag in (("vp", "VP"), ("ep", "EP"), ("fsdp", "FSDP")):
+        if col in row and not pd.isna(row[col]) and int(row[col]) > 1:
+            parts.append(f"{tag}{int(row[col])}")
+    if not pd.isna(row["micro_batch"]):
+        parts.append(f"mb{int(row['micro_batch'])}")
+    return " ".join(parts) + f" B{int(row['global_batch'])} s{int(row['seq_len'])}"
+
+
+def evaluate(rows: pd.DataFrame, cat=None, calibration: Calibration = DEFAULT_CALIBRATION
+             ) -> pd.DataFrame:
+    """One line per row: measured, predicted, error (predicted / measured - 1) or the reason."""
+    cat = cat or catalog.default()
+    out = []
+    for _, row in rows.iterrows():
+        reason, model = expressibility(row, cat)
+        pred, note = None, ""
+        if model is not None:
+            pred, reason, note = predict_row(row, model, cat, calibration)
+        meas = float(row["tokens_per_s_per_gpu"])
+        out.append(dict(id=row["id"], source_table=row["source_table"], model=row["model"],
+                        gpu=row["gpu"], generation=GENERATION.get(row["gpu"], row["gpu"]),
+                        precision=row["precision"], layout=layout_text(row),
+                        measured=meas, predicted=np.nan if pred is None else pred,
+                        error=np.nan if pred is None else pred / meas - 1,
+                        status=reason or "ok", assumptions=note))
+    return pd.DataFrame(out)
+
+
+def summarize(res: pd.DataFrame) -> pd.DataFrame:
+    """Mean and max |error| and expressible / total per source table and GPU generation."""
+    g = res.assign(abs_err=res["error"].abs()).groupby(["source_table", "generation"], sort=False)
+    return pd.DataFrame({"expressible": g["error"].count(), "total": g.size(),
+                         "mean_abs_error": g["abs_err"].mean(),
+                         "max_abs_error": g["abs_err"].max()}).reset_index()
+
+
+def _pct(x):
+    return "" if x is None or pd.isna(x) else f"{100 * x:+.2f}%"
+
+
+def format_table(res: pd.DataFrame) -> str:
+    lines = [f"{'id':52s} {'source table':26s} {'gpu':9s} {'prec':6s} {'layout':40s} "
+             f"{'measured':>10s} {'predicted':>10s} {'error':>9s}  status"]
+    for _, r in res.iterrows():
+        pred = "" if pd.isna(r["predicted"]) else f"{r['predicted']:10.2f}"
+        lines.append(f"{r['id']:52s} {r['source_table']:26s} {r['gpu']:9s} {r['precision']:6s} "
+                     f"{r['layout']:40s} {r['measured']:10.2f} {pred:>10s} "
+                     f"{_pct(r['error']):>9s}  {r['status']}")
+    return "\n".join(lines)
+
+
+def format_summary(summ: pd.DataFrame) -> str:
+    lines = [f"{'source table':26s} {'generation':11s} {'expressible':>11s} "
+             f"{'mean |err|':>10s} {'max |err|':>10s}"]
+    for _, r in summ.iterrows():
+        mean = "" if pd.isna(r["mean_abs_error"]) else f"{100 * r['mean_abs_error']:.1f}%"
+        mx = "" if pd.isna(r["max_abs_error"]) else f"{100 * r['max_abs_error']:.1f}%"
+        lines.append(f"{r['source_table']:26s} {r['generation']:11s} "
+                     f"{r['expressible']:>5d} / {r['total']:<4d} {mean:>10s} {mx:>10s}")
+    return "\n".join(lines)
+
+
+def mfu_convention(cat=None) -> str:
+    """The FLOP count the tool reports, and how Megatron-Bridge's TFLOP/s relate to it."""
+    cat = cat or catalog.default()
+    m = cat.model("llama3-405b")
+    s = 8192
+    full = float(m.flops_per_token("none", seq_len=s))
+    attn = 12.0 * m.layers * s * m.heads * m.head_dim
+    half = full - attn / 2
+    return (
+        "MFU convention: llmcost reports model FLOPs per token C = 6 (l P_mm + V h) + 12 l s d_q "
+        "(every matmul weight 6 FLOPs/token, attention over the full s x s score matrix, no "
+        "recomputation: PaLM App. B / Korthikanti et al. 2022 Eq. 7; "
+        "llmcost.training.flops.flops_per_token, recompute='none') against the dense peak of the "
+        "run's precision. Megatron-Bridge's 'Model TFLOP/s' count causal attention at half "
+        "(6 l s d_q), so for the same tokens/s they are lower by the factor "
+        "1 - 6 l s d_q / C: for Llama 3.1 405B at s = 8192 that is "
+        f"{half / full:.4f} ({full:.4g} vs {half:.4g} FLOP/token). Narayanan et al. Table 1 "
+        "prints hardware TFLOP/s (Eq. 3, full recompute, full attention); Llama 3 Table 4 does "
+        "not state its count. Rows are compared on tokens/s, never on TFLOP/s.")
+
+
+def validate(rows=None, row_filter=None, cat=None, calibration=DEFAULT_CALIBRATION,
+             out=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Evaluate and print the table, the summary and the MFU convention line.
+
+    Parameters
+    ----------
+    rows : DataFrame, optional
+        Calibration rows; default data/calibration_runs.csv.
+    row_filter : callable, optional
+        DataFrame -> boolean mask selecting the rows to evaluate.
+    out : file, optional
+        Where to print (default stdout).
+    """
+    out = out or sys.stdout
+    rows = load_rows() if rows is None else rows
+    if row_filter is not None:
+        rows = rows[row_filter(rows)]
+    res = evaluate(rows, cat, calibration)
+    summ = summarize(res)
+    print(format_table(res), file=out)
+    print("\nSummary (errors = predicted / measured tokens/s/GPU - 1, expressible rows only)",
+          file=out)
+    print(format_summary(summ), file=out)
+    print("\n" + mfu_convention(cat), file=out)
+    print("\nAssumptions per source (not printed by the sources):", file=out)
+    for src, note in res.drop_duplicates("source_table")[["source_table", "assumptions"]].values:
+        if note:
+            print(f"  {src}: {note}", file=out)
+    return res, summ
+
+
+# ------------------------------------------------------------------ fit harness
+
+def _calibration(x_log, base=DEFAULT_CALIBRATION, params=FIT_PARAMS) -> Calibration:
+    return replace(base, **{k: float(np.exp(x)) for k, x in zip(params, x_log)})
+
+
+def _residuals(x_log, rows, models, cat, params=FIT_PARAMS):
+    cal = _calibration(x_log, params=params)
+    res = []
+    for (_, row), model in zip(rows.iterrows(), models):
+        pred, _, _ = predict_row(row, model, cat, cal)
+        res.append(np.log(pred / float(row["tokens_per_s_per_gpu"])))
+    return np.array(res)
+
+
+def fit_generation(rows: pd.DataFrame, cat=None, params=FIT_PARAMS):
+    """Least-squares fit of Calibration on log(predicted / measured) for expressible rows.
+
+    Returns a dict with the fitted constants, the singular values of the Jacobian with
+    respect to log(constant), the constants the rows cannot identify and the residuals.
+    """
+    from scipy.optimize import least_squares
+
+    cat = cat or catalog.default()
+    models = [cat.model(m) for m in rows["model"]]
+    x0 = np.log([getattr(DEFAULT_CALIBRATION, k) for k in params])
+    lo = np.log([FIT_BOUNDS[k][0] for k in params])
+    hi = np.log([FIT_BOUNDS[k][1] for k in params])
+    sol = least_squares(_residuals, np.clip(x0, lo + 1e-9, hi - 1e-9), bounds=(lo, hi),
+                        args=(rows, models, cat, params), x_scale=1.0, diff_step=1e-3)
+    J = sol.jac
+    sv = np.linalg.svd(J, compute_uv=False) if J.size else np.array([])
+    n, k = J.shape
+    dof = max(n - k, 1)
+    s2 = float(np.sum(sol.fun ** 2) / dof)
+    # A constant is not identified when moving it changes no residual (a zero column), when it
+    # sits at a bound, or when its log-standard error exceeds 1 (a factor e either way).
+    jtj = J.T @ J
+    cov = np.linalg.pinv(jtj) * s2
+    std = np.sqrt(np.clip(np.diag(cov), 0, None))
+    at_bound = np.isclose(sol.x, lo, atol=1e-4) | np.isclose(sol.x, hi, atol=1e-4)
+    col = np.linalg.norm(J, axis=0)
+    unidentified = []
+    for i, name in enumerate(params):
+        why = []
+        if col[i] < 1e-6:
+            why.append("no effect on these rows")
+        if at_bound[i]:
+            why.append("at its bound")
+        if std[i] > 1.0 or n < k:
+            why.append(f"log-std {std[i]:.2g}" if n >= k else f"{n} rows for {k} constants")
+        if why:
+            unidentified.append(f"{name} ({', '.join(why)})")
+    # the weakest direction: a combination of constants the data trade against each other
+    if J.size:
+        _, _, vt = np.linalg.svd(J, full_matrices=False)
+        weak = vt[-1]
+        combo = " ".join(f"{w:+.2f}*log({p})" for w, p in zip(weak, params) if abs(w) > 0.2)
+    else:
+        combo = ""
+    return dict(values={p: float(np.exp(x)) for p, x in zip(params, sol.x)},
+                singular_values=sv, log_std=dict(zip(params, std)),
+                unidentified=unidentified, weakest=combo, residuals=sol.fun,
+                cost=float(sol.cost))
+
+
+def _expressible(rows, cat):
+    keep = []
+    for i, row in rows.iterrows():
+        reason, model = expressibility(row, cat)
+        if model is not None and predict_row(row, model, cat)[0] is not None:
+            keep.append(i)
+    return rows.loc[keep]
+
+
+def fit(rows=None, cat=None, out=None):
+    """Fit per GPU generation; print constants, identifiability and leave-one-group-out error."""
+    out = out or sys.stdout
+    cat = cat or catalog.default()
+    rows = load_rows() if rows is None else rows
+    rows = rows.assign(generation=rows["gpu"].map(GENERATION).fillna(rows["gpu"]))
+    ok = _expressible(rows, cat)
+    print("\nFit of Calibration per GPU generation (scipy.optimize.least_squares on "
+          "log(predicted / measured tokens/s); library constants unchanged)", file=out)
+    results = {}
+    for gen in ("ampere", "hopper", "blackwell"):
+        sub = ok[ok["generation"] == gen]
+        total = int((rows["generation"] == gen).sum())
+        print(f"\n[{gen}] {len(sub)} expressible of {total} rows", file=out)
+        if len(sub) == 0:
+            print("  nothing to fit: no row of this generation is expressible today", file=out)
+            continue
+        r = fit_generation(sub, cat)
+        results[gen] = r
+        for k, val in r["values"].items():
+            print(f"  {k:22s} {val:10.4g}  (default {getattr(DEFAULT_CALIBRATION, k):.4g}, "
+                  f"log-std {r['log_std'][k]:.2g})", file=out)
+        sv = r["singular_values"]
+        print("  Jacobian singular values (d residual / d log constant): "
+              + ", ".join(f"{x:.3g}" for x in sv), file=out)
+        print(f"  weakest direction: {r['weakest']}", file=out)
+        print("  not identified by these rows: " + ("; ".join(r["unidentified"]) or "none"),
+              file=out)
+        fitted = np.exp(r["residuals"]) - 1
+        print(f"  in-sample error: mean |err| {100 * np.mean(np.abs(fitted)):.1f}%, "
+              f"max {100 * np.max(np.abs(fitted)):.1f}%", file=out)
+        # leave one group (source table x model) out
+        groups = sub["source_table"] + " / " + sub["model"]
+        print(f"  leave-one-group-out ({groups.nunique()} groups):", file=out)
+        print(f"    {'held-out group':48s} {'rows':>4s} {'mean |err|':>10s} {'max |err|':>10s}",
+              file=out)
+        errs = []
+        for g in groups.unique():
+            train, test = sub[groups != g], sub[groups == g]
+            if len(train) == 0:
+                print(f"    {g:48s} {len(test):4d} {'n/a: only group':>21s}", file=out)
+                continue
+            rt = fit_generation(train, cat)
+            cal = _calibration(np.log(list(rt["values"].values())))
+            e = np.array([predict_row(row, cat.model(row["model"]), cat, cal)[0]
+                          / float(row["tokens_per_s_per_gpu"]) - 1
+                          for _, row in test.iterrows()])
+            errs += list(e)
+            print(f"    {g:48s} {len(test):4d} {100 * np.mean(np.abs(e)):9.1f}% "
+                  f"{100 * np.max(np.abs(e)):9.1f}%", file=out)
+        if errs:
+            print(f"    overall held-out: mean |err| {100 * np.mean(np.abs(errs)):.1f}%, "
+                  f"max {100 * np.max(np.abs(errs)):.1f}%", file=out)
+    return results
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    validate()
+    if "--fit" in argv:
+        fit()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""data/calibration_runs.csv (issue 9 calibration set) and benchmarks/validate.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ROWS = pd.read_csv(ROOT / "data" / "calibration_runs.csv")
+MB = ROWS[ROWS["source_table"].str.startswith("megatron-bridge")]
+
+
+def _validate_module():
+    spec = importlib.util.spec_from_file_location("validate_bench",
+                                                  ROOT / "benchmarks" / "validate.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_row_has_source_and_as_of():
+    assert ROWS["source"].notna().all() and (ROWS["source"].str.len() > 10).all()
+    assert ROWS["as_of"].notna().all()
+    assert ROWS["as_of"].astype(str).str.match(r"^\d{4}-\d{2}").all()
+
+
+def test_megatron_bridge_rows_name_one_commit_and_only_releases_from_25_11():
+    commits = MB["source"].str.extract(r"NVIDIA-NeMo/Megatron-Bridge@([0-9a-f]{40})")[0]
+    assert commits.notna().all()
+    assert commits.nunique() == 1
+    releases = MB["source_table"].str.extract(r"(\d+)\.(\d+)").astype(int)
+    assert ((releases[0] > 25) | ((releases[0] == 25) & (releases[1] >= 11))).all()
+    # the other two sources are exactly the issue's: Table 1 and Llama 3 Table 4
+    assert set(ROWS["source_table"]) - set(MB["source_table"]) == {
+        "narayanan2021 table 1", "llama3 table 4"}
+
+
+def test_ids_unique():
+    assert not ROWS["id"].duplicated().any()
+
+
+def test_numbers_positive():
+    for col in ("gpus", "tp", "pp", "cp", "seq_len", "global_batch", "tokens_per_s_per_gpu",
+                "step_time_s"):
+        assert (ROWS[col] > 0).all(), col
+    for col in ("micro_batch", "ep", "vp", "model_tflops_per_gpu", "hardware_tflops_per_gpu"):
+        present = ROWS[col].dropna()
+        assert (present > 0).all(), col
+    # the layout must fit in the GPUs it reports
+    assert (ROWS["gpus"] % (ROWS["tp"] * ROWS["pp"] * ROWS["cp"]) == 0).all()
+
+
+def test_step_time_matches_its_derivation():
+    derived = ROWS["global_batch"] * ROWS["seq_len"] / (ROWS["tokens_per_s_per_gpu"] * ROWS["gpus"])
+    np.testing.assert_allclose(ROWS["step_time_s"], derived, rtol=1e-3)
+    # by hand, Megatron-Bridge 26.08 DeepSeekV3 on 256 GB300: GBS 4096 x 4096 tokens /
+    # (6288 tokens/s/GPU x 256) = 16,777,216 / 1,609,728 = 10.4224 s
+    r = ROWS.set_index("id").loc["mb-26.08-pretrain-deepseekv3-gb300-mxfp8"]
+    assert r["tokens_per_s_per_gpu"] == 6288 and r["model_tflops_per_gpu"] == 1635
+    assert r["step_time_s"] == pytest.approx(10.4224, rel=1e-4)
+
+
+def test_table1_tokens_per_s_derived_from_eq3():
+    # Megatron 1.7B (l 24, h 2304, V 51200, s 2048) at 137 TFLOP/s: Eq. 3 per token
+    # 96 l h^2 (1 + s/6h + V/16lh) = 96 x 24 x 5,308,416 x (1 + 0.148148 + 0.057870)
+    # = 1.22306e10 x 1.206019 = 1.47503e10 FLOP; 137e12 / 1.47503e10 = 9288 tokens/s/GPU
+    r = ROWS.set_index("id").loc["t1-megatron-1.7b"]
+    assert r["tokens_per_s_per_gpu"] == pytest.approx(9288, rel=2e-4)
+    assert r["hardware_tflops_per_gpu"] == 137
+
+
+def test_25_11_parenthesised_precision_split_into_two_rows():
+    # 25.11 DGX-GB300 LLAMA3_8B prints "FP8-CS (FP8-MX)" and "37556 (36108)"
+    r = ROWS.set_index("id")
+    assert r.loc["mb-25.11-pretrain-llama3-8b-gb300-fp8", "tokens_per_s_per_gpu"] == 37556
+    assert r.loc["mb-25.11-pretrain-llama3-8b-gb300-mxfp8", "tokens_per_s_per_gpu"] == 36108
+
+
+def test_megatron_bridge_tflops_count_causal_attention_at_half():
+    # 26.06 DGX-H100 LLAMA3.1_405B FP8: 326 tokens/s/GPU, 822 model TFLOP/s/GPU. Per token
+    # (l 126, h 16384, 128 heads x 128, 8 KV heads, gated FFN 53248, V 128256, s 8192):
+    # P_mm = 2 h^2 + 2 h (8 x 128) + 3 h 53248 = 3,187,671,040; 6 (126 P_mm + V h)
+    # = 6 x 403.748e9 = 2.42249e12; attention 12 l s d_q = 2.02937e11.
+    # halved: 2.42249e12 + 1.01468e11 = 2.52396e12 -> x 326 = 822.8 TFLOP/s (printed 822)
+    # full:   2.42249e12 + 2.02937e11 = 2.62543e12 -> x 326 = 855.9 TFLOP/s (4% off)
+    r = ROWS.set_index("id").loc["mb-26.06-pretrain-llama3.1-405b-h100-sxm-fp8"]
+    assert r["tokens_per_s_per_gpu"] == 326 and r["model_tflops_per_gpu"] == 822
+    assert 326 * 2.52396e12 / 1e12 == pytest.approx(822, rel=3e-3)
+    assert 326 * 2.62543e12 / 1e12 != pytest.approx(822, rel=3e-2)
+    assert "causal attention at half" in r["notes"]
+
+
+def test_validate_prints_errors_on_a_three_row_subset():
+    mod = _validate_module()
+    ids = ["t1-megatron-1.7b", "t1-megatron-3.6b", "t1-megatron-7.5b"]
+    buf = io.StringIO()
+    res, summ = mod.validate(row_filter=lambda d: d["id"].isin(ids), out=buf)
+    text = buf.getvalue()
+    printed = {}
+    for line in text.splitlines():
+        m = re.match(r"^(t1-megatron-\S+)\s.*?\s([\d.]+)\s+([\d.]+)\s+([+-][\d.]+)%\s+ok$", line)
+        if m:
+            printed[m.group(1)] = tuple(float(x) for x in m.group(2, 3, 4))
+    assert sorted(printed) == sorted(ids)
+    for rid, (measured, predicted, err_pct) in printed.items():
+        # the printed error is predicted / measured - 1 of the printed figures
+        assert err_pct == pytest.approx(100 * (predicted / measured - 1), abs=0.01)
+        assert measured == pytest.approx(
+            ROWS.set_index("id").loc[rid, "tokens_per_s_per_gpu"], abs=0.006)
+    assert list(summ["expressible"]) == [3] and list(summ["total"]) == [3]
+    assert "MFU convention" in text
+
+
+def test_validate_names_why_a_row_is_not_expressible():
+    mod = _validate_module()
+    res, _ = mod.validate(row_filter=lambda d: d["id"] == "mb-26.08-pretrain-deepseekv3-gb300-mxfp8",
+                          out=io.StringIO())
+    assert res["status"].tolist() == ["not expressible yet: MoE"]
+    assert res["predicted"].isna().all()
