@@ -21,11 +21,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _validate as v
+from .training.precision import MFU_PEAK_PRECISION, PRECISIONS, check_precision
 
 #: Above this share of dense BF16 peak, an MFU is rarer than any large published run.
 RARE_ABOVE = 0.60
 #: Published large-run range of MFU/HFU on dense peak ([1] [3] [4]).
 PUBLISHED_RANGE = (0.38, 0.57)
+#: FP8 dense peak / BF16 dense peak when no GPU is given: 2 on every catalog GPU with FP8
+#: (H100 1978.9/989.4, B200 4500/2250, MI300X 2614.9/1307.4; data/gpus.csv, datasheets).
+FP8_OVER_BF16_PEAK = 2.0
 
 
 def effective_utilization(flops_per_token, global_batch, seq_len, steps, peak_tflops, gpus,
@@ -258,56 +262,92 @@ def plausibility_level(utilization, published=None):
     return v.result(level)
 
 
-def assess_utilization(utilization, published=None, peak_tflops=None, gpu=None):
+def assess_utilization(utilization, published=None, peak_tflops=None, gpu=None,
+                       precision="bf16"):
     """A scalar utilization figure with plausibility findings.
+
+    llmcost states MFU/HFU against the dense BF16 peak for every precision
+    (:data:`llmcost.training.precision.MFU_PEAK_PRECISION`), so an FP8 run and a BF16 run
+    compare on one scale. An FP8 run may also be quoted against the FP8 dense peak; that
+    is recognised (info "fp8-peak") and not mistaken for the 2:4-sparsity figure, although
+    on H100 the two numbers coincide (1978.9 = 2 x 989.4). The above-peak, rare and low
+    thresholds apply to the share of the peak the GEMMs run at: the FP8 peak for an FP8
+    run (so 75% of the BF16 peak is 37.5% of an H100's FP8 peak, not a rare figure).
 
     Parameters
     ----------
     utilization : float
         MFU, HFU or effective utilization [-].
     published : float, optional
-        A published figure for a comparable run [-], in (0, 1].
+        A published figure for a comparable run [-], in (0, 1], on the same peak.
     peak_tflops : float, optional
         The peak the figure was computed with [TFLOP/s]; checked against ``gpu``.
     gpu : GPUSpec, optional
-        Catalog entry whose dense and sparse peaks the ``peak_tflops`` is compared with.
+        Catalog entry whose dense and sparse peaks the ``peak_tflops`` is compared with,
+        and which must support ``precision``.
+    precision : {"bf16", "fp8", "mxfp8"}
+        The run's GEMM precision.
 
     Returns
     -------
     Assessed
     """
     u = float(v.positive("utilization", utilization))
+    v.choice("precision", precision, PRECISIONS)
+    if gpu is not None:
+        check_precision(precision, gpu)
+    low = precision != MFU_PEAK_PRECISION
+    # ceiling: GEMM peak / the peak the figure is stated against
+    ceiling = 1.0
+    if low:
+        ceiling = (gpu.fp8_dense_tflops / gpu.bf16_dense_tflops if gpu is not None
+                   else FP8_OVER_BF16_PEAK)
     out: list[Finding] = []
-    if u > 1.0:
-        out.append(Finding("error", "above-peak",
-                           f"{u:.1%} is above 100% of peak: the FLOPs per token, the token "
-                           "count, the GPU count or the peak is wrong"))
-    elif u > RARE_ABOVE:
-        out.append(Finding("warning", "rare",
-                           f"{u:.1%} of dense peak is above any large published run "
-                           f"(published MFU/HFU: {PUBLISHED_RANGE[0]:.0%}-{PUBLISHED_RANGE[1]:.0%}; "
-                           "Llama 3 405B on H100 38-43%, PaLM 540B 46.2% MFU / 57.8% HFU); "
-                           "check that the peak is the dense figure and FLOPs are not double-counted"))
+    if peak_tflops is not None and gpu is not None:
+        pk = float(v.positive("peak_tflops", peak_tflops))
+        dense = [gpu.bf16_dense_tflops] + ([gpu.fp8_dense_tflops] if gpu.fp8_dense_tflops else [])
+        if low and abs(pk / gpu.fp8_dense_tflops - 1) < 0.02:
+            ceiling = 1.0
+            out.append(Finding("info", "fp8-peak",
+                               f"peak {pk:g} TFLOP/s is {gpu.id}'s dense FP8 peak, right for "
+                               f"the GEMMs of a {precision} run; llmcost states MFU against "
+                               f"the dense BF16 peak ({gpu.bf16_dense_tflops:g}) for every "
+                               f"precision: {u * pk / gpu.bf16_dense_tflops:.1%} on that scale"))
+        elif any(abs(pk / (2 * d) - 1) < 0.02 for d in dense):
+            out.append(Finding("error", "sparse-peak",
+                               f"peak {pk:g} TFLOP/s is the 2:4-sparsity figure of {gpu.id}; "
+                               f"its dense BF16 peak is {gpu.bf16_dense_tflops:g}"))
+        elif not low and gpu.fp8_dense_tflops and abs(pk / gpu.fp8_dense_tflops - 1) < 0.02:
+            out.append(Finding("info", "fp8-peak",
+                               f"peak {pk:g} TFLOP/s is {gpu.id}'s FP8 figure; BF16 training "
+                               f"should use {gpu.bf16_dense_tflops:g}"))
+    share = u / ceiling
+    of_peak = (f"{u:.1%}" if ceiling == 1.0 else
+               f"{u:.1%} of the dense BF16 peak ({share:.1%} of the FP8 peak its GEMMs run at)")
+    of_dense = f"{u:.1%} of dense peak" if ceiling == 1.0 else of_peak
+    findings: list[Finding] = []
+    if share > 1.0:
+        findings.append(Finding("error", "above-peak",
+                                f"{of_peak} is above 100% of peak: the FLOPs per token, the "
+                                "token count, the GPU count or the peak is wrong"))
+    elif share > RARE_ABOVE:
+        findings.append(Finding("warning", "rare",
+                                f"{of_dense} is above any large published run "
+                                f"(published MFU/HFU: {PUBLISHED_RANGE[0]:.0%}-"
+                                f"{PUBLISHED_RANGE[1]:.0%}; Llama 3 405B on H100 38-43%, PaLM "
+                                "540B 46.2% MFU / 57.8% HFU); check that the peak is the dense "
+                                "figure and FLOPs are not double-counted"))
     if published is not None:
         p = float(v.fraction("published", published))
         r = u / p
         if 1.7 <= r <= 2.3:
-            out.append(Finding("warning", "sparsity-suspected",
-                               f"{u:.1%} is {r:.2f}x the published {p:.1%}: a 2:4-sparsity "
-                               "peak or FLOPs counted twice would give 2x"))
-    if peak_tflops is not None and gpu is not None:
-        pk = float(v.positive("peak_tflops", peak_tflops))
-        dense = [gpu.bf16_dense_tflops] + ([gpu.fp8_dense_tflops] if gpu.fp8_dense_tflops else [])
-        if any(abs(pk / (2 * d) - 1) < 0.02 for d in dense):
-            out.append(Finding("error", "sparse-peak",
-                               f"peak {pk:g} TFLOP/s is the 2:4-sparsity figure of {gpu.id}; "
-                               f"its dense BF16 peak is {gpu.bf16_dense_tflops:g}"))
-        elif gpu.fp8_dense_tflops and abs(pk / gpu.fp8_dense_tflops - 1) < 0.02:
-            out.append(Finding("info", "fp8-peak",
-                               f"peak {pk:g} TFLOP/s is {gpu.id}'s FP8 figure; BF16 training "
-                               f"should use {gpu.bf16_dense_tflops:g}"))
-    if u < 0.15 and u <= 1.0:
-        out.append(Finding("info", "low",
-                           f"{u:.1%} is low: large runs reach 38-57%; look for communication, "
-                           "pipeline bubbles, data stalls or small per-GPU matmuls"))
-    return Assessed(u, tuple(out))
+            findings.append(Finding("warning", "sparsity-suspected",
+                                    f"{u:.1%} is {r:.2f}x the published {p:.1%}: a 2:4-sparsity "
+                                    "peak or FLOPs counted twice would give 2x"))
+    findings.extend(out)
+    if share < 0.15:
+        findings.append(Finding("info", "low",
+                                f"{of_peak} is low: large runs reach 38-57%; look for "
+                                "communication, pipeline bubbles, data stalls or small "
+                                "per-GPU matmuls"))
+    return Assessed(u, tuple(findings))
