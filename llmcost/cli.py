@@ -149,9 +149,16 @@ def cmd_memory(a) -> dict:
         br = mem.memory_per_gpu(
             m, a.gpus, a.tp, a.pp, a.cp, a.zero, a.micro_batch, a.global_batch, a.recompute,
             a.sequence_parallel, not a.no_flash_attention, a.optimizer, a.interleave,
-            finetune=a.finetune, lora_rank=a.lora_rank)
+            finetune=a.finetune, lora_rank=a.lora_rank,
+            first_stage_layers=a.first_stage_layers, last_stage_layers=a.last_stage_layers)
         out = {k: float(x) for k, x in br.to_gb().items()}
-        out["peak_stage"] = "last" if int(br.peak_stage) else "first"
+        rank, depth = int(br.peak_stage), int(a.pp)
+        out["peak_stage"] = "first" if rank == 0 else "last" if rank == depth - 1 else "middle"
+        out["peak_stage_rank"] = rank
+        out["peak_stage_layers"] = int(br.peak_stage_layers)
+        f, mid, last = mem.pipeline_stage_layers(m.layers, depth, a.first_stage_layers,
+                                                 a.last_stage_layers, a.interleave)
+        out["stage_layers"] = planner.stage_layers_summary(depth, f, mid, last)
         out["model"] = m.id
         params_b = m.params / 1e9
     out["seed_heuristic_gb"] = float(mem.seed_heuristic_memory_gb(params_b, a.gpus, a.tp, a.pp))
@@ -196,7 +203,9 @@ def cmd_predict(a) -> dict:
     gpu, up, out = _hardware(a)
     p = step_mod.predict_step(m, gpu, up, out, a.gpus, a.tp, a.pp, a.global_batch, a.cp,
                               a.micro_batch, a.interleave, a.recompute, a.sequence_parallel,
-                              a.zero, _options(a))
+                              a.zero, _options(a), first_stage_layers=a.first_stage_layers,
+                              last_stage_layers=a.last_stage_layers)
+    split = [int(x) for x in (p.first_stage_layers, p.middle_stage_layers, p.last_stage_layers)]
     parts = {k: float(x) for k, x in p.memory.to_gb().items() if k != "total_gb"}
     cap = gpu.memory_bytes / mem.GB
     res = {
@@ -204,7 +213,10 @@ def cmd_predict(a) -> dict:
         "layout": {"gpus": a.gpus, "tp": a.tp, "pp": a.pp, "cp": a.cp, "dp": int(p.dp),
                    "micro_batch": a.micro_batch, "num_microbatches": int(p.num_microbatches),
                    "interleave": a.interleave, "zero_stage": a.zero, "recompute": a.recompute,
-                   "sequence_parallel": a.sequence_parallel},
+                   "sequence_parallel": a.sequence_parallel,
+                   "first_stage_layers": split[0], "last_stage_layers": split[2],
+                   "stage_layers": planner.stage_layers_summary(a.pp, *split)},
+        "slowest_stage": int(p.slowest_stage),
         "step_time_s": float(p.step_time_s),
         "model_tflops_per_gpu": float(p.model_tflops_per_gpu),
         "hardware_tflops_per_gpu": float(p.hardware_tflops_per_gpu),
@@ -238,7 +250,8 @@ def cmd_plan(a) -> dict:
     top_n = int(v.integer("top", a.top, 1, PLAN_MAX_TOP))
     m = _model_from_args(a)
     gpu, up, out = _hardware(a)
-    space = planner.Space(max_tp=a.max_tp)
+    space = planner.Space(max_tp=a.max_tp, first_stage_layers=a.first_stage_layers,
+                          last_stage_layers=a.last_stage_layers)
     t0 = time.perf_counter()
     P = planner.plan(m, gpu, up, out, a.gpus, a.global_batch, space, _options(a),
                      usd_per_gpu_hour=a.usd_per_gpu_hour, heuristic=a.heuristic,
@@ -248,7 +261,11 @@ def cmd_plan(a) -> dict:
     rows = []
     for _, r in top.iterrows():
         rows.append({
-            "layout": {k: (x.item() if hasattr(x, "item") else x) for k, x in r[list(planner.LAYOUT_COLUMNS)].items()},
+            "layout": {**{k: (x.item() if hasattr(x, "item") else x)
+                          for k, x in r[list(planner.LAYOUT_COLUMNS)].items()},
+                       "stage_layers": planner.stage_layers_summary(
+                           r["pp"], r["first_stage_layers"], r["middle_stage_layers"],
+                           r["last_stage_layers"])},
             "description": planner.describe_layout(r),
             "step_time_s": float(r["step_time_s"]), "model_tflops_per_gpu": float(r["model_tflops_per_gpu"]),
             "hardware_tflops_per_gpu": float(r["hardware_tflops_per_gpu"]),
@@ -656,6 +673,15 @@ def _finite(obj, where="result"):
 
 # ---------------------------------------------------------------------------- parser
 
+def _add_stage_args(sp):
+    sp.add_argument("--first-stage-layers", type=int,
+                    help="layers on the first pipeline stage (Megatron's "
+                         "--decoder-first-pipeline-num-layers); default: even, or one short "
+                         "at each end when PP does not divide the layers")
+    sp.add_argument("--last-stage-layers", type=int,
+                    help="layers on the last pipeline stage (--decoder-last-pipeline-num-layers)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="llmcost", description="Numbers for an LLM training architecture review.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -702,6 +728,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="store the s x s attention scores (Korthikanti's 5as/h term)")
     sp.add_argument("--optimizer", choices=mem.OPTIMIZERS, default="adam")
     sp.add_argument("--interleave", type=int, default=1, help="virtual pipeline chunks")
+    _add_stage_args(sp)
     sp.add_argument("--finetune", choices=mem.FINETUNE_MODES, default="full")
     sp.add_argument("--lora-rank", type=int, default=16)
     sp.add_argument("--gpu", help="catalog id: report capacity and whether it fits")
@@ -725,6 +752,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cp", type=int, default=1)
     sp.add_argument("--micro-batch", type=int, default=1)
     sp.add_argument("--interleave", type=int, default=1)
+    _add_stage_args(sp)
     sp.add_argument("--recompute", choices=fl.RECOMPUTE_MODES, default="none")
     sp.add_argument("--sequence-parallel", action="store_true")
     sp.add_argument("--zero", type=int, default=0)
@@ -733,6 +761,7 @@ def build_parser() -> argparse.ArgumentParser:
     layout_common(sp)
     sp.add_argument("--top", type=int, default=5)
     sp.add_argument("--max-tp", type=int, help="allow TP beyond one node, up to this")
+    _add_stage_args(sp)
     sp.add_argument("--heuristic", choices=planner.HEURISTICS, default="none",
                     help="'seed': TP in a node, PP in a rack of 4 nodes, DP across racks")
     sp.add_argument("--usd-per-gpu-hour", type=float, help="price, for $ per million tokens")

@@ -463,7 +463,7 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options)
         indexing="ij"))
     g = gpus[si]
     ok = g % (t * p * c) == 0
-    ok &= (vv == 1) | ((p > 1) & ((model.layers // p) % vv == 0))
+    ok &= planner.interleave_valid(model, p, vv, space)
     si, t, p, c, b, vv, g = (a[ok] for a in (si, t, p, c, b, vv, g))
     dp = g // (t * p * c)
     unit = b * dp * np.where(vv > 1, p, 1)
@@ -495,7 +495,9 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options)
              sequence_parallel=SP, flash_attention=FA, tp_comm_overlap=TO)
     ok, dp, m = planner.layout_valid(model, L["gpus"], L["tp"], L["pp"], L["cp"],
                                      L["micro_batch"], L["global_batch"], L["interleave"],
-                                     L["sequence_parallel"], L["tp_comm_overlap"], node)
+                                     L["sequence_parallel"], L["tp_comm_overlap"], node,
+                                     first_stage_layers=space.first_stage_layers,
+                                     last_stage_layers=space.last_stage_layers)
     L = {key: a[ok] for key, a in L.items()}
     L["dp"], L["num_microbatches"] = dp[ok], m[ok]
     if len(L["tp"]) == 0:
@@ -503,7 +505,9 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options)
     mem = memory_per_gpu(model, L["gpus"], L["tp"], L["pp"], L["cp"], L["zero_stage"],
                          L["micro_batch"], L["global_batch"], L["recompute"],
                          L["sequence_parallel"], L["flash_attention"],
-                         interleave=L["interleave"], seq_len=s)
+                         interleave=L["interleave"], seq_len=s,
+                         first_stage_layers=space.first_stage_layers,
+                         last_stage_layers=space.last_stage_layers)
     fit = np.asarray(mem.total_bytes) <= gpu.memory_bytes
     evaluated = len(fit)
     L = {key: a[fit] for key, a in L.items()}
@@ -514,7 +518,9 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options)
                         L["global_batch"], L["cp"], L["micro_batch"], L["interleave"],
                         L["recompute"], L["sequence_parallel"], L["zero_stage"], options,
                         seq_len=s, with_scaling=False, flash_attention=L["flash_attention"],
-                        tp_comm_overlap=L["tp_comm_overlap"])
+                        tp_comm_overlap=L["tp_comm_overlap"],
+                        first_stage_layers=space.first_stage_layers,
+                        last_stage_layers=space.last_stage_layers)
     L["tokens_per_s"] = np.asarray(pred.tokens_per_s)
     L["step_time_s"] = np.asarray(pred.step_time_s)
     L["mfu"] = np.asarray(pred.mfu)

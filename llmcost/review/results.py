@@ -61,6 +61,10 @@ class Layout:
     flash_attention: bool
     global_batch: int               # sequences per step
     description: str
+    #: layers on the first and last pipeline stages (fewer when they carry the embedding
+    #: and the LM head and the layers do not divide by PP)
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -254,7 +254,9 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
                     zero_stage=int(r["zero_stage"]), recompute=str(r["recompute"]),
                     sequence_parallel=bool(r["sequence_parallel"]),
                     flash_attention=bool(r["flash_attention"]), global_batch=int(B),
-                    description=planner.describe_layout(r))
+                    description=planner.describe_layout(r),
+                    first_stage_layers=int(r["first_stage_layers"]),
+                    last_stage_layers=int(r["last_stage_layers"]))
     return PlanResult(int(gpus), int(B), shown.reset_index(drop=True), layout, fits,
                       int(P.evaluated), int(P.feasible), tuple(notes))
 
@@ -285,7 +287,8 @@ def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
     L = pl.layout
     p = predict_step(inp.model, inp.gpu, inp.scale_up, inp.scale_out, L.gpus, L.tp, L.pp,
                      L.global_batch, L.cp, L.micro_batch, L.interleave, L.recompute,
-                     L.sequence_parallel, L.zero_stage, OPTIONS, flash_attention=L.flash_attention)
+                     L.sequence_parallel, L.zero_stage, OPTIONS, flash_attention=L.flash_attention,
+                     first_stage_layers=L.first_stage_layers, last_stage_layers=L.last_stage_layers)
     mem = {k: float(x) for k, x in p.memory.to_gb().items()}
     step = float(p.step_time_s)
     return PredictResult(p, step, float(p.tokens_per_s), float(p.mfu), float(p.hfu),

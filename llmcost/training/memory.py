@@ -176,14 +176,20 @@ def activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp=1, cp=1, 
 
 
 def inflight_layers(layers, pp, num_microbatches=None, interleave=1, stage="first",
-                    schedule="1f1b"):
+                    schedule="1f1b", stage_layers=None):
     r"""Layers' worth of activations a pipeline stage holds at its peak.
 
-    1F1B: stage r holds min(p - r, m) micro-batches of l/p layers (the first stage p, so
-    l in all: Eq. 5 of [1]). Interleaved 1F1B with v chunks: stage r runs
-    2(p - r - 1) + (v - 1) p warm-up chunk-forwards before its first backward, so it holds
-    min(2(p - r - 1) + (v - 1)p + 1, m v) chunks of l/(p v) layers; for the first stage
-    that is l (1 + (p - 1)/(p v)) ([1] §4.2.3). GPipe: all m micro-batches, m l/p.
+    1F1B: stage r holds min(p - r, m) micro-batches of its n_r layers (n_r = l/p on an
+    even pipeline: the first stage holds p of them, so l in all: Eq. 5 of [1]). Interleaved
+    1F1B with v chunks: stage r runs 2(p - r - 1) + (v - 1) p warm-up chunk-forwards before
+    its first backward, so it holds min(2(p - r - 1) + (v - 1)p + 1, m v) chunks of n_r/v
+    layers; for the first stage of an even pipeline that is l (1 + (p - 1)/(p v))
+    ([1] §4.2.3). GPipe: all m micro-batches, m n_r.
+
+    On an uneven pipeline (:func:`pipeline_stage_layers`) the first middle stage (r = 1)
+    holds one micro-batch less than the first stage but may carry more layers, so it can
+    hold more: 126 layers on 16 stages (7/8/.../8/7), 1F1B: 16 x 7 = 112 layers on the
+    first stage, 15 x 8 = 120 on the second.
 
     Parameters
     ----------
@@ -194,8 +200,12 @@ def inflight_layers(layers, pp, num_microbatches=None, interleave=1, stage="firs
         flight (required for GPipe).
     interleave : int or array
         Virtual chunks per stage v [-]; 1 = plain 1F1B.
-    stage : {"first", "last"}
+    stage : {"first", "middle", "last"}
+        Rank r = 0, 1 (the middle stage that holds the most; the last when p = 2,
+        the only one when p = 1) or p - 1.
     schedule : {"1f1b", "gpipe"}
+    stage_layers : int or array, optional
+        Layers on this stage n_r [-]; default l/p.
 
     Returns
     -------
@@ -207,10 +217,11 @@ def inflight_layers(layers, pp, num_microbatches=None, interleave=1, stage="firs
     .. [1] Korthikanti et al. 2022, arXiv:2205.05198, §4.2.3, Eq. 5.
     .. [2] Narayanan et al. 2021, arXiv:2104.04473, §2.2.
     """
-    v.choice("stage", stage, ("first", "last"))
+    v.choice("stage", stage, ("first", "middle", "last"))
     v.choice("schedule", schedule, SCHEDULES)
     l = v.integer("layers", layers)
     p = v.integer("pp", pp)
+    n = l / p if stage_layers is None else v.integer("stage_layers", stage_layers)
     if num_microbatches is None:
         if schedule == "gpipe":
             raise v.InputError("num_microbatches", "num_microbatches is required for GPipe")
@@ -218,12 +229,12 @@ def inflight_layers(layers, pp, num_microbatches=None, interleave=1, stage="firs
     else:
         m = v.positive("num_microbatches", num_microbatches)
     vv = v.integer("interleave", interleave)
-    r = 0 if stage == "first" else p - 1
+    r = {"first": 0, "middle": np.minimum(1, p - 1), "last": p - 1}[stage]
     if schedule == "gpipe":
-        return v.result(m * l / p)
-    plain = np.minimum(p - r, m) * l / p
+        return v.result(m * n)
+    plain = np.minimum(p - r, m) * n
     chunks = np.minimum(2.0 * (p - r - 1) + (vv - 1) * p + 1, m * vv)
-    inter = chunks * l / (p * vv)
+    inter = chunks * n / vv
     return v.result(np.where(vv > 1, inter, plain))
 
 
@@ -321,8 +332,11 @@ class MemoryBreakdown(NamedTuple):
     activations_bytes: np.ndarray
     overhead_bytes: np.ndarray
     total_bytes: np.ndarray
-    #: 0 where the first pipeline stage is the peak, 1 where the last is.
+    #: pipeline rank of the peak stage: 0 (first), 1 (a middle stage: on an uneven
+    #: pipeline the second can outweigh the first) or p - 1 (last).
     peak_stage: np.ndarray
+    #: transformer layers on the peak stage [-].
+    peak_stage_layers: np.ndarray = None
 
     def to_gb(self) -> dict:
         """Components in GB (1e9 bytes), keys as in the CLI contract."""
@@ -336,17 +350,204 @@ class MemoryBreakdown(NamedTuple):
         }
 
 
-def check_layout(model: ModelSpec, gpus, tp, pp, cp, interleave, seq_len):
+def _stage_layers(layers, pp, first=None, last=None):
+    """(first, middle, last, ok, slots) without raising: see :func:`pipeline_stage_layers`.
+
+    ``slots`` is True where the split is the automatic one (given or not): Megatron-Core's
+    embedding/loss-in-the-split one, whose interleaving rule is on L' alone. A layout row
+    passed back with its first/last columns is therefore the same layout.
+    """
+    L = np.asarray(layers)
+    p = np.asarray(pp)
+    if first is None and last is None:
+        Lp = -(-L // np.maximum(p, 1))
+        d = p * Lp - L
+        f, mid, l = Lp - (d + 1) // 2, Lp, Lp - d // 2
+        # beyond one layer short at each end the automatic split is no longer Megatron-Core's
+        # (and no longer obviously balanced): the user says what he runs
+        ok = (f >= 1) & (d <= 2) & (p <= L)
+        slots = np.ones(np.shape(ok), dtype=bool)
+    else:
+        fg, lg = first is not None, last is not None
+        f0 = np.asarray(first if fg else 0)
+        l0 = np.asarray(last if lg else 0)
+        k = p - fg - lg
+        rest = L - f0 - l0
+        # no middle stage (p = 2, both ends given): the automatic L' as a placeholder
+        mid = np.where(k > 0, rest // np.maximum(k, 1), -(-L // np.maximum(p, 1)))
+        ok = np.where(k > 0, (rest % np.maximum(k, 1) == 0) & (mid >= 1), rest == 0)
+        f = f0 if fg else mid
+        l = l0 if lg else mid
+        ok = ok & (f >= 1) & (l >= 1)
+        fa, _, la, auto_ok, _ = _stage_layers(L, p)
+        slots = auto_ok & (f == fa) & (l == la)
+    one = p == 1
+    f, mid, l = (np.where(one, L, x) for x in (f, mid, l))
+    return f, mid, l, ok | one, slots | one
+
+
+def _interleave_ok(pp, first, middle, last, slots, interleave):
+    """Where v virtual chunks per stage are allowed (Megatron-Core's rules).
+
+    Explicit first/last (``num_layers_in_first/last_pipeline_stage``): every stage's layers
+    divide by v (``TransformerConfig.__post_init__``, "Uneven PP"). The automatic split with
+    a deficit of 1 or 2 is Megatron-Core's ``account_for_embedding_in_pipeline_split`` /
+    ``account_for_loss_in_pipeline_split``: the embedding and the loss count as one layer
+    each, every stage holds L' slots split into v chunks of L'/v, and only the first chunk
+    of the first stage (the last of the last) builds one layer less (``get_num_layers_to_build``
+    in megatron/core/transformer/transformer_block.py), so L' must divide by v. This is
+    how Llama 3 405B balanced its interleaved pipeline (arXiv:2407.21783, §3.3.2).
+    """
+    p, vv = np.asarray(pp), np.asarray(interleave)
+    each = (first % vv == 0) & (last % vv == 0) & ((p <= 2) | (middle % vv == 0))
+    return (vv == 1) | np.where(slots, middle % vv == 0, each)
+
+
+def _allowed_ends(L, p, other, fixed_name):
+    """The values one end stage may take with the other fixed, as text for an error."""
+    k = p - 2 if other is not None else p - 1
+    o = 0 if other is None else other
+    if k == 0:
+        ok = [L - o] if L - o >= 1 else []
+    else:
+        # the end holds n = L - o - k j with j >= 1 layers on each middle stage
+        j_max = (L - o - 1) // k
+        js = list(range(j_max, 0, -1))
+        if len(js) > 12:
+            js = js[:6] + [None] + js[-6:]
+        ok = [L - o - k * j if j is not None else "..." for j in js]
+    shown = ", ".join(map(str, ok)) or "none"
+    return f"{shown} (with {fixed_name}={o})" if other is not None else shown
+
+
+def pipeline_stage_layers(layers, pp, first_stage_layers=None, last_stage_layers=None,
+                          interleave=1):
+    r"""Transformer layers on the first, each middle, and the last pipeline stage.
+
+    The first stage also holds the input embedding and the last the LM head (output
+    projection, final norm, loss), so an uneven split gives them fewer layers
+    (Megatron-Core's ``num_layers_in_first_pipeline_stage`` /
+    ``num_layers_in_last_pipeline_stage``, the ``--decoder-first/last-pipeline-num-layers``
+    flags).
+
+    Automatic (neither given): every stage gets L' = ceil(l / p) layers and the deficit
+    p L' - l is taken from the first and the last stage alternately, first first:
+
+    .. math:: n_{mid} = L',\quad n_{first} = L' - \lceil d/2 \rceil,\quad
+              n_{last} = L' - \lfloor d/2 \rfloor,\quad d = p L' - l \le 2
+
+    (126 layers on 16 stages: 7, 14 x 8, 7; 70 on 12: 5, 10 x 6, 5; on an even split d = 0
+    and every stage holds l/p). This is Megatron-Core's
+    ``account_for_embedding_in_pipeline_split`` (d = 1) and
+    ``account_for_loss_in_pipeline_split`` (d = 2): the embedding and the LM head each fill
+    one layer's slot. A larger deficit (60 layers on 7 stages: d = 3) is refused: give the
+    ends explicitly.
+
+    Explicit: the given end stage(s) hold what is given and the other stages split the
+    rest evenly, n_mid = (l - n_first - n_last) / (p - 2), which must be whole and >= 1
+    (with p = 2, n_first + n_last = l; an end not given counts as a middle stage, as in
+    Megatron-Core). p = 1 ignores both: the one stage holds l.
+
+    With interleaving (v virtual chunks per stage), Megatron-Core's rules apply: given
+    first/last, every stage's layer count must divide by v (``TransformerConfig.__post_init__``,
+    "Uneven PP" checks); the automatic split with a deficit of 1 or 2 is its
+    ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split``
+    (the embedding and the loss each take one layer's slot; ``get_num_layers_to_build`` in
+    ``megatron/core/transformer/transformer_block.py``), which needs L' divisible by v; a
+    larger automatic deficit follows the explicit rule. Activations and times treat each
+    stage's chunks as n/v layers each (the one short chunk is not modelled apart).
+
+    Parameters
+    ----------
+    layers : int
+        l [-].
+    pp : int or array
+        p [-].
+    first_stage_layers, last_stage_layers : int or array, optional
+        n_first, n_last [-]; None: automatic.
+    interleave : int or array
+        v [-].
+
+    Returns
+    -------
+    first, middle, last : int arrays
+        Layers per stage [-] (all l when p = 1; with p = 2 there is no middle stage and
+        ``middle`` is only a placeholder).
+
+    References
+    ----------
+    .. [1] NVIDIA Megatron-LM (commit d98e8a6, 2026), megatron/core/transformer/
+       transformer_config.py (``TransformerConfig.__post_init__``, uneven PP) and
+       transformer_block.py (``get_num_layers_to_build``).
+    .. [2] A. Grattafiori et al., "The Llama 3 Herd of Models", arXiv:2407.21783, §3.3.2
+       (first and last stages one layer short: 126 layers on 16 stages).
+    """
+    L = int(v.integer("layers", layers))
+    p = v.integer("pp", pp)
+    vv = v.integer("interleave", interleave)
+    fst = None if first_stage_layers is None else v.integer("first_stage_layers",
+                                                            first_stage_layers)
+    lst = None if last_stage_layers is None else v.integer("last_stage_layers",
+                                                           last_stage_layers)
+    f, mid, l, ok, slots = _stage_layers(L, p, fst, lst)
+    if not np.all(ok):
+        shape = np.broadcast(p, f, l, ok).shape
+        i = np.flatnonzero(~np.broadcast_to(ok, shape))[0]
+        pi = int(np.broadcast_to(p, shape).flat[i])
+        if fst is None and lst is None:
+            if pi > L:
+                raise v.InputError("pp", f"pp must be at most the layers ({L}), got pp={pi}")
+            Lp = -(-L // pi)
+            raise v.InputError("pp", f"pp must divide the layers ({L}) or leave the first "
+                                     "and last stages at most one layer short (layers + 1 "
+                                     f"or + 2 divisible by pp), got pp={pi} ({pi * Lp - L} "
+                                     f"layers short of {Lp} per stage): give "
+                                     "first_stage_layers and last_stage_layers to split it "
+                                     "otherwise")
+        fi = None if fst is None else int(np.broadcast_to(fst, shape).flat[i])
+        li = None if lst is None else int(np.broadcast_to(lst, shape).flat[i])
+        name, other, oname = (("first_stage_layers", li, "last_stage_layers")
+                              if fst is not None else
+                              ("last_stage_layers", fi, "first_stage_layers"))
+        got = fi if name == "first_stage_layers" else li
+        middle = ("first + last must equal the layers" if pi == 2 and fst is not None
+                  and lst is not None else
+                  f"the other {pi - (fst is not None) - (lst is not None)} stage(s) must "
+                  "split the rest evenly, at least one layer each")
+        raise v.InputError(name, f"{name}={got} does not split {L} layers over pp={pi} "
+                                 f"({middle}); allowed: "
+                                 f"{_allowed_ends(L, pi, other, oname)}")
+    inter_ok = _interleave_ok(p, f, mid, l, slots, vv)
+    if not np.all(inter_ok):
+        shape = np.broadcast(vv, f, mid, l, slots).shape
+        i = np.flatnonzero(~np.broadcast_to(inter_ok, shape))[0]
+        fi, mi, li, vi = (int(np.broadcast_to(x, shape).flat[i]) for x in (f, mid, l, vv))
+        if bool(np.broadcast_to(slots, shape).flat[i]):
+            raise v.InputError("interleave", f"interleave must divide the {mi} layer slots "
+                                             f"per pipeline stage (the first and last stages "
+                                             f"count the embedding and the LM head as one "
+                                             f"each), got interleave={vi}")
+        raise v.InputError("interleave", f"interleave must divide the layers of every "
+                                         f"pipeline stage (first {fi}, middle {mi}, last "
+                                         f"{li}), got interleave={vi}")
+    return f, mid, l
+
+
+def check_layout(model: ModelSpec, gpus, tp, pp, cp, interleave, seq_len,
+                 first_stage_layers=None, last_stage_layers=None):
     """Validate a parallel layout; raise InputError naming the first parameter at fault.
 
     Parameters
     ----------
     model : ModelSpec
     gpus, tp, pp, cp, interleave : int or array
-        Layout [-]: t must divide the heads (and shard or replicate the KV heads), p and
-        p v the layers, c the sequence, and t p c the GPUs.
+        Layout [-]: t must divide the heads (and shard or replicate the KV heads), p must
+        split the layers (:func:`pipeline_stage_layers`: evenly, automatically balanced, or
+        as given), v every stage's layers, c the sequence, and t p c the GPUs.
     seq_len : int
         [tokens].
+    first_stage_layers, last_stage_layers : int or array, optional
+        See :func:`pipeline_stage_layers`.
 
     Returns
     -------
@@ -369,12 +570,7 @@ def check_layout(model: ModelSpec, gpus, tp, pp, cp, interleave, seq_len):
         bad = np.broadcast_to(tp, np.shape(kv_ok))[~kv_ok].flat[0]
         raise v.InputError("tp", f"tp must divide kv_heads ({model.kv_heads}) or be a multiple "
                                  f"of it, got tp={int(bad)}")
-    v.divides("pp", pp, "layers", model.layers)
-    chunks_ok = np.asarray(model.layers % (pp * vv) == 0)
-    if not chunks_ok.all():
-        bad = np.broadcast_to(vv, chunks_ok.shape)[~chunks_ok].flat[0]
-        raise v.InputError("interleave", f"interleave x pp must divide layers ({model.layers}), "
-                                         f"got interleave={int(bad)}")
+    pipeline_stage_layers(model.layers, pp, first_stage_layers, last_stage_layers, vv)
     v.divides("cp", cp, "seq_len", seq_len)
     v.multiple_of("gpus", gpus, "tp x pp x cp", tp * pp * cp)
     return gpus, tp, pp, cp, vv
@@ -385,11 +581,15 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                    flash_attention=True, optimizer="adam", interleave=1, schedule="1f1b",
                    finetune="full", lora_rank=16, lora_targets="all", seq_len=None,
                    context_bytes=1.0e9, fragmentation=0.08,
-                   qlora_16bit_embeddings=True) -> MemoryBreakdown:
+                   qlora_16bit_embeddings=True, first_stage_layers=None,
+                   last_stage_layers=None) -> MemoryBreakdown:
     r"""Peak memory per GPU of a training layout, by component.
 
-    Each pipeline stage holds l/p layers; the first also the input embedding, the last the
-    output projection and final norm (Megatron). For both stages:
+    Pipeline stage r holds n_r layers (l/p on an even split; uneven splits from
+    :func:`pipeline_stage_layers`); the first also the input embedding, the last the
+    output projection and final norm (Megatron). For the first stage, the first middle
+    stage (r = 1: the most micro-batches in flight of any middle stage, and as many
+    layers as any) and the last:
 
     .. math::
         M = \underbrace{W + G + O}_{\text{ZeRO over } N_d = d\,c}
@@ -398,7 +598,9 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     with model states from :func:`model_state_bytes` applied to the stage's parameters / t,
     activations from :func:`activation_bytes_per_layer` times :func:`inflight_layers`, plus
     the embedding-dropout mask on the first stage and the fp32 logits/loss (4 s b V / t) on
-    the last ([2] §4.3). The larger stage is reported. For LoRA/QLoRA the base model is
+    the last ([2] §4.3). The largest of the three is reported (``peak_stage`` gives its
+    rank): on 126 layers over 16 stages (7/8/7) the second stage, with 8 layers and 15
+    micro-batches in flight, outweighs the first. For LoRA/QLoRA the base model is
     frozen (16-bit or NF4 weights, no gradients or optimizer states); only adapter
     parameters carry weights, gradients and optimizer states.
 
@@ -432,6 +634,9 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
         QLoRA: keep the embeddings, LM head and final norm in 16 bits and quantise only
         the transformer blocks, as QLoRA's reference code does (bitsandbytes replaces the
         blocks' linear layers). False: everything NF4 (understates memory).
+    first_stage_layers, last_stage_layers : int or array, optional
+        Layers on the first and last pipeline stage; None: balanced automatically
+        (:func:`pipeline_stage_layers`).
 
     Returns
     -------
@@ -447,7 +652,12 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     v.choice("finetune", finetune, FINETUNE_MODES)
     v.choice("lora_targets", lora_targets, LORA_TARGETS)
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
-    gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, s)
+    gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, s,
+                                        first_stage_layers, last_stage_layers)
+    n_first, n_mid, n_last, _, _ = _stage_layers(
+        model.layers, pp,
+        None if first_stage_layers is None else np.asarray(first_stage_layers),
+        None if last_stage_layers is None else np.asarray(last_stage_layers))
     b = v.integer("micro_batch", micro_batch)
     dp = gpus // (tp * pp * cp)
     if global_batch is None:
@@ -457,13 +667,14 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
         v.multiple_of("global_batch", gb_arr, "micro_batch x dp", b * dp)
         m = gb_arr / (b * dp)
 
-    layers_per_stage = model.layers / pp
     final_norm = 2 * model.hidden if model.norm == "layernorm" else model.hidden
+    n_layers = {"first": n_first, "middle": n_mid, "last": n_last}
     stage_params = {
-        "first": layers_per_stage * model.layer_params + model.embedding_params
+        "first": n_first * model.layer_params + model.embedding_params
         + np.where(pp == 1, model.output_params * (0 if model.tied_embeddings else 1)
                    + final_norm, 0),
-        "last": layers_per_stage * model.layer_params + np.where(
+        "middle": n_mid * model.layer_params,
+        "last": n_last * model.layer_params + np.where(
             pp == 1, model.embedding_params + model.output_params * (
                 0 if model.tied_embeddings else 1), model.output_params) + final_norm,
     }
@@ -480,32 +691,42 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                                         model.kv_heads, model.ffn_hidden, model.gated_ffn,
                                         model.head_dim, lora_targets)
     out = {}
-    for stage in ("first", "last"):
+    for stage in ("first", "last", "middle"):
+        n = n_layers[stage]
         psi = stage_params[stage] / tp
         if finetune == "full":
             w, g, o = model_state_bytes(psi, dp * cp, zero_stage, optimizer)
         else:
-            trainable = adapters * layers_per_stage / model.layers / tp
+            trainable = adapters * n / model.layers / tp
             w_a, g, o = model_state_bytes(trainable, dp * cp, zero_stage, optimizer)
             frozen = FROZEN_BYTES_PER_PARAM[finetune] * psi
             if finetune == "qlora" and qlora_16bit_embeddings:
-                blocks = layers_per_stage * model.layer_params / tp
+                blocks = n * model.layer_params / tp
                 frozen = (FROZEN_BYTES_PER_PARAM["qlora"] * blocks
                           + FROZEN_BYTES_PER_PARAM["lora"] * (psi - blocks))
             w = w_a + frozen / np.where(np.asarray(zero_stage) >= 3, dp * cp, 1)
-        held = inflight_layers(model.layers, pp, m, vv, stage, schedule)
+        held = inflight_layers(model.layers, pp, m, vv, stage, schedule, n)
         act = per_layer * held
         if stage == "first":
-            act = act + embed_mask * held / layers_per_stage
-        else:
+            act = act + embed_mask * held / n
+        elif stage == "last":
             act = act + logits
         allocated = w + g + o + act
         over = framework_overhead_bytes(allocated, context_bytes, fragmentation)
         out[stage] = (w, g, o, act, over, allocated + over)
 
-    last_peak = out["last"][5] > out["first"][5]
-    comps = [np.where(last_peak, l_, f_) for f_, l_ in zip(out["first"], out["last"])]
-    return MemoryBreakdown(*[v.result(c) for c in comps], peak_stage=v.result(last_peak.astype(int)))
+    # first, last, middle: ties go to the first listed (an even pipeline's middle stage
+    # never exceeds its first, so even layouts report first or last as before)
+    totals = np.stack(np.broadcast_arrays(
+        out["first"][5], out["last"][5],
+        np.where(np.asarray(pp) > 2, out["middle"][5], -np.inf)))
+    k = np.argmax(totals, axis=0)
+    comps = [np.choose(k, np.broadcast_arrays(f_, l_, m_))
+             for f_, l_, m_ in zip(out["first"], out["last"], out["middle"])]
+    rank = np.choose(k, np.broadcast_arrays(0, np.asarray(pp) - 1, 1))
+    layers_at = np.choose(k, np.broadcast_arrays(n_first, n_last, n_mid))
+    return MemoryBreakdown(*[v.result(c) for c in comps], peak_stage=v.result(rank),
+                           peak_stage_layers=v.result(layers_at))
 
 
 def seed_heuristic_memory_gb(model_size_b, num_gpus, tp_size, pp_size):

@@ -1,8 +1,10 @@
 """Parallelism planner: every layout as numpy arrays, one vectorized prediction, ranked.
 
 The space: TP (powers of two up to a node, or beyond on request), PP (divisors of the
-layer count), CP, micro-batch (gradient accumulation follows from the global batch), ZeRO
-stage 0-3, recomputation, sequence parallelism and interleaved chunks. Layouts that break a
+layer count, and depths that leave the first and last stages one layer short, balanced
+automatically: 126 layers on PP16 as 7/8/.../8/7), CP, micro-batch (gradient accumulation
+follows from the global batch), ZeRO stage 0-3, recomputation, sequence parallelism and
+interleaved chunks. Layouts that break a
 divisibility rule never enter; those that do not fit in memory are kept but marked, so a
 reviewer sees what the memory wall costs.
 
@@ -16,6 +18,7 @@ References
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +28,7 @@ from .. import _validate as v
 from .arch import ModelSpec
 from .flops import RECOMPUTE_MODES
 from .hardware import FabricSpec, GPUSpec
+from .memory import _interleave_ok, _stage_layers
 from .step import DEFAULT_CALIBRATION, Calibration, Options, StepPrediction, predict_step
 
 GB = 1e9
@@ -37,7 +41,7 @@ class Space:
 
     tp: tuple = ()                    # empty: powers of two up to GPUs per node
     max_tp: int | None = None         # allow TP beyond a node (slow: crosses the fabric)
-    pp: tuple = ()                    # empty: every divisor of the layer count
+    pp: tuple = ()                    # empty: every depth that splits the layers
     cp: tuple = (1, 2, 4, 8)
     micro_batch: tuple = (1, 2, 4, 8, 16, 32)
     zero_stage: tuple = (0, 1, 2, 3)
@@ -46,10 +50,103 @@ class Space:
     interleave: tuple = ()            # empty: every divisor of the layers per stage
     flash_attention: tuple = (False, True)
     tp_comm_overlap: tuple = (False, True)
+    #: layers on the first / last pipeline stage for every PP > 1 (Megatron-Core's
+    #: num_layers_in_first/last_pipeline_stage); None: even or balanced automatically
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
 
 
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    # trial division up to sqrt(n) in blocks: fast, and bounded memory for any layer count
+    n = int(n)
+    root = math.isqrt(n)
+    small = []
+    for lo in range(1, root + 1, 1 << 20):
+        d = np.arange(lo, min(lo + (1 << 20), root + 1), dtype=np.int64)
+        small += d[n % d == 0].tolist()
+    return sorted(set(small) | {n // d for d in small})
+
+
+def _split(model: ModelSpec, pp, space: Space):
+    """First, middle, last stage layers, valid, automatic (see memory._stage_layers)."""
+    f = None if space.first_stage_layers is None else int(
+        v.integer("first_stage_layers", space.first_stage_layers))
+    l_ = None if space.last_stage_layers is None else int(
+        v.integer("last_stage_layers", space.last_stage_layers))
+    return _stage_layers(model.layers, np.asarray(pp), f, l_)
+
+
+def pipeline_depths(model: ModelSpec, space: Space = Space()) -> list[int]:
+    """PP values the planner searches: the space's, or every p in 1..l that splits the
+    layers evenly, or (automatic balancing) with the first and last stages one layer short
+    (l + 1 or l + 2 divisible by p), or as ``space.first/last_stage_layers`` say.
+
+    126 layers (Llama 3.1 405B): the divisors 1, 2, 3, 6, 7, 9, 14, 18, 21, 42, 63, 126
+    and 4, 8, 16, 32, 64 (128 = 126 + 2).
+
+    Parameters
+    ----------
+    model : ModelSpec
+    space : Space
+
+    Returns
+    -------
+    pps : list of int
+        [-].
+
+    References
+    ----------
+    .. [1] NVIDIA Megatron-LM, megatron/core/transformer/transformer_block.py,
+       ``get_num_layers_to_build`` (account_for_embedding/loss_in_pipeline_split).
+    """
+    L = model.layers
+    # the automatic split needs l, l + 1 or l + 2 divisible by p: only their divisors
+    auto = sorted({p for n in (L, L + 1, L + 2) for p in _divisors(n) if p <= L})
+    cand = np.asarray(space.pp or auto, dtype=np.int64)
+    if not space.pp and (space.first_stage_layers is not None
+                         or space.last_stage_layers is not None):
+        cand = np.arange(1, min(L, 1 << 16) + 1, dtype=np.int64)
+    if len(cand) == 0:
+        return []
+    ok = _split(model, np.maximum(cand, 1), space)[3] & (cand >= 1)
+    return [int(p) for p in cand[ok]]
+
+
+def interleave_valid(model: ModelSpec, pp, interleave, space: Space = Space()):
+    """Where v virtual chunks suit pipeline depth p (arrays broadcast): v = 1, or p > 1 and
+    v divides every stage's layers (Megatron-Core's rules, see
+    :func:`llmcost.training.memory.pipeline_stage_layers`).
+
+    Parameters
+    ----------
+    model : ModelSpec
+    pp, interleave : int or array
+        p, v [-].
+    space : Space
+
+    Returns
+    -------
+    ok : bool array
+
+    References
+    ----------
+    .. [1] NVIDIA Megatron-LM, megatron/core/transformer/transformer_config.py
+       (``TransformerConfig.__post_init__``, uneven PP).
+    """
+    p, vv = np.asarray(pp), np.asarray(interleave)
+    if p.size > 4096 and vv.size == p.size and p.min() >= 1 and vv.min() >= 1:
+        # a planner grid: few distinct (p, v), so look them up in a small table
+        pmax, vmax = int(p.max()), int(vv.max())
+        if (pmax + 1) * (vmax + 1) <= 1 << 20:
+            P, V = np.meshgrid(np.arange(1, pmax + 2), np.arange(1, vmax + 2), indexing="ij")
+            table = _interleave_valid(model, P, V, space).ravel()
+            return table[(p - 1) * (vmax + 1) + (vv - 1)]
+    return _interleave_valid(model, p, vv, space)
+
+
+def _interleave_valid(model, p, vv, space):
+    f, mid, l_, ok, slots = _split(model, np.maximum(p, 1), space)
+    return ok & ((vv == 1) | ((p > 1) & _interleave_ok(p, f, mid, l_, slots, vv)))
 
 
 def _interleaves(model: ModelSpec, space: Space) -> tuple:
@@ -61,11 +158,11 @@ def enumerate_layouts(model: ModelSpec, gpus, global_batch: int, gpus_per_node: 
                       heuristic: str = "none") -> dict[str, np.ndarray]:
     """All valid layouts as flat arrays (one element per layout).
 
-    Valid: t divides the heads (and shards or replicates the KV heads), p divides the
-    layers, c divides the sequence, t p c divides the GPUs, b d divides the global batch,
-    v > 1 only with p > 1 where v divides the layers per stage and p divides the
-    micro-batch count, SP only with t > 1. ``heuristic="seed"`` keeps t <= one node and
-    t p <= four nodes (PP inside a rack).
+    Valid: t divides the heads (and shards or replicates the KV heads), p splits the
+    layers (:func:`pipeline_depths`), c divides the sequence, t p c divides the GPUs, b d
+    divides the global batch, v > 1 only with p > 1 where v divides every stage's layers
+    and p divides the micro-batch count, SP only with t > 1. ``heuristic="seed"`` keeps
+    t <= one node and t p <= four nodes (PP inside a rack).
 
     Parameters
     ----------
@@ -83,7 +180,8 @@ def enumerate_layouts(model: ModelSpec, gpus, global_batch: int, gpus_per_node: 
     -------
     layouts : dict of arrays
         gpus, tp, pp, cp, dp, micro_batch, num_microbatches, zero_stage, recompute,
-        sequence_parallel, interleave, flash_attention, tp_comm_overlap.
+        sequence_parallel, interleave, flash_attention, tp_comm_overlap,
+        first_stage_layers, middle_stage_layers, last_stage_layers.
 
     References
     ----------
@@ -97,16 +195,29 @@ def enumerate_layouts(model: ModelSpec, gpus, global_batch: int, gpus_per_node: 
     node = int(v.integer("gpus_per_node", gpus_per_node))
     ax = layout_axes(model, node, space, seq_len)
     rec = ax["recompute"]
-    axes = [G, ax["tp"], ax["pp"], ax["cp"], ax["micro_batch"], ax["zero_stage"],
+    # (gpus, t, p, c) that split the GPUs first, then the other axes: the same layouts in
+    # the same order as one full grid, without building the combinations that cannot be
+    g, t, p, c = (a.ravel() for a in np.meshgrid(G, ax["tp"], ax["pp"], ax["cp"], indexing="ij"))
+    keep = np.flatnonzero(g % (t * p * c) == 0)
+    axes = [keep, ax["micro_batch"], ax["zero_stage"],
             np.arange(len(rec)), ax["sequence_parallel"], ax["interleave"],
             ax["flash_attention"], ax["tp_comm_overlap"]]
     grids = np.meshgrid(*axes, indexing="ij")
-    g, t, p, c, b, z, ri, sp, vv, fa, to = (a.ravel() for a in grids)
-    ok, dp, m = layout_valid(model, g, t, p, c, b, B, vv, sp, to, node, heuristic)
+    k, b, z, ri, sp, vv, fa, to = (a.ravel() for a in grids)
+    g, t, p, c = g[k], t[k], p[k], c[k]
+    ok, dp, m = layout_valid(model, g, t, p, c, b, B, vv, sp, to, node, heuristic,
+                             space.first_stage_layers, space.last_stage_layers)
     out = dict(gpus=g, tp=t, pp=p, cp=c, dp=dp, micro_batch=b, num_microbatches=m,
                zero_stage=z, recompute=rec[ri], sequence_parallel=sp, interleave=vv,
                flash_attention=fa, tp_comm_overlap=to)
-    return {k: x[ok] for k, x in out.items()}
+    out = {k: x[ok] for k, x in out.items()}
+    # per depth once, then gathered: the same split for every layout of that depth
+    depth = np.sort(ax["pp"])
+    f, mid, l_, _, _ = _split(model, depth, space)
+    at = np.searchsorted(depth, out["pp"])
+    out.update(first_stage_layers=np.asarray(f)[at], middle_stage_layers=np.asarray(mid)[at],
+               last_stage_layers=np.asarray(l_)[at])
+    return out
 
 
 def layout_axes(model: ModelSpec, gpus_per_node: int, space: Space = Space(),
@@ -115,7 +226,7 @@ def layout_axes(model: ModelSpec, gpus_per_node: int, space: Space = Space(),
     tie dimensions together (see :func:`layout_valid`).
 
     TP: the space's, or powers of two up to a node (``max_tp`` beyond), dividing the heads
-    and sharding or replicating the KV heads; PP: dividing the layers; CP: dividing the
+    and sharding or replicating the KV heads; PP: :func:`pipeline_depths`; CP: dividing the
     sequence; interleave: the space's, or every divisor of the layers.
 
     Parameters
@@ -141,8 +252,7 @@ def layout_axes(model: ModelSpec, gpus_per_node: int, space: Space = Space(),
     tps = space.tp or tuple(2**i for i in range(0, 12) if 2**i <= max_tp)
     tps = [t for t in tps if model.heads % t == 0
            and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
-    pps = space.pp or tuple(_divisors(model.layers))
-    pps = [p for p in pps if model.layers % p == 0]
+    pps = pipeline_depths(model, space)
     cps = [c for c in space.cp if s % c == 0]
     rec = np.array(space.recompute)
     v.choices("recompute", rec, RECOMPUTE_MODES)
@@ -157,11 +267,13 @@ def layout_axes(model: ModelSpec, gpus_per_node: int, space: Space = Space(),
 
 def layout_valid(model: ModelSpec, gpus, tp, pp, cp, micro_batch, global_batch, interleave,
                  sequence_parallel=False, tp_comm_overlap=False, gpus_per_node=8,
-                 heuristic="none"):
+                 heuristic="none", first_stage_layers=None, last_stage_layers=None):
     r"""Which layouts obey the rules that tie dimensions together (arrays broadcast).
 
     .. math:: d = \frac{N}{t\,p\,c} \in \mathbb{N},\quad m = \frac{B}{b\,d} \in \mathbb{N},
-              \quad v = 1 \;\lor\; (p > 1,\ v \mid l/p,\ p \mid m)
+              \quad v = 1 \;\lor\; (p > 1,\ v \mid n_r\ \forall r,\ p \mid m)
+
+    with n_r the layers of stage r (:func:`interleave_valid`; p must split the layers).
 
     and SP or TP-overlap only with t > 1; ``heuristic="seed"`` adds t <= one node and
     t p <= four nodes.
@@ -174,6 +286,8 @@ def layout_valid(model: ModelSpec, gpus, tp, pp, cp, micro_batch, global_batch, 
     sequence_parallel, tp_comm_overlap : bool or array
     gpus_per_node : int
     heuristic : {"none", "seed"}
+    first_stage_layers, last_stage_layers : int, optional
+        As :class:`Space`; None: even or automatic.
 
     Returns
     -------
@@ -194,8 +308,8 @@ def layout_valid(model: ModelSpec, gpus, tp, pp, cp, micro_batch, global_batch, 
     dp = np.where(ok, g // np.maximum(used, 1), 1)
     ok = ok & (B % (b * dp) == 0)
     m = np.where(ok, B // np.maximum(b * dp, 1), 1)
-    per_stage = model.layers // p
-    ok &= (vv == 1) | ((p > 1) & (per_stage % vv == 0) & (m % p == 0))
+    split = Space(first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers)
+    ok &= interleave_valid(model, p, vv, split) & ((vv == 1) | (m % np.maximum(p, 1) == 0))
     ok &= (sp <= (t > 1)) & (to <= (t > 1))
     if heuristic == "seed":
         ok &= (t <= gpus_per_node) & (t * p <= 4 * gpus_per_node)
@@ -207,7 +321,7 @@ def grid_size(model: ModelSpec, gpus, gpus_per_node: int, space: Space = Space()
     node = int(gpus_per_node)
     max_tp = node if space.max_tp is None else int(space.max_tp)
     n_tp = len(space.tp or [2**i for i in range(0, 12) if 2**i <= max_tp])
-    n_pp = len(space.pp or _divisors(model.layers))
+    n_pp = len(pipeline_depths(model, space))
     return int(len(np.atleast_1d(gpus)) * n_tp * n_pp * len(space.cp) * len(space.micro_batch)
                * len(space.zero_stage) * len(space.recompute) * len(space.sequence_parallel)
                * len(_interleaves(model, space)) * len(space.flash_attention)
@@ -238,7 +352,8 @@ def distinct(df: pd.DataFrame) -> pd.DataFrame:
 
 LAYOUT_COLUMNS = ("gpus", "tp", "pp", "cp", "dp", "micro_batch", "num_microbatches",
                   "interleave", "zero_stage", "recompute", "sequence_parallel",
-                  "flash_attention", "tp_comm_overlap")
+                  "flash_attention", "tp_comm_overlap", "first_stage_layers",
+                  "last_stage_layers")
 
 
 def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, gpus,
@@ -299,7 +414,9 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
                         L["recompute"], L["sequence_parallel"], L["zero_stage"], options,
                         calibration, seq_len, memory_kwargs, with_scaling=False,
                         flash_attention=L["flash_attention"],
-                        tp_comm_overlap=L["tp_comm_overlap"])
+                        tp_comm_overlap=L["tp_comm_overlap"],
+                        first_stage_layers=space.first_stage_layers,
+                        last_stage_layers=space.last_stage_layers)
     df = layouts_frame(L, pred, gpu, usd_per_gpu_hour)
     key = "step_time_s" if rank_by == "time" else "usd_per_million_tokens"
     # ties (e.g. CP x micro-batch swaps that leave each GPU the same work) go to the
@@ -320,6 +437,7 @@ def empty_layouts_frame() -> pd.DataFrame:
     cols = {k: pd.Series(dtype=bool if k in ("sequence_parallel", "flash_attention",
                                               "tp_comm_overlap") else
                          object if k == "recompute" else int) for k in LAYOUT_COLUMNS}
+    cols["middle_stage_layers"] = pd.Series(dtype=int)
     for k in ("step_time_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
               "tokens_per_s", *StepPrediction.BREAKDOWN, "memory_gb", "capacity_gb",
               "headroom_gb", "fits", "usd_per_million_tokens"):
@@ -335,6 +453,8 @@ def layouts_frame(L: dict, pred: StepPrediction, gpu: GPUSpec,
         return np.broadcast_to(np.asarray(x), (n,))
 
     df = pd.DataFrame({k: col(L[k]) for k in LAYOUT_COLUMNS})
+    df.insert(df.columns.get_loc("last_stage_layers"), "middle_stage_layers",
+              col(L["middle_stage_layers"]))
     for k in ("step_time_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
               "tokens_per_s", *StepPrediction.BREAKDOWN):
         df[k] = col(getattr(pred, k))
@@ -362,10 +482,31 @@ def pareto_front(df: pd.DataFrame) -> pd.DataFrame:
     return df.loc[keep].reset_index(drop=True)
 
 
+def stage_layers_text(pp, first, middle, last) -> str:
+    """'7/8/7' for an uneven pipeline (first/each middle/last stage's layers; '63/63' style
+    for two stages), '' for an even one."""
+    p, f, mid, l_ = int(pp), int(first), int(middle), int(last)
+    if p == 1 or (f == l_ and (p == 2 or f == mid)):
+        return ""
+    return f"{f}/{l_}" if p == 2 else f"{f}/{mid}/{l_}"
+
+
+def stage_layers_summary(pp, first, middle, last) -> dict:
+    """Layers per stage as JSON: first, middle (per stage), middle_stages (count), last."""
+    p = int(pp)
+    return {"first": int(first), "middle": int(middle) if p > 2 else None,
+            "middle_stages": max(p - 2, 0), "last": int(last)}
+
+
 def describe_layout(row) -> str:
     parts = [f"TP{int(row['tp'])}", f"PP{int(row['pp'])}"]
     if int(row["interleave"]) > 1:
         parts[-1] += f"x{int(row['interleave'])}"
+    if "middle_stage_layers" in row and "first_stage_layers" in row:
+        split = stage_layers_text(row["pp"], row["first_stage_layers"],
+                                  row["middle_stage_layers"], row["last_stage_layers"])
+        if split:
+            parts[-1] += f" ({split})"
     if int(row["cp"]) > 1:
         parts.append(f"CP{int(row['cp'])}")
     parts.append(f"DP{int(row['dp'])}")

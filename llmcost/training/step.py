@@ -34,7 +34,8 @@ from . import comm
 from .arch import ModelSpec
 from .flops import RECOMPUTE_MODES, matmul_params_per_layer
 from .hardware import FabricSpec, GPUSpec
-from .memory import MemoryBreakdown, activation_bytes_per_layer, check_layout, memory_per_gpu
+from .memory import (MemoryBreakdown, _stage_layers, activation_bytes_per_layer, check_layout,
+                     memory_per_gpu)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,13 @@ class StepPrediction(NamedTuple):
     num_microbatches: np.ndarray
     #: per-GPU memory by component (the ``memory_bytes`` total broken down)
     memory: MemoryBreakdown
+    #: transformer layers on the first, each middle, and the last pipeline stage [-]
+    #: (:func:`llmcost.training.memory.pipeline_stage_layers`)
+    first_stage_layers: np.ndarray = None
+    middle_stage_layers: np.ndarray = None
+    last_stage_layers: np.ndarray = None
+    #: pipeline rank of the slowest stage, which sets the pace: 0, 1 (a middle stage) or p - 1
+    slowest_stage: np.ndarray = None
 
     BREAKDOWN = ("compute_s", "tp_comm_s", "cp_comm_s", "pp_p2p_s", "pp_bubble_s", "dp_comm_s",
                  "optimizer_s")
@@ -218,8 +226,10 @@ def data_parallel_volume_bytes(params, zero_stage=0, grad_bytes=2.0):
     return v.result(np.where(z >= 3, 3.0, 2.0) * psi * g)
 
 
-def _check(model, gpus, tp, pp, cp, micro_batch, global_batch, interleave, seq_len):
-    gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, seq_len)
+def _check(model, gpus, tp, pp, cp, micro_batch, global_batch, interleave, seq_len,
+           first_stage_layers=None, last_stage_layers=None):
+    gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, seq_len,
+                                        first_stage_layers, last_stage_layers)
     b = v.integer("micro_batch", micro_batch)
     B = v.integer("global_batch", global_batch)
     # tokens per step (B s, and b s below it) are int64 products: bound them where they are
@@ -244,21 +254,28 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                  recompute="none", sequence_parallel=False, zero_stage=0,
                  options: Options = Options(), calibration: Calibration = DEFAULT_CALIBRATION,
                  seq_len=None, memory_kwargs=None, with_scaling=True,
-                 flash_attention=None, tp_comm_overlap=None) -> StepPrediction:
+                 flash_attention=None, tp_comm_overlap=None, first_stage_layers=None,
+                 last_stage_layers=None) -> StepPrediction:
     r"""Predict the step time of one or many layouts, with its breakdown and MFU/HFU.
 
-    Per micro-batch and pipeline stage (l/p layers, the last also the logits):
+    Per micro-batch, on the slowest pipeline stage (stage r holds n_r layers: l/p on an
+    even split, fewer on the first and last of an uneven one; the last also computes the
+    logits), which sets the pace of every stage:
 
     .. math::
-        t_{mb} &= \frac{l}{p}\left[\frac{F_{layer}}{t\,F_{peak}\,e(h/t)}
+        t_{mb} &= \max_r \left(n_r\left[\frac{F_{layer}}{t\,F_{peak}\,e(h/t)}
                  + \gamma\,\frac{A_{layer}}{B_{HBM}} + n_{tp}\,T_{AR}(2 b s h / c,\ t)
-                 + T_{cp}\right] + 2 v\, T_{p2p} \\
+                 + T_{cp}\right] + [r = p - 1]\, T_{logits}\right) + 2 v\, T_{p2p} \\
         t_{step} &= \left(m + \frac{p - 1}{v}\right) t_{mb}
                  + (1 - \phi) T_{DP} + \max(0, \phi T_{DP} - W) + t_{opt}
 
     with n_tp = 4 all-reduces per layer (6 with full recomputation), T_DP the hierarchical
     gradient all-reduce, W the backward time of the last micro-batch that can hide it, and
-    the optimizer step memory-bound. ZeRO-2 and -3 shard gradients, which then cannot
+    the optimizer step memory-bound. The bubble, (p - 1)/v of t_mb, is paced by the slowest
+    stage too; the gradient reduction is that of the stage with the most parameters (a
+    middle stage of L' layers, or the last with its LM head), its backward the window. The
+    embedding lookup's time is left out (a gather, small against a layer).
+    ZeRO-2 and -3 shard gradients, which then cannot
     accumulate over micro-batches: each micro-batch reduce-scatters its own (m T_DP / 2),
     and ZeRO-3 gathers parameters for every forward and backward (2 m T_DP / 2, prefetched
     behind compute). With m = 1 the volumes are ZeRO's 2 Psi (stages 0-2) and 3 Psi (3).
@@ -287,6 +304,10 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     with_scaling : bool
         Also predict the layout with ideal scale-out links, for ``scaling_efficiency``
         (doubles the work; None when False).
+    first_stage_layers, last_stage_layers : int or array, optional
+        Layers on the first and last pipeline stage; None: the layers are split evenly,
+        or balanced automatically where p does not divide them
+        (:func:`llmcost.training.memory.pipeline_stage_layers`).
 
     Returns
     -------
@@ -302,7 +323,12 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     """
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
     gpus, tp, pp, cp, b, B, vv, dp, m = _check(model, gpus, tp, pp, cp, micro_batch,
-                                               global_batch, interleave, s)
+                                               global_batch, interleave, s,
+                                               first_stage_layers, last_stage_layers)
+    n_first, n_mid, n_last, _, _ = _stage_layers(
+        model.layers, pp,
+        None if first_stage_layers is None else np.asarray(first_stage_layers),
+        None if last_stage_layers is None else np.asarray(last_stage_layers))
     rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
     sp = v.boolean("sequence_parallel", sequence_parallel)
     zero = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
@@ -323,7 +349,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     h, L, V = model.hidden, model.layers, model.vocab
 
     mem = memory_per_gpu(model, gpus, tp, pp, cp, zero, b, B, rec, sp, flash,
-                         interleave=vv, seq_len=s, **(memory_kwargs or {}))
+                         interleave=vv, seq_len=s, first_stage_layers=first_stage_layers,
+                         last_stage_layers=last_stage_layers, **(memory_kwargs or {}))
 
     # ---- compute per micro-batch per layer (one GPU)
     tokens = b * s / cp
@@ -374,12 +401,22 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     t_attn = attn * np.where(rec == "full", 4.0 / 3.0, 1.0) * tokens / tp / (peak * e_layer)
     t_cp = np.maximum(0.0, t_cp_total - t_attn)
 
-    # ---- per micro-batch on the slowest stage
+    # ---- per micro-batch on the slowest stage: every stage waits for it
     per_layer = t_mm + t_elem + t_tp + t_cp
-    layers_per_stage = L / pp
-    stage_compute = layers_per_stage * (t_mm + t_elem) + np.where(pp == 1, t_logits, 0.0)
-    last_extra = np.where(pp > 1, t_logits, 0.0)
-    t_stage = layers_per_stage * per_layer + np.where(pp == 1, t_logits, last_extra)
+    # last, first, middle: ties go to the last (an even pipeline's slowest, as before)
+    t_last = n_last * per_layer + t_logits
+    t_first = n_first * per_layer + np.where(pp == 1, t_logits, 0.0)
+    t_middle = np.where(pp > 2, n_mid * per_layer, 0.0)
+    times = np.stack(np.broadcast_arrays(t_last, t_first, t_middle))
+    slow = np.argmax(times, axis=0)
+    t_stage = np.max(times, axis=0)
+    n_slow = np.choose(slow, np.broadcast_arrays(n_last, n_first, n_mid))
+    logits_slow = np.where((slow == 0) | (pp == 1), t_logits, 0.0)
+    # the gradient reduction and its window: the stage with the most parameters
+    mid_heavier = (pp > 2) & (n_mid * model.layer_params
+                              > n_last * model.layer_params + model.vocab * h)
+    n_heavy = np.where(mid_heavier, n_mid, n_last)
+    stage_compute = n_heavy * (t_mm + t_elem) + np.where(pp == 1, t_logits, 0.0)
     # pipeline neighbours sit dp*tp*cp ranks apart: a different node once that fills one
     p2p_in_node = tp * cp * dp < node
     p2p_bytes = tokens * h * 2.0 / tp  # Megatron scatter/gather: 1/t per NIC, then all-gather
@@ -394,8 +431,9 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     t_pipe = m * t_mb + bubble
 
     # ---- data-parallel gradient reduction (DP x CP group), hierarchical rings
-    stage_params = (layers_per_stage * model.layer_params + np.where(
-        pp == 1, model.params - L * model.layer_params, model.vocab * h)) / tp
+    stage_params = (n_heavy * model.layer_params + np.where(
+        pp == 1, model.params - L * model.layer_params,
+        np.where(mid_heavier, 0, model.vocab * h))) / tp
     group = dp * cp
     per_node = np.minimum(group, np.maximum(node // np.minimum(tp, node), 1))
     nodes_in_group = np.maximum(group // per_node, 1)
@@ -440,7 +478,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     elif (scale_out.bandwidth_gbps_per_gpu < scale_up.bandwidth_gbps_per_gpu
           or scale_out.congestion_per_doubling > 0 or scale_out.oversubscription > 1):
         ideal = _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
-                            zero, opt, cal, s, memory_kwargs, flash, tpo)
+                            zero, opt, cal, s, memory_kwargs, flash, tpo,
+                            first_stage_layers, last_stage_layers)
     else:
         ideal = step
     tokens_step = B * s
@@ -448,24 +487,27 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     hw_flops = (L * layer_hw + 6.0 * V * h) * tokens_step
     model_tf = model_flops / (gpus * step) / 1e12
     hw_tf = hw_flops / (gpus * step) / 1e12
-    compute_total = m * (layers_per_stage * (t_mm + t_elem) + np.where(
-        pp == 1, t_logits, last_extra))
+    compute_total = m * (n_slow * (t_mm + t_elem) + logits_slow)
     fits = mem.total_bytes <= gpu.memory_bytes
     r = v.result
     return StepPrediction(
         step_time_s=r(step), compute_s=r(compute_total),
-        tp_comm_s=r(m * layers_per_stage * t_tp), cp_comm_s=r(m * layers_per_stage * t_cp),
+        tp_comm_s=r(m * n_slow * t_tp), cp_comm_s=r(m * n_slow * t_cp),
         pp_p2p_s=r(m * t_p2p_mb), pp_bubble_s=r(bubble), dp_comm_s=r(t_dp),
         optimizer_s=r(t_opt), model_tflops_per_gpu=r(model_tf),
         hardware_tflops_per_gpu=r(hw_tf), mfu=r(model_tf * 1e12 / peak),
         hfu=r(hw_tf * 1e12 / peak), tokens_per_s=r(tokens_step / step),
         memory_bytes=r(mem.total_bytes), fits=r(fits),
         scaling_efficiency=None if ideal is None else r(np.minimum(ideal / step, 1.0)),
-        dp=r(dp), num_microbatches=r(m), memory=mem)
+        dp=r(dp), num_microbatches=r(m), memory=mem, first_stage_layers=r(n_first),
+        middle_stage_layers=r(n_mid), last_stage_layers=r(n_last),
+        slowest_stage=r(np.choose(slow, np.broadcast_arrays(pp - 1, 0, 1))))
 
 
 def _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp, zero, opt,
-                cal, s, memory_kwargs, flash, tpo):
+                cal, s, memory_kwargs, flash, tpo, first_stage_layers, last_stage_layers):
     return predict_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
                         zero, opt, cal, s, memory_kwargs, with_scaling=False,
-                        flash_attention=flash, tp_comm_overlap=tpo).step_time_s
+                        flash_attention=flash, tp_comm_overlap=tpo,
+                        first_stage_layers=first_stage_layers,
+                        last_stage_layers=last_stage_layers).step_time_s
