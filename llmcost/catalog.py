@@ -150,6 +150,7 @@ class Catalog:
                        system_gpus=opt("system_gpus", int),
                        system_power_note=opt("system_power_note", str),
                        capex_usd_per_system=opt("capex_usd_per_system", float),
+                       scale_up_domain_gpus=opt("scale_up_domain_gpus", int),
                        bf16_dense_tflops=float(r["bf16_dense_tflops"]),
                        fp8_dense_tflops=None if pd.isna(fp8) else float(fp8),
                        memory_gib=float(r["memory_gib"]),

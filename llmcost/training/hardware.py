@@ -30,6 +30,15 @@ class GPUSpec:
     system_power_note: str | None = None
     #: price of that system [USD]; None when no price is cited.
     capex_usd_per_system: float | None = None
+    #: GPUs in one scale-up (NVLink) domain [-]: 8 in an HGX/DGX node, 72 in a GB200/GB300
+    #: NVL72 rack; None: the node (``gpus_per_node``). Separate from the billing and failure
+    #: unit: a GB200 compute tray of 4 GPUs sits in a 72-GPU NVLink domain.
+    scale_up_domain_gpus: int | None = None
+
+    @property
+    def scale_up_domain(self) -> int:
+        """GPUs reachable over the scale-up fabric [-]."""
+        return int(self.scale_up_domain_gpus or self.gpus_per_node)
 
     @property
     def power_w_per_gpu(self) -> float | None:
