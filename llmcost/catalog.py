@@ -27,7 +27,8 @@ from .training.hardware import FabricSpec, GPUSpec
 from .economics import reliability
 from .economics.reliability import FailureRate
 
-TABLES = ("gpus", "models", "fabrics", "prices", "published_runs", "failure_rates")
+TABLES = ("gpus", "models", "fabrics", "prices", "published_runs", "failure_rates",
+          "step_model_errors")
 
 #: columns a row must have (besides id, source, as_of), and which of them must be > 0.
 REQUIRED = {
@@ -43,6 +44,7 @@ REQUIRED = {
                ("gpus", "on_demand_usd_per_hour")),
     "published_runs": (("model",), ()),
     "failure_rates": (("failures_per_1000_gpu_days", "counts"), ("failures_per_1000_gpu_days",)),
+    "step_model_errors": (("generation", "precision", "rows", "max_abs_error", "method"), ()),
 }
 
 
@@ -105,6 +107,9 @@ class Catalog:
 
     def failure_rates(self) -> pd.DataFrame:
         return self.table("failure_rates")
+
+    def step_model_errors(self) -> pd.DataFrame:
+        return self.table("step_model_errors")
 
     def failure_rate(self, key: str) -> FailureRate:
         """A failure-rate preset by id (``data/failure_rates.csv`` or a user's row)."""

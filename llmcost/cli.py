@@ -26,6 +26,7 @@ from .economics import tco
 from .training import memory as mem
 from .training import planner
 from .training import step as step_mod
+from .training.precision import PRECISIONS
 from .training.arch import ModelSpec
 from . import utilization as ut
 
@@ -110,21 +111,26 @@ def cmd_mfu(a) -> dict:
     gpu = None
     if a.peak_tflops is not None:
         peak = a.peak_tflops
+        basis = "given"
         if a.gpu:
             gpu = catalog.gpu(a.gpu)
     elif a.gpu:
         gpu = catalog.gpu(a.gpu)
-        peak = gpu.peak_tflops(a.precision)
+        # one MFU convention for every precision: the dense BF16 peak (an FP8 run's figure
+        # against its FP8 peak is half of it on H100, and that peak equals the BF16 sparse one)
+        peak = gpu.bf16_dense_tflops
+        basis = "bf16 dense"
     else:
         raise v.InputError("peak_tflops", "give --peak-tflops or --gpu")
     u = ut.effective_utilization(fpt, a.global_batch, seq, a.steps, peak, a.gpus, a.wall_clock_s)
     tokens_per_s = a.global_batch * seq * a.steps / a.wall_clock_s
-    verdict = ut.assess_utilization(float(u), a.published, peak, gpu)
+    verdict = ut.assess_utilization(float(u), a.published, peak, gpu, precision=a.precision)
     return {
         "effective_utilization": float(u),
         "tokens_per_s": tokens_per_s,
         "achieved_tflops_per_gpu": float(ut.achieved_tflops_per_gpu(tokens_per_s, fpt, a.gpus)),
-        "peak_tflops": peak, "flops_per_token": fpt,
+        "peak_tflops": peak, "peak_basis": basis, "precision": a.precision,
+        "flops_per_token": fpt,
         "findings": verdict.to_dict()["findings"],
     }
 
@@ -204,12 +210,12 @@ def cmd_predict(a) -> dict:
     p = step_mod.predict_step(m, gpu, up, out, a.gpus, a.tp, a.pp, a.global_batch, a.cp,
                               a.micro_batch, a.interleave, a.recompute, a.sequence_parallel,
                               a.zero, _options(a), first_stage_layers=a.first_stage_layers,
-                              last_stage_layers=a.last_stage_layers)
+                              last_stage_layers=a.last_stage_layers, precision=a.precision)
     split = [int(x) for x in (p.first_stage_layers, p.middle_stage_layers, p.last_stage_layers)]
     parts = {k: float(x) for k, x in p.memory.to_gb().items() if k != "total_gb"}
     cap = gpu.memory_bytes / mem.GB
     res = {
-        "model": m.id, "gpu": gpu.id, "fabric": out.id,
+        "model": m.id, "gpu": gpu.id, "fabric": out.id, "precision": a.precision,
         "layout": {"gpus": a.gpus, "tp": a.tp, "pp": a.pp, "cp": a.cp, "dp": int(p.dp),
                    "micro_batch": a.micro_batch, "num_microbatches": int(p.num_microbatches),
                    "interleave": a.interleave, "zero_stage": a.zero, "recompute": a.recompute,
@@ -238,7 +244,7 @@ STEP_TERMS = {
     "pp_p2p_s": "pipeline activation sends between stages",
     "pp_bubble_s": "pipeline fill and drain: (p-1)/(v m) of the ideal time",
     "dp_comm_s": "data-parallel gradient sync (ZeRO-3: + parameter gathers), exposed",
-    "optimizer_s": "optimizer step, memory-bound",
+    "optimizer_s": "optimizer step, memory-bound (FP8/MXFP8: + weight casts)",
 }
 
 
@@ -255,7 +261,8 @@ def cmd_plan(a) -> dict:
     t0 = time.perf_counter()
     P = planner.plan(m, gpu, up, out, a.gpus, a.global_batch, space, _options(a),
                      usd_per_gpu_hour=a.usd_per_gpu_hour, heuristic=a.heuristic,
-                     rank_by="cost" if a.rank_by == "cost" else "time")
+                     rank_by="cost" if a.rank_by == "cost" else "time",
+                     precision=a.precision)
     elapsed = time.perf_counter() - t0
     top = P.top(top_n) if P.feasible else P.layouts.head(top_n)
     rows = []
@@ -283,13 +290,13 @@ def cmd_plan(a) -> dict:
             why.append(f"{ties} other layout(s) tie with the best (each GPU does the same work, "
                        "e.g. CP x micro-batch swaps); the simplest is shown")
         why += [planner.why_slower(best, r) for _, r in others.iterrows()]
-    res = {"model": m.id, "gpu": gpu.id, "fabric": out.id, "gpus": a.gpus,
-           "global_batch": a.global_batch, "heuristic": a.heuristic,
+    res = {"model": m.id, "gpu": gpu.id, "fabric": out.id, "precision": a.precision,
+           "gpus": a.gpus, "global_batch": a.global_batch, "heuristic": a.heuristic,
            "evaluated": P.evaluated, "feasible": P.feasible, "candidates": P.candidates,
            "seconds": elapsed, "layouts": rows, "why_runner_up_loses": why}
     if a.heuristic == "none" and P.feasible:
         H = planner.plan(m, gpu, up, out, a.gpus, a.global_batch, space, _options(a),
-                         heuristic="seed")
+                         heuristic="seed", precision=a.precision)
         if H.feasible:
             hb = H.layouts.iloc[0]
             res["seed_heuristic_best"] = {
@@ -435,8 +442,9 @@ def cmd_size(a) -> dict:
     S = sizing.size_cluster(m, a.tokens, gpu, up, out, a.days, a.global_batch_tokens,
                             a.headroom, a.goodput, prices, options=_options(a),
                             max_power_mw=a.max_power_mw, power_kw_per_gpu=a.power_kw_per_gpu,
-                            pue=a.pue)
-    res = {"model": m.id, "gpu": gpu.id, "fabric": out.id, "tokens": S.tokens,
+                            pue=a.pue, precision=a.precision)
+    res = {"model": m.id, "gpu": gpu.id, "fabric": out.id, "precision": a.precision,
+           "tokens": S.tokens,
            "total_flops": S.total_flops, "target_days": a.days, "gpus": S.gpus,
            "nodes": S.nodes, "days": S.days, "meets_target": S.meets_target, "mfu": S.mfu,
            "memory_floor_gpus": S.memory_floor_gpus, "layout": S.layout,
@@ -545,6 +553,8 @@ def _review_text(r: dict) -> str:
     lay = r["layout"]
     lines = [f"{r['model']} on {r['gpus']:,} x {r['gpu']} ({r['fabric']})",
              f"  days              {num(r['days'], '{:,.1f}')}"
+             + (f"  (range {r['days_range'][0]:,.1f}-{r['days_range'][1]:,.1f}: "
+                f"{r['prediction_band']['reason']})" if r.get("days_range") else "")
              + (f"   (target met: {'yes' if r['meets_target'] else 'no'})" if "meets_target" in r else ""),
              f"  layout            {lay['description'] if lay else 'none'}",
              f"  fits in memory    {'yes' if r['fits'] else 'NO'}  "
@@ -682,6 +692,12 @@ def _add_stage_args(sp):
                     help="layers on the last pipeline stage (--decoder-last-pipeline-num-layers)")
 
 
+def _add_precision_arg(sp):
+    sp.add_argument("--precision", choices=PRECISIONS, default="bf16",
+                    help="GEMM precision: bf16, fp8 (per-tensor scaling; Hopper, Ada, "
+                         "Blackwell) or mxfp8 (Blackwell); attention and the rest stay BF16")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="llmcost", description="Numbers for an LLM training architecture review.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -708,7 +724,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--gpus", type=float, required=True)
     sp.add_argument("--peak-tflops", type=float, help="dense peak per GPU (or --gpu)")
     sp.add_argument("--gpu", help="catalog id; its dense peak is used")
-    sp.add_argument("--precision", choices=("bf16", "fp8"), default="bf16")
+    sp.add_argument("--precision", choices=PRECISIONS, default="bf16",
+                    help="the run's GEMM precision (MFU is stated against the dense BF16 "
+                         "peak for every precision)")
     sp.add_argument("--wall-clock-s", type=float, required=True)
     sp.add_argument("--published", type=float, help="a published figure to compare with (0-1)")
 
@@ -744,6 +762,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="share of gradient sync overlapped with backward (0-1)")
         sp.add_argument("--tp-comm-overlap", action="store_true",
                         help="TP communication overlapped with GEMMs (TransformerEngine)")
+        _add_precision_arg(sp)
 
     sp = add("predict", cmd_predict, "Step time, MFU/HFU and memory of one layout, each term explained.")
     layout_common(sp)
@@ -833,6 +852,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-flash-attention", action="store_true")
     sp.add_argument("--dp-overlap", type=float, default=step_mod.Options.dp_overlap)
     sp.add_argument("--tp-comm-overlap", action="store_true")
+    _add_precision_arg(sp)
     sp.add_argument("--max-power-mw", type=float, help="facility power envelope (MW)")
     sp.add_argument("--power-kw-per-gpu", type=float,
                     help="system power per GPU (default: the catalog's system power / GPUs)")

@@ -48,6 +48,9 @@ class Scenario:
     tokens: float = _f(2e12, 1e6, 1e15, label="Training tokens", unit="tokens")
     gpu: str = _choice("h100-sxm", "gpus", label="GPU")
     fabric: str = _choice("ib-ndr", "fabrics", label="Scale-out fabric")
+    #: GEMMs in FP8 (Transformer Engine, per-tensor current scaling) or MXFP8 (Blackwell),
+    #: the rest in BF16; MFU is stated against the BF16 dense peak whatever the precision
+    precision: str = _options("bf16", ("bf16", "fp8", "mxfp8"), label="Precision")
     sizing: str = _options("gpus", ("gpus", "days"), label="Size by")
     gpus: int = _f(1024, 1, 131072, label="GPUs", kind="int", step=8)
     target_days: float = _f(30.0, 0.1, 3650, label="Target days", unit="days")

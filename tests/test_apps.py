@@ -29,13 +29,15 @@ def plot_json(panel, name):
 def test_review_app_matches_library_and_updates():
     p = panels.ReviewApp(query="")
     ref = review.evaluate(Scenario())
-    assert headline_text(p, "days") == review.format_headline("days", ref.headline["days"])
+    lo, hi = ref.economics.days_range
+    shown = review.format_headline("days", ref.headline["days"])
+    assert headline_text(p, "days") == f"{shown} ({lo:,.1f}-{hi:,.1f})"   # with the model's band
     wf = plot_json(p, "waterfall")
     np.testing.assert_allclose(wf["data"][0]["y"][0], ref.economics.waterfall["tflops_per_gpu"].iloc[0])
     p.set(gpus=512)
     new = review.evaluate(Scenario(gpus=512))
     assert headline_text(p, "gpus") == "512"
-    assert headline_text(p, "days") == review.format_headline("days", new.headline["days"])
+    assert headline_text(p, "days").startswith(review.format_headline("days", new.headline["days"]) + " (")
     assert new.headline["days"] > ref.headline["days"]
     costs = plot_json(p, "costs")
     np.testing.assert_allclose(costs["data"][0]["y"], list(new.economics.costs_usd.values()))

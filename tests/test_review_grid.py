@@ -25,8 +25,16 @@ HOURS_PER_YEAR = 8760
 def grid():
     for i, (model, gpu) in enumerate(itertools.product(MODELS, GPUS)):
         for sizing in ("gpus", "days"):
-            yield Scenario(model=model, gpu=gpu, fabric=USUAL_FABRIC[CAT.gpu(gpu).generation],
-                           sizing=sizing, gpus=512, target_days=30,
+            g = CAT.gpu(gpu)
+            # every precision the GPU supports appears (FP8 where it has FP8 tensor cores,
+            # MXFP8 on Blackwell), BF16 most often
+            precision = ("bf16", "fp8", "mxfp8")[i % 3]
+            if precision == "mxfp8" and g.generation != "blackwell":
+                precision = "fp8"
+            if precision == "fp8" and g.fp8_dense_tflops is None:
+                precision = "bf16"
+            yield Scenario(model=model, gpu=gpu, fabric=USUAL_FABRIC[g.generation],
+                           sizing=sizing, gpus=512, target_days=30, precision=precision,
                            checkpoint_mode=("sync", "async")[(i + (sizing == "days")) % 2],
                            price_source=("catalog", "custom")[(i // 2) % 2],
                            tokens=2e12 if i % 3 else 3e11)
@@ -52,10 +60,11 @@ def results():
 
 
 def test_grid_size():
-    # 20 models x 10 GPUs x 2 sizing modes; checkpoint mode and price source alternate
+    # every model x GPU x sizing mode; checkpoint mode, price source and precision alternate
     assert len(GRID) == len(MODELS) * len(GPUS) * 2 >= 400
     levels = {(s.checkpoint_mode, s.price_source, s.sizing) for s in GRID}
     assert len(levels) == 8
+    assert {s.precision for s in GRID} == {"bf16", "fp8", "mxfp8"}
 
 
 def test_every_figure_is_finite_and_non_negative(results):
@@ -74,6 +83,17 @@ def test_fits_and_flags_agree(results):
             assert 0 < r.reliability.goodput <= 1
             assert r.economics.effective_utilization <= r.predict.mfu + 1e-12
             assert 0 < r.predict.mfu
+
+
+def test_the_band_brackets_the_point(results):
+    for r in results:
+        e = r.economics
+        if e.days is None:
+            continue
+        lo, hi = e.days_range
+        assert lo <= e.days <= hi
+        for k, (c_lo, c_hi) in e.costs_usd_range.items():
+            assert c_lo <= e.costs_usd[k] * (1 + 1e-12) and e.costs_usd[k] <= c_hi * (1 + 1e-12)
 
 
 def test_reserved_never_below_its_commitment(results):

@@ -50,6 +50,7 @@ CSS = """<style>
 .llmc-flag-infeasible .llmc-headline-value {color:#b00020}
 .llmc-flag-implausible {border-color:#f0a500; background:#fff4e5}
 .llmc-flag-implausible .llmc-headline-value {color:#8a5a00}
+.llmc-flag-uncalibrated {border-color:#f0a500; border-style:dashed}
 .llmc-flag-note {font-size:11px; color:#555; max-width:220px}
 </style>"""
 
@@ -309,7 +310,7 @@ class Panel:
         for key, (_, text, *rest) in head.items():
             flag = rest[0] if rest else None
             box = self.headline_boxes[key]
-            for level in ("infeasible", "implausible"):
+            for level in ("infeasible", "implausible", "uncalibrated"):
                 box.remove_class(f"llmc-flag-{level}")
             note = ""
             if flag is not None:

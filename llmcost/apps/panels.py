@@ -35,7 +35,7 @@ class ReviewApp(ReviewPanel):
              "predicts MFU, and failures, checkpoints and data stalls turn it into days and "
              "dollars. Prices, capex and power follow the GPU from the catalog unless you set "
              "them. Costs are cash: a reservation is billed for its whole term.")
-    fields = ("model", "tokens", "gpu", "fabric", "sizing", "gpus", "target_days",
+    fields = ("model", "tokens", "gpu", "fabric", "precision", "sizing", "gpus", "target_days",
               "global_batch_tokens", "data_stall_share", "checkpoint_mode",
               "price_source", "price_offer", "on_demand_usd_per_gpu_hour",
               "reserved_3y_usd_per_gpu_hour", "spot_discount", "onprem_capex_usd_per_gpu",
@@ -198,7 +198,7 @@ class SizingApp(ReviewPanel):
              "LoRA, full fine-tune, pretrain), cheapest first. Upload your own measured throughput at several node "
              "counts (CSV with columns nodes, tokens_per_s) to see efficiency, the fitted "
              "communication share and where the curve breaks.")
-    fields = ("model", "tokens", "gpu", "fabric", "sizing", "gpus", "target_days",
+    fields = ("model", "tokens", "gpu", "fabric", "precision", "sizing", "gpus", "target_days",
               "global_batch_tokens", "headroom", "max_power_mw", "price_source",
               "on_demand_usd_per_gpu_hour", "finetune_tokens")
     sliders = ("headroom",)

@@ -36,6 +36,7 @@ from ..training.arch import ModelSpec
 from ..training.flops import chinchilla_optimal_tokens
 from ..training.hardware import FabricSpec, GPUSpec
 from ..training.memory import memory_per_gpu
+from ..training.precision import PRECISIONS, check_precision
 from ..training.step import Options, predict_step
 
 SECONDS_PER_DAY = 86400.0
@@ -447,7 +448,8 @@ def candidate_sizes(gpus_per_node: int, max_nodes: int) -> np.ndarray:
     return nodes * node
 
 
-def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options):
+def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
+                    precision="bf16"):
     """Per size, the fastest fitting layout over the batches within BATCH_TOLERANCE of B.
 
     One vectorized pass: structural layouts (t, p, c, b, v) per size, the batches they
@@ -507,7 +509,8 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options)
                          L["sequence_parallel"], L["flash_attention"],
                          interleave=L["interleave"], seq_len=s,
                          first_stage_layers=space.first_stage_layers,
-                         last_stage_layers=space.last_stage_layers)
+                         last_stage_layers=space.last_stage_layers, precision=precision,
+                         generation=gpu.generation)
     fit = np.asarray(mem.total_bytes) <= gpu.memory_bytes
     evaluated = len(fit)
     L = {key: a[fit] for key, a in L.items()}
@@ -520,7 +523,7 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options)
                         seq_len=s, with_scaling=False, flash_attention=L["flash_attention"],
                         tp_comm_overlap=L["tp_comm_overlap"],
                         first_stage_layers=space.first_stage_layers,
-                        last_stage_layers=space.last_stage_layers)
+                        last_stage_layers=space.last_stage_layers, precision=precision)
     L["tokens_per_s"] = np.asarray(pred.tokens_per_s)
     L["step_time_s"] = np.asarray(pred.step_time_s)
     L["mfu"] = np.asarray(pred.mfu)
@@ -542,7 +545,8 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
                  headroom=0.10, goodput=1.0, usd_per_gpu_hour: dict | None = None,
                  max_nodes=4096, options: Options = Options(flash_attention=True),
                  seq_len=None, space: planner.Space = SIZING_SPACE, max_power_mw=None,
-                 power_kw_per_gpu=None, pue=DEFAULT_PUE, max_batch_tokens=None) -> Sizing:
+                 power_kw_per_gpu=None, pue=DEFAULT_PUE, max_batch_tokens=None,
+                 precision=None) -> Sizing:
     r"""GPUs and nodes needed to train ``tokens`` within ``target_days``.
 
     For every candidate size N (:func:`candidate_sizes`) the layouts of ``space`` valid at
@@ -592,6 +596,9 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     max_batch_tokens : float, optional
         Largest batch the advice may propose [tokens]; default: the largest published for
         the model size.
+    precision : {"bf16", "fp8", "mxfp8"}, optional
+        GEMM precision of every layout (not searched); None: ``options.precision``.
+        Refused where the GPU cannot run it.
 
     Returns
     -------
@@ -603,6 +610,9 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     .. [2] Uptime Institute, Global Data Center Survey 2023 (PUE 1.58).
     """
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
+    prec = str(v.choice("precision", options.precision if precision is None else precision,
+                        PRECISIONS))
+    check_precision(prec, gpu)
     D = float(chinchilla_optimal_tokens(model.params)) if tokens is None else float(v.positive("tokens", tokens))
     target = float(v.positive("target_days", target_days))
     h = float(v.in_range("headroom", headroom, 0, 1, high_inclusive=False))
@@ -632,7 +642,8 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
         G = np.full(gpus.shape, float(v.fraction("goodput", goodput)))
     total_flops = model.flops_per_token("none", s) * D
 
-    best, info = _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options)
+    best, info = _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
+                                 prec)
     days = np.full(len(gpus), np.inf)
     cols = {k: np.full(len(gpus), np.nan) for k in ("mfu", "global_batch", "tokens_per_s",
                                                     "memory_gb", "bubble_share")}

@@ -54,6 +54,10 @@ def headline_items(results: Results, keys) -> dict:
         if k not in h:
             continue
         text = format_headline(k, h[k])
+        e = results.economics
+        if k == "days" and e is not None and e.days_range is not None and h[k] is not None:
+            # the step model's band (training/uncertainty.py), on the same figure
+            text += f" ({e.days_range[0]:,.1f}-{e.days_range[1]:,.1f})"
         if k == "breakeven_months" and h[k] is None and results.economics is not None and \
                 results.inputs.onprem is not None and results.inputs.prices is not None:
             text = "never"

@@ -20,6 +20,7 @@ from ..scenario import Scenario
 from ..training.arch import ModelSpec
 from ..training.hardware import FabricSpec, GPUSpec
 from ..training.step import StepPrediction
+from ..training.uncertainty import Band
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,11 @@ class EconomicsResult:
     prices: CloudPrices | None = None
     #: per GPU as costed (not offered when the GPU has no purchase price)
     onprem: OnPrem | None = None
+    #: how far the step model is trusted here (training/uncertainty.py), and what it
+    #: does to days and to the cash cost of each option: (fast end, slow end)
+    band: Band | None = None
+    days_range: tuple | None = None
+    costs_usd_range: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -238,6 +244,10 @@ class Results:
             "model": self.inputs.model.id, "gpu": self.inputs.gpu.id,
             "fabric": self.inputs.scale_out.id,
             "days": e.days if e else None,
+            "days_range": list(e.days_range) if e and e.days_range else None,
+            "prediction_band": ({"low": e.band.low, "high": e.band.high,
+                                 "calibrated": e.band.calibrated, "reason": e.band.reason}
+                                if e and e.band else None),
             "gpus": self.plan.gpus,
             "mfu": p.mfu if p else None,
             "hfu": p.hfu if p else None,
@@ -248,6 +258,7 @@ class Results:
             "capacity_gb": self.headline["capacity_gb"],
             "layout": self.plan.layout.to_dict() if self.plan.layout else None,
             "costs_usd": dict(e.costs_usd) if e else {},
+            "costs_usd_range": {k: list(x) for k, x in e.costs_usd_range.items()} if e else {},
             "costs_amortized_usd": dict(e.costs_amortized_usd) if e else {},
             "commitments": dict(e.commitments) if e else {},
             "run_days": dict(e.run_days) if e else {},

@@ -16,7 +16,7 @@ from ..scenario import Scenario
 from ..training import planner
 from ..training.memory import memory_per_gpu
 from .results import Results
-from .stages import OPTIONS
+from .stages import options_for
 
 
 def _cached(fn):
@@ -42,7 +42,11 @@ def layout_memory(results: Results, top: int = 5) -> pd.DataFrame:
                          L["cp"].to_numpy(), L["zero_stage"].to_numpy(),
                          L["micro_batch"].to_numpy(), B, L["recompute"].to_numpy(),
                          L["sequence_parallel"].to_numpy(), L["flash_attention"].to_numpy(),
-                         interleave=L["interleave"].to_numpy())
+                         interleave=L["interleave"].to_numpy(),
+                         # the review's space balances uneven stages automatically (None),
+                         # as the planner did for every row shown
+                         precision=results.scenario.precision,
+                         generation=results.inputs.gpu.generation)
     df = pd.DataFrame({k: np.atleast_1d(x) for k, x in mem.to_gb().items()})
     df.insert(0, "layout", [planner.describe_layout(r) for _, r in L.iterrows()])
     return df
@@ -159,7 +163,7 @@ def scaling_series(results: Results, fabrics=("ib-ndr", "roce-400")) -> pd.DataF
         try:
             t, _ = weak_scaling(m, g, inp.scale_up, cat.fabric(f), nodes, L.tp, L.pp, L.cp, seqs,
                                 L.micro_batch, L.zero_stage, L.recompute, L.sequence_parallel,
-                                L.interleave, OPTIONS)
+                                L.interleave, options_for(s))
         except ValueError:
             continue
         t["fabric"] = f
@@ -220,7 +224,7 @@ def measured_utilization(s: Scenario, cat=None) -> MeasuredRun:
     runs = cat.published_runs()
     same = runs[(runs["model"] == m.id) & runs["mfu"].notna()]
     published = float(same["mfu"].max()) if len(same) else None
-    verdict = ut.assess_utilization(u, published=published, peak_tflops=peak, gpu=g)
+    verdict = ut.assess_utilization(u, published=published, peak_tflops=peak, gpu=g)  # BF16 run
     return MeasuredRun(u, tps, fpt, peak,
                        float(ut.achieved_tflops_per_gpu(tps, fpt, s.measured_gpus)),
                        float(ut.hfu(tps, hw, peak, s.measured_gpus)), published,

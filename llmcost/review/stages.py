@@ -18,9 +18,13 @@ from .. import utilization as ut
 from ..economics import reliability as rel
 from ..economics import sizing, spot, tco
 from ..economics.waterfall import waterfall_from_step
+from dataclasses import replace
+
 from ..scenario import Scenario
 from ..training import planner
 from ..training.step import Options, predict_step
+from ..training.precision import check_precision, peak_tflops_by_part
+from ..training.uncertainty import throughput_band
 from .results import (EconomicsResult, Inputs, Layout, PlanResult, PredictResult,
                       ReliabilityResult, SizeResult, SpotSummary)
 
@@ -30,6 +34,12 @@ REVIEW_SPACE = planner.Space(cp=(1, 2), micro_batch=(1, 2), zero_stage=(1, 3),
                              recompute=("none", "selective", "full"), interleave=(1, 2, 4),
                              flash_attention=(True,), tp_comm_overlap=(False,))
 OPTIONS = Options(flash_attention=True)
+
+
+def options_for(s: Scenario) -> Options:
+    """The step model's options for a scenario: one precision for sizing, plan and predict
+    (they must pick and predict the same layout)."""
+    return replace(OPTIONS, precision=s.precision)
 HOURS_PER_YEAR = 8760.0
 
 
@@ -43,6 +53,7 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
     if out.kind != "scale_out":
         raise v.InputError("fabric", f"fabric {s.fabric!r} links GPUs inside a node; pick a "
                                      "scale-out fabric (InfiniBand or RoCE)")
+    check_precision(s.precision, g)
     warnings, resolved = [], {}
     if s.price_source == "catalog":
         prices, offer, billing, discount, w = _catalog_prices(s, cat, g)
@@ -174,7 +185,7 @@ def size(inp: Inputs) -> SizeResult | None:
         power = inp.gpu.power_w_per_gpu / 1000
     sz = sizing.size_cluster(inp.model, s.tokens, inp.gpu, inp.scale_up, inp.scale_out,
                              s.target_days, s.global_batch_tokens, s.headroom,
-                             goodput=lambda n: useful_share(inp, n), options=OPTIONS,
+                             goodput=lambda n: useful_share(inp, n), options=options_for(s),
                              space=REVIEW_SPACE, max_power_mw=s.max_power_mw or None,
                              power_kw_per_gpu=power, pue=s.pue)
     gpus = _sized_gpus(sz, s)
@@ -236,7 +247,8 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
         notes.append(f"global batch adjusted from {B} to {B2} sequences so that it splits "
                      f"evenly over {gpus} GPUs")
         B = B2
-    P = planner.plan(m, g, inp.scale_up, inp.scale_out, gpus, B, REVIEW_SPACE, OPTIONS)
+    P = planner.plan(m, g, inp.scale_up, inp.scale_out, gpus, B, REVIEW_SPACE, options_for(s),
+                     precision=s.precision)
     L = P.layouts
     fitting = planner.distinct(L[L["fits"]]) if len(L) else L
     if fitting.empty:
@@ -287,7 +299,8 @@ def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
     L = pl.layout
     p = predict_step(inp.model, inp.gpu, inp.scale_up, inp.scale_out, L.gpus, L.tp, L.pp,
                      L.global_batch, L.cp, L.micro_batch, L.interleave, L.recompute,
-                     L.sequence_parallel, L.zero_stage, OPTIONS, flash_attention=L.flash_attention,
+                     L.sequence_parallel, L.zero_stage, options_for(inp.scenario),
+                     flash_attention=L.flash_attention, precision=inp.scenario.precision,
                      first_stage_layers=L.first_stage_layers, last_stage_layers=L.last_stage_layers)
     mem = {k: float(x) for k, x in p.memory.to_gb().items()}
     step = float(p.step_time_s)
@@ -423,6 +436,20 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
         per_h = {k: float(x) for k, x in tco.cost_per_useful_gpu_hour(
             s.horizon_months, s.utilization, cp, op, discount_rate=s.discount_rate,
             resale=s.resale).items()}
+    band = days_range = None
+    costs_range = {}
+    if pr is not None and days is not None:
+        # the envelope is about the share of the peak the GEMMs run at (FP8: the FP8 peak),
+        # MFU itself is stated against the BF16 peak
+        gemm_peak = float(peak_tflops_by_part(g, s.precision)[0])
+        band = throughput_band(g.generation, s.precision,
+                               pr.mfu * g.bf16_dense_tflops / gemm_peak,
+                               inp.catalog.step_model_errors())
+        days_range = band.days_range(days)
+        if costs:
+            lo = tco.run_costs_usd(days_range[0] * 24, billed, cp, op, s.discount_rate, s.resale)
+            hi = tco.run_costs_usd(days_range[1] * 24, billed, cp, op, s.discount_rate, s.resale)
+            costs_range = {k: (float(lo[k]), float(hi[k])) for k in costs}
     wf = eff = None
     if pr is not None:
         wf = waterfall_from_step(pr.step, g.bf16_dense_tflops, data_stall_share=s.data_stall_share,
@@ -433,7 +460,12 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
                                                    if inp.prices and inp.prices.on_demand else None))
         eff = float(wf["share_of_peak"].iloc[-1])
     return EconomicsResult(useful, days, hours, billed, costs, amort, commit, run_days, be,
-                           per_h, sp, wf, eff, prices, op)
+                           per_h, sp, wf, eff, prices, op, band, days_range, costs_range)
+
+
+def precision_of(s: Scenario) -> str:
+    """The run's precision."""
+    return s.precision
 
 
 # ------------------------------------------------------------------ checks
@@ -456,7 +488,7 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
                              "days assume memory the GPUs do not have")
         flags["memory_gb_per_gpu"] = flags["fits"]
     if pr is not None:
-        verdict = ut.assess_utilization(pr.mfu)
+        verdict = ut.assess_utilization(pr.mfu, precision=s.precision)
         for f in verdict.findings:
             warnings.append(f.message)
             flags["mfu"] = Flag("mfu", "implausible", f.message)
@@ -472,21 +504,32 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
                                 "micro-batches per replica for PP "
                                 f"{pl.layout.pp}; interleave deeper, use less PP or a larger "
                                 "global batch")
+    if e is not None and e.band is not None and not e.band.calibrated:
+        _put(flags, Flag("days", "uncalibrated", e.band.reason))
+        warnings.append(f"step model: {e.band.reason}; days and dollars carry that band")
     if e is not None and e.days is not None:
         if e.days > 3650:
-            flags.setdefault("days", Flag("days", "implausible",
-                                          f"{e.days:,.0f} days ({e.days / 365:,.0f} years): no "
-                                          "one plans a run this long; add GPUs or cut tokens"))
+            _put(flags, Flag("days", "implausible", f"{e.days:,.0f} days ({e.days / 365:,.0f} "
+                             "years): no one plans a run this long; add GPUs or cut tokens"))
         if e.effective_utilization is not None and e.effective_utilization > 0.6:
             flags["effective_utilization"] = Flag("effective_utilization", "implausible",
                                                   "above any published large run")
     if sized is not None and not sized.meets_target:
         flags["meets_target"] = Flag("meets_target", "infeasible",
                                      f"no size meets {s.target_days:g} days")
-        flags.setdefault("days", Flag("days", "infeasible",
-                                      f"misses the target of {s.target_days:g} days"))
+        _put(flags, Flag("days", "infeasible", f"misses the target of {s.target_days:g} days"))
     if e is not None and s.preemptions_per_day > 0 and not e.spot.offered and \
             inp.spot_discount is not None:
         warnings.append("spot: preemptions x hours lost per preemption fill the day, the spot "
                         "run never finishes; spot is not costed")
     return warnings, flags
+
+
+#: a headline keeps its most severe flag
+SEVERITY = {"uncalibrated": 0, "implausible": 1, "infeasible": 2}
+
+
+def _put(flags: dict, flag) -> None:
+    old = flags.get(flag.key)
+    if old is None or SEVERITY[flag.level] > SEVERITY[old.level]:
+        flags[flag.key] = flag

@@ -26,7 +26,9 @@ import numpy as np
 
 from .. import _validate as v
 from .arch import ModelSpec
-from .flops import RECOMPUTE_MODES
+from .flops import RECOMPUTE_MODES, matmul_params_per_layer
+from .precision import (PRECISIONS, fp8_activation_saving_bytes_per_layer,
+                        fp8_weight_copy_bytes)
 
 GB = 1e9
 
@@ -337,11 +339,15 @@ class MemoryBreakdown(NamedTuple):
     peak_stage: np.ndarray
     #: transformer layers on the peak stage [-].
     peak_stage_layers: np.ndarray = None
+    #: FP8/MXFP8 copies of the GEMM weights, resident beside the BF16 weights (0 for BF16;
+    #: :func:`llmcost.training.precision.fp8_weight_copy_bytes`), in ``total_bytes``.
+    fp8_weights_bytes: np.ndarray = 0.0
 
     def to_gb(self) -> dict:
         """Components in GB (1e9 bytes), keys as in the CLI contract."""
         return {
             "weights_gb": self.weights_bytes / GB,
+            "fp8_weights_gb": self.fp8_weights_bytes / GB,
             "grads_gb": self.grads_bytes / GB,
             "optimizer_gb": self.optimizer_bytes / GB,
             "activations_gb": self.activations_bytes / GB,
@@ -582,7 +588,8 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                    finetune="full", lora_rank=16, lora_targets="all", seq_len=None,
                    context_bytes=1.0e9, fragmentation=0.08,
                    qlora_16bit_embeddings=True, first_stage_layers=None,
-                   last_stage_layers=None) -> MemoryBreakdown:
+                   last_stage_layers=None, precision="bf16",
+                   generation="hopper") -> MemoryBreakdown:
     r"""Peak memory per GPU of a training layout, by component.
 
     Pipeline stage r holds n_r layers (l/p on an even split; uneven splits from
@@ -603,6 +610,15 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     micro-batches in flight, outweighs the first. For LoRA/QLoRA the base model is
     frozen (16-bit or NF4 weights, no gradients or optimizer states); only adapter
     parameters carry weights, gradients and optimizer states.
+
+    With FP8 or MXFP8 GEMMs ([4]) the stage also keeps quantized copies of its GEMM
+    weights, W_8 = n_r P_mm / t x q bytes (:func:`llmcost.training.precision.
+    fp8_weight_copy_bytes`; under ZeRO-3 only the layer being computed is gathered, so
+    one layer's copies), and every layer saves its linear inputs quantized:
+
+    .. math:: M_{act} = M_{act}^{BF16} - \Delta M_{FP8}
+
+    (:func:`llmcost.training.precision.fp8_activation_saving_bytes_per_layer`).
 
     Parameters
     ----------
@@ -637,6 +653,13 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     first_stage_layers, last_stage_layers : int or array, optional
         Layers on the first and last pipeline stage; None: balanced automatically
         (:func:`pipeline_stage_layers`).
+    precision : {"bf16", "fp8", "mxfp8"} or array of these names
+        GEMM precision (:mod:`llmcost.training.precision`); FP8 and MXFP8 only with
+        ``finetune="full"``. Which GPU may run it is checked by the caller
+        (:func:`llmcost.training.precision.check_precision`).
+    generation : str
+        GPU generation ("hopper", "blackwell", ...): Hopper keeps a transposed FP8 copy,
+        Blackwell does not.
 
     Returns
     -------
@@ -648,8 +671,17 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §5.
     .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §4, Table 2, Eq. 5.
     .. [3] Dettmers et al. 2023, arXiv:2305.14314, §3.
+    .. [4] NVIDIA Transformer Engine documentation, "Low precision training: Performance
+       Considerations" (Memory usage: FP8 weight copies, quantized saved inputs).
     """
     v.choice("finetune", finetune, FINETUNE_MODES)
+    prec = v.choices("precision", precision, PRECISIONS)
+    fp8 = bool(np.any(prec != "bf16"))
+    if fp8 and finetune != "full":
+        raise v.InputError("precision", f"precision {str(prec[prec != 'bf16'].flat[0])!r} is "
+                                        f"modelled for full training only, not "
+                                        f"finetune={finetune!r} (frozen {finetune} weights are "
+                                        "not quantized to FP8 here); use 'bf16'")
     v.choice("lora_targets", lora_targets, LORA_TARGETS)
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
     gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, s,
@@ -682,6 +714,16 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
         s, b, model.hidden, model.heads, tp, cp, model.kv_heads, model.ffn_hidden,
         model.gated_ffn, model.head_dim, model.dropout, sequence_parallel, recompute,
         flash_attention)
+    if fp8:
+        # the linear layers save their inputs quantized (BF16 runs skip this: bit-identical)
+        per_layer = per_layer - fp8_activation_saving_bytes_per_layer(
+            s, b, model.hidden, model.heads, tp, cp, model.kv_heads, model.ffn_hidden,
+            model.gated_ffn, model.head_dim, sequence_parallel, recompute, flash_attention,
+            prec)
+        p_mm = matmul_params_per_layer(model.hidden, model.heads, model.kv_heads,
+                                       model.ffn_hidden, model.gated_ffn, model.head_dim)
+        # ZeRO-3 gathers (and quantizes) one layer at a time
+        gathered = np.asarray(zero_stage) >= 3
     tokens = s / cp * b
     embed_mask = np.where(model.dropout, 1.0, 0.0) * tokens * model.hidden / tp
     logits = 4.0 * tokens * model.vocab / tp
@@ -711,9 +753,13 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
             act = act + embed_mask * held / n
         elif stage == "last":
             act = act + logits
-        allocated = w + g + o + act
+        w8 = 0.0
+        if fp8:
+            w8 = fp8_weight_copy_bytes(np.where(gathered, np.minimum(n, 1), n) * p_mm / tp,
+                                       prec, generation)
+        allocated = w + g + o + act + w8
         over = framework_overhead_bytes(allocated, context_bytes, fragmentation)
-        out[stage] = (w, g, o, act, over, allocated + over)
+        out[stage] = (w, g, o, act, over, allocated + over, w8)
 
     # first, last, middle: ties go to the first listed (an even pipeline's middle stage
     # never exceeds its first, so even layouts report first or last as before)
@@ -725,8 +771,9 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
              for f_, l_, m_ in zip(out["first"], out["last"], out["middle"])]
     rank = np.choose(k, np.broadcast_arrays(0, np.asarray(pp) - 1, 1))
     layers_at = np.choose(k, np.broadcast_arrays(n_first, n_last, n_mid))
+    *comps, w8 = comps
     return MemoryBreakdown(*[v.result(c) for c in comps], peak_stage=v.result(rank),
-                           peak_stage_layers=v.result(layers_at))
+                           peak_stage_layers=v.result(layers_at), fp8_weights_bytes=v.result(w8))
 
 
 def seed_heuristic_memory_gb(model_size_b, num_gpus, tp_size, pp_size):

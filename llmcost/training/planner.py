@@ -29,6 +29,7 @@ from .arch import ModelSpec
 from .flops import RECOMPUTE_MODES
 from .hardware import FabricSpec, GPUSpec
 from .memory import _interleave_ok, _stage_layers
+from .precision import PRECISIONS, check_precision
 from .step import DEFAULT_CALIBRATION, Calibration, Options, StepPrediction, predict_step
 
 GB = 1e9
@@ -360,13 +361,17 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
          global_batch: int, space: Space = Space(), options: Options = Options(),
          calibration: Calibration = DEFAULT_CALIBRATION, seq_len: int | None = None,
          usd_per_gpu_hour: float | None = None, heuristic: str = "none",
-         rank_by: str = "time", memory_kwargs=None) -> Plan:
+         rank_by: str = "time", memory_kwargs=None, precision: str | None = None) -> Plan:
     r"""Evaluate every valid layout in one vectorized call and rank them.
 
     Ranking: layouts that fit first, then by step time (``rank_by="time"``) or by dollars
     per token (``"cost"``: usd_per_gpu_hour x gpus / 3600 / tokens per second, which
     differs from time when several cluster sizes are offered). The Pareto front keeps the
     fitting layouts no other beats on both step time and memory headroom.
+
+    The GEMM precision is an input, not a dimension of the search: every layout runs in
+    ``precision`` (a run's number format is a numerics decision, not a layout one), and
+    the frame carries it in a ``precision`` column.
 
     Parameters
     ----------
@@ -385,6 +390,9 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
     heuristic : {"none", "seed"}
     rank_by : {"time", "cost"}
     memory_kwargs : dict, optional
+    precision : {"bf16", "fp8", "mxfp8"}, optional
+        GEMM precision of every layout; None: ``options.precision``. Refused where the GPU
+        cannot run it (:func:`llmcost.training.precision.check_precision`).
 
     Returns
     -------
@@ -399,6 +407,9 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
     v.choice("rank_by", rank_by, ("time", "cost"))
     if rank_by == "cost" and usd_per_gpu_hour is None:
         raise v.InputError("usd_per_gpu_hour", "ranking by cost needs usd_per_gpu_hour")
+    prec = str(v.choice("precision", options.precision if precision is None else precision,
+                        PRECISIONS))
+    check_precision(prec, gpu)
     L = enumerate_layouts(model, gpus, global_batch, gpu.gpus_per_node, space, seq_len, heuristic)
     n = len(L["tp"])
     cand = grid_size(model, gpus, gpu.gpus_per_node, space)
@@ -416,8 +427,9 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
                         flash_attention=L["flash_attention"],
                         tp_comm_overlap=L["tp_comm_overlap"],
                         first_stage_layers=space.first_stage_layers,
-                        last_stage_layers=space.last_stage_layers)
+                        last_stage_layers=space.last_stage_layers, precision=prec)
     df = layouts_frame(L, pred, gpu, usd_per_gpu_hour)
+    df.insert(df.columns.get_loc("tp_comm_overlap") + 1, "precision", prec)
     key = "step_time_s" if rank_by == "time" else "usd_per_million_tokens"
     # ties (e.g. CP x micro-batch swaps that leave each GPU the same work) go to the
     # simpler layout: less memory, then fewer moving parts
@@ -438,6 +450,7 @@ def empty_layouts_frame() -> pd.DataFrame:
                                               "tp_comm_overlap") else
                          object if k == "recompute" else int) for k in LAYOUT_COLUMNS}
     cols["middle_stage_layers"] = pd.Series(dtype=int)
+    cols["precision"] = pd.Series(dtype=object)
     for k in ("step_time_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
               "tokens_per_s", *StepPrediction.BREAKDOWN, "memory_gb", "capacity_gb",
               "headroom_gb", "fits", "usd_per_million_tokens"):
@@ -519,6 +532,8 @@ def describe_layout(row) -> str:
         parts.append("flash")
     if "tp_comm_overlap" in row and bool(row["tp_comm_overlap"]):
         parts.append("TP-overlap")
+    if "precision" in row and row["precision"] != "bf16":
+        parts.append(str(row["precision"]).upper())
     return " ".join(parts)
 
 

@@ -34,8 +34,10 @@ from . import comm
 from .arch import ModelSpec
 from .flops import RECOMPUTE_MODES, matmul_params_per_layer
 from .hardware import FabricSpec, GPUSpec
-from .memory import (MemoryBreakdown, _stage_layers, activation_bytes_per_layer, check_layout,
-                     memory_per_gpu)
+from .memory import (OPTIMIZER_BYTES_PER_PARAM, MemoryBreakdown, _stage_layers,
+                     activation_bytes_per_layer, check_layout, memory_per_gpu)
+from .precision import (FP8_SCALINGS, check_precision, fp8_cast_bytes_per_layer,
+                        fp8_weight_cast_bytes, peak_tflops_by_part)
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,12 @@ class Options:
     #: gradient bytes per parameter in the data-parallel reduction (bf16 = 2; fp32 = 4).
     grad_bytes: float = 2.0
     flash_attention: bool = False
+    #: GEMM precision, "bf16", "fp8" or "mxfp8" (:mod:`llmcost.training.precision`);
+    #: ``predict_step(precision=...)`` overrides it per layout.
     precision: str = "bf16"
+    #: per-tensor FP8 scaling recipe: "current" (Megatron-Bridge's FP8-CS, the default of
+    #: its recent recipes) or "delayed" (amax history); ignored for BF16 and MXFP8.
+    fp8_scaling: str = "current"
 
 
 class StepPrediction(NamedTuple):
@@ -255,7 +262,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                  options: Options = Options(), calibration: Calibration = DEFAULT_CALIBRATION,
                  seq_len=None, memory_kwargs=None, with_scaling=True,
                  flash_attention=None, tp_comm_overlap=None, first_stage_layers=None,
-                 last_stage_layers=None) -> StepPrediction:
+                 last_stage_layers=None, precision=None) -> StepPrediction:
     r"""Predict the step time of one or many layouts, with its breakdown and MFU/HFU.
 
     Per micro-batch, on the slowest pipeline stage (stage r holds n_r layers: l/p on an
@@ -271,7 +278,24 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
 
     with n_tp = 4 all-reduces per layer (6 with full recomputation), T_DP the hierarchical
     gradient all-reduce, W the backward time of the last micro-batch that can hide it, and
-    the optimizer step memory-bound. The bubble, (p - 1)/v of t_mb, is paced by the slowest
+    the optimizer step memory-bound.
+
+    Precision ([4], :mod:`llmcost.training.precision`): with FP8 or MXFP8 the linear
+    layers' GEMMs (6 P_mm FLOPs per token, x 4/3 with full recomputation) run at the FP8
+    dense peak, at the efficiency e(h/t) of that peak's ridge point; attention, the logits
+    and the memory-bound kernels stay at the BF16 peak and bandwidth:
+
+    .. math::
+        F_{layer}/(F_{peak} e) \;\to\; \frac{F_{gemm}}{F_{FP8}\, e_{FP8}}
+            + \frac{F_{layer} - F_{gemm}}{F_{BF16}\, e_{BF16}}
+            + \frac{V_{cast}}{B_{HBM}}
+
+    with V_cast the per-layer quantization traffic (not scaled by gamma: it counts
+    physical bytes), and once per step the weight casts V_w / B_HBM (every micro-batch
+    under ZeRO-3, which re-gathers the weights), reported inside ``optimizer_s``. MFU and
+    HFU are stated against the dense BF16 peak for every precision, so FP8 and BF16 runs
+    compare on one scale. Not modelled: the amax all-reduce latency under sequence
+    parallelism, FP8 all-gathers halving TP traffic, FP8 parameter all-gather, NVFP4. The bubble, (p - 1)/v of t_mb, is paced by the slowest
     stage too; the gradient reduction is that of the stage with the most parameters (a
     middle stage of L' layers, or the last with its LM head), its backward the window. The
     embedding lookup's time is left out (a gather, small against a layer).
@@ -308,6 +332,10 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         Layers on the first and last pipeline stage; None: the layers are split evenly,
         or balanced automatically where p does not divide them
         (:func:`llmcost.training.memory.pipeline_stage_layers`).
+    precision : {"bf16", "fp8", "mxfp8"} or array of these names, optional
+        GEMM precision per layout; None: ``options.precision``. FP8 needs FP8 tensor cores
+        (not A100), MXFP8 the Blackwell generation
+        (:func:`llmcost.training.precision.check_precision`).
 
     Returns
     -------
@@ -320,6 +348,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     .. [1] Narayanan et al. 2021, arXiv:2104.04473, §2-§4.
     .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §4-§5.
     .. [3] Rajbhandari et al. 2019, arXiv:1910.02054, §7.
+    .. [4] NVIDIA Transformer Engine documentation, "Low precision training: Performance
+       Considerations"; Micikevicius et al. 2022, arXiv:2209.05433, §4.
     """
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
     gpus, tp, pp, cp, b, B, vv, dp, m = _check(model, gpus, tp, pp, cp, micro_batch,
@@ -343,14 +373,20 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     tpo = v.boolean("tp_comm_overlap",
                     opt.tp_comm_overlap if tp_comm_overlap is None else tp_comm_overlap)
     tpo = tpo & (tp > 1)
-    peak = gpu.peak_tflops(opt.precision) * 1e12
+    prec = check_precision(opt.precision if precision is None else precision, gpu)
+    v.choice("fp8_scaling", opt.fp8_scaling, FP8_SCALINGS)
+    fp8 = bool(np.any(prec != "bf16"))
+    # attention, logits and memory-bound work run at the BF16 peak for every precision,
+    # and MFU/HFU are stated against it (one convention for all precisions)
+    peak = gpu.bf16_dense_tflops * 1e12
     hbm = gpu.hbm_bandwidth_tbps * 1e12
     node = gpu.gpus_per_node
     h, L, V = model.hidden, model.layers, model.vocab
 
     mem = memory_per_gpu(model, gpus, tp, pp, cp, zero, b, B, rec, sp, flash,
                          interleave=vv, seq_len=s, first_stage_layers=first_stage_layers,
-                         last_stage_layers=last_stage_layers, **(memory_kwargs or {}))
+                         last_stage_layers=last_stage_layers, precision=prec,
+                         generation=gpu.generation, **(memory_kwargs or {}))
 
     # ---- compute per micro-batch per layer (one GPU)
     tokens = b * s / cp
@@ -361,15 +397,29 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     layer_model = 6.0 * p_mm + attn
     layer_hw = np.where(rec == "full", layer_model * 4.0 / 3.0,
                         layer_model + np.where(rec == "selective", attn, 0.0))
-    e_layer = matmul_efficiency(h / tp, gpu.peak_tflops(opt.precision),
-                                gpu.hbm_bandwidth_tbps, cal, rows=tokens)
-    e_layer = e_layer * np.where(tpo, 1.0 - opt.tp_overlap_gemm_penalty, 1.0)
+    penalty = np.where(tpo, 1.0 - opt.tp_overlap_gemm_penalty, 1.0)
+    e_layer = matmul_efficiency(h / tp, gpu.bf16_dense_tflops, gpu.hbm_bandwidth_tbps, cal,
+                                rows=tokens)
+    e_layer = e_layer * penalty
     t_mm = layer_hw * tokens / tp / (peak * e_layer)
     act = activation_bytes_per_layer(s, b, h, model.heads, tp, cp, model.kv_heads,
                                      model.ffn_hidden, model.gated_ffn, model.head_dim,
                                      model.dropout, sp, "none", flash)
     t_elem = cal.elementwise_traffic * act * np.where(rec == "full", 4.0 / 3.0, 1.0) / hbm
-    e_logit = matmul_efficiency(np.maximum(V / tp, 1.0), gpu.peak_tflops(opt.precision),
+    if fp8:
+        # the GEMM share moves from the BF16 to the FP8 peak (attention stays); written as
+        # a correction to the all-BF16 time, so BF16 layouts keep their exact figures
+        pk = peak_tflops_by_part(gpu, prec)
+        e_gemm = matmul_efficiency(h / tp, pk.gemm_tflops, gpu.hbm_bandwidth_tbps, cal,
+                                   rows=tokens) * penalty
+        gemm_hw = 6.0 * p_mm * np.where(rec == "full", 4.0 / 3.0, 1.0) * tokens / tp
+        t_mm = t_mm + gemm_hw * (1.0 / (pk.gemm_tflops * 1e12 * e_gemm)
+                                 - 1.0 / (peak * e_layer))
+        # quantizing GEMM inputs and output gradients: physical bytes at HBM speed
+        t_elem = t_elem + fp8_cast_bytes_per_layer(
+            s, b, h, model.heads, tp, cp, model.kv_heads, model.ffn_hidden, model.gated_ffn,
+            model.head_dim, sp, rec, prec, gpu.generation, opt.fp8_scaling) / hbm
+    e_logit = matmul_efficiency(np.maximum(V / tp, 1.0), gpu.bf16_dense_tflops,
                                 gpu.hbm_bandwidth_tbps, cal, rows=tokens)
     t_logits = 6.0 * V * h * tokens / tp / (peak * e_logit) + \
         cal.elementwise_traffic * 4.0 * tokens * V / tp / hbm
@@ -466,6 +516,13 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     # ---- optimizer: read and write every model state once, memory-bound
     states = mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes
     t_opt = 2.0 * states / hbm
+    if fp8:
+        # weights quantized once per step (first micro-batch), on the pacing stage; ZeRO-3
+        # gathers them again, so casts them again, for every micro-batch
+        w_bytes = OPTIMIZER_BYTES_PER_PARAM[(memory_kwargs or {}).get("optimizer", "adam")][0]
+        t_wcast = fp8_weight_cast_bytes(n_slow * p_mm / tp, prec, gpu.generation,
+                                        opt.fp8_scaling, w_bytes) / hbm
+        t_opt = t_opt + np.where(zero >= 3, m, 1) * t_wcast
 
     step = t_pipe + t_dp + t_opt
 
@@ -479,7 +536,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
           or scale_out.congestion_per_doubling > 0 or scale_out.oversubscription > 1):
         ideal = _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
                             zero, opt, cal, s, memory_kwargs, flash, tpo,
-                            first_stage_layers, last_stage_layers)
+                            first_stage_layers, last_stage_layers, prec)
     else:
         ideal = step
     tokens_step = B * s
@@ -505,9 +562,11 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
 
 
 def _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp, zero, opt,
-                cal, s, memory_kwargs, flash, tpo, first_stage_layers, last_stage_layers):
+                cal, s, memory_kwargs, flash, tpo, first_stage_layers, last_stage_layers,
+                precision):
     return predict_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
                         zero, opt, cal, s, memory_kwargs, with_scaling=False,
                         flash_attention=flash, tp_comm_overlap=tpo,
                         first_stage_layers=first_stage_layers,
-                        last_stage_layers=last_stage_layers).step_time_s
+                        last_stage_layers=last_stage_layers,
+                        precision=precision).step_time_s
