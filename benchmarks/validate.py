@@ -43,9 +43,9 @@ SCALE_OUT = {"narayanan2021 table 1": "ib-hdr", "llama3 table 4": "roce-400"}
 SCALE_OUT_DEFAULT = "ib-ndr"
 
 #: Calibration constants the fit may move, with bounds (the fit runs in log space).
-FIT_PARAMS = ("matmul_efficiency", "matmul_half_width", "elementwise_traffic",
+FIT_PARAMS = ("matmul_efficiency", "gemm_traffic", "elementwise_traffic",
               "nvlink_efficiency")
-FIT_BOUNDS = {"matmul_efficiency": (0.2, 0.98), "matmul_half_width": (1.0, 4000.0),
+FIT_BOUNDS = {"matmul_efficiency": (0.2, 0.98), "gemm_traffic": (0.02, 20.0),
               "elementwise_traffic": (0.1, 40.0), "nvlink_efficiency": (0.3, 0.98)}
 #: GPU generation of each calibration GPU id; the fit groups rows by it.
 GENERATION = {"a100-80gb": "ampere", "h100-sxm": "hopper", "b200": "blackwell",
@@ -215,8 +215,8 @@ def mfu_convention(cat=None) -> str:
         "MFU convention: llmcost reports model FLOPs per token C = 6 (l P_mm + V h) + 12 l s d_q "
         "(every matmul weight 6 FLOPs/token, attention over the full s x s score matrix, no "
         "recomputation: PaLM App. B / Korthikanti et al. 2022 Eq. 7; "
-        "llmcost.training.flops.flops_per_token, recompute='none') against the dense peak of the "
-        "run's precision. Megatron-Bridge's 'Model TFLOP/s' count causal attention at half "
+        "llmcost.training.flops.flops_per_token, recompute='none') against the BF16 dense peak for every "
+        "precision (an FP8 run's MFU is comparable with a BF16 run's). Megatron-Bridge's 'Model TFLOP/s' count causal attention at half "
         "(6 l s d_q), so for the same tokens/s they are lower by the factor "
         "1 - 6 l s d_q / C: for Llama 3.1 405B at s = 8192 that is "
         f"{half / full:.4f} ({full:.4g} vs {half:.4g} FLOP/token). Narayanan et al. Table 1 "

@@ -261,7 +261,13 @@ def _mem(L, **over):
 @given(layouts())
 def test_higher_zero_stage_never_needs_more(L):
     totals = [float(_mem(L, zero_stage=z).total_bytes) for z in (0, 1, 2, 3)]
-    assert all(b <= a * (1 + 1e-12) for a, b in zip(totals, totals[1:]))
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(totals, totals[1:3]))
+    # ZeRO-3 adds a working set (two gathered layers + one layer's unsharded gradients,
+    # 6 bytes/param of a layer with Adam) that can outweigh what it saves on a stage of few
+    # layers over few ranks (2 Psi (1 - 1/N_d)): its model states never need more, and the
+    # working set (grown by the 8% fragmentation overhead) is the only addition.
+    z3 = _mem(L, zero_stage=3)
+    assert float(z3.total_bytes) - 1.08 * float(z3.zero3_working_bytes) <= totals[2] * (1 + 1e-12)
 
 
 @settings(max_examples=150, deadline=None)
@@ -284,6 +290,8 @@ def test_full_recompute_never_needs_more_than_selective_or_none(L):
 @given(layouts())
 def test_every_component_is_non_negative(L):
     b = _mem(L)
-    for part in b[:-1]:
+    for part in b:
         assert np.all(np.asarray(part) >= 0)
-    assert np.isclose(b.total_bytes, sum(b[:5]))
+    # the total also holds the FP8 weight copies and the ZeRO-3 working set (gathered
+    # layers, unsharded gradients), which are reported as their own components
+    assert np.isclose(b.total_bytes, sum(b[:5]) + b.fp8_weights_bytes + b.zero3_working_bytes)

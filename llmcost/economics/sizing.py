@@ -159,7 +159,7 @@ def memory_floor_gpus(model: ModelSpec, gpu: GPUSpec, candidates, seq_len=None, 
     .. [1] Rajbhandari et al. 2019 (ZeRO-3 shards everything); Korthikanti et al. 2022.
     """
     c = np.unique(v.integer("candidates", candidates))
-    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= gpu.gpus_per_node and model.heads % t == 0
+    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= gpu.scale_up_domain and model.heads % t == 0
            and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
     pps = [p for p in range(1, model.layers + 1) if model.layers % p == 0]
     g, t, p, z, sp = (a.ravel() for a in np.meshgrid(c, tps, pps, (1, 3), (True, False),
@@ -457,8 +457,8 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
     batch, expanded by ZeRO, recomputation and SP, memory first, then step time of the
     fitting ones.
     """
-    node = gpu.gpus_per_node
-    ax = planner.layout_axes(model, node, space, s)
+    # layouts reach across the scale-up domain (as in planner.plan); sizes stay whole nodes
+    ax = planner.layout_axes(model, gpu.scale_up_domain, space, s)
     k = len(gpus)
     si, t, p, c, b, vv = (a.ravel() for a in np.meshgrid(
         np.arange(k), ax["tp"], ax["pp"], ax["cp"], ax["micro_batch"], ax["interleave"],
@@ -497,7 +497,8 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
              sequence_parallel=SP, flash_attention=FA, tp_comm_overlap=TO)
     ok, dp, m = planner.layout_valid(model, L["gpus"], L["tp"], L["pp"], L["cp"],
                                      L["micro_batch"], L["global_batch"], L["interleave"],
-                                     L["sequence_parallel"], L["tp_comm_overlap"], node,
+                                     L["sequence_parallel"], L["tp_comm_overlap"],
+                                     gpu.scale_up_domain,
                                      first_stage_layers=space.first_stage_layers,
                                      last_stage_layers=space.last_stage_layers)
     L = {key: a[ok] for key, a in L.items()}

@@ -248,3 +248,44 @@ def hierarchical_allreduce_time_s(size_bytes, ranks, ranks_per_node, intra_gbps,
     per_byte = np.maximum(1.0 / bi, np.where(multi, c / (k * bo), 0.0))
     alpha = np.where(multi, np.maximum(ai, ao), ai)
     return v.result(2 * (N - 1) * alpha + 2 * (N - 1) / N * s * per_byte)
+
+
+def hierarchical_allgather_time_s(size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps,
+                                  intra_latency_us=0.0, inter_latency_us=0.0,
+                                  intra_efficiency=1.0, inter_efficiency=1.0,
+                                  congestion=1.0):
+    r"""Ring all-gather (or reduce-scatter) of S bytes in total over ranks spread k per node.
+
+    Half of :func:`hierarchical_allreduce_time_s`: one pass around the k parallel rings
+    (one per NIC) instead of two, each GPU receiving the (N-1)/N S it does not hold.
+
+    .. math::
+        t = (N-1)\alpha_{max} + \frac{N-1}{N} S \max\left(\frac{1}{\eta_i B_i},\;
+            \frac{c(n)}{k\,\eta_o B_o}\,[n > 1]\right),\quad N = k n
+
+    The bandwidth term is the NCCL-tests "bus bandwidth" view: algorithm bandwidth x
+    (N-1)/N for all-gather and reduce-scatter ([2]).
+
+    Parameters
+    ----------
+    size_bytes : float or array
+        S, the gathered (or reduced) buffer [bytes]; each rank holds S/N of it.
+    ranks, ranks_per_node, intra_gbps, inter_gbps, intra_latency_us, inter_latency_us,
+    intra_efficiency, inter_efficiency, congestion
+        As :func:`hierarchical_allreduce_time_s`.
+
+    Returns
+    -------
+    time_s : float or array
+        [s].
+
+    References
+    ----------
+    .. [1] Thakur et al. 2005, §4.1 (ring all-gather), §4.3 (reduce-scatter).
+    .. [2] NVIDIA, NCCL tests doc/PERFORMANCE.md (bus bandwidth of all-gather and
+       reduce-scatter = algorithm bandwidth x (n-1)/n).
+    """
+    return v.result(0.5 * hierarchical_allreduce_time_s(
+        size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps, intra_latency_us,
+        inter_latency_us, intra_efficiency, inter_efficiency, congestion))
+

@@ -342,12 +342,17 @@ class MemoryBreakdown(NamedTuple):
     #: FP8/MXFP8 copies of the GEMM weights, resident beside the BF16 weights (0 for BF16;
     #: :func:`llmcost.training.precision.fp8_weight_copy_bytes`), in ``total_bytes``.
     fp8_weights_bytes: np.ndarray = 0.0
+    #: ZeRO-3/FSDP working set: gathered 16-bit weights of the layer being computed and the
+    #: prefetched next one, and one layer's unsharded gradients during its reduce-scatter
+    #: (:func:`zero3_working_set_bytes`; 0 below stage 3), in ``total_bytes``.
+    zero3_working_bytes: np.ndarray = 0.0
 
     def to_gb(self) -> dict:
         """Components in GB (1e9 bytes), keys as in the CLI contract."""
         return {
             "weights_gb": self.weights_bytes / GB,
             "fp8_weights_gb": self.fp8_weights_bytes / GB,
+            "zero3_working_gb": self.zero3_working_bytes / GB,
             "grads_gb": self.grads_bytes / GB,
             "optimizer_gb": self.optimizer_bytes / GB,
             "activations_gb": self.activations_bytes / GB,
@@ -537,6 +542,55 @@ def pipeline_stage_layers(layers, pp, first_stage_layers=None, last_stage_layers
                                          f"pipeline stage (first {fi}, middle {mi}, last "
                                          f"{li}), got interleave={vi}")
     return f, mid, l
+
+
+def zero3_working_set_bytes(layer_params, dp=1, zero_stage=3, weight_bytes=2.0,
+                            grad_bytes=2.0, prefetch_layers=1):
+    r"""Unsharded buffers ZeRO-3 / FSDP holds beside its shards, per GPU.
+
+    .. math:: M_{Z3} = \left[(1 + n_{pf})\, q_w + q_g\right] \Psi_{layer}
+              \quad (\text{stage 3 and } N_d > 1;\ 0 \text{ otherwise})
+
+    The layer being computed is gathered whole (q_w bytes per parameter), the next one is
+    prefetched (n_pf = 1: FSDP's default forward/backward prefetch, DeepSpeed's prefetch
+    bucket), and during the backward a layer's gradients exist unsharded until its
+    reduce-scatter completes (q_g). For a 146B GPT (12,288 wide, 1.81B per layer, no
+    TP): (2 x 2 + 2) x 1.81e9 = 10.9 GB. Units are transformer layers: the embedding and
+    LM head are gathered alone, outside the layer loop.
+
+    Parameters
+    ----------
+    layer_params : float or array
+        Psi_layer, parameters of one layer on this GPU (after tensor parallelism) [-].
+    dp : int or array
+        Sharding degree N_d [-]; with 1 nothing is sharded, nothing gathered.
+    zero_stage : int or array
+        0-3; only stage 3 gathers parameters.
+    weight_bytes, grad_bytes : float
+        q_w, q_g [bytes per parameter].
+    prefetch_layers : int or array
+        n_pf, layers gathered ahead [-].
+
+    Returns
+    -------
+    bytes : float or array
+        [bytes].
+
+    References
+    ----------
+    .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §5.3 (stage 3 materialises each
+       layer's parameters only while it is computed).
+    .. [2] Zhao et al. 2023, arXiv:2304.11277, §3.3-3.4 (FSDP units, prefetching, unsharded
+       gradients before reduce-scatter).
+    """
+    psi = v.nonnegative("layer_params", layer_params)
+    nd = v.integer("dp", dp)
+    stage = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
+    qw = v.nonnegative("weight_bytes", weight_bytes)
+    qg = v.nonnegative("grad_bytes", grad_bytes)
+    pf = v.nonnegative("prefetch_layers", prefetch_layers)
+    on = (stage >= 3) & (nd > 1)
+    return v.result(np.where(on, ((1.0 + pf) * qw + qg) * psi, 0.0))
 
 
 def check_layout(model: ModelSpec, gpus, tp, pp, cp, interleave, seq_len,
@@ -753,13 +807,21 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
             act = act + embed_mask * held / n
         elif stage == "last":
             act = act + logits
+        bw_, bg_, _ = OPTIMIZER_BYTES_PER_PARAM[optimizer]
+        if finetune == "full":
+            z3 = zero3_working_set_bytes(np.where(n > 0, model.layer_params / tp, 0.0),
+                                         dp * cp, zero_stage, bw_, bg_)
+        else:   # frozen base weights gathered; only the small adapters have gradients
+            z3 = zero3_working_set_bytes(np.where(n > 0, model.layer_params / tp, 0.0),
+                                         dp * cp, zero_stage,
+                                         FROZEN_BYTES_PER_PARAM[finetune], 0.0)
         w8 = 0.0
         if fp8:
             w8 = fp8_weight_copy_bytes(np.where(gathered, np.minimum(n, 1), n) * p_mm / tp,
                                        prec, generation)
-        allocated = w + g + o + act + w8
+        allocated = w + g + o + act + w8 + z3
         over = framework_overhead_bytes(allocated, context_bytes, fragmentation)
-        out[stage] = (w, g, o, act, over, allocated + over, w8)
+        out[stage] = (w, g, o, act, over, allocated + over, w8, z3)
 
     # first, last, middle: ties go to the first listed (an even pipeline's middle stage
     # never exceeds its first, so even layouts report first or last as before)
@@ -771,9 +833,10 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
              for f_, l_, m_ in zip(out["first"], out["last"], out["middle"])]
     rank = np.choose(k, np.broadcast_arrays(0, np.asarray(pp) - 1, 1))
     layers_at = np.choose(k, np.broadcast_arrays(n_first, n_last, n_mid))
-    *comps, w8 = comps
+    *comps, w8, z3 = comps
     return MemoryBreakdown(*[v.result(c) for c in comps], peak_stage=v.result(rank),
-                           peak_stage_layers=v.result(layers_at), fp8_weights_bytes=v.result(w8))
+                           peak_stage_layers=v.result(layers_at), fp8_weights_bytes=v.result(w8),
+                           zero3_working_bytes=v.result(z3))
 
 
 def seed_heuristic_memory_gb(model_size_b, num_gpus, tp_size, pp_size):

@@ -410,9 +410,11 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
     prec = str(v.choice("precision", options.precision if precision is None else precision,
                         PRECISIONS))
     check_precision(prec, gpu)
-    L = enumerate_layouts(model, gpus, global_batch, gpu.gpus_per_node, space, seq_len, heuristic)
+    # TP and CP may span the scale-up (NVLink) domain, e.g. 72 GPUs of a GB200 NVL72 rack
+    L = enumerate_layouts(model, gpus, global_batch, gpu.scale_up_domain, space, seq_len,
+                          heuristic)
     n = len(L["tp"])
-    cand = grid_size(model, gpus, gpu.gpus_per_node, space)
+    cand = grid_size(model, gpus, gpu.scale_up_domain, space)
     if n == 0:
         # an answer, not an error: callers index "fits", "step_time_s"... on any plan
         empty = empty_layouts_frame()

@@ -1,8 +1,9 @@
 """Step time of a training layout: compute, exposed communication, pipeline bubble, optimizer.
 
 Every layout parameter may be a numpy array; one call predicts many layouts at once. The
-model is physical: matmuls run at the dense peak times an efficiency that falls for narrow
-per-GPU GEMMs (width h/t), memory-bound operations (norms, softmax, dropout, activations)
+model is physical: matmuls run at the dense peak times an efficiency that falls for thin
+GEMMs (a roofline on their M, N, K: tokens per micro-batch, h/t, f/t), fused attention at
+FlashAttention's own efficiency on its causal work, memory-bound operations (norms, softmax, dropout, activations)
 move bytes at HBM bandwidth, collectives follow alpha-beta costs over NVLink and the
 scale-out fabric. Its few constants (:class:`Calibration`) were fitted once, to the ten rows
 of Megatron-LM's Table 1 (A100), and carry to other GPUs through each GPU's own peak, HBM
@@ -20,6 +21,9 @@ References
 .. [4] H. Liu et al., "Ring Attention with Blockwise Transformers", arXiv:2310.01889
    (context parallelism: K/V blocks passed around a ring, overlapped with attention).
 .. [5] S. Williams et al., "Roofline", CACM 52(4), 2009 (memory-bound time = bytes / bandwidth).
+.. [6] T. Dao, "FlashAttention-2", arXiv:2307.08691, §3.1, §4.1; J. Shah et al.,
+   "FlashAttention-3", arXiv:2407.08608, Fig. 5-6 (H100 attention throughput).
+.. [7] Y. Zhao et al., "PyTorch FSDP", VLDB 2023, arXiv:2304.11277, §3.3-3.4.
 """
 
 from __future__ import annotations
@@ -44,26 +48,42 @@ from .precision import (FP8_SCALINGS, check_precision, fp8_cast_bytes_per_layer,
 class Calibration:
     """Efficiency constants of the step model.
 
-    Fitted once by ``benchmarks/calibrate.py`` to Narayanan et al. (2021) Table 1 (A100 80GB,
-    full recomputation, interleaved schedule, 10 rows; minimax relative error 4.9%), never
-    per row. Other GPUs reuse them:
-    the GEMM half-width scales with the GPU's ridge point (peak FLOP/s over HBM bandwidth),
-    since a faster core needs wider tiles to stay busy.
+    ``matmul_efficiency``, ``gemm_traffic`` and ``elementwise_traffic`` are fitted once, to
+    Narayanan et al. (2021) Table 1 (A100 80GB, full recomputation, interleaved schedule,
+    10 rows), never per row; ``nvlink_efficiency`` and ``attention_efficiency`` are set
+    from measurements (NCCL bus bandwidth, FlashAttention benchmarks), not fitted. Other
+    GPUs reuse them through their own peak, HBM bandwidth and links: the GEMM roofline
+    term scales with each GPU's ridge point (peak FLOP/s over HBM bandwidth).
     """
 
-    #: e_max: matmul efficiency of large GEMMs [-] (fitted: 0.6741).
-    matmul_efficiency: float = 0.6741
-    #: w_0 at the reference ridge: GEMM width (h/t, or tokens b s/c) at which matmuls run at
-    #: e_max/2 [-]. Fitted, and the fit drives it to its floor: Table 1 cannot tell a width
-    #: penalty from TP communication (both grow with t/h), so the width term stays small.
-    matmul_half_width: float = 1.0
-    #: ridge point of the reference GPU, A100 80GB: 312 TFLOP/s / 2.039 TB/s [FLOP/byte].
-    reference_ridge: float = 312.0 / 2.039
-    #: gamma: bytes moved by memory-bound kernels per byte of stored activations [-] (fitted: 5.804).
-    elementwise_traffic: float = 5.804
+    #: e_max: share of dense peak a GEMM reaches once its operand traffic is negligible
+    #: [-]. Fitted with ``elementwise_traffic`` to Table 1 (scipy least_squares, minimax
+    #: of log(predicted / published TFLOP/s), k fixed at 1): 0.7171, log-std 0.04;
+    #: rows within -6.2% .. +6.6% (7.5B, 18.4B low; 1.7B high).
+    matmul_efficiency: float = 0.7171
+    #: k: HBM bytes a GEMM moves per byte of its compulsory traffic (operands read once,
+    #: result written once) [-]; tiles re-read operands that L2 does not keep, so k >= 1.
+    #: Enters as t = F/(e_max P) + k V/B (:func:`gemm_efficiency`). Not fitted: Table 1
+    #: runs one micro-batch size (M = 2048) and trades the width h/t against TP
+    #: communication, so it cannot identify k (free, the fit runs to any lower bound, log-std
+    #: > 100, and the best minimax moves only from 6.6% at k = 1 to 5.6% at k -> 0). k = 1
+    #: is the roofline's own assumption: compulsory traffic, not overlapped with math.
+    gemm_traffic: float = 1.0
+    #: gamma: bytes moved by memory-bound kernels per byte of stored activations [-]
+    #: (fitted with e_max to Table 1: 5.005, log-std 0.18).
+    elementwise_traffic: float = 5.005
     #: achievable share of NVLink bandwidth in collectives [-]. Not fitted (see above): NCCL
     #: all-reduce bus bandwidth on DGX A100 is about 230 of 300 GB/s per direction.
     nvlink_efficiency: float = 0.77
+    #: e_attn: share of the dense BF16 peak that fused (flash) attention reaches, counted as
+    #: FlashAttention counts it (causal work halved, backward 2.5x the forward) [-]. Not
+    #: fitted: FlashAttention-2 on H100 SXM5, head dim 128, causal, 8k tokens runs the
+    #: forward at 333 and the backward at 318 TFLOP/s of 989 (Shah et al. 2024,
+    #: arXiv:2407.08608, Fig. 5-6; Dao 2023, arXiv:2307.08691 §4.1: "up to 335 TFLOPs/s"
+    #: on H100, Fig. 7), about 0.33. On A100 FlashAttention-2 reaches more of its peak
+    #: (50-73%, Dao 2023 §4.1), and cuDNN / FlashAttention-3 reach ~0.5-0.6 on H100: the
+    #: constant is the FlashAttention-2 Hopper figure, conservative for newer kernels.
+    attention_efficiency: float = 0.33
 
 
 DEFAULT_CALIBRATION = Calibration()
@@ -131,28 +151,36 @@ class StepPrediction(NamedTuple):
                  "optimizer_s")
 
 
-def matmul_efficiency(width, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRATION,
-                      rows=None):
-    r"""Achieved share of dense peak for GEMMs whose per-GPU width is w and height M.
+def gemm_efficiency(m, n, k, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRATION,
+                    operand_bytes=2.0, output_bytes=2.0):
+    r"""Achieved share of dense peak for an (M x K) by (K x N) GEMM: a roofline in series.
 
-    .. math:: e(w, M) = e_{max}\,\frac{w}{w + w_0'}\,\frac{M}{M + w_0'},\qquad
-              w_0' = w_0 \frac{R}{R_{ref}},\quad R = F_{peak}/B_{HBM}
+    .. math::
+        t = \frac{2MNK}{e_{max} F_{peak}} + k\,\frac{q_i (MK + KN) + q_o MN}{B_{HBM}}
+        \quad\Rightarrow\quad
+        e = \frac{2MNK}{F_{peak}\, t} = \left(\frac{1}{e_{max}}
+            + \frac{k\, R}{I}\right)^{-1},\qquad
+        I = \frac{2MNK}{q_i(MK + KN) + q_o MN},\quad R = \frac{F_{peak}}{B_{HBM}}
 
-    Narrow shards (small h/t) or few tokens per GPU (small b s / c) leave tensor cores idle
-    at tile and wave boundaries; a GPU with a higher ridge point R needs proportionally
-    larger GEMMs.
+    A GEMM whose arithmetic intensity I is far above the GPU's ridge point R runs at
+    e_max; a thin one (few tokens M per micro-batch, or a narrow shard N, K = h/t, f/t)
+    pays for moving its operands. The forward, the data-gradient and the weight-gradient
+    GEMMs of a linear layer permute M, N, K, so they share one intensity.
 
     Parameters
     ----------
-    width : float or array
-        Per-GPU GEMM width w, e.g. h / t [-].
-    rows : float or array, optional
-        Tokens per micro-batch on the GPU, M = b s / c [-]; None: no limit.
+    m : float or array
+        M, rows: tokens per micro-batch on the GPU, b s / c [-].
+    n, k : float or array
+        N, K: the per-GPU output and reduction widths, e.g. h / t, f / t [-].
     peak_tflops : float or array
-        Dense peak [TFLOP/s].
+        Dense peak at the GEMM's precision [TFLOP/s].
     hbm_tbps : float or array
         HBM bandwidth [TB/s].
     calibration : Calibration
+        e_max (``matmul_efficiency``) and k (``gemm_traffic``).
+    operand_bytes, output_bytes : float or array
+        q_i, q_o: bytes per input and output element (2 for BF16; FP8 inputs: 1) [bytes].
 
     Returns
     -------
@@ -161,14 +189,107 @@ def matmul_efficiency(width, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRAT
 
     References
     ----------
-    .. [1] Williams et al. 2009 (ridge point); constants fitted to Narayanan et al. 2021,
+    .. [1] Williams et al. 2009, "Roofline", CACM 52(4) (ridge point, arithmetic intensity).
+    .. [2] NVIDIA, "Matrix Multiplication Background User's Guide" (Deep Learning
+       Performance documentation): arithmetic intensity of a GEMM, 2MNK over the bytes of
+       its three matrices.
+    """
+    M = v.positive("m", m)
+    N = v.positive("n", n)
+    K = v.positive("k", k)
+    ridge = (v.positive("peak_tflops", peak_tflops) * 1e12
+             / (v.positive("hbm_tbps", hbm_tbps) * 1e12))
+    qi = v.positive("operand_bytes", operand_bytes)
+    qo = v.positive("output_bytes", output_bytes)
+    intensity = 2.0 * M * N * K / (qi * (M * K + K * N) + qo * M * N)
+    return v.result(1.0 / (1.0 / calibration.matmul_efficiency
+                           + calibration.gemm_traffic * ridge / intensity))
+
+
+def matmul_efficiency(width, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRATION,
+                      rows=None):
+    r"""Achieved share of dense peak for a BF16 GEMM of per-GPU width w and height M.
+
+    :func:`gemm_efficiency` with N = K = w (a square shard) and M rows:
+
+    .. math:: e(w, M) = \left(\frac{1}{e_{max}} + \frac{k\,R}{I}\right)^{-1},\qquad
+              I = \frac{M w^2}{2 M w + w^2}
+
+    (I = w/2 when M is unbounded.)
+
+    Parameters
+    ----------
+    width : float or array
+        Per-GPU GEMM width w, e.g. h / t [-].
+    peak_tflops : float or array
+        Dense peak [TFLOP/s].
+    hbm_tbps : float or array
+        HBM bandwidth [TB/s].
+    calibration : Calibration
+    rows : float or array, optional
+        Tokens per micro-batch on the GPU, M = b s / c [-]; None: no limit.
+
+    Returns
+    -------
+    efficiency : float or array
+        [-] in (0, e_max).
+
+    References
+    ----------
+    .. [1] Williams et al. 2009 (roofline); constants fitted to Narayanan et al. 2021,
        Table 1.
     """
     w = v.positive("width", width)
-    ridge = v.positive("peak_tflops", peak_tflops) / v.positive("hbm_tbps", hbm_tbps)
-    w0 = calibration.matmul_half_width * ridge / calibration.reference_ridge
-    tall = 1.0 if rows is None else (lambda M: M / (M + w0))(v.positive("rows", rows))
-    return v.result(calibration.matmul_efficiency * w / (w + w0) * tall)
+    M = np.inf if rows is None else v.positive("rows", rows)
+    if rows is None:
+        ridge = v.positive("peak_tflops", peak_tflops) / v.positive("hbm_tbps", hbm_tbps)
+        return v.result(1.0 / (1.0 / calibration.matmul_efficiency
+                               + calibration.gemm_traffic * ridge / (w / 2.0)))
+    return gemm_efficiency(M, w, w, peak_tflops, hbm_tbps, calibration)
+
+
+def attention_core_flops_per_token(seq_len, q_dim, causal=True, recompute="none"):
+    r"""Hardware FLOPs of the attention core (QK^T and AV) per token per layer, as fused
+    (flash) attention executes them.
+
+    .. math:: F_{attn} = 4\, s\, d_q\, \kappa\,(1 + 2.5 + \rho),\qquad
+              \kappa = \tfrac12 \text{ causal, else } 1
+
+    The forward does 4 s d_q per token (QK^T and AV, 2 s d_q each); a causal mask lets the
+    kernel skip the upper triangle (kappa = 1/2); the backward recomputes the scores and
+    does 2.5 times the forward's FLOPs (FlashAttention's own count); recomputation adds one
+    more forward (rho = 1 with full or selective recomputation, else 0). The model-FLOPs
+    convention of the tool counts 12 s d_q (full, non-causal attention, backward twice
+    the forward): :func:`predict_step` credits that in MFU while the hardware time follows
+    this count.
+
+    Parameters
+    ----------
+    seq_len : int or array
+        s [tokens].
+    q_dim : int or array
+        d_q = heads x head dim [-].
+    causal : bool or array
+        Causal mask skipped by the kernel.
+    recompute : {"none", "selective", "full"} or array of these names
+
+    Returns
+    -------
+    flops : float or array
+        [FLOP per token per layer], before tensor-parallel sharding.
+
+    References
+    ----------
+    .. [1] T. Dao, "FlashAttention-2", arXiv:2307.08691, §3.1 (causal masking skips about
+       half the blocks), §4.1 (FLOP count; backward 2.5x the forward, as in the paper's
+       benchmark script).
+    """
+    s = v.positive("seq_len", seq_len)
+    d = v.positive("q_dim", q_dim)
+    kappa = np.where(v.boolean("causal", causal), 0.5, 1.0)
+    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    rho = np.where(rec == "none", 0.0, 1.0)
+    return v.result(4.0 * s * d * kappa * (3.5 + rho))
 
 
 def pipeline_bubble_fraction(pp, num_microbatches, interleave=1):
@@ -231,6 +352,75 @@ def data_parallel_volume_bytes(params, zero_stage=0, grad_bytes=2.0):
     z = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
     g = v.positive("grad_bytes", grad_bytes)
     return v.result(np.where(z >= 3, 3.0, 2.0) * psi * g)
+
+
+def zero3_exposed_comm_s(gather_s, reduce_scatter_s, forward_s, backward_s, layers,
+                         num_microbatches):
+    r"""Exposed time of ZeRO-3 / FSDP parameter all-gathers and gradient reduce-scatters.
+
+    Every micro-batch, each layer's parameters are all-gathered before its forward and
+    again before its backward (freed after the forward: FSDP ``reshard_after_forward``,
+    ZeRO-3), and its gradients are reduce-scattered after its backward: sharded gradients
+    do not accumulate across micro-batches (the default of DeepSpeed ZeRO-3 and FSDP; a
+    stack that keeps unsharded gradients through accumulation, e.g. FSDP ``no_sync``,
+    trades this traffic for a full gradient copy in memory and is not modelled).
+    Prefetching hides the next layer's collectives behind this layer's compute, up to
+    that compute; the first gather and the last reduce-scatter have nothing to hide behind:
+
+    .. math::
+        T = m \left[T_{AG} + T_{RS} + n\left(\max(0, T_{AG} - t_f)
+            + \max(0, T_{AG} + T_{RS} - t_b)\right)\right]
+
+    with T_AG, T_RS the alpha-beta ring collectives of one layer over the sharding group
+    (:func:`llmcost.training.comm.hierarchical_allgather_time_s`: (N-1) latency steps plus
+    bytes over the bus bandwidth times the fabric efficiency), t_f and t_b one layer's
+    forward and backward compute for one micro-batch. The exposed share grows as
+    micro-batches shrink (t_f, t_b fall, T_AG does not) and as the group grows (latency
+    (N-1) alpha, congestion).
+
+    Parameters
+    ----------
+    gather_s, reduce_scatter_s : float or array
+        T_AG, T_RS: one layer's parameter all-gather and gradient reduce-scatter [s].
+    forward_s, backward_s : float or array
+        t_f, t_b: one layer's forward and backward compute per micro-batch [s].
+    layers : int or array
+        n, layers on the pipeline stage [-].
+    num_microbatches : int or array
+        m, micro-batches per step [-].
+
+    Returns
+    -------
+    time_s : float or array
+        Exposed communication per step [s].
+
+    References
+    ----------
+    .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §7.2.2 (stage 3: parameters gathered
+       in forward and backward, gradients reduce-scattered: 3 Psi per step).
+    .. [2] Y. Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data
+       Parallel", VLDB 2023, arXiv:2304.11277, §3.3-3.4 (backward/forward prefetch,
+       reshard after forward, gradient accumulation with and without communication).
+    """
+    ag = v.nonnegative("gather_s", gather_s)
+    rs = v.nonnegative("reduce_scatter_s", reduce_scatter_s)
+    tf = v.nonnegative("forward_s", forward_s)
+    tb = v.nonnegative("backward_s", backward_s)
+    n = v.nonnegative("layers", layers)
+    m = v.positive("num_microbatches", num_microbatches)
+    per_mb = ag + rs + n * (np.maximum(0.0, ag - tf) + np.maximum(0.0, ag + rs - tb))
+    return v.result(m * per_mb)
+
+
+def _layer_gemm_elements(tokens, h, d_q, d_kv, ffn, gated, tp):
+    # elements (M K + K N + M N) of one layer's forward GEMMs on one GPU: QKV, projection,
+    # FC1 (gate and up when gated), FC2; the two backward GEMMs touch the same matrices
+    n_qkv = d_q / tp + 2.0 * d_kv
+    n_fc1 = np.where(gated, 2.0, 1.0) * ffn / tp
+    k_fc2 = ffn / tp
+    M = tokens
+    return ((M * h + h * n_qkv + M * n_qkv) + (M * d_q / tp + d_q / tp * h + M * h)
+            + (M * h + h * n_fc1 + M * n_fc1) + (M * k_fc2 + k_fc2 * h + M * h))
 
 
 def _check(model, gpus, tp, pp, cp, micro_batch, global_batch, interleave, seq_len,
@@ -299,10 +489,19 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     stage too; the gradient reduction is that of the stage with the most parameters (a
     middle stage of L' layers, or the last with its LM head), its backward the window. The
     embedding lookup's time is left out (a gather, small against a layer).
-    ZeRO-2 and -3 shard gradients, which then cannot
-    accumulate over micro-batches: each micro-batch reduce-scatters its own (m T_DP / 2),
-    and ZeRO-3 gathers parameters for every forward and backward (2 m T_DP / 2, prefetched
-    behind compute). With m = 1 the volumes are ZeRO's 2 Psi (stages 0-2) and 3 Psi (3).
+    ZeRO-2 shards gradients, which then cannot
+    accumulate over micro-batches: each micro-batch reduce-scatters its own (m T_DP / 2).
+    ZeRO-3 / FSDP gathers every layer's parameters before its forward and its backward
+    and reduce-scatters its gradients, per micro-batch, each collective hidden behind one
+    layer's compute at most (:func:`zero3_exposed_comm_s`); with m = 1 the volume is ZeRO's
+    3 Psi.
+
+    The linear layers' GEMMs take F/(e_max P) + k V/B (:func:`gemm_efficiency`, summed
+    over QKV, projection, FC1, FC2 and their three passes, so taller micro-batches and
+    wider shards run faster); with fused (flash) attention the attention core runs its
+    causal FLOPs (:func:`attention_core_flops_per_token`) at ``attention_efficiency``,
+    while MFU keeps crediting 12 s d_q of full attention (the tool's one convention);
+    unfused attention runs its full s x s GEMMs at e_max.
 
     Parameters
     ----------
@@ -380,7 +579,9 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     # and MFU/HFU are stated against it (one convention for all precisions)
     peak = gpu.bf16_dense_tflops * 1e12
     hbm = gpu.hbm_bandwidth_tbps * 1e12
-    node = gpu.gpus_per_node
+    # what NVLink reaches: the scale-up domain (72 GPUs in an NVL72 rack), not the billing
+    # or failure unit (a 4-GPU GB200 tray)
+    node = gpu.scale_up_domain
     h, L, V = model.hidden, model.layers, model.vocab
 
     mem = memory_per_gpu(model, gpus, tp, pp, cp, zero, b, B, rec, sp, flash,
@@ -397,31 +598,47 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     layer_model = 6.0 * p_mm + attn
     layer_hw = np.where(rec == "full", layer_model * 4.0 / 3.0,
                         layer_model + np.where(rec == "selective", attn, 0.0))
+    rec_f = np.where(rec == "full", 4.0 / 3.0, 1.0)
     penalty = np.where(tpo, 1.0 - opt.tp_overlap_gemm_penalty, 1.0)
-    e_layer = matmul_efficiency(h / tp, gpu.bf16_dense_tflops, gpu.hbm_bandwidth_tbps, cal,
-                                rows=tokens)
-    e_layer = e_layer * penalty
-    t_mm = layer_hw * tokens / tp / (peak * e_layer)
+    # linear layers: a roofline in series per GEMM (gemm_efficiency), summed over QKV,
+    # projection, FC1, FC2 and their three passes: t = F/(e_max P) + k V/B, V the bytes
+    gemm_flops = 6.0 * p_mm * rec_f * tokens / tp
+    gemm_elems = rec_f * _layer_gemm_elements(tokens, h, d_q, model.kv_heads * model.head_dim
+                                              / np.minimum(tp, model.kv_heads),
+                                              model.ffn_hidden, model.gated_ffn, tp)
+    t_lin = (gemm_flops / (peak * cal.matmul_efficiency)
+             + cal.gemm_traffic * 6.0 * gemm_elems / hbm) / penalty
+    if flash.any():
+        # fused attention: the causal half of the work, at FlashAttention's own efficiency
+        t_flash = (attention_core_flops_per_token(s, d_q, True, rec) * tokens / tp
+                   / (peak * cal.attention_efficiency * penalty))
+    else:
+        t_flash = 0.0
+    # unfused attention (Megatron 2021): batched GEMMs over the full s x s scores, at e_max;
+    # their softmax and score traffic is in the memory-bound term (activations)
+    t_unfused = (attn * rec_f + np.where(rec == "selective", attn, 0.0)) * tokens / tp / (
+        peak * cal.matmul_efficiency * penalty)
+    t_attn = np.where(flash, t_flash, t_unfused)
+    t_mm = t_lin + t_attn
     act = activation_bytes_per_layer(s, b, h, model.heads, tp, cp, model.kv_heads,
                                      model.ffn_hidden, model.gated_ffn, model.head_dim,
                                      model.dropout, sp, "none", flash)
-    t_elem = cal.elementwise_traffic * act * np.where(rec == "full", 4.0 / 3.0, 1.0) / hbm
+    t_elem = cal.elementwise_traffic * act * rec_f / hbm
     if fp8:
-        # the GEMM share moves from the BF16 to the FP8 peak (attention stays); written as
-        # a correction to the all-BF16 time, so BF16 layouts keep their exact figures
+        # the linear GEMMs move from the BF16 to the FP8 peak with 1-byte operands
+        # (attention stays); BF16 layouts keep their exact figures
         pk = peak_tflops_by_part(gpu, prec)
-        e_gemm = matmul_efficiency(h / tp, pk.gemm_tflops, gpu.hbm_bandwidth_tbps, cal,
-                                   rows=tokens) * penalty
-        gemm_hw = 6.0 * p_mm * np.where(rec == "full", 4.0 / 3.0, 1.0) * tokens / tp
-        t_mm = t_mm + gemm_hw * (1.0 / (pk.gemm_tflops * 1e12 * e_gemm)
-                                 - 1.0 / (peak * e_layer))
+        t_lin8 = (gemm_flops / (pk.gemm_tflops * 1e12 * cal.matmul_efficiency)
+                  + cal.gemm_traffic * 4.0 * gemm_elems / hbm) / penalty
+        t_mm = np.where(prec != "bf16", t_lin8 + t_attn, t_mm)
         # quantizing GEMM inputs and output gradients: physical bytes at HBM speed
         t_elem = t_elem + fp8_cast_bytes_per_layer(
             s, b, h, model.heads, tp, cp, model.kv_heads, model.ffn_hidden, model.gated_ffn,
             model.head_dim, sp, rec, prec, gpu.generation, opt.fp8_scaling) / hbm
-    e_logit = matmul_efficiency(np.maximum(V / tp, 1.0), gpu.bf16_dense_tflops,
-                                gpu.hbm_bandwidth_tbps, cal, rows=tokens)
-    t_logits = 6.0 * V * h * tokens / tp / (peak * e_logit) + \
+    # LM head: M = tokens, N = V/t, K = h
+    logit_elems = tokens * h + h * V / tp + tokens * V / tp
+    t_logits = 6.0 * V * h * tokens / tp / (peak * cal.matmul_efficiency) + \
+        cal.gemm_traffic * 6.0 * logit_elems / hbm + \
         cal.elementwise_traffic * 4.0 * tokens * V / tp / hbm
 
     # ---- tensor-parallel collectives: 2 forward + 2 backward (+2 recomputed forward)
@@ -448,7 +665,6 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                          comm.p2p_time_s(kv_bytes, scale_out.bandwidth_gbps_per_gpu,
                                          scale_out.latency_us, scale_out.efficiency))
     t_cp_total = 3.0 * (cp - 1) * t_cp_link
-    t_attn = attn * np.where(rec == "full", 4.0 / 3.0, 1.0) * tokens / tp / (peak * e_layer)
     t_cp = np.maximum(0.0, t_cp_total - t_attn)
 
     # ---- per micro-batch on the slowest stage: every stage waits for it
@@ -508,9 +724,17 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     # ZeRO-2: sharded gradients cannot accumulate, so every micro-batch reduce-scatters its
     # own; updated parameters are all-gathered once, behind the next forward.
     t_z2 = m * exposed(half, backward) + exposed(half, forward)
-    # ZeRO-3: as ZeRO-2, plus parameter all-gathers before the forward and the backward of
-    # every micro-batch, prefetched behind the compute.
-    t_z3 = m * exposed(half, backward) + np.maximum(0.0, 2.0 * m * half - m * stage_compute)
+    # ZeRO-3 / FSDP: zero3_exposed_comm_s, per layer and per micro-batch
+    unit_params = stage_params / n_heavy   # embedding and LM head spread over the layers
+    comm_args = (group, per_node, scale_up.bandwidth_gbps_per_gpu,
+                 scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
+                 cal.nvlink_efficiency, scale_out.efficiency, congestion)
+    t_gather = comm.hierarchical_allgather_time_s(2.0 * unit_params, *comm_args)
+    t_scatter = comm.hierarchical_allgather_time_s(opt.grad_bytes * unit_params, *comm_args)
+    layer_compute = t_mm + t_elem
+    fwd_compute = layer_compute / (3.0 * rec_f)
+    t_z3 = zero3_exposed_comm_s(t_gather, t_scatter, fwd_compute,
+                                layer_compute - fwd_compute, n_heavy, m)
     t_dp = np.where(zero <= 1, t_z01, np.where(zero == 2, t_z2, t_z3))
 
     # ---- optimizer: read and write every model state once, memory-bound
