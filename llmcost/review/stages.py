@@ -83,13 +83,13 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
                             "not costed")
         onprem = _onprem(s, capex, power_w, opex_other)
     # what the controls show: the figures used, whichever source they came from
-    if prices is not None:
-        resolved["on_demand_usd_per_gpu_hour"] = prices.on_demand
-        resolved["reserved_1y_usd_per_gpu_hour"] = prices.reserved_1y or 0.0
-        resolved["reserved_3y_usd_per_gpu_hour"] = prices.reserved_3y or 0.0
+    # 0 where the figures use no price: never another GPU's or a stale custom figure
+    resolved["on_demand_usd_per_gpu_hour"] = (prices.on_demand or 0.0) if prices else 0.0
+    resolved["reserved_1y_usd_per_gpu_hour"] = (prices.reserved_1y or 0.0) if prices else 0.0
+    resolved["reserved_3y_usd_per_gpu_hour"] = (prices.reserved_3y or 0.0) if prices else 0.0
     resolved["spot_discount"] = discount or 0.0
+    resolved["onprem_capex_usd_per_gpu"] = capex or 0.0
     if onprem is not None:
-        resolved["onprem_capex_usd_per_gpu"] = capex
         resolved["onprem_power_kw_per_gpu"] = power_w / 1000
         resolved["onprem_opex_usd_per_gpu_month"] = other_opex_usd_per_gpu_month(onprem)
     rate, source, note = _failure_rate(s, cat, g)
@@ -441,9 +441,7 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
     if pr is not None and days is not None:
         # the envelope is about the share of the peak the GEMMs run at (FP8: the FP8 peak),
         # MFU itself is stated against the BF16 peak
-        gemm_peak = float(peak_tflops_by_part(g, s.precision)[0])
-        band = throughput_band(g.generation, s.precision,
-                               pr.mfu * g.bf16_dense_tflops / gemm_peak,
+        band = throughput_band(g.generation, s.precision, pr.mfu * g_peak_ratio(g, s.precision),
                                inp.catalog.step_model_errors())
         days_range = band.days_range(days)
         if costs:
@@ -511,7 +509,9 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
         if e.days > 3650:
             _put(flags, Flag("days", "implausible", f"{e.days:,.0f} days ({e.days / 365:,.0f} "
                              "years): no one plans a run this long; add GPUs or cut tokens"))
-        if e.effective_utilization is not None and e.effective_utilization > 0.6:
+        # against the peak the GEMMs run at (FP8: twice the BF16 peak that MFU is stated on)
+        gemm_share = g_peak_ratio(inp.gpu, s.precision)
+        if e.effective_utilization is not None and e.effective_utilization * gemm_share > 0.6:
             flags["effective_utilization"] = Flag("effective_utilization", "implausible",
                                                   "above any published large run")
     if sized is not None and not sized.meets_target:
@@ -533,3 +533,8 @@ def _put(flags: dict, flag) -> None:
     old = flags.get(flag.key)
     if old is None or SEVERITY[flag.level] > SEVERITY[old.level]:
         flags[flag.key] = flag
+
+
+def g_peak_ratio(gpu, precision) -> float:
+    """BF16 dense peak over the peak the run's GEMMs run at [-] (1 for BF16, 1/2 for FP8)."""
+    return gpu.bf16_dense_tflops / float(peak_tflops_by_part(gpu, precision)[0])
