@@ -111,6 +111,16 @@ class Catalog:
     def step_model_errors(self) -> pd.DataFrame:
         return self.table("step_model_errors")
 
+    def price_offer(self, gpu_id: str, offer: str | None = None) -> pd.Series | None:
+        """The prices.csv row priced for ``gpu_id``: ``offer`` (an id) if given, else the
+        catalog's first offer for the GPU; None when the GPU has no offer."""
+        if offer:
+            return self.lookup("prices", offer)
+        rows = self.prices()
+        mine = rows[rows["gpu"] == gpu_id]
+        return None if mine.empty else mine.iloc[0]
+
+
     def failure_rate(self, key: str) -> FailureRate:
         """A failure-rate preset by id (``data/failure_rates.csv`` or a user's row)."""
         return reliability.failure_rate(key, self._tables["failure_rates"])
@@ -313,3 +323,20 @@ def fabric(key: str) -> FabricSpec:
 
 def ids(name: str) -> list[str]:
     return default().ids(name)
+
+
+#: prices.csv columns [USD per instance-hour] -> option name
+PRICE_COLUMNS = {"on_demand": "on_demand_usd_per_hour", "reserved_1y": "reserved_1y_usd_per_hour",
+                 "reserved_3y": "reserved_3y_usd_per_hour", "spot": "spot_usd_per_hour"}
+
+
+def usd_per_gpu_hour(row: pd.Series) -> dict:
+    """Option -> price per GPU-hour of a prices.csv row (instance price / its ``gpus``, the
+    billing unit); options the row does not list are absent."""
+    n = float(row["gpus"])
+    out = {}
+    for name, col in PRICE_COLUMNS.items():
+        x = row.get(col)
+        if x is not None and not pd.isna(x) and float(x) > 0:
+            out[name] = float(x) / n
+    return out

@@ -495,22 +495,8 @@ def _ladder_table(r: dict) -> str:
 def _gpu_prices(gpu, usd_per_gpu_hour=None, price_id=None) -> dict:
     if usd_per_gpu_hour is not None:
         return {"on_demand": float(v.positive("usd_per_gpu_hour", usd_per_gpu_hour))}
-    cat = catalog.default()
-    if price_id:
-        row = cat.lookup("prices", price_id)
-    else:
-        rows = cat.prices()
-        rows = rows[rows["gpu"] == gpu.id]
-        if rows.empty:
-            return {}
-        row = rows.iloc[0]
-    out = {}
-    for col, name in (("on_demand_usd_per_hour", "on_demand"), ("reserved_1y_usd_per_hour", "reserved_1y"),
-                      ("reserved_3y_usd_per_hour", "reserved_3y"), ("spot_usd_per_hour", "spot")):
-        x = row.get(col)
-        if x is not None and not (isinstance(x, float) and math.isnan(x)):
-            out[name] = float(x) / float(row["gpus"])
-    return out
+    row = catalog.default().price_offer(gpu.id, price_id)
+    return {} if row is None else catalog.usd_per_gpu_hour(row)
 
 
 def cmd_review(a) -> dict:

@@ -242,10 +242,6 @@ CUSTOM_MODE = {
     "failures_per_1000_gpu_days": ("failure_rate", "custom"),
 }
 
-#: Fields shown by the apps as the value the review resolved (catalog, cited default or
-#: derived) unless their mode is "custom".
-RESOLVED_BY_MODE = {k: m for k, m in CUSTOM_MODE.items()}
-
 #: old key -> (new key, factor): before 0.2 prices, capex, power and failure rates were
 #: per 8-GPU node, and restarts of spot runs had their own setting in hours.
 RENAMED = {

@@ -41,8 +41,6 @@ def format_headline(key: str, value) -> str:
         return "n/a"
     if key == "cheapest_option":
         return OPTION_LABELS.get(value, str(value))
-    if key == "breakeven_months" and value is None:
-        return "never"
     return fmt.format(value)
 
 
@@ -58,9 +56,9 @@ def headline_items(results: Results, keys) -> dict:
         if k == "days" and e is not None and e.days_range is not None and h[k] is not None:
             # the step model's band (training/uncertainty.py), on the same figure
             text += f" ({e.days_range[0]:,.1f}-{e.days_range[1]:,.1f})"
-        if k == "breakeven_months" and h[k] is None and results.economics is not None and \
+        if k == "breakeven_months" and h[k] is None and e is not None and \
                 results.inputs.onprem is not None and results.inputs.prices is not None:
-            text = "never"
+            text = "never"          # both options are costed and buying never catches up
         out[k] = (HEADLINE_LABELS.get(k, (k,))[0], text, results.flags.get(k))
     return out
 

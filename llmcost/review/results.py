@@ -6,7 +6,6 @@ these objects, computed once by its stage: the same number everywhere by constru
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -292,6 +291,3 @@ def _prices_dict(inp: Inputs) -> dict:
     return {k: getattr(p, k) for k in ("on_demand", "reserved_1y", "reserved_3y", "spot")
             if getattr(p, k) is not None}
 
-
-def finite_or_none(x):
-    return x if x is not None and math.isfinite(x) else None

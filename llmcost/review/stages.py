@@ -25,7 +25,7 @@ from ..training import planner
 from ..training.step import Options, predict_step
 from ..training.precision import check_precision, peak_tflops_by_part
 from ..training.uncertainty import throughput_band
-from .results import (EconomicsResult, Inputs, Layout, PlanResult, PredictResult,
+from .results import (EconomicsResult, Flag, Inputs, Layout, PlanResult, PredictResult,
                       ReliabilityResult, SizeResult, SpotSummary)
 
 #: The planner's space inside the review: every TP/PP, the common choices of the rest (a full
@@ -102,40 +102,27 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
 
 def _catalog_prices(s, cat, g):
     """Per GPU-hour prices from a prices.csv row; none (with a warning) for an unpriced GPU."""
-    rows = cat.prices()
     warnings = []
-    if s.price_offer != "auto":
-        row = cat.lookup("prices", s.price_offer)
-        if row["gpu"] != g.id:
-            warnings.append(f"price offer {row['id']!r} is for {row['gpu']}, not {g.id}: using "
-                            f"the catalog's first offer for {g.id} instead")
-            row = None
-    else:
-        row = None
+    row = cat.price_offer(g.id, None if s.price_offer == "auto" else s.price_offer)
+    if row is not None and row["gpu"] != g.id:
+        warnings.append(f"price offer {row['id']!r} is for {row['gpu']}, not {g.id}: using "
+                        f"the catalog's first offer for {g.id} instead")
+        row = cat.price_offer(g.id)
     if row is None:
-        mine = rows[rows["gpu"] == g.id]
-        if mine.empty:
-            warnings.append(f"no cited cloud price for {g.id} in the catalog: cloud costs are "
-                            "not shown (set prices to custom to enter your own)")
-            return None, None, g.gpus_per_node, None, warnings
-        row = mine.iloc[0]
-    n = int(row["gpus"])
-
-    def per_gpu(col):
-        x = row.get(col)
-        return None if x is None or pd.isna(x) or float(x) <= 0 else float(x) / n
-
-    od = per_gpu("on_demand_usd_per_hour")
-    sp = per_gpu("spot_usd_per_hour")
+        warnings.append(f"no cited cloud price for {g.id} in the catalog: cloud costs are "
+                        "not shown (set prices to custom to enter your own)")
+        return None, None, g.gpus_per_node, None, warnings
+    per = catalog_mod.usd_per_gpu_hour(row)
+    od, sp = per.get("on_demand"), per.get("spot")
     # one stored spot figure, the discount, rounded to what its control shows (0.01% of the
     # on-demand price at most); the spot price follows from it
     discount = round(1 - sp / od, 4) if (sp is not None and od) else None
-    prices = tco.CloudPrices(on_demand=od, reserved_1y=per_gpu("reserved_1y_usd_per_hour"),
-                             reserved_3y=per_gpu("reserved_3y_usd_per_hour"),
+    prices = tco.CloudPrices(on_demand=od, reserved_1y=per.get("reserved_1y"),
+                             reserved_3y=per.get("reserved_3y"),
                              spot=od * (1 - discount) if discount else None)
     if discount is None:
         warnings.append(f"{row['id']} lists no spot price: spot is not costed")
-    return prices, str(row["id"]), n, discount, warnings
+    return prices, str(row["id"]), int(row["gpus"]), discount, warnings
 
 
 def _onprem(s, capex, power_w, opex_other):
@@ -204,22 +191,30 @@ def _sized_gpus(sz, s) -> int:
     return int(s.gpus)
 
 
-def useful_share(inp: Inputs, gpus):
-    """Goodput x (1 - data stalls) at each GPU count (vectorized; the reliability stage's
-    model: failures at the resolved rate, checkpoint stall, Daly's or the given interval)."""
+def interruption_terms(inp: Inputs, gpus):
+    """The reliability model at each GPU count (vectorized), shared by sizing and the
+    reliability stage: (failures per day, MTBF [s], checkpoint bytes, nodes, stall [s],
+    interval [s]: the scenario's or Daly's)."""
     s, g = inp.scenario, inp.gpu
     gpus = np.asarray(gpus)
     nodes = np.maximum(1, np.ceil(gpus / g.gpus_per_node))
     if s.mtbf_h > 0:
-        M = np.full(gpus.shape, s.mtbf_h * 3600.0)
+        per_day = np.full(gpus.shape, 24.0 / s.mtbf_h)
     else:
-        M = rel.mtbf_h(rel.job_failures_per_day(gpus, inp.failures_per_1000_gpu_days)) * 3600
+        per_day = np.asarray(rel.job_failures_per_day(gpus, inp.failures_per_1000_gpu_days))
+    M = rel.mtbf_h(per_day) * 3600
     size_b = float(rel.checkpoint_size_bytes(inp.model.params))
     stall = rel.checkpoint_stall_s(size_b, s.checkpoint_mode, nodes, s.shared_storage_gbps,
                                    local_write_gbps=s.local_write_gbps,
                                    gpus_per_node=g.gpus_per_node)
     tau = s.checkpoint_interval_s if s.checkpoint_interval_s > 0 else rel.daly_interval_s(stall, M)
-    return rel.goodput(tau, stall, M, s.restart_s) * (1 - s.data_stall_share)
+    return per_day, M, size_b, nodes, stall, np.broadcast_to(tau, np.shape(M))
+
+
+def useful_share(inp: Inputs, gpus):
+    """Goodput x (1 - data stalls) at each GPU count (vectorized)."""
+    _, M, _, _, stall, tau = interruption_terms(inp, gpus)
+    return rel.goodput(tau, stall, M, inp.scenario.restart_s) * (1 - inp.scenario.data_stall_share)
 
 
 # ------------------------------------------------------------------ plan
@@ -317,19 +312,12 @@ def reliability(inp: Inputs, pl: PlanResult) -> ReliabilityResult:
 
 
 def _reliability_at(inp: Inputs, gpus: int) -> ReliabilityResult:
-    s, g = inp.scenario, inp.gpu
-    nodes = max(1, math.ceil(gpus / g.gpus_per_node))
-    per_day = float(rel.job_failures_per_day(gpus, inp.failures_per_1000_gpu_days))
-    mtbf = s.mtbf_h if s.mtbf_h > 0 else float(rel.mtbf_h(per_day))
-    if s.mtbf_h > 0:
-        per_day = 24.0 / mtbf
-    size_b = float(rel.checkpoint_size_bytes(inp.model.params))
-    stall = float(rel.checkpoint_stall_s(size_b, s.checkpoint_mode, nodes, s.shared_storage_gbps,
-                                         local_write_gbps=s.local_write_gbps,
-                                         gpus_per_node=g.gpus_per_node))
-    M = mtbf * 3600
+    s = inp.scenario
+    per_day, M, size_b, nodes, stall, interval = (
+        float(x) for x in interruption_terms(inp, gpus))
+    mtbf = M / 3600
+    nodes = int(nodes)
     daly = float(rel.daly_interval_s(stall, M))
-    interval = s.checkpoint_interval_s if s.checkpoint_interval_s > 0 else daly
     gb = rel.goodput_breakdown(interval, stall, M, s.restart_s)
     lost_h = float(rel.lost_hours_per_interruption(interval, stall))
     return ReliabilityResult(
@@ -401,10 +389,9 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
     if prices is not None and sp.offered and prices.spot is not None:
         # billed spot hours per useful hour, from the spot model (one stored spot figure)
         overhead = (1 - sp.net_savings) / (1 - sp.discount) if prices.on_demand else 1.0
-        prices = tco.CloudPrices(prices.on_demand, prices.reserved_1y, prices.reserved_3y,
-                                 prices.spot, spot_overhead=max(1.0, overhead))
+        prices = replace(prices, spot_overhead=max(1.0, overhead))
     elif prices is not None and prices.spot is not None:
-        prices = tco.CloudPrices(prices.on_demand, prices.reserved_1y, prices.reserved_3y, None)
+        prices = replace(prices, spot=None)        # the spot run never finishes
     cp = prices if prices is not None else tco.CloudPrices()
     op = inp.onprem if inp.onprem is not None else tco.OnPrem(capex_usd_per_gpu=None)
     if hours is not None and (prices is not None or inp.onprem is not None):
@@ -425,8 +412,7 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
             commit["on_prem"] = (f"{billed:,} GPUs bought"
                                  + (" and resold at market value after the run"
                                     if s.resale == "market" else "; not resold (cash view)"))
-    be = per_h = None
-    per_h = {}
+    be, per_h = None, {}
     if prices is not None and prices.on_demand and inp.onprem is not None:
         opex = float(tco.onprem_opex_usd_per_gpu_month(inp.onprem, s.utilization))
         b = float(tco.breakeven_months(prices.on_demand, inp.onprem.capex_usd, s.utilization, opex,
@@ -461,16 +447,11 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
                            per_h, sp, wf, eff, prices, op, band, days_range, costs_range)
 
 
-def precision_of(s: Scenario) -> str:
-    """The run's precision."""
-    return s.precision
-
 
 # ------------------------------------------------------------------ checks
 
 def flags_and_warnings(inp, sized, pl, pr, r, e):
     """Warnings for the notes, and the headline figures to flag visibly."""
-    from .results import Flag
     s = inp.scenario
     warnings = list(inp.warnings)
     if sized is not None:
