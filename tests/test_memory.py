@@ -265,9 +265,9 @@ def test_higher_zero_stage_never_needs_more(L):
     # ZeRO-3 adds a working set (two gathered layers + one layer's unsharded gradients,
     # 6 bytes/param of a layer with Adam) that can outweigh what it saves on a stage of few
     # layers over few ranks (2 Psi (1 - 1/N_d)): its model states never need more, and the
-    # working set (grown by the 8% fragmentation overhead) is the only addition.
+    # working set (grown by the 2% fragmentation overhead) is the only addition.
     z3 = _mem(L, zero_stage=3)
-    assert float(z3.total_bytes) - 1.08 * float(z3.zero3_working_bytes) <= totals[2] * (1 + 1e-12)
+    assert float(z3.total_bytes) - 1.02 * float(z3.zero3_working_bytes) <= totals[2] * (1 + 1e-12)
 
 
 @settings(max_examples=150, deadline=None)

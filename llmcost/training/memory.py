@@ -290,15 +290,30 @@ def lora_parameter_count(layers, hidden, heads, rank, kv_heads=None, ffn_hidden=
     return v.result(1.0 * l * r * per_layer)
 
 
-def framework_overhead_bytes(allocated_bytes, context_bytes=1.0e9, fragmentation=0.08):
+#: Share of allocated bytes the caching allocator loses to fragmentation [-]. One-sided
+#: identification: every calibration run that ran without recomputation or offloading must
+#: fit (benchmarks/validate.py prints each run's largest consistent value). Megatron-Bridge's
+#: Llama 3.1 405B on GB200 (TP4 PP16 VP4, FP8) allows at most 2.9% and its Llama 3 70B on
+#: GB300 (TP1 PP4 VP5, MXFP8) 2.1%; those recipes set PYTORCH_CUDA_ALLOC_CONF=
+#: expandable_segments:True, which is what keeps fragmentation this low. The data give an
+#: upper bound only: an untuned allocator can lose 5-10% (set ``fragmentation`` to what
+#: ``torch.cuda.memory_reserved`` minus ``memory_allocated`` shows).
+FRAGMENTATION = 0.02
+#: CUDA context with cuBLAS/NCCL workspaces [bytes] (assumption, about 1 GB).
+CONTEXT_BYTES = 1.0e9
+
+
+def framework_overhead_bytes(allocated_bytes, context_bytes=CONTEXT_BYTES,
+                             fragmentation=FRAGMENTATION):
     r"""Memory the framework needs beyond tensors: CUDA context, library workspaces, and
     allocator fragmentation.
 
     .. math:: M_{overhead} = M_{context} + \phi\, M_{allocated}
 
-    The defaults are assumptions, not measurements: about 1 GB for the CUDA context with
-    cuBLAS/NCCL workspaces, and 8% fragmentation of the caching allocator. Set them to what
-    your framework shows (``torch.cuda.memory_reserved`` minus ``memory_allocated``).
+    The defaults are about 1 GB for the CUDA context with cuBLAS/NCCL workspaces (an
+    assumption) and 2% fragmentation of the caching allocator with expandable segments, the
+    most the published runs that ran allow (:data:`FRAGMENTATION`). Set them to what your
+    framework shows (``torch.cuda.memory_reserved`` minus ``memory_allocated``).
 
     Parameters
     ----------
@@ -640,7 +655,7 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                    global_batch=None, recompute="none", sequence_parallel=False,
                    flash_attention=True, optimizer="adam", interleave=1, schedule="1f1b",
                    finetune="full", lora_rank=16, lora_targets="all", seq_len=None,
-                   context_bytes=1.0e9, fragmentation=0.08,
+                   context_bytes=CONTEXT_BYTES, fragmentation=FRAGMENTATION,
                    qlora_16bit_embeddings=True, first_stage_layers=None,
                    last_stage_layers=None, precision="bf16",
                    generation="hopper") -> MemoryBreakdown:

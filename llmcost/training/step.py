@@ -722,8 +722,11 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     # of the distributed optimizer) per step, behind the last backward.
     t_z01 = exposed(t_ar_dp, backward)
     # ZeRO-2: sharded gradients cannot accumulate, so every micro-batch reduce-scatters its
-    # own; updated parameters are all-gathered once, behind the next forward.
-    t_z2 = m * exposed(half, backward) + exposed(half, forward)
+    # own; updated parameters are all-gathered once, behind the next forward. The m
+    # reduce-scatters queue on one communication stream behind the compute stream: each can
+    # hide behind everything computed after its backward (the later micro-batches' forwards
+    # and backwards in 1F1B), so only the last one's backward bounds the final one.
+    t_z2 = exposed(m * half, (m - 1) * stage_compute + backward) + exposed(half, forward)
     # ZeRO-3 / FSDP: zero3_exposed_comm_s, per layer and per micro-batch
     unit_params = stage_params / n_heavy   # embedding and LM head spread over the layers
     comm_args = (group, per_node, scale_up.bandwidth_gbps_per_gpu,
