@@ -22,9 +22,10 @@ bench: install
 	$(PY) benchmarks/run.py
 
 # Measured vs predicted tokens/s on every calibration row (data/calibration_runs.csv);
-# `make validate FIT=1` also fits the constants per GPU generation (prints only).
+# `make validate FIT=1` also fits the constants per GPU generation (prints only);
+# `make validate FIT=1 WRITE=1` rewrites data/step_model_errors.csv from the held-out errors.
 validate: install
-	$(PY) benchmarks/validate.py $(if $(FIT),--fit)
+	$(PY) benchmarks/validate.py $(if $(FIT),--fit) $(if $(WRITE),--write-errors)
 
 # Serves every notebook under notebooks/ without code cells; the landing page lists the
 # apps, and each app links the others. Idle kernels are culled (Voila keeps one per page load).

@@ -32,6 +32,7 @@ if str(ROOT) not in sys.path:
 
 from llmcost import catalog  # noqa: E402
 from llmcost._validate import InputError  # noqa: E402
+from llmcost.training import step  # noqa: E402
 from llmcost.training.step import DEFAULT_CALIBRATION, Calibration, Options, predict_step  # noqa: E402
 
 DATA = ROOT / "data" / "calibration_runs.csv"
@@ -47,6 +48,11 @@ FIT_PARAMS = ("matmul_efficiency", "gemm_traffic", "elementwise_traffic",
               "nvlink_efficiency")
 FIT_BOUNDS = {"matmul_efficiency": (0.2, 0.98), "gemm_traffic": (0.02, 20.0),
               "elementwise_traffic": (0.1, 40.0), "nvlink_efficiency": (0.3, 0.98)}
+#: Constants refit per generation. Ampere: e_max and gamma, as benchmarks/calibrate.py fits
+#: them to Table 1. Hopper and Blackwell: e_max only; with all of FIT_PARAMS free their fits
+#: run to the bounds (see llmcost.training.step.CALIBRATION_BY_GENERATION).
+GEN_PARAMS = {"ampere": ("matmul_efficiency", "elementwise_traffic"),
+              "hopper": ("matmul_efficiency",), "blackwell": ("matmul_efficiency",)}
 #: GPU generation of each calibration GPU id; the fit groups rows by it.
 GENERATION = {"a100-80gb": "ampere", "h100-sxm": "hopper", "b200": "blackwell",
               "gb200": "blackwell", "b300": "blackwell", "gb300": "blackwell"}
@@ -131,7 +137,7 @@ def expressibility(row, cat) -> tuple[str, object]:
     return "", model
 
 
-def predict_row(row, model, cat, calibration: Calibration = DEFAULT_CALIBRATION):
+def predict_row(row, model, cat, calibration: Calibration | None = None):
     """Predicted tokens/s per GPU for one row, or (None, reason) when the layout is refused."""
     gpu = cat.gpu(row["gpu"])
     kw, opts, note = layout_for(row, model)
@@ -162,7 +168,7 @@ def layout_text(row) -> str:
     return " ".join(parts) + f" B{int(row['global_batch'])} s{int(row['seq_len'])}"
 
 
-def evaluate(rows: pd.DataFrame, cat=None, calibration: Calibration = DEFAULT_CALIBRATION
+def evaluate(rows: pd.DataFrame, cat=None, calibration: Calibration | None = None
              ) -> pd.DataFrame:
     """One line per row: measured, predicted, error (predicted / measured - 1) or the reason."""
     cat = cat or catalog.default()
@@ -247,7 +253,7 @@ def mfu_convention(cat=None) -> str:
         "not state its count. Rows are compared on tokens/s, never on TFLOP/s.")
 
 
-def validate(rows=None, row_filter=None, cat=None, calibration=DEFAULT_CALIBRATION,
+def validate(rows=None, row_filter=None, cat=None, calibration=None,
              out=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Evaluate and print the table, the summary and the MFU convention line.
 
@@ -353,15 +359,19 @@ def _expressible(rows, cat):
     return rows.loc[keep]
 
 
-def fit(rows=None, cat=None, out=None):
-    """Fit per GPU generation; print constants, identifiability and leave-one-group-out error."""
+def fit(rows=None, cat=None, out=None, free="per-generation"):
+    """Fit per GPU generation; print constants, identifiability and leave-one-group-out error.
+
+    ``free``: "per-generation" fits GEN_PARAMS (what the library uses), "all" FIT_PARAMS.
+    """
     out = out or sys.stdout
     cat = cat or catalog.default()
     rows = load_rows() if rows is None else rows
     rows = rows.assign(generation=rows["gpu"].map(GENERATION).fillna(rows["gpu"]))
     ok = _expressible(rows, cat)
     print("\nFit of Calibration per GPU generation (scipy.optimize.least_squares on "
-          "log(predicted / measured tokens/s); library constants unchanged)", file=out)
+          "log(predicted / measured tokens/s); prints only: the library's sets are "
+          "llmcost.training.step.CALIBRATION_BY_GENERATION)", file=out)
     results = {}
     for gen in ("ampere", "hopper", "blackwell"):
         sub = ok[ok["generation"] == gen]
@@ -370,10 +380,12 @@ def fit(rows=None, cat=None, out=None):
         if len(sub) == 0:
             print("  nothing to fit: no row of this generation is expressible today", file=out)
             continue
-        r = fit_generation(sub, cat)
+        params = FIT_PARAMS if free == "all" else GEN_PARAMS[gen]
+        r = fit_generation(sub, cat, params)
         results[gen] = r
+        library = step.calibration_for(cat.gpu(sub["gpu"].iloc[0]))
         for k, val in r["values"].items():
-            print(f"  {k:22s} {val:10.4g}  (default {getattr(DEFAULT_CALIBRATION, k):.4g}, "
+            print(f"  {k:22s} {val:10.4g}  (library {getattr(library, k):.4g}, "
                   f"log-std {r['log_std'][k]:.2g})", file=out)
         sv = r["singular_values"]
         print("  Jacobian singular values (d residual / d log constant): "
@@ -389,31 +401,110 @@ def fit(rows=None, cat=None, out=None):
         print(f"  leave-one-group-out ({groups.nunique()} groups):", file=out)
         print(f"    {'held-out group':48s} {'rows':>4s} {'mean |err|':>10s} {'max |err|':>10s}",
               file=out)
-        errs = []
+        errs, base = [], []
         for g in groups.unique():
             train, test = sub[groups != g], sub[groups == g]
             if len(train) == 0:
                 print(f"    {g:48s} {len(test):4d} {'n/a: only group':>21s}", file=out)
                 continue
-            rt = fit_generation(train, cat)
-            cal = _calibration(np.log(list(rt["values"].values())))
+            rt = fit_generation(train, cat, params)
+            cal = _calibration(np.log(list(rt["values"].values())), params=params)
+            base += [predict_row(row, cat.model(row["model"]), cat, DEFAULT_CALIBRATION)[0]
+                     / float(row["tokens_per_s_per_gpu"]) - 1 for _, row in test.iterrows()]
             e = np.array([predict_row(row, cat.model(row["model"]), cat, cal)[0]
                           / float(row["tokens_per_s_per_gpu"]) - 1
                           for _, row in test.iterrows()])
             errs += list(e)
+            r.setdefault("held_out", []).extend(zip(test["precision"], e))
             print(f"    {g:48s} {len(test):4d} {100 * np.mean(np.abs(e)):9.1f}% "
                   f"{100 * np.max(np.abs(e)):9.1f}%", file=out)
         if errs:
             print(f"    overall held-out: mean |err| {100 * np.mean(np.abs(errs)):.1f}%, "
-                  f"max {100 * np.max(np.abs(errs)):.1f}%", file=out)
+                  f"max {100 * np.max(np.abs(errs)):.1f}%; with Table 1's constants on the "
+                  f"same rows: mean {100 * np.mean(np.abs(base)):.1f}%, "
+                  f"max {100 * np.max(np.abs(base)):.1f}%", file=out)
     return results
+
+
+ERRORS = ROOT / "data" / "step_model_errors.csv"
+
+
+def error_table(results: dict, commit: str = "", as_of: str = "") -> pd.DataFrame:
+    """data/step_model_errors.csv from :func:`fit`'s held-out errors, per generation and
+    precision: each row's error when its group (source table x model) was left out of the
+    fit. These bands are what :mod:`llmcost.training.uncertainty` puts on predictions."""
+    out = []
+    for gen, r in results.items():
+        held = pd.DataFrame(r.get("held_out", []), columns=["precision", "error"])
+        for prec, g in held.groupby("precision"):
+            e = np.abs(g["error"].to_numpy())
+            out.append(dict(
+                id=f"{gen}-{prec}", generation=gen, precision=prec, rows=len(e),
+                mean_abs_error=round(float(e.mean()), 3), max_abs_error=round(float(e.max()), 3),
+                method="leave-one-group-out",
+                notes=(f"each of the {len(e)} calibration rows predicted with "
+                       f"{', '.join(GEN_PARAMS[gen])} refit without its group (source table x "
+                       f"model); rows: data/calibration_runs.csv"),
+                source=f"make validate FIT=1 (benchmarks/validate.py){commit}", as_of=as_of))
+    return pd.DataFrame(out)
+
+
+def mxfp8_pairs(rows: pd.DataFrame) -> list:
+    """(FP8, MXFP8) row pairs that ran the same model, GPU and layout in one release."""
+    mb = rows[rows["source_table"].str.startswith("megatron-bridge")
+              & (rows["task"] == "pretrain") & (rows["model_kind"] == "dense")]
+    keys = mb.apply(lambda r: (r["source_table"], r["model"], r["gpu"], layout_text(r)), axis=1)
+    pairs = []
+    for _, g in mb.groupby(keys):
+        if {"fp8", "mxfp8"} <= set(g["precision"]):
+            pairs.append((g[g["precision"] == "fp8"].iloc[0],
+                          g[g["precision"] == "mxfp8"].iloc[0]))
+    return pairs
+
+
+def fit_mxfp8(rows=None, cat=None, out=None):
+    """Fit Calibration.mxfp8_gemm_efficiency to the measured MXFP8 / FP8 throughput ratios."""
+    from scipy.optimize import least_squares
+    out = out or sys.stdout
+    cat = cat or catalog.default()
+    rows = load_rows() if rows is None else rows
+    pairs = mxfp8_pairs(rows)
+
+    def residuals(x):
+        cal = replace(DEFAULT_CALIBRATION, mxfp8_gemm_efficiency=float(np.exp(x[0])))
+        res = []
+        for a, b in pairs:
+            m = cat.model(a["model"])
+            ratio = predict_row(b, m, cat, cal)[0] / predict_row(a, m, cat, cal)[0]
+            res.append(np.log(ratio) - np.log(b["tokens_per_s_per_gpu"]
+                                              / a["tokens_per_s_per_gpu"]))
+        return np.array(res)
+
+    r = least_squares(residuals, [0.0])
+    sigma = np.sqrt(np.sum(r.fun ** 2) / max(len(r.fun) - 1, 1))
+    log_std = sigma / np.sqrt(float((r.jac.T @ r.jac)[0, 0]))
+    print(f"\n[mxfp8] {len(pairs)} same-layout FP8/MXFP8 pairs: mxfp8_gemm_efficiency "
+          f"{np.exp(r.x[0]):.4f} (default {DEFAULT_CALIBRATION.mxfp8_gemm_efficiency}, "
+          f"log-std {log_std:.3f}); residuals {', '.join(f'{100 * e:+.1f}%' for e in r.fun)}",
+          file=out)
+    return float(np.exp(r.x[0])), r.fun
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     validate()
     if "--fit" in argv:
-        fit()
+        fit_mxfp8()
+        results = fit()
+        if "--write-errors" in argv:
+            import datetime
+            import subprocess
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                    capture_output=True, text=True).stdout.strip()
+            table = error_table(results, f" at commit {commit}" if commit else "",
+                                datetime.date.today().isoformat())
+            table.to_csv(ERRORS, index=False)
+            print(f"\nwrote {ERRORS.relative_to(ROOT)} ({len(table)} rows)")
 
 
 if __name__ == "__main__":

@@ -104,9 +104,12 @@ def test_validate_prints_errors_on_a_three_row_subset():
     text = buf.getvalue()
     printed = {}
     for line in text.splitlines():
-        m = re.match(r"^(t1-megatron-\S+)\s.*?\s([\d.]+)\s+([\d.]+)\s+([+-][\d.]+)%\s+ok$", line)
+        m = re.match(r"^(t1-megatron-\S+)\s.*?\s([\d.]+)\s+([\d.]+)\s+([+-][\d.]+)%"
+                     r"\s+(\d+)/(\d+)( over)?\s+ok$", line)
         if m:
             printed[m.group(1)] = tuple(float(x) for x in m.group(2, 3, 4))
+            # the memory column: predicted GB / capacity GB; these runs ran, so they fit
+            assert int(m.group(5)) <= int(m.group(6)) == 86 and m.group(7) is None
     assert sorted(printed) == sorted(ids)
     for rid, (measured, predicted, err_pct) in printed.items():
         # the printed error is predicted / measured - 1 of the printed figures

@@ -141,6 +141,27 @@ def test_mxfp8_on_blackwell_between_1x_and_bound(cat):
         assert 1.0 < t[p] / t["bf16"] < 118 / 67
 
 
+@pytest.mark.parametrize("gpu", ["b200", "gb200", "gb300"])
+def test_mxfp8_slower_than_fp8_as_measured(cat, gpu):
+    """Megatron-Bridge 25.11 ran Llama 3 8B with FP8-CS and with MXFP8 on the same layout
+    (TP1 PP1 CP1, micro-batch 2, 128 sequences of 8,192, 8 GPUs): MXFP8 was 3.6-5.5% slower
+    (data/calibration_runs.csv). The model's MXFP8 GEMM efficiency is fitted to the ratios
+    of five such pairs (residuals within 1.7%); without it MXFP8 came out ~1% faster."""
+    rows = pd.read_csv(RUNS)
+    r = rows[(rows["source_table"] == "megatron-bridge 25.11") & (rows["gpu"] == gpu)
+             & (rows["model"] == "llama3-8b")].set_index("precision")["tokens_per_s_per_gpu"]
+    measured = r["mxfp8"] / r["fp8"]
+    assert 0.94 < measured < 0.97
+    g = cat.gpu(gpu)
+    kw = dict(micro_batch=2, options=Options(flash_attention=True), seq_len=8192,
+              with_scaling=False)
+    t = {p: float(predict_step(cat.model("llama3-8b"), g, cat.fabric(g.scale_up),
+                               cat.fabric("ib-ndr"), 8, 1, 1, 128, precision=p,
+                               **kw).tokens_per_s) for p in ("fp8", "mxfp8")}
+    assert t["mxfp8"] / t["fp8"] == pytest.approx(measured, abs=0.02)
+    assert t["mxfp8"] < t["fp8"]
+
+
 # ------------------------------------------------------------------ refusals
 
 @pytest.mark.parametrize("gpu,prec", [("h100-sxm", "mxfp8"), ("a100-80gb", "fp8"),

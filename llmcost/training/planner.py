@@ -30,7 +30,7 @@ from .flops import RECOMPUTE_MODES
 from .hardware import FabricSpec, GPUSpec
 from .memory import _interleave_ok, _stage_layers
 from .precision import PRECISIONS, check_precision
-from .step import DEFAULT_CALIBRATION, Calibration, Options, StepPrediction, predict_step
+from .step import Calibration, Options, StepPrediction, predict_step
 
 GB = 1e9
 HEURISTICS = ("none", "seed")
@@ -359,7 +359,7 @@ LAYOUT_COLUMNS = ("gpus", "tp", "pp", "cp", "dp", "micro_batch", "num_microbatch
 
 def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, gpus,
          global_batch: int, space: Space = Space(), options: Options = Options(),
-         calibration: Calibration = DEFAULT_CALIBRATION, seq_len: int | None = None,
+         calibration: Calibration | None = None, seq_len: int | None = None,
          usd_per_gpu_hour: float | None = None, heuristic: str = "none",
          rank_by: str = "time", memory_kwargs=None, precision: str | None = None) -> Plan:
     r"""Evaluate every valid layout in one vectorized call and rank them.
@@ -383,7 +383,8 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
         [sequences].
     space : Space
     options : Options
-    calibration : Calibration
+    calibration : Calibration, optional
+        Default: the set of the GPU's generation (:func:`llmcost.training.step.calibration_for`).
     seq_len : int, optional
     usd_per_gpu_hour : float, optional
         [USD per GPU-hour], for $ per million tokens.
