@@ -200,6 +200,27 @@ def summarize(res: pd.DataFrame) -> pd.DataFrame:
                          "max_abs_error": g["abs_err"].max()}).reset_index()
 
 
+def readme_table(res: pd.DataFrame) -> str:
+    """The README's table: per source family, GPU and precision, rows predicted / listed and
+    the mean and max |error|, with what the model cannot express yet."""
+    fam = res["source_table"].str.replace(r"megatron-bridge .*", "Megatron-Bridge 25.11-26.08",
+                                          regex=True)
+    fam = fam.replace({"narayanan2021 table 1": "Narayanan 2021 Table 1",
+                       "llama3 table 4": "Llama 3 Table 4"})
+    lines = ["| source | GPU | precision | rows predicted / listed | mean abs. error "
+             "| max abs. error | not expressible yet |", "|---|---|---|---|---|---|---|"]
+    for (f, gpu, prec), g in res.assign(family=fam).groupby(["family", "gpu", "precision"]):
+        e = g["error"].dropna().abs()
+        why = sorted({st.replace("not expressible yet: ", "").replace("not expressible: ", "")
+                      .split(" (")[0] for st in g["status"] if st != "ok"})
+        why = ["NVFP4" if "nvfp4" in w else w for w in why]
+        mean = f"{100 * e.mean():.1f}%" if len(e) else ""
+        mx = f"{100 * e.max():.1f}%" if len(e) else ""
+        lines.append(f"| {f} | {gpu} | {prec} | {len(e)} / {len(g)} | {mean} | {mx} | "
+                     f"{', '.join(sorted(set(why)))} |")
+    return "\n".join(lines)
+
+
 def _pct(x):
     return "" if x is None or pd.isna(x) else f"{100 * x:+.2f}%"
 
@@ -492,6 +513,9 @@ def fit_mxfp8(rows=None, cat=None, out=None):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if "--readme" in argv:
+        print(readme_table(evaluate(load_rows())))
+        return
     validate()
     if "--fit" in argv:
         fit_mxfp8()

@@ -3,6 +3,7 @@ stage's memory, the slowest stage's pace, the planner and the CLI (Llama 3.1 405
 it: TP8 PP16 on 8,192 H100, 126 layers, arXiv:2407.21783 §3.3.2 and Table 4)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -220,6 +221,10 @@ def test_llama31_405b_as_meta_ran_it_fits_and_predicts_published_mfu(capsys, gpu
     per_token = m.flops_per_token()
     assert r["mfu"] == pytest.approx(r["tokens_per_s"] * per_token / (gpus * 989.4e12),
                                      rel=1e-6)
+    # the README quotes these figures
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    key = "predicts" if gpus == 16384 else "41%;"
+    assert f"{key} {100 * r['mfu']:.1f}% " in readme
 
 
 def test_cli_refuses_a_bad_split(capsys):
