@@ -185,17 +185,38 @@ class Catalog:
             x = opt(col)
             return default if x is None else str(x).strip().lower() in ("true", "1", "yes")
 
+        def integer(col, default=None):
+            x = opt(col)
+            return default if x is None or str(x).strip() == "" else int(float(x))
+
         pub = opt("published_params_b")
         return ModelSpec(
             layers=int(r["layers"]), hidden=int(r["hidden"]), heads=int(r["heads"]),
             vocab=int(r["vocab"]), seq_len=int(r["seq_len"]),
-            kv_heads=None if opt("kv_heads") is None else int(r["kv_heads"]),
-            ffn_hidden=None if opt("ffn_hidden") is None else int(r["ffn_hidden"]),
+            kv_heads=integer("kv_heads"), ffn_hidden=integer("ffn_hidden"),
             gated_ffn=flag("gated_ffn", False), tied_embeddings=flag("tied_embeddings", True),
             position_embedding=opt("position_embedding", "learned"),
             norm=opt("norm", "layernorm"), biases=opt("biases", "all"),
             dropout=flag("dropout", True), id=r["id"], name=opt("name", r["id"]),
-            published_params=None if pub is None else float(pub) * 1e9)
+            published_params=None if pub is None else float(pub) * 1e9,
+            head_dim=integer("head_dim"),
+            moe_experts=integer("moe_experts", 0), moe_top_k=integer("moe_top_k", 0),
+            moe_ffn_hidden=integer("moe_ffn_hidden"),
+            moe_shared_ffn_hidden=integer("moe_shared_ffn_hidden", 0),
+            moe_dense_layers=integer("moe_dense_layers", 0),
+            moe_layer_step=integer("moe_layer_step", 1),
+            moe_expert_biases=flag("moe_expert_biases", False),
+            moe_router_bias=flag("moe_router_bias", False),
+            attention=opt("attention", "gqa") or "gqa",
+            q_lora_rank=integer("q_lora_rank", 0), kv_lora_rank=integer("kv_lora_rank", 0),
+            qk_rope_head_dim=integer("qk_rope_head_dim", 0), v_head_dim=integer("v_head_dim"),
+            qk_norm=flag("qk_norm", False), attention_sinks=flag("attention_sinks", False),
+            attention_window=integer("attention_window", 0),
+            window_layers=integer("window_layers", 0), mtp_layers=integer("mtp_layers", 0),
+            active_params_counts=opt("active_params_counts", "embedding+head")
+            or "embedding+head",
+            published_active_params=None if opt("published_active_params_b") is None
+            else float(opt("published_active_params_b")) * 1e9)
 
     def fabric(self, key: str) -> FabricSpec:
         r = self.lookup("fabrics", key)
