@@ -48,6 +48,15 @@ FIT_PARAMS = ("matmul_efficiency", "gemm_traffic", "elementwise_traffic",
               "nvlink_efficiency")
 FIT_BOUNDS = {"matmul_efficiency": (0.2, 0.98), "gemm_traffic": (0.02, 20.0),
               "elementwise_traffic": (0.1, 40.0), "nvlink_efficiency": (0.3, 0.98)}
+#: Megatron-Bridge's printed MoE model names -> catalog ids ("DeepSeekV3" without a suffix
+#: is taken without multi-token prediction, like "w/o MTP"; the "w/ MTP" row trains one MTP
+#: module more, about 1/61 of the layers, which the prediction leaves out).
+MOE_MODELS = {"DeepSeekV3": "deepseek-v3", "DeepSeekV3 (w/o MTP)": "deepseek-v3",
+              "DeepSeekV3 (w/ MTP)": "deepseek-v3", "GPT OSS 120B": "gpt-oss-120b",
+              "Qwen3_30B_a3B": "qwen3-30b-a3b", "Qwen3_235B_a22B": "qwen3-235b-a22b"}
+#: Share of the expert all-to-all the Megatron-Bridge MoE recipes hide behind compute [-]
+#: (fitted with the MoE constants by fit_moe; an Options value, not a library default).
+MOE_A2A_OVERLAP = 0.72
 #: Constants refit per generation. Ampere: e_max and gamma, as benchmarks/calibrate.py fits
 #: them to Table 1. Hopper and Blackwell: e_max only; with all of FIT_PARAMS free their fits
 #: run to the bounds (see llmcost.training.step.CALIBRATION_BY_GENERATION).
@@ -109,10 +118,17 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
         kw.update(micro_batch=int(row["micro_batch"]), interleave=vp, recompute="none",
                   sequence_parallel=tp > 1, zero_stage=3 if _int(row["fsdp"], 0) > 0 else 1)
         opts = Options(flash_attention=True, tp_comm_overlap=tp > 1)
+        if row["model_kind"] == "moe":
+            # the performance recipes force balanced routing (moe_router_force_load_balancing)
+            # and overlap the expert all-to-all with computation (overlap_moe_expert_parallel_
+            # comm with DeepEP / HybridEP dispatchers): its hidden share is fitted (MOE_A2A)
+            kw.update(ep=_int(row["ep"], 1), etp=_int(row["etp"], 1))
+            opts = replace(opts, moe_load_imbalance=1.0, moe_a2a_overlap=MOE_A2A_OVERLAP)
         note = ("no recompute, sequence parallel, fused attention, TP comm overlap, "
                 "distributed optimizer (ZeRO-1) or Megatron FSDP (ZeRO-3), DP overlap 0.9 "
                 "(assumption: Megatron-Bridge performance recipes; some recipes also offload "
-                "activations to the CPU or recompute, which the 'fits' column shows)")
+                "activations to the CPU or recompute, which the 'fits' column shows); MoE: "
+                "balanced routing (imbalance 1.0), all-to-all overlap as fitted")
     if _accepts("precision"):
         kw["precision"] = row["precision"]
     return kw, opts, note
@@ -120,16 +136,14 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
 
 def expressibility(row, cat) -> tuple[str, object]:
     """('', ModelSpec) when the step model can express the row, else (reason, None)."""
-    if row["model_kind"] != "dense":
-        return "not expressible yet: MoE", None
     if row["precision"] != "bf16" and not _accepts("precision"):
         return "not expressible yet: precision", None
     if row["task"] != "pretrain":
         return f"not expressible yet: {row['task']} (fine-tuning)", None
     try:
-        model = cat.model(row["model"])
+        model = catalog_model(cat, row)
     except InputError:
-        return "not expressible: architecture unknown", None
+        return "not expressible: architecture not in the catalog", None
     try:
         cat.gpu(row["gpu"])
     except InputError:
@@ -137,10 +151,13 @@ def expressibility(row, cat) -> tuple[str, object]:
     return "", model
 
 
-def predict_row(row, model, cat, calibration: Calibration | None = None):
-    """Predicted tokens/s per GPU for one row, or (None, reason) when the layout is refused."""
+def predict_row(row, model, cat, calibration: Calibration | None = None, options=None):
+    """Predicted tokens/s per GPU for one row, or (None, reason) when the layout is refused.
+    ``options``: a dict of Options fields that override the row's."""
     gpu = cat.gpu(row["gpu"])
     kw, opts, note = layout_for(row, model)
+    if options:
+        opts = replace(opts, **options)
     up = cat.fabric(gpu.scale_up)
     out = cat.fabric(SCALE_OUT.get(row["source_table"], SCALE_OUT_DEFAULT))
     try:
@@ -156,6 +173,17 @@ def predict_row(row, model, cat, calibration: Calibration | None = None):
 def capacity_gb(gpu) -> float:
     """HBM capacity [GB] (the catalog keeps GiB)."""
     return gpu.memory_gib * 2**30 / 1e9
+
+
+def catalog_model(cat, row):
+    """The catalog architecture of a calibration row. A DeepSeek-V3 row trained with its
+    multi-token-prediction module (the summary's plain "DeepSeekV3" and "w/ MTP") runs it as
+    one more MoE layer at the end of the pipeline, so 62 layers, which with the embedding and
+    the loss fill 64 pipeline slots (PP2 x VP8 x 4, PP4 x VP4 x 4, PP8 x 8, PP16 x 4)."""
+    m = cat.model(MOE_MODELS.get(row["model"], row["model"]))
+    if m.mtp_layers and "w/o MTP" not in str(row["model"]):
+        m = m.with_(layers=m.layers + m.mtp_layers, mtp_layers=0)
+    return m
 
 
 def layout_text(row) -> str:
@@ -181,6 +209,7 @@ def evaluate(rows: pd.DataFrame, cat=None, calibration: Calibration | None = Non
             mem_gb = rest[0] if rest else np.nan
         meas = float(row["tokens_per_s_per_gpu"])
         out.append(dict(id=row["id"], source_table=row["source_table"], model=row["model"],
+                        kind=row["model_kind"],
                         gpu=row["gpu"], generation=GENERATION.get(row["gpu"], row["gpu"]),
                         precision=row["precision"], layout=layout_text(row),
                         measured=meas, predicted=np.nan if pred is None else pred,
@@ -194,7 +223,8 @@ def evaluate(rows: pd.DataFrame, cat=None, calibration: Calibration | None = Non
 
 def summarize(res: pd.DataFrame) -> pd.DataFrame:
     """Mean and max |error| and expressible / total per source table and GPU generation."""
-    g = res.assign(abs_err=res["error"].abs()).groupby(["source_table", "generation"], sort=False)
+    g = res.assign(abs_err=res["error"].abs()).groupby(["source_table", "generation", "kind"],
+                                                       sort=False)
     return pd.DataFrame({"expressible": g["error"].count(), "total": g.size(),
                          "mean_abs_error": g["abs_err"].mean(),
                          "max_abs_error": g["abs_err"].max()}).reset_index()
@@ -207,16 +237,17 @@ def readme_table(res: pd.DataFrame) -> str:
                                           regex=True)
     fam = fam.replace({"narayanan2021 table 1": "Narayanan 2021 Table 1",
                        "llama3 table 4": "Llama 3 Table 4"})
-    lines = ["| source | GPU | precision | rows predicted / listed | mean abs. error "
-             "| max abs. error | not expressible yet |", "|---|---|---|---|---|---|---|"]
-    for (f, gpu, prec), g in res.assign(family=fam).groupby(["family", "gpu", "precision"]):
+    lines = ["| source | kind | GPU | precision | rows predicted / listed | mean abs. error "
+             "| max abs. error | not expressible yet |", "|---|---|---|---|---|---|---|---|"]
+    for (f, kind, gpu, prec), g in res.assign(family=fam).groupby(
+            ["family", "kind", "gpu", "precision"]):
         e = g["error"].dropna().abs()
         why = sorted({st.replace("not expressible yet: ", "").replace("not expressible: ", "")
                       .split(" (")[0] for st in g["status"] if st != "ok"})
         why = ["NVFP4" if "nvfp4" in w else w for w in why]
         mean = f"{100 * e.mean():.1f}%" if len(e) else ""
         mx = f"{100 * e.max():.1f}%" if len(e) else ""
-        lines.append(f"| {f} | {gpu} | {prec} | {len(e)} / {len(g)} | {mean} | {mx} | "
+        lines.append(f"| {f} | {kind} | {gpu} | {prec} | {len(e)} / {len(g)} | {mean} | {mx} | "
                      f"{', '.join(sorted(set(why)))} |")
     return "\n".join(lines)
 
@@ -243,12 +274,12 @@ def format_table(res: pd.DataFrame) -> str:
 
 
 def format_summary(summ: pd.DataFrame) -> str:
-    lines = [f"{'source table':26s} {'generation':11s} {'expressible':>11s} "
+    lines = [f"{'source table':26s} {'generation':11s} {'kind':6s} {'expressible':>11s} "
              f"{'mean |err|':>10s} {'max |err|':>10s}"]
     for _, r in summ.iterrows():
         mean = "" if pd.isna(r["mean_abs_error"]) else f"{100 * r['mean_abs_error']:.1f}%"
         mx = "" if pd.isna(r["max_abs_error"]) else f"{100 * r['max_abs_error']:.1f}%"
-        lines.append(f"{r['source_table']:26s} {r['generation']:11s} "
+        lines.append(f"{r['source_table']:26s} {r['generation']:11s} {r['kind']:6s} "
                      f"{r['expressible']:>5d} / {r['total']:<4d} {mean:>10s} {mx:>10s}")
     return "\n".join(lines)
 
@@ -329,7 +360,7 @@ def fit_generation(rows: pd.DataFrame, cat=None, params=FIT_PARAMS):
     from scipy.optimize import least_squares
 
     cat = cat or catalog.default()
-    models = [cat.model(m) for m in rows["model"]]
+    models = [cat.model(MOE_MODELS.get(m, m)) for m in rows["model"]]
     x0 = np.log([getattr(DEFAULT_CALIBRATION, k) for k in params])
     lo = np.log([FIT_BOUNDS[k][0] for k in params])
     hi = np.log([FIT_BOUNDS[k][1] for k in params])
@@ -430,9 +461,9 @@ def fit(rows=None, cat=None, out=None, free="per-generation"):
                 continue
             rt = fit_generation(train, cat, params)
             cal = _calibration(np.log(list(rt["values"].values())), params=params)
-            base += [predict_row(row, cat.model(row["model"]), cat, DEFAULT_CALIBRATION)[0]
+            base += [predict_row(row, catalog_model(cat, row), cat, DEFAULT_CALIBRATION)[0]
                      / float(row["tokens_per_s_per_gpu"]) - 1 for _, row in test.iterrows()]
-            e = np.array([predict_row(row, cat.model(row["model"]), cat, cal)[0]
+            e = np.array([predict_row(row, catalog_model(cat, row), cat, cal)[0]
                           / float(row["tokens_per_s_per_gpu"]) - 1
                           for _, row in test.iterrows()])
             errs += list(e)
@@ -445,6 +476,69 @@ def fit(rows=None, cat=None, out=None, free="per-generation"):
                   f"same rows: mean {100 * np.mean(np.abs(base)):.1f}%, "
                   f"max {100 * np.max(np.abs(base)):.1f}%", file=out)
     return results
+
+
+MOE_PARAMS = ("moe_layer_overhead_s", "moe_a2a_overlap")
+MOE_BOUNDS = {"moe_layer_overhead_s": (1e-6, 0.05), "moe_a2a_overlap": (0.001, 0.999)}
+
+
+def _moe_residuals(x, rows, models, cat):
+    vals = dict(zip(MOE_PARAMS, np.exp(x)))
+    out = []
+    for (_, row), model in zip(rows.iterrows(), models):
+        cal = replace(step.calibration_for(cat.gpu(row["gpu"])),
+                      moe_layer_overhead_s=vals["moe_layer_overhead_s"])
+        pred = predict_row(row, model, cat, cal,
+                           dict(moe_a2a_overlap=vals["moe_a2a_overlap"]))[0]
+        out.append(np.log(pred / float(row["tokens_per_s_per_gpu"])))
+    return np.array(out)
+
+
+def fit_moe(rows=None, cat=None, out=None):
+    """Fit the MoE constants on the expressible MoE rows; print them, their identification
+    and the leave-one-group-out error (group = model x GPU: every release of one model on one
+    GPU is held out together)."""
+    from scipy.optimize import least_squares
+    out = out or sys.stdout
+    cat = cat or catalog.default()
+    rows = load_rows() if rows is None else rows
+    moe = rows[(rows["model_kind"] == "moe") & (rows["task"] == "pretrain")]
+    moe = moe[[predict_row(r, catalog_model(cat, r), cat)[0] is not None
+               if expressibility(r, cat)[1] is not None else False
+               for _, r in moe.iterrows()]]
+    lo = np.log([MOE_BOUNDS[k][0] for k in MOE_PARAMS])
+    hi = np.log([MOE_BOUNDS[k][1] for k in MOE_PARAMS])
+    x0 = np.log([1e-3, 0.5])
+
+    def solve(sub):
+        models = [catalog_model(cat, r) for _, r in sub.iterrows()]
+        return least_squares(_moe_residuals, x0, bounds=(lo, hi), args=(sub, models, cat),
+                             diff_step=1e-3)
+
+    sol = solve(moe)
+    J = sol.jac
+    s2 = float(np.sum(sol.fun ** 2) / max(len(sol.fun) - len(x0), 1))
+    std = np.sqrt(np.clip(np.diag(np.linalg.pinv(J.T @ J) * s2), 0, None))
+    print(f"\n[moe] {len(moe)} expressible MoE rows (Megatron-Bridge 25.11+)", file=out)
+    for k, x, sd in zip(MOE_PARAMS, sol.x, std):
+        print(f"  {k:22s} {np.exp(x):10.4g}  (log-std {sd:.2g})", file=out)
+    e = np.exp(sol.fun) - 1
+    print(f"  in-sample error: mean |err| {100 * np.mean(np.abs(e)):.1f}%, "
+          f"max {100 * np.max(np.abs(e)):.1f}%", file=out)
+    groups = moe["model"].map(lambda m: MOE_MODELS.get(m, m)) + " / " + moe["gpu"]
+    held = []
+    for g in groups.unique():
+        train, test = moe[groups != g], moe[groups == g]
+        st = solve(train)
+        r = np.exp(_moe_residuals(st.x, test, [catalog_model(cat, r) for _, r in
+                                              test.iterrows()], cat)) - 1
+        held += list(r)
+        print(f"    {g:40s} {len(test):3d} rows: mean |err| {100 * np.mean(np.abs(r)):5.1f}%, "
+              f"max {100 * np.max(np.abs(r)):5.1f}%", file=out)
+    held = np.abs(held)
+    print(f"  leave-one-group-out: mean |err| {100 * held.mean():.1f}%, "
+          f"max {100 * held.max():.1f}%", file=out)
+    return dict(zip(MOE_PARAMS, np.exp(sol.x))), held
 
 
 ERRORS = ROOT / "data" / "step_model_errors.csv"
@@ -518,6 +612,7 @@ def main(argv=None):
         return
     validate()
     if "--fit" in argv:
+        fit_moe()
         fit_mxfp8()
         results = fit()
         if "--write-errors" in argv:

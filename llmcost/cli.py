@@ -249,6 +249,7 @@ STEP_TERMS = {
     "compute_s": "matmuls at peak x GEMM efficiency, plus memory-bound kernels at HBM speed",
     "tp_comm_s": "tensor-parallel all-reduces (4 per layer, 6 with full recompute), exposed",
     "cp_comm_s": "context-parallel K/V ring not hidden behind attention",
+    "ep_comm_s": "MoE token dispatch and combine (all-to-all over the EP group), exposed",
     "pp_p2p_s": "pipeline activation sends between stages",
     "pp_bubble_s": "pipeline fill and drain: (p-1)/(v m) of the ideal time",
     "dp_comm_s": "data-parallel gradient sync (ZeRO-3: + parameter gathers), exposed",

@@ -133,6 +133,16 @@ class ModelSpec:
         return int(moe.moe_layer_count(self.layers, self.moe_dense_layers, self.moe_layer_step))
 
     @property
+    def attention_shape(self) -> tuple[int, int]:
+        """(kv_heads, head_dim) that the activation and GEMM-shape formulas use: the model's
+        own for GQA; for MLA every head keeps its own keys of d_n + d_r dims (the latent
+        compression saves KV-cache at inference, not training activations), an
+        approximation that counts values at the query/key width."""
+        if self.attention == "mla":
+            return self.heads, self.qk_head_dim
+        return self.kv_heads, self.head_dim
+
+    @property
     def qk_head_dim(self) -> int:
         """Query/key dims per head that enter the scores [-] (MLA: d_n + d_r)."""
         return self.head_dim + (self.qk_rope_head_dim if self.attention == "mla" else 0)

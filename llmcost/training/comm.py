@@ -289,3 +289,56 @@ def hierarchical_allgather_time_s(size_bytes, ranks, ranks_per_node, intra_gbps,
         size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps, intra_latency_us,
         inter_latency_us, intra_efficiency, inter_efficiency, congestion))
 
+
+
+def hierarchical_alltoall_time_s(size_bytes, ranks, ranks_per_domain, intra_gbps, inter_gbps,
+                                 intra_latency_us=0.0, inter_latency_us=0.0,
+                                 intra_efficiency=1.0, inter_efficiency=1.0,
+                                 congestion=1.0):
+    r"""All-to-all of S bytes per rank over N ranks, k of them inside one scale-up domain.
+
+    Each rank keeps S/N and sends S/N to every other rank: (k-1)/N S over NVLink to the
+    peers inside its domain, (N-k)/N S over its own NIC to the rest; the two run
+    concurrently (pairwise exchanges), so the slower sets the time:
+
+    .. math::
+        t = \max\left(\alpha_i + \frac{k-1}{N}\frac{S}{\eta_i B_i},\;
+            [N > k]\left(\alpha_o + \frac{N-k}{N}\frac{c\,S}{\eta_o B_o}\right)\right)
+
+    This is the expert-parallel token dispatch (and combine) of an MoE layer; inside a
+    GB200 NVL72 domain (k = N <= 72) no byte leaves NVLink.
+
+    Parameters
+    ----------
+    size_bytes : float or array
+        S, the bytes each rank sends in total (its tokens x top-k x h x bytes) [bytes].
+    ranks : int or array
+        N, the expert-parallel group [-].
+    ranks_per_domain : int or array
+        k, the group's ranks inside one NVLink domain [-] (capped at N).
+    intra_gbps, inter_gbps, intra_latency_us, inter_latency_us, intra_efficiency,
+    inter_efficiency, congestion
+        As :func:`hierarchical_allreduce_time_s`.
+
+    Returns
+    -------
+    time_s : float or array
+        [s]; 0 for N = 1.
+
+    References
+    ----------
+    .. [1] Thakur et al. 2005, §4.5 (pairwise-exchange all-to-all: (N-1)/N S per rank).
+    .. [2] DeepSeek-V3 report, arXiv:2412.19437, §3.2.2 (dispatch over IB between nodes
+       and NVLink inside them; node-limited routing keeps most traffic on NVLink).
+    """
+    s = v.nonnegative("size_bytes", size_bytes)
+    N = v.integer("ranks", ranks)
+    k = np.minimum(v.integer("ranks_per_domain", ranks_per_domain), N)
+    bi = v.positive("intra_gbps", intra_gbps) * GBPS * v.fraction("intra_efficiency", intra_efficiency)
+    bo = v.positive("inter_gbps", inter_gbps) * GBPS * v.fraction("inter_efficiency", inter_efficiency)
+    ai = v.nonnegative("intra_latency_us", intra_latency_us) * US
+    ao = v.nonnegative("inter_latency_us", inter_latency_us) * US
+    c = v.positive("congestion", congestion)
+    t_in = np.where(k > 1, ai + (k - 1) / N * s / bi, 0.0)
+    t_out = np.where(N > k, ao + (N - k) / N * s * c / bo, 0.0)
+    return v.result(np.maximum(t_in, t_out))

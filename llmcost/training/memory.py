@@ -651,6 +651,106 @@ def check_layout(model: ModelSpec, gpus, tp, pp, cp, interleave, seq_len,
     return gpus, tp, pp, cp, vv
 
 
+def check_expert_layout(model: ModelSpec, gpus, tp, pp, cp, ep=1, etp=1):
+    """Validate expert parallelism; raise InputError naming the parameter at fault.
+
+    Megatron-Core folds the expert-parallel group into the data-parallel x tensor x context
+    ranks of a pipeline stage: e x t_e must divide gpus / p, and e the routed experts.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    gpus, tp, pp, cp : int or array
+        Layout [-] (see :func:`check_layout`).
+    ep, etp : int or array
+        Expert-parallel size e and expert tensor-parallel size t_e [-]; both 1 for a dense
+        model.
+
+    Returns
+    -------
+    ep, etp, edp : int arrays
+        Validated sizes and the expert data-parallel size gpus / (p e t_e) [-].
+
+    References
+    ----------
+    .. [1] Megatron-Core documentation, "Mixture of Experts" (parallel folding: EP and ETP
+       over the DP x TP x CP ranks of a pipeline stage); Narayanan et al. 2021 §2.
+    """
+    e = v.integer("ep", ep)
+    te = v.integer("etp", etp)
+    if not model.is_moe:
+        if np.any(e > 1) or np.any(te > 1):
+            raise v.InputError("ep" if np.any(e > 1) else "etp",
+                               f"expert parallelism needs a mixture-of-experts model; "
+                               f"{model.id} is dense: use ep=1 and etp=1")
+        return e, te, np.asarray(gpus) // np.asarray(pp)
+    v.divides("ep", e, "moe_experts", model.moe_experts)
+    v.divides("etp", te, "moe_ffn_hidden", model.moe_ffn_hidden)
+    v.multiple_of("gpus", gpus, "pp x ep x etp", np.asarray(pp) * e * te)
+    return e, te, np.asarray(gpus) // (np.asarray(pp) * e * te)
+
+
+def moe_ffn_activation_bytes(seq_len, micro_batch, hidden, experts, top_k, expert_ffn_hidden,
+                             shared_ffn_hidden=0, tp=1, cp=1, etp=1, gated=True,
+                             capacity_factor=1.0):
+    r"""Activation memory of one MoE feed-forward block per GPU (what replaces a dense FFN's
+    inner activations).
+
+    The block runs on the sequence-parallel shard of s b / (c t) tokens. Per token: the
+    router's probabilities (FP32, 4E), and for each of its k expert copies the dispatched
+    input (2h), the expert's inner activations (F_e / t_e: fc1 output and activation output,
+    6 f_e gated, 4 f_e plain) and the expert output before the weighted combine (2h); the
+    most loaded rank receives c_f times the mean. A shared expert keeps F_s / t over the
+    TP-gathered tokens:
+
+    .. math::
+        M = \frac{s b}{c\,t}\left(4E + k c_f \left(4h + \frac{F_e}{t_e}\right)\right)
+            + \frac{s b}{c} \frac{F_s}{t}
+
+    Parameters
+    ----------
+    seq_len, micro_batch : int or array
+        s [tokens], b [sequences].
+    hidden, experts, top_k, expert_ffn_hidden : int or array
+        h, E, k, f_e [-].
+    shared_ffn_hidden : int or array
+        f_s [-].
+    tp, cp, etp : int or array
+        t, c, t_e [-].
+    gated : bool
+    capacity_factor : float or array
+        c_f >= 1: tokens the busiest expert rank holds over the mean [-].
+
+    Returns
+    -------
+    bytes : float or array
+        [bytes] per layer per micro-batch.
+
+    References
+    ----------
+    .. [1] Korthikanti et al. 2022, arXiv:2205.05198, §4.1 (the per-tensor accounting, 2
+       bytes per 16-bit element); Megatron-Core MoE token dispatcher (permute, expert
+       compute, unpermute); W. Fedus et al., "Switch Transformers", arXiv:2101.03961, §2.2
+       (capacity factor).
+    """
+    s = v.integer("seq_len", seq_len)
+    b = v.integer("micro_batch", micro_batch)
+    h = v.integer("hidden", hidden)
+    E = v.integer("moe_experts", experts)
+    k = v.integer("moe_top_k", top_k)
+    fe = v.integer("moe_ffn_hidden", expert_ffn_hidden)
+    fs = v.integer("moe_shared_ffn_hidden", shared_ffn_hidden, minimum=0)
+    t = v.integer("tp", tp)
+    c = v.integer("cp", cp)
+    te = v.integer("etp", etp)
+    cf = v.in_range("capacity_factor", capacity_factor, 1.0, 16.0)
+    inner = np.where(v.boolean("gated", gated), 6.0, 4.0)
+    tokens = s * b / c
+    routed = tokens / t * (4.0 * E + k * cf * (4.0 * h + inner * fe / te))
+    shared = tokens * inner * fs / t
+    return v.result(routed + shared)
+
+
 def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro_batch=1,
                    global_batch=None, recompute="none", sequence_parallel=False,
                    flash_attention=True, optimizer="adam", interleave=1, schedule="1f1b",
@@ -658,7 +758,8 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                    context_bytes=CONTEXT_BYTES, fragmentation=FRAGMENTATION,
                    qlora_16bit_embeddings=True, first_stage_layers=None,
                    last_stage_layers=None, precision="bf16",
-                   generation="hopper") -> MemoryBreakdown:
+                   generation="hopper", ep=1, etp=1,
+                   moe_capacity_factor=1.0) -> MemoryBreakdown:
     r"""Peak memory per GPU of a training layout, by component.
 
     Pipeline stage r holds n_r layers (l/p on an even split; uneven splits from
@@ -729,6 +830,14 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     generation : str
         GPU generation ("hopper", "blackwell", ...): Hopper keeps a transposed FP8 copy,
         Blackwell does not.
+    ep, etp : int or array
+        Expert-parallel and expert tensor-parallel sizes (MoE models): the routed experts'
+        weights, gradients and optimizer states are sharded over e t_e GPUs and their
+        optimizer over the expert data-parallel group gpus / (p e t_e); the rest by t as
+        for a dense model (:func:`check_expert_layout`).
+    moe_capacity_factor : float or array
+        Tokens the busiest expert rank holds over the mean [-]
+        (:func:`moe_ffn_activation_bytes`).
 
     Returns
     -------
@@ -759,6 +868,7 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
         model.layers, pp,
         None if first_stage_layers is None else np.asarray(first_stage_layers),
         None if last_stage_layers is None else np.asarray(last_stage_layers))
+    ep, etp, edp = check_expert_layout(model, gpus, tp, pp, cp, ep, etp)
     b = v.integer("micro_batch", micro_batch)
     dp = gpus // (tp * pp * cp)
     if global_batch is None:
@@ -779,10 +889,21 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
             pp == 1, model.embedding_params + model.output_params * (
                 0 if model.tied_embeddings else 1), model.output_params) + final_norm,
     }
+    kv_act, hd_act = model.attention_shape
     per_layer = activation_bytes_per_layer(
-        s, b, model.hidden, model.heads, tp, cp, model.kv_heads, model.ffn_hidden,
-        model.gated_ffn, model.head_dim, model.dropout, sequence_parallel, recompute,
+        s, b, model.hidden, model.heads, tp, cp, kv_act, model.ffn_hidden,
+        model.gated_ffn, hd_act, model.dropout, sequence_parallel, recompute,
         flash_attention)
+    if model.is_moe:
+        # MoE layers keep the expert block's activations instead of a dense FFN's inner ones
+        rec_arr = v.choices("recompute", recompute, RECOMPUTE_MODES)
+        dense_inner = (s / cp * b) * (6.0 if model.gated_ffn else 4.0) * model.ffn_hidden / tp
+        moe_block = moe_ffn_activation_bytes(
+            s, b, model.hidden, model.moe_experts, model.moe_top_k, model.moe_ffn_hidden,
+            model.moe_shared_ffn_hidden, tp, cp, etp, model.gated_ffn, moe_capacity_factor)
+        moe_layer = np.where(rec_arr == "full", per_layer, per_layer - dense_inner + moe_block)
+        share = model.moe_layers / model.layers
+        per_layer = (1.0 - share) * per_layer + share * moe_layer
     if fp8:
         # the linear layers save their inputs quantized (BF16 runs skip this: bit-identical)
         per_layer = per_layer - fp8_activation_saving_bytes_per_layer(
@@ -804,9 +925,17 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     out = {}
     for stage in ("first", "last", "middle"):
         n = n_layers[stage]
-        psi = stage_params[stage] / tp
+        # routed experts are sharded by EP x ETP (their optimizer over the expert-DP
+        # group), everything else by TP (its optimizer over DP x CP)
+        experts = n * model.expert_layer_params
+        psi = (stage_params[stage] - experts) / tp + experts / (ep * etp)
         if finetune == "full":
-            w, g, o = model_state_bytes(psi, dp * cp, zero_stage, optimizer)
+            w, g, o = model_state_bytes((stage_params[stage] - experts) / tp, dp * cp,
+                                        zero_stage, optimizer)
+            if model.is_moe:
+                we, ge, oe = model_state_bytes(experts / (ep * etp), edp, zero_stage,
+                                               optimizer)
+                w, g, o = w + we, g + ge, o + oe
         else:
             trainable = adapters * n / model.layers / tp
             w_a, g, o = model_state_bytes(trainable, dp * cp, zero_stage, optimizer)
@@ -823,16 +952,19 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
         elif stage == "last":
             act = act + logits
         bw_, bg_, _ = OPTIMIZER_BYTES_PER_PARAM[optimizer]
+        layer_gpu = (model.layer_params - model.expert_layer_params) / tp \
+            + model.expert_layer_params / (ep * etp)
         if finetune == "full":
-            z3 = zero3_working_set_bytes(np.where(n > 0, model.layer_params / tp, 0.0),
+            z3 = zero3_working_set_bytes(np.where(n > 0, layer_gpu, 0.0),
                                          dp * cp, zero_stage, bw_, bg_)
         else:   # frozen base weights gathered; only the small adapters have gradients
-            z3 = zero3_working_set_bytes(np.where(n > 0, model.layer_params / tp, 0.0),
+            z3 = zero3_working_set_bytes(np.where(n > 0, layer_gpu, 0.0),
                                          dp * cp, zero_stage,
                                          FROZEN_BYTES_PER_PARAM[finetune], 0.0)
         w8 = 0.0
         if fp8:
-            w8 = fp8_weight_copy_bytes(np.where(gathered, np.minimum(n, 1), n) * p_mm / tp,
+            mm_gpu = p_mm / tp if not model.is_moe else layer_gpu
+            w8 = fp8_weight_copy_bytes(np.where(gathered, np.minimum(n, 1), n) * mm_gpu,
                                        prec, generation)
         allocated = w + g + o + act + w8 + z3
         over = framework_overhead_bytes(allocated, context_bytes, fragmentation)

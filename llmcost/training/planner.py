@@ -542,7 +542,8 @@ def describe_layout(row) -> str:
 
 BREAKDOWN_LABELS = {
     "compute_s": "compute", "tp_comm_s": "tensor-parallel communication",
-    "cp_comm_s": "context-parallel communication", "pp_p2p_s": "pipeline sends",
+    "cp_comm_s": "context-parallel communication", "ep_comm_s": "expert all-to-all",
+    "pp_p2p_s": "pipeline sends",
     "pp_bubble_s": "pipeline bubble", "dp_comm_s": "data-parallel gradient sync",
     "optimizer_s": "optimizer step",
 }

@@ -39,7 +39,8 @@ from .arch import ModelSpec
 from .flops import RECOMPUTE_MODES, matmul_params_per_layer
 from .hardware import FabricSpec, GPUSpec
 from .memory import (OPTIMIZER_BYTES_PER_PARAM, MemoryBreakdown, _stage_layers,
-                     activation_bytes_per_layer, check_layout, memory_per_gpu)
+                     activation_bytes_per_layer, check_expert_layout, check_layout,
+                     memory_per_gpu, moe_ffn_activation_bytes)
 from .precision import (FP8_SCALINGS, check_precision, fp8_cast_bytes_per_layer,
                         fp8_weight_cast_bytes, peak_tflops_by_part)
 
@@ -93,6 +94,19 @@ class Calibration:
     #: the ratios; which part of MXFP8's cost sits in the GEMM rather than in the casts is
     #: not (the casts are modelled from their bytes, precision.fp8_cast_bytes_per_layer).
     mxfp8_gemm_efficiency: float = 0.8923
+    #: MoE: time per MoE layer per micro-batch (forward and backward) that does not scale
+    #: with tokens [s]: the dropless dispatcher's device-to-host sync of per-expert token
+    #: counts, then the host launching the router, permute, grouped-GEMM and unpermute
+    #: kernels while the GPU waits. Fitted (scipy least_squares on log tokens/s, with the
+    #: recipes' all-to-all overlap share, benchmarks/validate.py ``fit_moe``) to the 108
+    #: expressible MoE rows of the Megatron-Bridge 25.11-26.08 summary (DeepSeek-V3,
+    #: gpt-oss-120b, Qwen3-30B-A3B, Qwen3-235B-A22B on H100, B200, B300, GB200, GB300):
+    #: 4.8 ms, log-std 0.17; the overlap share 0.72, log-std 0.12. Identified mostly by the
+    #: micro-batch 1 vs 4 rows (Qwen3-30B-A3B on B200: 9,691 vs 26,695 tokens/s). A
+    #: permute-traffic term fitted to its bound (not identified) and was dropped. In sample
+    #: mean 21.5%; held out by model x GPU mean 23.1%: the summary's own releases differ by
+    #: up to 45% on one layout (Qwen3-30B-A3B on GB300: 31,470 in 26.04, 45,275 in 26.06).
+    moe_layer_overhead_s: float = 0.0048
 
 
 DEFAULT_CALIBRATION = Calibration()
@@ -164,6 +178,18 @@ class Options:
     #: per-tensor FP8 scaling recipe: "current" (Megatron-Bridge's FP8-CS, the default of
     #: its recent recipes) or "delayed" (amax history); ignored for BF16 and MXFP8.
     fp8_scaling: str = "current"
+    #: MoE: tokens the busiest expert rank receives over the mean (it sets the pace of the
+    #: expert GEMMs and the all-to-all, and sizes the dispatch buffers) [-]. Default 1.25,
+    #: the capacity factor Switch Transformers train with (Fedus et al. 2021,
+    #: arXiv:2101.03961, §2.2, Table 1); dropless routers with auxiliary or bias balancing
+    #: land near it after the first steps. Benchmarks that force balanced routing
+    #: (Megatron-Bridge's performance recipes) run at 1.0.
+    moe_load_imbalance: float = 1.25
+    #: MoE: share of the expert all-to-all hidden behind computation [-]. Default 0 (Megatron
+    #: 1F1B with the alltoall dispatcher runs them in the critical path); DualPipe
+    #: (DeepSeek-V3 §3.2.1) or DeepEP / Megatron's a2a overlap hide most of it: an
+    #: assumption the user states.
+    moe_a2a_overlap: float = 0.0
 
 
 class StepPrediction(NamedTuple):
@@ -196,9 +222,11 @@ class StepPrediction(NamedTuple):
     last_stage_layers: np.ndarray = None
     #: pipeline rank of the slowest stage, which sets the pace: 0, 1 (a middle stage) or p - 1
     slowest_stage: np.ndarray = None
+    #: MoE expert-parallel all-to-all (dispatch and combine) not hidden [s]; 0 for dense
+    ep_comm_s: np.ndarray = None
 
-    BREAKDOWN = ("compute_s", "tp_comm_s", "cp_comm_s", "pp_p2p_s", "pp_bubble_s", "dp_comm_s",
-                 "optimizer_s")
+    BREAKDOWN = ("compute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_p2p_s", "pp_bubble_s",
+                 "dp_comm_s", "optimizer_s")
 
 
 def gemm_efficiency(m, n, k, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRATION,
@@ -473,6 +501,46 @@ def _layer_gemm_elements(tokens, h, d_q, d_kv, ffn, gated, tp):
             + (M * h + h * n_fc1 + M * n_fc1) + (M * k_fc2 + k_fc2 * h + M * h))
 
 
+def _moe_layer_gemm_elements(model, tokens, tp, ep, etp, imbalance):
+    # one layer's forward GEMM elements on one GPU, the mean over dense and MoE layers:
+    # attention projections (MLA: its five), then the dense FFN or the router, shared
+    # experts and this rank's E/e experts, each a GEMM of M = e x (tokens/t) k x imbalance
+    # / E rows (tokens are sequence-parallel shards inside the MoE block)
+    h = model.hidden
+    M = tokens
+    if model.attention == "mla":
+        a, dn, dr, dv = model.heads, model.head_dim, model.qk_rope_head_dim, model.v_head_dim
+        rq, rkv = model.q_lora_rank, model.kv_lora_rank
+        q = (np.where(rq > 0, (M * h + h * rq + M * rq)
+                      + (M * rq + rq * a * (dn + dr) / tp + M * a * (dn + dr) / tp),
+                      M * h + h * a * (dn + dr) / tp + M * a * (dn + dr) / tp))
+        kv = (M * h + h * (rkv + dr) + M * (rkv + dr)) + (
+            M * rkv + rkv * a * (dn + dv) / tp + M * a * (dn + dv) / tp)
+        attn = q + kv + (M * a * dv / tp + a * dv / tp * h + M * h)
+    else:
+        d_q = model.heads * model.head_dim
+        n_qkv = d_q / tp + 2.0 * model.kv_heads * model.head_dim / np.minimum(tp, model.kv_heads)
+        attn = (M * h + h * n_qkv + M * n_qkv) + (M * d_q / tp + d_q / tp * h + M * h)
+    kg1 = 2.0 if model.gated_ffn else 1.0
+
+    def ffn(rows, width):
+        return (rows * h + h * kg1 * width + rows * kg1 * width) + \
+            (rows * width + width * h + rows * h)
+
+    dense = ffn(M, model.ffn_hidden / tp)
+    if not model.is_moe:
+        return attn + dense
+    E, k = model.moe_experts, model.moe_top_k
+    Mt = M / tp
+    rows = ep * Mt * k * imbalance / E
+    routed = E / ep * ffn(rows, model.moe_ffn_hidden / etp)
+    router = Mt * h + h * E + Mt * E
+    shared = np.where(model.moe_shared_ffn_hidden > 0,
+                      ffn(M, max(model.moe_shared_ffn_hidden, 1) / tp), 0.0)
+    share = model.moe_layers / model.layers
+    return attn + (1.0 - share) * dense + share * (router + routed + shared)
+
+
 def _check(model, gpus, tp, pp, cp, micro_batch, global_batch, interleave, seq_len,
            first_stage_layers=None, last_stage_layers=None):
     gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, seq_len,
@@ -502,7 +570,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                  options: Options = Options(), calibration: Calibration | None = None,
                  seq_len=None, memory_kwargs=None, with_scaling=True,
                  flash_attention=None, tp_comm_overlap=None, first_stage_layers=None,
-                 last_stage_layers=None, precision=None) -> StepPrediction:
+                 last_stage_layers=None, precision=None, ep=1, etp=1) -> StepPrediction:
     r"""Predict the step time of one or many layouts, with its breakdown and MFU/HFU.
 
     Per micro-batch, on the slowest pipeline stage (stage r holds n_r layers: l/p on an
@@ -582,6 +650,16 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         Layers on the first and last pipeline stage; None: the layers are split evenly,
         or balanced automatically where p does not divide them
         (:func:`llmcost.training.memory.pipeline_stage_layers`).
+    ep, etp : int or array
+        Expert-parallel and expert tensor-parallel sizes (MoE models; 1 for dense). Each
+        MoE layer adds the expert GEMMs of the busiest rank (``options.moe_load_imbalance``
+        times the mean, each expert a GEMM of M = e x tokens x k / E rows, so small
+        per-expert batches are bound by their weight traffic), the router, the shared
+        experts, and four all-to-alls (dispatch and combine, forward and backward) of
+        tokens x k x h x 2 bytes over the EP group
+        (:func:`llmcost.training.comm.hierarchical_alltoall_time_s`: NVLink inside the
+        scale-up domain, the fabric beyond), less ``options.moe_a2a_overlap``. Expert
+        gradients reduce over the expert data-parallel group gpus / (p e t_e).
     precision : {"bf16", "fp8", "mxfp8"} or array of these names, optional
         GEMM precision per layout; None: ``options.precision``. FP8 needs FP8 tensor cores
         (not A100), MXFP8 the Blackwell generation
@@ -635,10 +713,17 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     node = gpu.scale_up_domain
     h, L, V = model.hidden, model.layers, model.vocab
 
+    moe_on = model.is_moe
+    imb = v.in_range("moe_load_imbalance", opt.moe_load_imbalance, 1.0, 16.0)
+    v.in_range("moe_a2a_overlap", opt.moe_a2a_overlap, 0, 1)
+    mkw = dict(memory_kwargs or {})
+    if moe_on:
+        mkw.setdefault("moe_capacity_factor", imb)
     mem = memory_per_gpu(model, gpus, tp, pp, cp, zero, b, B, rec, sp, flash,
                          interleave=vv, seq_len=s, first_stage_layers=first_stage_layers,
                          last_stage_layers=last_stage_layers, precision=prec,
-                         generation=gpu.generation, **(memory_kwargs or {}))
+                         generation=gpu.generation, ep=ep, etp=etp, **mkw)
+    ep, etp, edp = check_expert_layout(model, gpus, tp, pp, cp, ep, etp)
 
     # ---- compute per micro-batch per layer (one GPU)
     tokens = b * s / cp
@@ -646,7 +731,23 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                                    model.gated_ffn, model.head_dim)
     d_q = model.heads * model.head_dim
     attn = 12.0 * s * d_q
-    layer_model = 6.0 * p_mm + attn
+    if not model._simple:
+        # MLA scores with d_qk = d_n + d_r and values d_v; sliding windows score fewer keys;
+        # MoE layers meet k of E experts (the busiest rank does imbalance x the mean)
+        kv_sh, hd_sh = model.attention_shape
+        attn = 6.0 * s * model.heads * (model.qk_head_dim + model.v_head_dim)
+        if model.attention_window and model.window_layers:
+            attn = attn * (1.0 - model.window_layers / L
+                           * (1.0 - min(model.attention_window, s) / s))
+        d_q = attn / (12.0 * s)     # the equivalent width for FlashAttention's count
+        p_model = model.active_matmul_params_per_layer
+        share = model.moe_layers / L
+        kg = 3.0 if model.gated_ffn else 2.0
+        routed = kg * h * (model.moe_ffn_hidden or 0) * model.moe_top_k
+        p_mm = p_model + share * (imb - 1.0) * routed
+    else:
+        p_model = p_mm
+    layer_model = 6.0 * p_model + attn
     layer_hw = np.where(rec == "full", layer_model * 4.0 / 3.0,
                         layer_model + np.where(rec == "selective", attn, 0.0))
     rec_f = np.where(rec == "full", 4.0 / 3.0, 1.0)
@@ -654,9 +755,12 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     # linear layers: a roofline in series per GEMM (gemm_efficiency), summed over QKV,
     # projection, FC1, FC2 and their three passes: t = F/(e_max P) + k V/B, V the bytes
     gemm_flops = 6.0 * p_mm * rec_f * tokens / tp
-    gemm_elems = rec_f * _layer_gemm_elements(tokens, h, d_q, model.kv_heads * model.head_dim
-                                              / np.minimum(tp, model.kv_heads),
-                                              model.ffn_hidden, model.gated_ffn, tp)
+    if model._simple:
+        gemm_elems = rec_f * _layer_gemm_elements(
+            tokens, h, d_q, model.kv_heads * model.head_dim / np.minimum(tp, model.kv_heads),
+            model.ffn_hidden, model.gated_ffn, tp)
+    else:
+        gemm_elems = rec_f * _moe_layer_gemm_elements(model, tokens, tp, ep, etp, imb)
     t_lin = (gemm_flops / (peak * cal.matmul_efficiency)
              + cal.gemm_traffic * 6.0 * gemm_elems / hbm) / penalty
     if flash.any():
@@ -671,10 +775,20 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         peak * cal.matmul_efficiency * penalty)
     t_attn = np.where(flash, t_flash, t_unfused)
     t_mm = t_lin + t_attn
-    act = activation_bytes_per_layer(s, b, h, model.heads, tp, cp, model.kv_heads,
-                                     model.ffn_hidden, model.gated_ffn, model.head_dim,
+    kv_a, hd_a = model.attention_shape
+    act = activation_bytes_per_layer(s, b, h, model.heads, tp, cp, kv_a,
+                                     model.ffn_hidden, model.gated_ffn, hd_a,
                                      model.dropout, sp, "none", flash)
+    if moe_on:
+        dense_inner = tokens * (6.0 if model.gated_ffn else 4.0) * model.ffn_hidden / tp
+        moe_block = moe_ffn_activation_bytes(
+            s, b, h, model.moe_experts, model.moe_top_k, model.moe_ffn_hidden,
+            model.moe_shared_ffn_hidden, tp, cp, etp, model.gated_ffn, imb)
+        act = act + share * (moe_block - dense_inner)
     t_elem = cal.elementwise_traffic * act * rec_f / hbm
+    if moe_on:
+        # the dispatcher's fixed cost per MoE layer and micro-batch
+        t_elem = t_elem + share * cal.moe_layer_overhead_s * rec_f
     if fp8:
         # the linear GEMMs move from the BF16 to the FP8 peak with 1-byte operands
         # (attention stays); BF16 layouts keep their exact figures
@@ -719,8 +833,25 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     t_cp_total = 3.0 * (cp - 1) * t_cp_link
     t_cp = np.maximum(0.0, t_cp_total - t_attn)
 
+    # ---- MoE: token dispatch and combine over the expert-parallel group, forward and
+    # backward (and the recomputed forward), on the busiest rank
+    if moe_on:
+        a2a_bytes = tokens / tp * model.moe_top_k * h * 2.0 * imb
+        ep_in_domain = np.maximum(node // etp, 1)
+        ep_nodes = np.maximum(-(-ep // ep_in_domain), 1)
+        t_a2a_one = comm.hierarchical_alltoall_time_s(
+            a2a_bytes, ep, ep_in_domain, scale_up.bandwidth_gbps_per_gpu,
+            scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
+            cal.nvlink_efficiency, scale_out.efficiency,
+            comm.congestion_factor(ep_nodes, scale_out.congestion_per_doubling,
+                                   scale_out.oversubscription))
+        n_a2a = 4.0 + 2.0 * (rec == "full")
+        t_ep = share * n_a2a * t_a2a_one * (1.0 - opt.moe_a2a_overlap)
+    else:
+        t_ep = 0.0
+
     # ---- per micro-batch on the slowest stage: every stage waits for it
-    per_layer = t_mm + t_elem + t_tp + t_cp
+    per_layer = t_mm + t_elem + t_tp + t_cp + t_ep
     # last, first, middle: ties go to the last (an even pipeline's slowest, as before)
     t_last = n_last * per_layer + t_logits
     t_first = n_first * per_layer + np.where(pp == 1, t_logits, 0.0)
@@ -749,7 +880,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     t_pipe = m * t_mb + bubble
 
     # ---- data-parallel gradient reduction (DP x CP group), hierarchical rings
-    stage_params = (n_heavy * model.layer_params + np.where(
+    expert_layer = model.expert_layer_params
+    stage_params = (n_heavy * (model.layer_params - expert_layer) + np.where(
         pp == 1, model.params - L * model.layer_params,
         np.where(mid_heavier, 0, model.vocab * h))) / tp
     group = dp * cp
@@ -762,6 +894,17 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         grad_bytes, group, per_node, scale_up.bandwidth_gbps_per_gpu,
         scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
         cal.nvlink_efficiency, scale_out.efficiency, congestion)
+    if moe_on:
+        # routed experts: their own gradients over the expert data-parallel group, on the
+        # same links after the dense ones
+        e_node = np.minimum(edp, np.maximum(node // np.minimum(ep * etp, node), 1))
+        e_nodes = np.maximum(edp // e_node, 1)
+        t_ar_dp = t_ar_dp + comm.hierarchical_allreduce_time_s(
+            n_heavy * expert_layer / (ep * etp) * opt.grad_bytes, edp, e_node,
+            scale_up.bandwidth_gbps_per_gpu, scale_out.bandwidth_gbps_per_gpu,
+            scale_up.latency_us, scale_out.latency_us, cal.nvlink_efficiency,
+            scale_out.efficiency, comm.congestion_factor(
+                e_nodes, scale_out.congestion_per_doubling, scale_out.oversubscription))
     backward = stage_compute * 2.0 / 3.0   # one micro-batch's backward on this stage
     forward = stage_compute / 3.0
     phi = opt.dp_overlap
@@ -799,7 +942,10 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         # weights quantized once per step (first micro-batch), on the pacing stage; ZeRO-3
         # gathers them again, so casts them again, for every micro-batch
         w_bytes = OPTIMIZER_BYTES_PER_PARAM[(memory_kwargs or {}).get("optimizer", "adam")][0]
-        t_wcast = fp8_weight_cast_bytes(n_slow * p_mm / tp, prec, gpu.generation,
+        w_local = n_slow * p_mm / tp if not moe_on else n_slow * (
+            (model.layer_params - model.expert_layer_params) / tp
+            + model.expert_layer_params / (ep * etp))
+        t_wcast = fp8_weight_cast_bytes(w_local, prec, gpu.generation,
                                         opt.fp8_scaling, w_bytes) / hbm
         t_opt = t_opt + np.where(zero >= 3, m, 1) * t_wcast
 
@@ -815,7 +961,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
           or scale_out.congestion_per_doubling > 0 or scale_out.oversubscription > 1):
         ideal = _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
                             zero, opt, cal, s, memory_kwargs, flash, tpo,
-                            first_stage_layers, last_stage_layers, prec)
+                            first_stage_layers, last_stage_layers, prec, ep, etp)
     else:
         ideal = step
     tokens_step = B * s
@@ -837,15 +983,16 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         scaling_efficiency=None if ideal is None else r(np.minimum(ideal / step, 1.0)),
         dp=r(dp), num_microbatches=r(m), memory=mem, first_stage_layers=r(n_first),
         middle_stage_layers=r(n_mid), last_stage_layers=r(n_last),
-        slowest_stage=r(np.choose(slow, np.broadcast_arrays(pp - 1, 0, 1))))
+        slowest_stage=r(np.choose(slow, np.broadcast_arrays(pp - 1, 0, 1))),
+        ep_comm_s=r(m * n_slow * t_ep + 0.0 * step))
 
 
 def _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp, zero, opt,
                 cal, s, memory_kwargs, flash, tpo, first_stage_layers, last_stage_layers,
-                precision):
+                precision, ep=1, etp=1):
     return predict_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
                         zero, opt, cal, s, memory_kwargs, with_scaling=False,
                         flash_attention=flash, tp_comm_overlap=tpo,
                         first_stage_layers=first_stage_layers,
                         last_stage_layers=last_stage_layers,
-                        precision=precision).step_time_s
+                        precision=precision, ep=ep, etp=etp).step_time_s
