@@ -164,7 +164,8 @@ def cmd_memory(a) -> dict:
             m, a.gpus, a.tp, a.pp, a.cp, a.zero, a.micro_batch, a.global_batch, a.recompute,
             a.sequence_parallel, not a.no_flash_attention, a.optimizer, a.interleave,
             finetune=a.finetune, lora_rank=a.lora_rank,
-            first_stage_layers=a.first_stage_layers, last_stage_layers=a.last_stage_layers)
+            first_stage_layers=a.first_stage_layers, last_stage_layers=a.last_stage_layers,
+            ep=a.ep, etp=a.etp)
         out = {k: float(x) for k, x in br.to_gb().items()}
         rank, depth = int(br.peak_stage), int(a.pp)
         out["peak_stage"] = "first" if rank == 0 else "last" if rank == depth - 1 else "middle"
@@ -174,6 +175,10 @@ def cmd_memory(a) -> dict:
                                                  a.last_stage_layers, a.interleave)
         out["stage_layers"] = planner.stage_layers_summary(depth, f, mid, last)
         out["model"] = m.id
+        out["params"] = m.params
+        out["active_params"] = m.active_params
+        if m.is_moe:
+            out["expert_params"] = m.expert_params
         params_b = m.params / 1e9
     out["seed_heuristic_gb"] = float(mem.seed_heuristic_memory_gb(params_b, a.gpus, a.tp, a.pp))
     if gpu is not None:
@@ -201,9 +206,14 @@ DEFAULT_FABRIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-xdr",
 
 
 def _options(a) -> step_mod.Options:
-    return step_mod.Options(flash_attention=not a.no_flash_attention,
-                            dp_overlap=float(v.in_range("dp_overlap", a.dp_overlap, 0, 1)),
-                            tp_comm_overlap=a.tp_comm_overlap)
+    return step_mod.Options(
+        flash_attention=not a.no_flash_attention,
+        dp_overlap=float(v.in_range("dp_overlap", a.dp_overlap, 0, 1)),
+        tp_comm_overlap=a.tp_comm_overlap,
+        moe_load_imbalance=float(v.in_range("moe_load_imbalance", getattr(
+            a, "moe_load_imbalance", step_mod.Options.moe_load_imbalance), 1, 16)),
+        moe_a2a_overlap=float(v.in_range("moe_a2a_overlap", getattr(
+            a, "moe_a2a_overlap", step_mod.Options.moe_a2a_overlap), 0, 1)))
 
 
 def _fit_reason(total_gb, cap_gb, parts) -> str:
@@ -218,13 +228,16 @@ def cmd_predict(a) -> dict:
     p = step_mod.predict_step(m, gpu, up, out, a.gpus, a.tp, a.pp, a.global_batch, a.cp,
                               a.micro_batch, a.interleave, a.recompute, a.sequence_parallel,
                               a.zero, _options(a), first_stage_layers=a.first_stage_layers,
-                              last_stage_layers=a.last_stage_layers, precision=a.precision)
+                              last_stage_layers=a.last_stage_layers, precision=a.precision,
+                              ep=a.ep, etp=a.etp)
     split = [int(x) for x in (p.first_stage_layers, p.middle_stage_layers, p.last_stage_layers)]
     parts = {k: float(x) for k, x in p.memory.to_gb().items() if k != "total_gb"}
     cap = gpu.memory_bytes / mem.GB
     res = {
-        "model": m.id, "gpu": gpu.id, "fabric": out.id, "precision": a.precision,
-        "layout": {"gpus": a.gpus, "tp": a.tp, "pp": a.pp, "cp": a.cp, "dp": int(p.dp),
+        "model": m.id, "params": m.params, "active_params": m.active_params,
+        "gpu": gpu.id, "fabric": out.id, "precision": a.precision,
+        "layout": {"gpus": a.gpus, "tp": a.tp, "pp": a.pp, "cp": a.cp, "ep": a.ep,
+                   "etp": a.etp, "dp": int(p.dp),
                    "micro_batch": a.micro_batch, "num_microbatches": int(p.num_microbatches),
                    "interleave": a.interleave, "zero_stage": a.zero, "recompute": a.recompute,
                    "sequence_parallel": a.sequence_parallel,
@@ -266,7 +279,8 @@ def cmd_plan(a) -> dict:
     m = _model_from_args(a)
     gpu, up, out = _hardware(a)
     space = planner.Space(max_tp=a.max_tp, first_stage_layers=a.first_stage_layers,
-                          last_stage_layers=a.last_stage_layers)
+                          last_stage_layers=a.last_stage_layers,
+                          ep=tuple(a.ep) if a.ep else (), etp=tuple(a.etp) if a.etp else (1,))
     t0 = time.perf_counter()
     P = planner.plan(m, gpu, up, out, a.gpus, a.global_batch, space, _options(a),
                      usd_per_gpu_hour=a.usd_per_gpu_hour, heuristic=a.heuristic,
@@ -745,6 +759,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--finetune", choices=mem.FINETUNE_MODES, default="full")
     sp.add_argument("--lora-rank", type=int, default=16)
     sp.add_argument("--gpu", help="catalog id: report capacity and whether it fits")
+    sp.add_argument("--ep", type=int, default=1, help="expert-parallel size (MoE models)")
+    sp.add_argument("--etp", type=int, default=1, help="expert tensor-parallel size (MoE)")
 
     def layout_common(sp):
         _add_model_args(sp)
@@ -758,6 +774,14 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--tp-comm-overlap", action="store_true",
                         help="TP communication overlapped with GEMMs (TransformerEngine)")
         _add_precision_arg(sp)
+        sp.add_argument("--moe-load-imbalance", type=float,
+                        default=step_mod.Options.moe_load_imbalance,
+                        help="MoE: tokens on the busiest expert rank over the mean (>= 1; "
+                             "default 1.25, Switch Transformer's capacity factor)")
+        sp.add_argument("--moe-a2a-overlap", type=float,
+                        default=step_mod.Options.moe_a2a_overlap,
+                        help="MoE: share of the expert all-to-all hidden behind compute "
+                             "(0-1; DualPipe / DeepEP-style overlap is an assumption you make)")
 
     sp = add("predict", cmd_predict, "Step time, MFU/HFU and memory of one layout, each term explained.")
     layout_common(sp)
@@ -770,6 +794,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--recompute", choices=fl.RECOMPUTE_MODES, default="none")
     sp.add_argument("--sequence-parallel", action="store_true")
     sp.add_argument("--zero", type=int, default=0)
+    sp.add_argument("--ep", type=int, default=1, help="expert-parallel size (MoE models)")
+    sp.add_argument("--etp", type=int, default=1, help="expert tensor-parallel size (MoE)")
 
     sp = add("plan", cmd_plan, "Every layout evaluated and ranked; the best first.")
     layout_common(sp)
@@ -780,6 +806,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="'seed': TP in a node, PP in a rack of 4 nodes, DP across racks")
     sp.add_argument("--usd-per-gpu-hour", type=float, help="price, for $ per million tokens")
     sp.add_argument("--rank-by", choices=("time", "cost"), default="time")
+    sp.add_argument("--ep", type=int, nargs="+",
+                    help="expert-parallel sizes to search (MoE; default: every power of two "
+                         "dividing the experts)")
+    sp.add_argument("--etp", type=int, nargs="+", help="expert tensor-parallel sizes (MoE)")
 
     sp = add("breakeven", cmd_breakeven, "Months after which buying a node beats renting it.")
     sp.add_argument("--cloud-usd-per-node-hour", type=float, required=True)

@@ -51,6 +51,12 @@ class Scenario:
     #: GEMMs in FP8 (Transformer Engine, per-tensor current scaling) or MXFP8 (Blackwell),
     #: the rest in BF16; MFU is stated against the BF16 dense peak whatever the precision
     precision: str = _options("bf16", ("bf16", "fp8", "mxfp8"), label="Precision")
+    #: MoE models: tokens on the busiest expert rank over the mean (Switch Transformer's
+    #: capacity factor 1.25 by default; 1.0 is perfectly balanced routing) and the share of
+    #: the expert all-to-all hidden behind compute (0: none; DualPipe / DeepEP-style overlap
+    #: is an assumption the reviewer makes). Dense models ignore both.
+    moe_load_imbalance: float = _f(1.25, 1.0, 16.0, label="MoE load imbalance", step=0.05)
+    moe_a2a_overlap: float = _f(0.0, 0, 1, label="MoE all-to-all hidden", step=0.05)
     sizing: str = _options("gpus", ("gpus", "days"), label="Size by")
     gpus: int = _f(1024, 1, 131072, label="GPUs", kind="int", step=8)
     target_days: float = _f(30.0, 0.1, 3650, label="Target days", unit="days")

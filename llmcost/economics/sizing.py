@@ -460,13 +460,14 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
     # layouts reach across the scale-up domain (as in planner.plan); sizes stay whole nodes
     ax = planner.layout_axes(model, gpu.scale_up_domain, space, s)
     k = len(gpus)
-    si, t, p, c, b, vv = (a.ravel() for a in np.meshgrid(
+    si, t, p, c, b, vv, e, te = (a.ravel() for a in np.meshgrid(
         np.arange(k), ax["tp"], ax["pp"], ax["cp"], ax["micro_batch"], ax["interleave"],
-        indexing="ij"))
+        ax["ep"], ax["etp"], indexing="ij"))
     g = gpus[si]
-    ok = g % (t * p * c) == 0
+    # MoE experts fold over the DP x TP x CP ranks of a stage (dense: e = t_e = 1)
+    ok = (g % (t * p * c) == 0) & ((g // p) % (e * te) == 0)
     ok &= planner.interleave_valid(model, p, vv, space)
-    si, t, p, c, b, vv, g = (a[ok] for a in (si, t, p, c, b, vv, g))
+    si, t, p, c, b, vv, g, e, te = (a[ok] for a in (si, t, p, c, b, vv, g, e, te))
     dp = g // (t * p * c)
     unit = b * dp * np.where(vv > 1, p, 1)
     Bc = np.maximum(np.round(B / unit), 1).astype(np.int64) * unit
@@ -478,7 +479,7 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
         return None, empty
     # join each (size, batch) pair with the structural layouts of that size
     order = np.argsort(si, kind="stable")
-    si, t, p, c, b, vv, g, dp = (a[order] for a in (si, t, p, c, b, vv, g, dp))
+    si, t, p, c, b, vv, g, dp, e, te = (a[order] for a in (si, t, p, c, b, vv, g, dp, e, te))
     start = np.searchsorted(si, np.arange(k))
     count = np.searchsorted(si, np.arange(k), side="right") - start
     pc = count[pairs[:, 0]]
@@ -494,7 +495,8 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
     jj = j[J]
     L = dict(si=si[jj], gpus=g[jj], tp=t[jj], pp=p[jj], cp=c[jj], micro_batch=b[jj],
              interleave=vv[jj], global_batch=BB[J], zero_stage=Z, recompute=rec[R],
-             sequence_parallel=SP, flash_attention=FA, tp_comm_overlap=TO)
+             sequence_parallel=SP, flash_attention=FA, tp_comm_overlap=TO, ep=e[jj],
+             etp=te[jj])
     ok, dp, m = planner.layout_valid(model, L["gpus"], L["tp"], L["pp"], L["cp"],
                                      L["micro_batch"], L["global_batch"], L["interleave"],
                                      L["sequence_parallel"], L["tp_comm_overlap"],
@@ -511,7 +513,9 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
                          interleave=L["interleave"], seq_len=s,
                          first_stage_layers=space.first_stage_layers,
                          last_stage_layers=space.last_stage_layers, precision=precision,
-                         generation=gpu.generation)
+                         generation=gpu.generation, ep=L["ep"], etp=L["etp"],
+                         **({"moe_capacity_factor": options.moe_load_imbalance}
+                            if model.is_moe else {}))
     fit = np.asarray(mem.total_bytes) <= gpu.memory_bytes
     evaluated = len(fit)
     L = {key: a[fit] for key, a in L.items()}
@@ -524,7 +528,8 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
                         seq_len=s, with_scaling=False, flash_attention=L["flash_attention"],
                         tp_comm_overlap=L["tp_comm_overlap"],
                         first_stage_layers=space.first_stage_layers,
-                        last_stage_layers=space.last_stage_layers, precision=precision)
+                        last_stage_layers=space.last_stage_layers, precision=precision,
+                        ep=L["ep"], etp=L["etp"])
     L["tokens_per_s"] = np.asarray(pred.tokens_per_s)
     L["step_time_s"] = np.asarray(pred.step_time_s)
     L["mfu"] = np.asarray(pred.mfu)

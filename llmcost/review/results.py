@@ -65,6 +65,9 @@ class Layout:
     #: and the LM head and the layers do not divide by PP)
     first_stage_layers: int | None = None
     last_stage_layers: int | None = None
+    #: expert-parallel and expert tensor-parallel sizes (MoE models; 1 for dense)
+    ep: int = 1
+    etp: int = 1
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -46,7 +46,10 @@ def layout_memory(results: Results, top: int = 5) -> pd.DataFrame:
                          # the review's space balances uneven stages automatically (None),
                          # as the planner did for every row shown
                          precision=results.scenario.precision,
-                         generation=results.inputs.gpu.generation)
+                         generation=results.inputs.gpu.generation,
+                         ep=L["ep"].to_numpy(), etp=L["etp"].to_numpy(),
+                         **({"moe_capacity_factor": options_for(results.scenario).moe_load_imbalance}
+                            if m.is_moe else {}))
     df = pd.DataFrame({k: np.atleast_1d(x) for k, x in mem.to_gb().items()})
     df.insert(0, "layout", [planner.describe_layout(r) for _, r in L.iterrows()])
     return df

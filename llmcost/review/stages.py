@@ -39,7 +39,8 @@ OPTIONS = Options(flash_attention=True)
 def options_for(s: Scenario) -> Options:
     """The step model's options for a scenario: one precision for sizing, plan and predict
     (they must pick and predict the same layout)."""
-    return replace(OPTIONS, precision=s.precision)
+    return replace(OPTIONS, precision=s.precision, moe_load_imbalance=s.moe_load_imbalance,
+                   moe_a2a_overlap=s.moe_a2a_overlap)
 HOURS_PER_YEAR = 8760.0
 
 
@@ -263,7 +264,8 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
                     flash_attention=bool(r["flash_attention"]), global_batch=int(B),
                     description=planner.describe_layout(r),
                     first_stage_layers=int(r["first_stage_layers"]),
-                    last_stage_layers=int(r["last_stage_layers"]))
+                    last_stage_layers=int(r["last_stage_layers"]),
+                    ep=int(r["ep"]), etp=int(r["etp"]))
     return PlanResult(int(gpus), int(B), shown.reset_index(drop=True), layout, fits,
                       int(P.evaluated), int(P.feasible), tuple(notes))
 
@@ -296,7 +298,8 @@ def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
                      L.global_batch, L.cp, L.micro_batch, L.interleave, L.recompute,
                      L.sequence_parallel, L.zero_stage, options_for(inp.scenario),
                      flash_attention=L.flash_attention, precision=inp.scenario.precision,
-                     first_stage_layers=L.first_stage_layers, last_stage_layers=L.last_stage_layers)
+                     first_stage_layers=L.first_stage_layers, last_stage_layers=L.last_stage_layers,
+                     ep=L.ep, etp=L.etp)
     mem = {k: float(x) for k, x in p.memory.to_gb().items()}
     step = float(p.step_time_s)
     return PredictResult(p, step, float(p.tokens_per_s), float(p.mfu), float(p.hfu),
@@ -428,7 +431,7 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
         # the envelope is about the share of the peak the GEMMs run at (FP8: the FP8 peak),
         # MFU itself is stated against the BF16 peak
         band = throughput_band(g.generation, s.precision, pr.mfu * g_peak_ratio(g, s.precision),
-                               inp.catalog.step_model_errors())
+                               inp.catalog.step_model_errors(), moe=inp.model.is_moe)
         days_range = band.days_range(days)
         if costs:
             lo = tco.run_costs_usd(days_range[0] * 24, billed, cp, op, s.discount_rate, s.resale)

@@ -55,6 +55,39 @@ class Space:
     #: num_layers_in_first/last_pipeline_stage); None: even or balanced automatically
     first_stage_layers: int | None = None
     last_stage_layers: int | None = None
+    #: expert-parallel sizes for an MoE model; empty: every power of two dividing the
+    #: routed experts (1 for a dense model)
+    ep: tuple = ()
+    #: expert tensor-parallel sizes (MoE)
+    etp: tuple = (1,)
+
+
+def expert_parallel_sizes(model: ModelSpec, space: Space = Space()) -> tuple[list, list]:
+    """EP and ETP values the planner searches: the space's, or for an MoE model every
+    power of two dividing the routed experts (ETP dividing the expert width); (1,) and (1,)
+    for a dense model.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    space : Space
+
+    Returns
+    -------
+    eps, etps : list of int
+        [-].
+
+    References
+    ----------
+    .. [1] Megatron-Core documentation, "Mixture of Experts" (EP divides the experts;
+       ETP the expert FFN).
+    """
+    if not model.is_moe:
+        return [1], [1]
+    E = model.moe_experts
+    eps = [e for e in (space.ep or [2**i for i in range(0, 12)]) if E % int(e) == 0]
+    etps = [t for t in space.etp if model.moe_ffn_hidden % int(t) == 0]
+    return eps, etps or [1]
 
 
 def _divisors(n: int) -> list[int]:
@@ -198,19 +231,21 @@ def enumerate_layouts(model: ModelSpec, gpus, global_batch: int, gpus_per_node: 
     rec = ax["recompute"]
     # (gpus, t, p, c) that split the GPUs first, then the other axes: the same layouts in
     # the same order as one full grid, without building the combinations that cannot be
-    g, t, p, c = (a.ravel() for a in np.meshgrid(G, ax["tp"], ax["pp"], ax["cp"], indexing="ij"))
-    keep = np.flatnonzero(g % (t * p * c) == 0)
+    g, t, p, c, e, te = (a.ravel() for a in np.meshgrid(
+        G, ax["tp"], ax["pp"], ax["cp"], ax["ep"], ax["etp"], indexing="ij"))
+    # experts fold over the DP x TP x CP ranks of a stage: e t_e divides gpus / p
+    keep = np.flatnonzero((g % (t * p * c) == 0) & ((g // p) % (e * te) == 0))
     axes = [keep, ax["micro_batch"], ax["zero_stage"],
             np.arange(len(rec)), ax["sequence_parallel"], ax["interleave"],
             ax["flash_attention"], ax["tp_comm_overlap"]]
     grids = np.meshgrid(*axes, indexing="ij")
     k, b, z, ri, sp, vv, fa, to = (a.ravel() for a in grids)
-    g, t, p, c = g[k], t[k], p[k], c[k]
+    g, t, p, c, e, te = g[k], t[k], p[k], c[k], e[k], te[k]
     ok, dp, m = layout_valid(model, g, t, p, c, b, B, vv, sp, to, node, heuristic,
                              space.first_stage_layers, space.last_stage_layers)
     out = dict(gpus=g, tp=t, pp=p, cp=c, dp=dp, micro_batch=b, num_microbatches=m,
                zero_stage=z, recompute=rec[ri], sequence_parallel=sp, interleave=vv,
-               flash_attention=fa, tp_comm_overlap=to)
+               flash_attention=fa, tp_comm_overlap=to, ep=e, etp=te)
     out = {k: x[ok] for k, x in out.items()}
     # per depth once, then gathered: the same split for every layout of that depth
     depth = np.sort(ax["pp"])
@@ -257,7 +292,9 @@ def layout_axes(model: ModelSpec, gpus_per_node: int, space: Space = Space(),
     cps = [c for c in space.cp if s % c == 0]
     rec = np.array(space.recompute)
     v.choices("recompute", rec, RECOMPUTE_MODES)
-    return dict(tp=np.array(tps, dtype=int), pp=np.array(pps, dtype=int),
+    eps, etps = expert_parallel_sizes(model, space)
+    return dict(ep=np.array(eps, dtype=int), etp=np.array(etps, dtype=int),
+                tp=np.array(tps, dtype=int), pp=np.array(pps, dtype=int),
                 cp=np.array(cps, dtype=int), micro_batch=np.array(space.micro_batch, dtype=int),
                 zero_stage=np.array(space.zero_stage, dtype=int), recompute=rec,
                 sequence_parallel=np.array(space.sequence_parallel, dtype=bool),
@@ -326,7 +363,8 @@ def grid_size(model: ModelSpec, gpus, gpus_per_node: int, space: Space = Space()
     return int(len(np.atleast_1d(gpus)) * n_tp * n_pp * len(space.cp) * len(space.micro_batch)
                * len(space.zero_stage) * len(space.recompute) * len(space.sequence_parallel)
                * len(_interleaves(model, space)) * len(space.flash_attention)
-               * len(space.tp_comm_overlap))
+               * len(space.tp_comm_overlap)
+               * int(np.prod([len(x) for x in expert_parallel_sizes(model, space)])))
 
 
 @dataclass
@@ -354,7 +392,7 @@ def distinct(df: pd.DataFrame) -> pd.DataFrame:
 LAYOUT_COLUMNS = ("gpus", "tp", "pp", "cp", "dp", "micro_batch", "num_microbatches",
                   "interleave", "zero_stage", "recompute", "sequence_parallel",
                   "flash_attention", "tp_comm_overlap", "first_stage_layers",
-                  "last_stage_layers")
+                  "last_stage_layers", "ep", "etp")
 
 
 def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, gpus,
@@ -430,7 +468,8 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
                         flash_attention=L["flash_attention"],
                         tp_comm_overlap=L["tp_comm_overlap"],
                         first_stage_layers=space.first_stage_layers,
-                        last_stage_layers=space.last_stage_layers, precision=prec)
+                        last_stage_layers=space.last_stage_layers, precision=prec,
+                        ep=L["ep"], etp=L["etp"])
     df = layouts_frame(L, pred, gpu, usd_per_gpu_hour)
     df.insert(df.columns.get_loc("tp_comm_overlap") + 1, "precision", prec)
     key = "step_time_s" if rank_by == "time" else "usd_per_million_tokens"
@@ -525,6 +564,10 @@ def describe_layout(row) -> str:
             parts[-1] += f" ({split})"
     if int(row["cp"]) > 1:
         parts.append(f"CP{int(row['cp'])}")
+    if "ep" in row and int(row["ep"]) > 1:
+        parts.append(f"EP{int(row['ep'])}")
+    if "etp" in row and int(row["etp"]) > 1:
+        parts.append(f"ETP{int(row['etp'])}")
     parts.append(f"DP{int(row['dp'])}")
     parts.append(f"mb{int(row['micro_batch'])}")
     parts.append(f"ZeRO-{int(row['zero_stage'])}")

@@ -899,6 +899,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         # same links after the dense ones
         e_node = np.minimum(edp, np.maximum(node // np.minimum(ep * etp, node), 1))
         e_nodes = np.maximum(edp // e_node, 1)
+        # (expert_layer, e_node, e_nodes are used again by ZeRO-3 below)
         t_ar_dp = t_ar_dp + comm.hierarchical_allreduce_time_s(
             n_heavy * expert_layer / (ep * etp) * opt.grad_bytes, edp, e_node,
             scale_up.bandwidth_gbps_per_gpu, scale_out.bandwidth_gbps_per_gpu,
@@ -929,6 +930,16 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                  cal.nvlink_efficiency, scale_out.efficiency, congestion)
     t_gather = comm.hierarchical_allgather_time_s(2.0 * unit_params, *comm_args)
     t_scatter = comm.hierarchical_allgather_time_s(opt.grad_bytes * unit_params, *comm_args)
+    if moe_on:
+        # a layer's routed experts are gathered and reduce-scattered over the expert-DP group
+        e_args = (edp, e_node, scale_up.bandwidth_gbps_per_gpu,
+                  scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
+                  cal.nvlink_efficiency, scale_out.efficiency, comm.congestion_factor(
+                      e_nodes, scale_out.congestion_per_doubling, scale_out.oversubscription))
+        e_unit = expert_layer / (ep * etp)
+        t_gather = t_gather + comm.hierarchical_allgather_time_s(2.0 * e_unit, *e_args)
+        t_scatter = t_scatter + comm.hierarchical_allgather_time_s(opt.grad_bytes * e_unit,
+                                                                   *e_args)
     layer_compute = t_mm + t_elem
     fwd_compute = layer_compute / (3.0 * rec_f)
     t_z3 = zero3_exposed_comm_s(t_gather, t_scatter, fwd_compute,
