@@ -85,6 +85,18 @@ def bench_planner():
     # Calculon's published speed is ~133 layouts/s in Python: the same space would take
     ROWS.append(("  same space at Calculon's ~133 layouts/s (estimate)", P.evaluated,
                  P.evaluated / 133, f"{(P.evaluated / t) / 133:,.0f}x slower than llmcost"))
+    # an MoE model: expert parallelism is one more searched dimension
+    moe = cat.model("qwen3-235b-a22b")
+    b200 = cat.gpu("b200")
+
+    def run_moe():
+        result["moe"] = planner.plan(moe, b200, cat.fabric(b200.scale_up), cat.fabric("ib-ndr"),
+                                     256, 1024, precision="mxfp8")
+
+    t = timed(run_moe)
+    P = result["moe"]
+    ROWS.append(("planner, Qwen3-235B-A22B on 256 B200, EP searched", P.evaluated, t,
+                 f"{P.evaluated / t:,.0f} layouts/s; {P.feasible:,} fit"))
 
 
 def bench_spot_monte_carlo():

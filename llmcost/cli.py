@@ -591,6 +591,18 @@ def _review_text(r: dict) -> str:
     return "\n".join(lines)
 
 
+#: columns `llmcost list <table>` prints as text (JSON keeps all of them)
+LIST_TEXT_COLUMNS = {
+    "models": ("id", "name", "layers", "hidden", "heads", "kv_heads", "vocab", "seq_len",
+               "published_params_b", "moe_experts", "moe_top_k", "published_active_params_b",
+               "as_of"),
+    "gpus": ("id", "name", "generation", "bf16_dense_tflops", "fp8_dense_tflops", "memory_gib",
+             "hbm_bandwidth_tbps", "scale_up", "scale_up_domain_gpus", "gpus_per_node", "as_of"),
+    "fabrics": ("id", "name", "kind", "bandwidth_gbps_per_gpu", "latency_us", "efficiency",
+                "congestion_per_doubling", "as_of"),
+}
+
+
 def cmd_list(a) -> dict:
     df = catalog.default().table(a.table)
     cols = [c for c in df.columns if c not in ("notes",)]
@@ -934,7 +946,12 @@ def main(argv=None) -> int:
         print(_review_text(result))
     elif a.command == "list":
         import pandas as pd
-        print(pd.DataFrame(result["rows"]).to_string(index=False))
+        df = pd.DataFrame(result["rows"])
+        # the text view: the columns that identify a row (--json has every column)
+        keep = LIST_TEXT_COLUMNS.get(result["table"])
+        if keep:
+            df = df[[c for c in keep if c in df]]
+        print(df.to_string(index=False))
     else:
         text = _table({k: x for k, x in result.items() if k != "breakdown_s"}) \
             if a.command == "predict" else _table(result)

@@ -77,10 +77,19 @@ def memory_stack(results: Results) -> go.Figure:
     df = layout_memory(results)
     fig = _fig("Memory per GPU of the top layouts (GB)", barmode="stack", yaxis_title="GB",
                height=400)
-    for comp in ("weights_gb", "grads_gb", "optimizer_gb", "activations_gb", "overhead_gb"):
-        if comp in df:
+    if not df.empty:
+        # weights split into the dense part and the routed experts (MoE), so the stack is
+        # every component of the total once
+        df = df.assign(dense_weights_gb=df["weights_gb"] - df.get("expert_weights_gb", 0.0))
+    for comp, label in (("dense_weights_gb", "weights"), ("expert_weights_gb", "expert weights"),
+                        ("fp8_weights_gb", "FP8 weight copies"),
+                        ("zero3_working_gb", "ZeRO-3 working set"), ("grads_gb", "grads"),
+                        ("optimizer_gb", "optimizer"), ("activations_gb", "activations"),
+                        ("overhead_gb", "overhead")):
+        if comp in df and (comp in ("dense_weights_gb", "grads_gb", "optimizer_gb",
+                                    "activations_gb", "overhead_gb") or df[comp].any()):
             fig.add_trace(go.Bar(x=[f"#{i + 1}" for i in range(len(df))], y=df[comp],
-                                 name=comp.replace("_gb", ""), hovertext=df["layout"]))
+                                 name=label, hovertext=df["layout"]))
     if df.empty:
         return fig
     cap = results.headline["capacity_gb"]

@@ -258,3 +258,19 @@ def test_report_export_link_serves_the_report(voila, page):
     url = page.url.rsplit("/", 1)[0] + "/" + href
     resp = page.request.get(url)
     assert resp.status == 200 and "Net savings" in resp.text()
+
+
+def test_moe_review_link_plans_deepseek_v3_on_h800(voila, page):
+    # issue 10: an MoE model from a shared link, planned with expert parallelism
+    open_app(page, voila, "review",
+             "?model=deepseek-v3&gpu=h800&gpus=2048&precision=fp8&tokens=14800000000000")
+    assert page.locator(".llmc-ctl-model select").first.input_value() == "deepseek-v3"
+    assert page.locator(".llmc-warning").count() == 0
+    assert re.search(r"EP\d+", page.locator("body").inner_text())
+    assert_no_error_text(page)
+    # the load-imbalance control changes the figures and goes into the link
+    before = text_of(page, ".llmc-headline-days")
+    fill_number(page, "moe_load_imbalance", 1.0)
+    wait_change(page, lambda: text_of(page, ".llmc-headline-days"), before)
+    assert "moe_load_imbalance=1.0" in page.locator(".llmc-share-link").first.get_attribute("href")
+    shot(page, "review-deepseek-v3-h800")

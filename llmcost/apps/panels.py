@@ -231,6 +231,7 @@ class SizingApp(ReviewPanel):
 
     def make_figures(self, res):
         cols = {"tp": ("TP", "{}"), "pp": ("PP", "{}"), "interleave": ("v", "{}"), "cp": ("CP", "{}"),
+                **({"ep": ("EP", "{}"), "etp": ("ETP", "{}")} if res.inputs.model.is_moe else {}),
                 "dp": ("DP", "{}"), "micro_batch": ("mb", "{}"), "zero_stage": ("ZeRO", "{}"),
                 "recompute": ("recompute", "{}"), "sequence_parallel": ("SP", "{}"),
                 "step_time_s": ("step s", "{:.3f}"),

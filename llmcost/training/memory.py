@@ -361,11 +361,15 @@ class MemoryBreakdown(NamedTuple):
     #: prefetched next one, and one layer's unsharded gradients during its reduce-scatter
     #: (:func:`zero3_working_set_bytes`; 0 below stage 3), in ``total_bytes``.
     zero3_working_bytes: np.ndarray = 0.0
+    #: MoE: the routed experts' share of ``weights_bytes`` (sharded by EP x ETP); 0 dense
+    expert_weights_bytes: np.ndarray = 0.0
 
     def to_gb(self) -> dict:
-        """Components in GB (1e9 bytes), keys as in the CLI contract."""
+        """Components in GB (1e9 bytes), keys as in the CLI contract. ``weights_gb`` is all
+        16-bit weights; ``expert_weights_gb`` the routed experts' part of it."""
         return {
             "weights_gb": self.weights_bytes / GB,
+            "expert_weights_gb": self.expert_weights_bytes / GB,
             "fp8_weights_gb": self.fp8_weights_bytes / GB,
             "zero3_working_gb": self.zero3_working_bytes / GB,
             "grads_gb": self.grads_bytes / GB,
@@ -929,13 +933,14 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
         # group), everything else by TP (its optimizer over DP x CP)
         experts = n * model.expert_layer_params
         psi = (stage_params[stage] - experts) / tp + experts / (ep * etp)
+        ew = 0.0
         if finetune == "full":
             w, g, o = model_state_bytes((stage_params[stage] - experts) / tp, dp * cp,
                                         zero_stage, optimizer)
             if model.is_moe:
                 we, ge, oe = model_state_bytes(experts / (ep * etp), edp, zero_stage,
                                                optimizer)
-                w, g, o = w + we, g + ge, o + oe
+                w, g, o, ew = w + we, g + ge, o + oe, we
         else:
             trainable = adapters * n / model.layers / tp
             w_a, g, o = model_state_bytes(trainable, dp * cp, zero_stage, optimizer)
@@ -968,7 +973,7 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                                        prec, generation)
         allocated = w + g + o + act + w8 + z3
         over = framework_overhead_bytes(allocated, context_bytes, fragmentation)
-        out[stage] = (w, g, o, act, over, allocated + over, w8, z3)
+        out[stage] = (w, g, o, act, over, allocated + over, w8, z3, ew)
 
     # first, last, middle: ties go to the first listed (an even pipeline's middle stage
     # never exceeds its first, so even layouts report first or last as before)
@@ -980,10 +985,10 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
              for f_, l_, m_ in zip(out["first"], out["last"], out["middle"])]
     rank = np.choose(k, np.broadcast_arrays(0, np.asarray(pp) - 1, 1))
     layers_at = np.choose(k, np.broadcast_arrays(n_first, n_last, n_mid))
-    *comps, w8, z3 = comps
+    *comps, w8, z3, ew = comps
     return MemoryBreakdown(*[v.result(c) for c in comps], peak_stage=v.result(rank),
                            peak_stage_layers=v.result(layers_at), fp8_weights_bytes=v.result(w8),
-                           zero3_working_bytes=v.result(z3))
+                           zero3_working_bytes=v.result(z3), expert_weights_bytes=v.result(ew))
 
 
 def seed_heuristic_memory_gb(model_size_b, num_gpus, tp_size, pp_size):

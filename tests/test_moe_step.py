@@ -1,0 +1,199 @@
+"""Mixture-of-experts through memory, step time, planner, CLI, review and apps (issue 10,
+items 3-6 and the done-when lines)."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from llmcost import InputError, catalog, review
+from llmcost.apps import panels
+from llmcost.cli import main
+from llmcost.scenario import Scenario
+from llmcost.training import comm, planner
+from llmcost.training.memory import memory_per_gpu, moe_ffn_activation_bytes
+from llmcost.training.step import Options, predict_step
+
+CAT = catalog.default()
+
+
+def _hw(gid):
+    g = CAT.gpu(gid)
+    return g, CAT.fabric(g.scale_up), CAT.fabric("ib-ndr")
+
+
+# ------------------------------------------------------------------ memory
+
+def test_expert_states_shard_by_ep_and_their_optimizer_over_expert_dp():
+    """Mixtral 8x7B, 64 GPUs, TP1 PP1, ZeRO-1: the routed experts (32 layers x 8 x 3 x 4096 x
+    14336 = 45.1B) are split over EP, their Adam states over the expert data-parallel group
+    64 / EP; the rest (1.6B) is replicated with its optimizer over DP = 64."""
+    m = CAT.model("mixtral-8x7b")
+    experts = 32 * 8 * 3 * 4096 * 14336
+    assert m.expert_params == experts
+    dense = m.params - experts
+    for ep in (1, 8):
+        r = memory_per_gpu(m, 64, 1, 1, zero_stage=1, ep=ep, seq_len=4096)
+        w = 2 * (dense + experts / ep)
+        opt = 12 * (dense / 64 + experts / ep / (64 / ep))
+        assert float(r.weights_bytes) == pytest.approx(w, rel=1e-12)
+        assert float(r.expert_weights_bytes) == pytest.approx(2 * experts / ep, rel=1e-12)
+        assert float(r.optimizer_bytes) == pytest.approx(opt, rel=1e-12)
+    # EP 8 holds an eighth of the expert weights
+    r1, r8 = (memory_per_gpu(m, 64, 1, 1, zero_stage=1, ep=e, seq_len=4096) for e in (1, 8))
+    assert float(r1.weights_bytes - r8.weights_bytes) == pytest.approx(2 * experts * 7 / 8)
+
+
+def test_moe_block_activations_by_hand():
+    # Qwen3-30B-A3B: h 2048, E 128, k 8, f_e 768, no shared expert; s 4096, b 1, t = c = 1
+    got = moe_ffn_activation_bytes(4096, 1, 2048, 128, 8, 768)
+    per_token = 4 * 128 + 8 * (4 * 2048 + 6 * 768)     # router probs + k (in, out, inner)
+    assert got == 4096 * per_token
+    # the busiest rank under imbalance 1.25 holds 1.25 x the routed copies
+    hot = moe_ffn_activation_bytes(4096, 1, 2048, 128, 8, 768, capacity_factor=1.25)
+    assert hot - got == pytest.approx(0.25 * 4096 * 8 * (4 * 2048 + 6 * 768))
+
+
+def test_expert_layout_rules_name_the_parameter():
+    m = CAT.model("mixtral-8x7b")
+    with pytest.raises(InputError) as e:
+        memory_per_gpu(m, 64, 1, 1, ep=3)
+    assert e.value.param == "ep"
+    with pytest.raises(InputError) as e:
+        memory_per_gpu(m, 8, 1, 1, ep=16 // 2, etp=2)      # 8 x 2 > 8 GPUs
+    assert e.value.param == "gpus"
+    with pytest.raises(InputError) as e:
+        memory_per_gpu(CAT.model("llama3-8b"), 8, 1, 1, ep=8)
+    assert e.value.param == "ep" and "dense" in str(e.value)
+
+
+# ------------------------------------------------------------------ step time
+
+def test_alltoall_alpha_beta_by_hand():
+    # 8 ranks in one NVLink domain: 7/8 of S over NVLink at 450 GB/s x 0.77
+    t = comm.hierarchical_alltoall_time_s(1e9, 8, 8, 450, 50, 1, 4, 0.77, 0.9)
+    assert t == pytest.approx(1e-6 + 7 / 8 * 1e9 / (450e9 * 0.77))
+    # 64 ranks, 8 per node: 56/64 over the NIC at 50 GB/s x 0.9 is the slower path
+    t = comm.hierarchical_alltoall_time_s(1e9, 64, 8, 450, 50, 1, 4, 0.77, 0.9)
+    assert t == pytest.approx(4e-6 + 56 / 64 * 1e9 / (50e9 * 0.9))
+    # a GB200 NVL72 domain keeps EP 64 on NVLink
+    t72 = comm.hierarchical_alltoall_time_s(1e9, 64, 72, 900, 100, 1, 1, 0.77, 0.9)
+    assert t72 == pytest.approx(1e-6 + 63 / 64 * 1e9 / (900e9 * 0.77))
+    assert comm.hierarchical_alltoall_time_s(1e9, 1, 8, 450, 50) == 0
+
+
+def _mixtral(ep, **kw):
+    g, up, out = _hw("h100-sxm")
+    opts = Options(flash_attention=True, **kw)
+    return predict_step(CAT.model("qwen3-30b-a3b"), g, up, out, 64, 1, 4, 512, micro_batch=1,
+                        zero_stage=1, options=opts, seq_len=4096, with_scaling=False, ep=ep)
+
+
+def test_moe_step_terms_and_trends():
+    base = _mixtral(8)
+    # MFU counts active FLOPs: 6 N_active-matmul + attention per token
+    m = CAT.model("qwen3-30b-a3b").with_(seq_len=4096)
+    flops = float(base.tokens_per_s) * m.flops_per_token()
+    assert float(base.mfu) == pytest.approx(flops / (64 * 989.4e12), rel=1e-9)
+    # the breakdown adds up to the step
+    total = sum(float(getattr(base, k)) for k in base.BREAKDOWN)
+    assert total == pytest.approx(float(base.step_time_s), rel=1e-9)
+    assert float(base.ep_comm_s) > 0
+    # EP 8 on an 8-GPU node stays on NVLink; EP 16 crosses the fabric: more all-to-all time
+    assert float(_mixtral(16).ep_comm_s) > float(base.ep_comm_s)
+    # hiding the all-to-all helps; imbalance hurts; EP 1 has no all-to-all
+    assert float(_mixtral(8, moe_a2a_overlap=1.0).step_time_s) < float(base.step_time_s)
+    assert float(_mixtral(8, moe_load_imbalance=1.5).step_time_s) > float(base.step_time_s)
+    assert float(_mixtral(1).ep_comm_s) == 0
+
+
+def test_dense_predictions_unchanged_by_moe_plumbing():
+    g, up, out = _hw("h100-sxm")
+    p = predict_step(CAT.model("llama3-70b"), g, up, out, 64, 8, 4, 256, sequence_parallel=True,
+                     options=Options(flash_attention=True), with_scaling=False)
+    assert float(p.ep_comm_s) == 0 and float(p.memory.expert_weights_bytes) == 0
+
+
+def test_planner_searches_expert_parallelism():
+    g, up, out = _hw("b200")
+    P = planner.plan(CAT.model("qwen3-235b-a22b"), g, up, out, 256, 1024, precision="mxfp8")
+    assert P.feasible > 0
+    eps = set(P.layouts["ep"])
+    assert {1, 8, 32, 128} <= eps
+    row = P.layouts.iloc[0]
+    # the row re-predicted alone is the same layout
+    p = predict_step(CAT.model("qwen3-235b-a22b"), g, up, out, int(row["gpus"]), int(row["tp"]),
+                     int(row["pp"]), 1024, int(row["cp"]), int(row["micro_batch"]),
+                     int(row["interleave"]), row["recompute"], bool(row["sequence_parallel"]),
+                     int(row["zero_stage"]), with_scaling=False, precision="mxfp8",
+                     flash_attention=bool(row["flash_attention"]),
+                     tp_comm_overlap=bool(row["tp_comm_overlap"]), ep=int(row["ep"]),
+                     etp=int(row["etp"]))
+    assert float(p.step_time_s) == pytest.approx(float(row["step_time_s"]), rel=1e-12)
+
+
+# ------------------------------------------------------------------ CLI and review
+
+@pytest.mark.parametrize("prec", ["bf16", "fp8", "mxfp8"])
+def test_cli_predict_and_plan_accept_ep(capsys, prec):
+    gpu = "b200" if prec == "mxfp8" else "h100-sxm"
+    code = main(["predict", "--model", "mixtral-8x7b", "--gpu", gpu, "--gpus", "64", "--tp", "1",
+                 "--pp", "4", "--ep", "8", "--etp", "1", "--global-batch", "512",
+                 "--precision", prec, "--json"])
+    r = json.loads(capsys.readouterr().out)
+    assert code in (0, None) and r["layout"]["ep"] == 8 and r["precision"] == prec
+    assert r["active_params"] < r["params"] and r["breakdown_s"]["ep_comm_s"] > 0
+    code = main(["plan", "--model", "qwen3-30b-a3b", "--gpu", gpu, "--gpus", "16",
+                 "--global-batch", "256", "--ep", "8", "16", "--etp", "1", "--precision", prec,
+                 "--top", "3", "--json"])
+    r = json.loads(capsys.readouterr().out)
+    assert code in (0, None)
+    assert r["layouts"] and all(x["layout"]["ep"] in (8, 16) for x in r["layouts"])
+    assert all("EP" in x["description"] for x in r["layouts"])
+
+
+def test_cli_refuses_ep_on_a_dense_model(capsys):
+    code = main(["predict", "--model", "llama3-8b", "--gpu", "h100-sxm", "--gpus", "8", "--tp",
+                 "1", "--pp", "1", "--ep", "8", "--global-batch", "64"])
+    err = capsys.readouterr().err
+    assert code == 2 and "ep" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("query", [
+    "model=deepseek-v3&gpu=h800&gpus=2048&precision=fp8&tokens=14800000000000",
+    "model=deepseek-v3&gpu=h100-sxm&gpus=2048&precision=fp8&tokens=14800000000000",
+    "model=qwen3-235b-a22b&gpu=b200&gpus=256&precision=mxfp8&tokens=36000000000000",
+])
+def test_review_app_plans_moe_without_errors(query):
+    p = panels.ReviewApp(query=query)
+    assert p.last_error is None and p.warning_box.value == ""
+    r = review.evaluate(p.scenario)
+    assert r.plan.fits and r.plan.layout.ep > 1
+    assert r.predict.fits and 0 < r.predict.mfu < 1
+    assert f"EP{r.plan.layout.ep}" in r.plan.layout.description
+    # the sizing app's memory chart shows the experts' weights, its table EP
+    sz = panels.SizingApp(query=query)
+    assert sz.last_error is None
+    mem = sz.outputs["memory"].outputs[0]["data"]["application/vnd.plotly.v1+json"]
+    names = [t["name"] for t in mem["data"]]
+    assert "expert weights" in names
+    table = sz.outputs["layouts"].outputs[0]["data"]["application/vnd.plotly.v1+json"]
+    assert "EP" in table["data"][0]["header"]["values"]
+    # the band is the MoE one
+    assert "MoE" in r.economics.band.reason
+    # days use the active parameters: 6 N_active D plus attention over the cluster's speed
+    m = CAT.model(p.scenario.model)
+    assert r.headline["days"] == pytest.approx(
+        p.scenario.tokens / r.predict.tokens_per_s / 86400 / r.reliability.goodput, rel=0.02)
+    # the share link carries the MoE controls
+    p.set(moe_load_imbalance=1.0)
+    assert "moe_load_imbalance=1.0" in p.share.value
+    assert m.is_moe
+
+
+def test_review_days_fall_when_the_all_to_all_is_hidden():
+    s = Scenario(model="deepseek-v3", gpu="h800", gpus=2048, precision="fp8", tokens=14.8e12)
+    a = review.evaluate(s)
+    b = review.evaluate(Scenario(**{**s.__dict__, "moe_a2a_overlap": 1.0}))
+    assert b.headline["days"] < a.headline["days"]
