@@ -36,7 +36,8 @@ class ReviewApp(ReviewPanel):
              "dollars. Prices, capex and power follow the GPU from the catalog unless you set "
              "them. Costs are cash: a reservation is billed for its whole term.")
     fields = ("model", "tokens", "gpu", "fabric", "precision", "sizing", "gpus", "target_days",
-              "global_batch_tokens", "data_stall_share", "checkpoint_mode",
+              "global_batch_tokens", "moe_load_imbalance", "moe_a2a_overlap",
+              "data_stall_share", "checkpoint_mode",
               "price_source", "price_offer", "on_demand_usd_per_gpu_hour",
               "reserved_3y_usd_per_gpu_hour", "spot_discount", "onprem_capex_usd_per_gpu",
               "utilization", "resale")
@@ -199,7 +200,8 @@ class SizingApp(ReviewPanel):
              "counts (CSV with columns nodes, tokens_per_s) to see efficiency, the fitted "
              "communication share and where the curve breaks.")
     fields = ("model", "tokens", "gpu", "fabric", "precision", "sizing", "gpus", "target_days",
-              "global_batch_tokens", "headroom", "max_power_mw", "price_source",
+              "global_batch_tokens", "moe_load_imbalance", "moe_a2a_overlap", "headroom",
+              "max_power_mw", "price_source",
               "on_demand_usd_per_gpu_hour", "finetune_tokens")
     sliders = ("headroom",)
     headline_keys = ("gpus", "days", "cost_on_demand_usd", "mfu", "memory_gb_per_gpu",

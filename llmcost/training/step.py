@@ -101,7 +101,7 @@ class Calibration:
     #: recipes' all-to-all overlap share, benchmarks/validate.py ``fit_moe``) to the 108
     #: expressible MoE rows of the Megatron-Bridge 25.11-26.08 summary (DeepSeek-V3,
     #: gpt-oss-120b, Qwen3-30B-A3B, Qwen3-235B-A22B on H100, B200, B300, GB200, GB300):
-    #: 4.8 ms, log-std 0.17; the overlap share 0.72, log-std 0.12. Identified mostly by the
+    #: 4.8 ms, log-std 0.10; the overlap share 0.72, log-std 0.11. Identified mostly by the
     #: micro-batch 1 vs 4 rows (Qwen3-30B-A3B on B200: 9,691 vs 26,695 tokens/s). A
     #: permute-traffic term fitted to its bound (not identified) and was dropped. In sample
     #: mean 21.5%; held out by model x GPU mean 23.1%: the summary's own releases differ by
