@@ -32,7 +32,10 @@ from .results import (EconomicsResult, Flag, Inputs, Layout, PlanResult, Predict
 #: search is `llmcost plan`); keeps a control change well under a second.
 REVIEW_SPACE = planner.Space(cp=(1, 2), micro_batch=(1, 2), zero_stage=(1, 3),
                              recompute=("none", "selective", "full"), interleave=(1, 2, 4),
-                             flash_attention=(True,), tp_comm_overlap=(False,))
+                             flash_attention=(True,), tp_comm_overlap=(False,),
+                             # MoE: no EP, one node's worth, and the sizes the published
+                             # runs use across nodes (DeepSeek-V3 EP 64, Megatron-Bridge 32)
+                             ep=(1, 8, 32, 64))
 OPTIONS = Options(flash_attention=True)
 
 
