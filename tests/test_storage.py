@@ -55,7 +55,8 @@ def test_review_target_llama3_70b_is_12_to_18_bytes_per_param():
 
 
 def test_size_broadcasts_params_against_stacks():
-    size = sto.checkpoint_size_bytes(np.array([[7e9], [70e9]]), np.array(["fsdp", "deepspeed-zero"]))
+    size = sto.checkpoint_size_bytes(np.array([[7e9], [70e9]]),
+                                     np.array(["fsdp", "deepspeed-zero"]))
     assert size.shape == (2, 2)
     assert size[1].tolist() == [70e9 * 12, 70e9 * 14]
 
@@ -75,7 +76,8 @@ def test_llama3_per_gpu_state_range_rules_out_one_replica_saves():
     S = sto.checkpoint_size_bytes(P_405B)
     assert S == pytest.approx(5.67e12)
     sharded = sto.bytes_per_writer(S, sto.checkpoint_writers(16384, 128).writers)
-    replica = sto.bytes_per_writer(S, sto.checkpoint_writers(16384, 128, save="one-replica").writers)
+    one = sto.checkpoint_writers(16384, 128, save="one-replica")
+    replica = sto.bytes_per_writer(S, one.writers)
     assert sharded == pytest.approx(5.67e12 / 16384) and 1e6 <= sharded <= 4e9
     assert replica == pytest.approx(5.67e12 / 128) and replica > 4e9
 
@@ -172,7 +174,8 @@ def test_async_rework_monte_carlo():
     # Snapshots end their stall every P = tau + delta; each becomes durable U later. A failure
     # at a uniform time loses the time since the end of the stall of the last durable one.
     rng = np.random.default_rng(11)
-    for tau, d, U in [(600.0, 5.0, 0.0), (600.0, 5.0, 90.0), (600.0, 5.0, 600.0), (60.0, 1.0, 45.0)]:
+    cases = [(600.0, 5.0, 0.0), (600.0, 5.0, 90.0), (600.0, 5.0, 600.0), (60.0, 1.0, 45.0)]
+    for tau, d, U in cases:
         P = tau + d
         t = rng.uniform(10 * P, 1000 * P, 400_000)
         k = np.floor(t / P)                                  # last stall end at k P
@@ -394,7 +397,7 @@ def test_bill_sync_meets_average_not_burst():
     assert b.warm.write_average_gb_per_s == pytest.approx(1.575)
     assert b.warm.write_burst_gb_per_s == pytest.approx(189.0)
     assert b.warm.meets_average and not b.warm.meets_burst and b.warm.average_but_not_burst
-    assert not b.warm.burst_collides_with_reads          # the burst alone is too big: not a collision
+    assert not b.warm.burst_collides_with_reads    # the burst alone is too big: no collision
     assert b.hot.write_burst_gb_per_s == 0.0             # sync writes nothing locally
     # FSx-style sizing for the burst: 189 GB/s at 1 GB/s per TiB -> 189 TiB = 207.8 TB
     beta = TIER.loc["fsx-lustre-p2-1000", "write_gb_per_s"]

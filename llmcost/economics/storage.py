@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from .. import _validate as v
 from . import reliability as rel
@@ -95,61 +96,17 @@ def _lookup(name, value, table):
 
 
 def _ndtri_upper(t, lower=None):
-    """z with P(Z > z) = t, for t in (0, 1): Wichura's AS241 (as in CPython ``statistics``),
-    vectorized and taking the upper tail directly so t = 1e-9 keeps full precision; pass
-    ``lower`` = 1 - t, computed without cancellation, for precision in the lower tail."""
+    """z with P(Z > z) = t, for t in (0, 1) (scipy.special.ndtri on the smaller tail, so
+    t = 1e-9 keeps full precision; ``lower`` = 1 - t computed without cancellation)."""
     t = np.asarray(t, dtype=float)
     lower = 1.0 - t if lower is None else np.asarray(lower, dtype=float)
-    q = 0.5 - t                                   # p - 0.5 with p = 1 - t
-    r = 0.180625 - q * q
-    central = q * (((((((2.5090809287301226727e+3 * r + 3.3430575583588128105e+4) * r
-                        + 6.7265770927008700853e+4) * r + 4.5921953931549871457e+4) * r
-                      + 1.3731693765509461125e+4) * r + 1.9715909503065514427e+3) * r
-                    + 1.3314166789178437745e+2) * r + 3.3871328727963666080e+0) / \
-        (((((((5.2264952788528545610e+3 * r + 2.8729085735721942674e+4) * r
-              + 3.9307895800092710610e+4) * r + 2.1213794301586595867e+4) * r
-            + 5.3941960214247511077e+3) * r + 6.8718700749205790830e+2) * r
-          + 4.2313330701600911252e+1) * r + 1.0)
-    small = np.where(t < 0.5, t, lower)
-    s = np.sqrt(-np.log(np.clip(small, 1e-300, 0.5)))
-    a = s - 1.6
-    mid = ((((((((7.74545014278341407640e-4 * a + 2.27238449892691845833e-2) * a
-                 + 2.41780725177450611770e-1) * a + 1.27045825245236838258e+0) * a
-               + 3.64784832476320460504e+0) * a + 5.76949722146069140550e+0) * a
-             + 4.63033784615654529590e+0) * a + 1.42343711074968357734e+0) /
-           (((((((1.05075007164441684324e-9 * a + 5.47593808499534494600e-4) * a
-                 + 1.51986665636164571966e-2) * a + 1.48103976427480074590e-1) * a
-               + 6.89767334985100004550e-1) * a + 1.67638483018380384940e+0) * a
-             + 2.05319162663775882187e+0) * a + 1.0))
-    b = s - 5.0
-    far = ((((((((2.01033439929228813265e-7 * b + 2.71155556874348757815e-5) * b
-                 + 1.24266094738807843860e-3) * b + 2.65321895265761230930e-2) * b
-               + 2.96560571828504891230e-1) * b + 1.78482653991729133580e+0) * b
-             + 5.46378491116411436990e+0) * b + 6.65790464350110377720e+0) /
-           (((((((2.04426310338993978564e-15 * b + 1.42151175831644588870e-7) * b
-                 + 1.84631831751005468180e-5) * b + 7.86869131145613259100e-4) * b
-               + 1.48753612908506148525e-2) * b + 1.36929880922735805310e-1) * b
-             + 5.99832206555887937690e-1) * b + 1.0))
-    tail = np.where(s <= 5.0, mid, far)
-    tail = np.where(t < 0.5, tail, -tail)         # upper tail -> positive z
-    return np.where(np.abs(q) <= 0.425, central, tail)
-
-
-_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
-            -176.61502916214059, 12.507343278686905, -0.13857109526572012,
-            9.9843695780195716e-6, 1.5056327351493116e-7)
+    return np.where(t < 0.5, -special.ndtri(np.clip(t, 1e-300, 0.5)),
+                    special.ndtri(np.clip(lower, 1e-300, 0.5)))
 
 
 def _gamma(x):
-    """Gamma function for x > 0 (Lanczos g = 7, reflection below 1/2), vectorized."""
-    x = np.asarray(x, dtype=float)
-    w = np.where(x < 0.5, 1.0 - x, x) - 1.0
-    acc = np.full_like(w, _LANCZOS[0])
-    for i, c in enumerate(_LANCZOS[1:], start=1):   # fixed 8 terms, not a loop over configs
-        acc = acc + c / (w + i)
-    tt = w + 7.5
-    g = np.sqrt(2 * np.pi) * tt ** (w + 0.5) * np.exp(-tt) * acc
-    return np.where(x < 0.5, np.pi / (np.sin(np.pi * x) * g), g)
+    """Gamma function (scipy.special.gamma)."""
+    return special.gamma(np.asarray(x, dtype=float))
 
 
 def _sigma_from_ratio(p99_over_p50):

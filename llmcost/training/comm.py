@@ -196,6 +196,19 @@ def congestion_factor(nodes, per_doubling=0.0, oversubscription=1.0):
     return v.result(np.maximum(o, 1.0) * (1 + k * np.log2(np.maximum(n, 1))))
 
 
+def _two_level_args(size_bytes, ranks, local, intra_gbps, inter_gbps, intra_latency_us,
+                    inter_latency_us, intra_efficiency, inter_efficiency, congestion):
+    """Validated arguments of a collective over a scale-up domain and a fabric (SI units)."""
+    s = v.nonnegative("size_bytes", size_bytes)
+    N = v.integer("ranks", ranks)
+    k = np.minimum(v.integer(local[0], local[1]), N)
+    bi = v.positive("intra_gbps", intra_gbps) * GBPS * v.fraction("intra_efficiency", intra_efficiency)
+    bo = v.positive("inter_gbps", inter_gbps) * GBPS * v.fraction("inter_efficiency", inter_efficiency)
+    ai = v.nonnegative("intra_latency_us", intra_latency_us) * US
+    ao = v.nonnegative("inter_latency_us", inter_latency_us) * US
+    return s, N, k, bi, bo, ai, ao, v.positive("congestion", congestion)
+
+
 def hierarchical_allreduce_time_s(size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps,
                                   intra_latency_us=0.0, inter_latency_us=0.0,
                                   intra_efficiency=1.0, inter_efficiency=1.0,
@@ -236,14 +249,9 @@ def hierarchical_allreduce_time_s(size_bytes, ranks, ranks_per_node, intra_gbps,
     ----------
     .. [1] Jeaugey 2019 (NCCL rings across nodes, one per NIC); Patarasuk and Yuan 2009.
     """
-    s = v.nonnegative("size_bytes", size_bytes)
-    N = v.integer("ranks", ranks)
-    k = np.minimum(v.integer("ranks_per_node", ranks_per_node), N)
-    bi = v.positive("intra_gbps", intra_gbps) * GBPS * v.fraction("intra_efficiency", intra_efficiency)
-    bo = v.positive("inter_gbps", inter_gbps) * GBPS * v.fraction("inter_efficiency", inter_efficiency)
-    ai = v.nonnegative("intra_latency_us", intra_latency_us) * US
-    ao = v.nonnegative("inter_latency_us", inter_latency_us) * US
-    c = v.positive("congestion", congestion)
+    s, N, k, bi, bo, ai, ao, c = _two_level_args(
+        size_bytes, ranks, ("ranks_per_node", ranks_per_node), intra_gbps, inter_gbps,
+        intra_latency_us, inter_latency_us, intra_efficiency, inter_efficiency, congestion)
     multi = N > k
     per_byte = np.maximum(1.0 / bi, np.where(multi, c / (k * bo), 0.0))
     alpha = np.where(multi, np.maximum(ai, ao), ai)
@@ -331,14 +339,9 @@ def hierarchical_alltoall_time_s(size_bytes, ranks, ranks_per_domain, intra_gbps
     .. [2] DeepSeek-V3 report, arXiv:2412.19437, §3.2.2 (dispatch over IB between nodes
        and NVLink inside them; node-limited routing keeps most traffic on NVLink).
     """
-    s = v.nonnegative("size_bytes", size_bytes)
-    N = v.integer("ranks", ranks)
-    k = np.minimum(v.integer("ranks_per_domain", ranks_per_domain), N)
-    bi = v.positive("intra_gbps", intra_gbps) * GBPS * v.fraction("intra_efficiency", intra_efficiency)
-    bo = v.positive("inter_gbps", inter_gbps) * GBPS * v.fraction("inter_efficiency", inter_efficiency)
-    ai = v.nonnegative("intra_latency_us", intra_latency_us) * US
-    ao = v.nonnegative("inter_latency_us", inter_latency_us) * US
-    c = v.positive("congestion", congestion)
+    s, N, k, bi, bo, ai, ao, c = _two_level_args(
+        size_bytes, ranks, ("ranks_per_domain", ranks_per_domain), intra_gbps, inter_gbps,
+        intra_latency_us, inter_latency_us, intra_efficiency, inter_efficiency, congestion)
     t_in = np.where(k > 1, ai + (k - 1) / N * s / bi, 0.0)
     t_out = np.where(N > k, ao + (N - k) / N * s * c / bo, 0.0)
     return v.result(np.maximum(t_in, t_out))
