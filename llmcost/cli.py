@@ -526,6 +526,23 @@ def cmd_review(a) -> dict:
     """The review chain on a Scenario from a query string and/or a scenario file (the file
     first, then the query on top); infeasible scenarios are answered, bad values refused."""
     from .review import evaluate
+    s, cat, notes = _scenario_from_args(a)
+    res = evaluate(s, cat).to_json()
+    res["warnings"] = notes + res["warnings"]
+    return res
+
+
+def cmd_storage(a) -> dict:
+    """Checkpoint and data-read figures of a reviewed scenario (the same Results)."""
+    from .review import evaluate
+    from .review.storage_view import storage_summary
+    s, cat, notes = _scenario_from_args(a)
+    out = storage_summary(evaluate(s, cat))
+    out["warnings"] = notes
+    return out
+
+
+def _scenario_from_args(a):
     from .scenario import Scenario
     if a.query is None and a.scenario is None:
         raise v.InputError("query", "give --query \"model=...&gpus=...\" and/or --scenario file.json")
@@ -550,9 +567,7 @@ def cmd_review(a) -> dict:
         s, more = Scenario.from_mapping({k: x[-1] for k, x in parsed.items()}, cat, strict=True,
                                         base=s)
         notes += more
-    res = evaluate(s, cat).to_json()
-    res["warnings"] = notes + res["warnings"]
-    return res
+    return s, cat, notes
 
 
 def _review_text(r: dict) -> str:
@@ -910,6 +925,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("review", cmd_review, "The whole review of a scenario: days, layout, MFU, "
                                    "reliability and the cash cost of each pricing option.")
     sp.add_argument("--query", help='the apps\' query string, e.g. "model=llama3-405b&gpus=16384"')
+    sp.add_argument("--scenario", help="a scenario file saved by an app (JSON)")
+
+    sp = add("storage", cmd_storage, "Checkpoint size, stalls, upload, durable interval, "
+                                     "goodput and data read rate of a scenario.")
+    sp.add_argument("--query", help='the apps\' query string, e.g. '
+                                    '"model=llama3-405b&gpus=16384&checkpoint_mode=async"')
     sp.add_argument("--scenario", help="a scenario file saved by an app (JSON)")
 
     sp = add("list", cmd_list, "List a catalog table.")

@@ -136,6 +136,9 @@ class ReliabilityResult:
     lost_hours_per_interruption: float
     restart_h: float
     bandwidth_for_10s_gb_per_s: float
+    #: async checkpoints: the upload to shared storage that must end before a snapshot is
+    #: durable [s] (0 for sync); the interval is never shorter than it
+    upload_s: float = 0.0
 
 
 @dataclass(frozen=True)

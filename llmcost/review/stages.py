@@ -16,6 +16,7 @@ from .. import _validate as v
 from .. import catalog as catalog_mod
 from .. import utilization as ut
 from ..economics import reliability as rel
+from ..economics import storage
 from ..economics import sizing, spot, tco
 from ..economics.waterfall import waterfall_from_step
 from dataclasses import replace
@@ -211,14 +212,31 @@ def interruption_terms(inp: Inputs, gpus):
     stall = rel.checkpoint_stall_s(size_b, s.checkpoint_mode, nodes, s.shared_storage_gbps,
                                    local_write_gbps=s.local_write_gbps,
                                    gpus_per_node=g.gpus_per_node)
-    tau = s.checkpoint_interval_s if s.checkpoint_interval_s > 0 else rel.daly_interval_s(stall, M)
-    return per_day, M, size_b, nodes, stall, np.broadcast_to(tau, np.shape(M))
+    # async: the snapshot is durable only once uploaded, so the interval is never shorter
+    # than the upload (and rework counts back to the last durable copy: storage.rework_s)
+    upload = storage.upload_s(size_b, nodes, s.shared_storage_gbps, NODE_NETWORK_GB_PER_S) \
+        if s.checkpoint_mode == "async" else np.zeros(np.shape(M))
+    tau = s.checkpoint_interval_s if s.checkpoint_interval_s > 0 else \
+        storage.recommended_interval_s(stall, M, upload)
+    return (per_day, M, size_b, nodes, stall, np.broadcast_to(tau, np.shape(M)),
+            np.broadcast_to(upload, np.shape(M)))
+
+
+#: per-node bandwidth towards shared storage [GB/s] (one 400 Gb/s storage NIC per node;
+#: the default of :func:`llmcost.economics.reliability.checkpoint_stall_s`)
+NODE_NETWORK_GB_PER_S = 50.0
+
+
+def _goodput(inp: Inputs, tau, stall, M, upload):
+    """Goodput of the scenario's checkpoint mode (:func:`storage.checkpoint_goodput`)."""
+    return storage.checkpoint_goodput(inp.scenario.checkpoint_mode, tau, stall, M,
+                                      inp.scenario.restart_s, upload)
 
 
 def useful_share(inp: Inputs, gpus):
     """Goodput x (1 - data stalls) at each GPU count (vectorized)."""
-    _, M, _, _, stall, tau = interruption_terms(inp, gpus)
-    return rel.goodput(tau, stall, M, inp.scenario.restart_s) * (1 - inp.scenario.data_stall_share)
+    _, M, _, _, stall, tau, upload = interruption_terms(inp, gpus)
+    return _goodput(inp, tau, stall, M, upload) * (1 - inp.scenario.data_stall_share)
 
 
 # ------------------------------------------------------------------ plan
@@ -319,22 +337,35 @@ def reliability(inp: Inputs, pl: PlanResult) -> ReliabilityResult:
 
 def _reliability_at(inp: Inputs, gpus: int) -> ReliabilityResult:
     s = inp.scenario
-    per_day, M, size_b, nodes, stall, interval = (
+    per_day, M, size_b, nodes, stall, interval, upload = (
         float(x) for x in interruption_terms(inp, gpus))
     mtbf = M / 3600
     nodes = int(nodes)
     daly = float(rel.daly_interval_s(stall, M))
-    gb = rel.goodput_breakdown(interval, stall, M, s.restart_s)
-    lost_h = float(rel.lost_hours_per_interruption(interval, stall))
+    if s.checkpoint_mode == "sync":
+        gb = rel.goodput_breakdown(interval, stall, M, s.restart_s)
+        good, shares = float(gb.goodput), (float(gb.checkpoint_share),
+                                           float(gb.rework_share), float(gb.restart_share))
+    else:
+        good = float(_goodput(inp, interval, stall, M, upload))
+        # apportioned: the stall per period, then the failure stretch split between rework
+        # (from the last durable copy) and restarts
+        tau_e = max(interval, upload)
+        ckpt = stall / (tau_e + stall)
+        w = float(storage.rework_s("async", interval, stall, upload))
+        rest = max(0.0, 1.0 - good - ckpt)
+        shares = (ckpt, rest * w / (w + s.restart_s), rest * s.restart_s / (w + s.restart_s))
+    lost_h = float(storage.rework_s(s.checkpoint_mode, interval, stall, upload)) / 3600
     return ReliabilityResult(
         failures_per_1000_gpu_days=inp.failures_per_1000_gpu_days,
         failure_source=inp.failure_source, failures_per_day=per_day, job_mtbf_h=mtbf,
         checkpoint_bytes=size_b, checkpoint_stall_s=stall, interval_s=interval,
         young_interval_s=float(rel.young_interval_s(stall, M)), daly_interval_s=daly,
-        goodput=float(gb.goodput), checkpoint_share=float(gb.checkpoint_share),
-        rework_share=float(gb.rework_share), restart_share=float(gb.restart_share),
-        nodes=nodes, lost_hours_per_interruption=lost_h, restart_h=s.restart_s / 3600,
-        bandwidth_for_10s_gb_per_s=float(rel.storage_bandwidth_for_stall_gbps(size_b, 10.0)))
+        goodput=good, checkpoint_share=shares[0], rework_share=shares[1],
+        restart_share=shares[2], nodes=nodes, lost_hours_per_interruption=lost_h,
+        restart_h=s.restart_s / 3600,
+        bandwidth_for_10s_gb_per_s=float(rel.storage_bandwidth_for_stall_gbps(size_b, 10.0)),
+        upload_s=upload)
 
 
 # ------------------------------------------------------------------ economics

@@ -1,0 +1,84 @@
+"""Storage and checkpoints of a reviewed run: the figures `llmcost storage` prints, from the
+same Results the apps show (one number, one computation)."""
+
+from __future__ import annotations
+
+from ..economics import reliability as rel
+from ..economics import storage
+from .results import Results
+from .stages import NODE_NETWORK_GB_PER_S
+
+#: a synchronous burst is sized to stay under this stall [s] (the tier it needs is reported)
+SYNC_TARGET_STALL_S = 10.0
+#: checkpoints kept on each tier (assumptions: one local copy when async, two on the
+#: parallel file system so a corrupt latest copy has a fallback)
+KEEP_LOCAL, KEEP_WARM = 1, 2
+
+
+def storage_summary(results: Results) -> dict:
+    """Checkpoint size, data read rate, stalls, upload, the durable interval and goodput for
+    sync and async checkpoints, and what each tier must carry.
+
+    Parameters
+    ----------
+    results : Results
+        A review (:func:`llmcost.review.evaluate`).
+
+    Returns
+    -------
+    summary : dict
+        checkpoint_gb [GB], checkpoint_bytes_per_param [bytes], read_gb_per_s and
+        read_gb_per_s_per_node [GB/s], sync_stall_s, async_stall_s, upload_s, interval_s (the
+        scenario's mode; async: never shorter than the upload) [s], goodput [-], by_mode
+        (sync and async side by side) and tiers (hot per node, warm aggregate).
+
+    References
+    ----------
+    .. [1] :mod:`llmcost.economics.storage` (durable interval, rework from the last durable
+       copy); Daly 2006 (interval); Rajbhandari et al. 2019 §3.1 (checkpoint bytes).
+    """
+    s, inp, r = results.scenario, results.inputs, results.reliability
+    size, nodes, M = r.checkpoint_bytes, r.nodes, r.job_mtbf_h * 3600
+    gpn = inp.gpu.gpus_per_node
+    stalls = {m: float(rel.checkpoint_stall_s(size, m, nodes, s.shared_storage_gbps,
+                                              local_write_gbps=s.local_write_gbps,
+                                              gpus_per_node=gpn)) for m in ("sync", "async")}
+    upload = float(storage.upload_s(size, nodes, s.shared_storage_gbps, NODE_NETWORK_GB_PER_S))
+    by_mode = {}
+    for m in ("sync", "async"):
+        up = upload if m == "async" else 0.0
+        tau = s.checkpoint_interval_s if s.checkpoint_interval_s > 0 else float(
+            storage.recommended_interval_s(stalls[m], M, up))
+        by_mode[m] = {"stall_s": stalls[m], "upload_s": up, "interval_s": tau,
+                      "goodput": float(storage.checkpoint_goodput(m, tau, stalls[m], M,
+                                                                  s.restart_s, up)),
+                      "rework_s_per_failure": float(storage.rework_s(m, tau, stalls[m], up))}
+    mode = by_mode[s.checkpoint_mode]
+    tps = results.predict.tokens_per_s if results.predict is not None else 0.0
+    read = storage.data_read_rate_gb_per_s(max(tps, 1e-9), nodes,
+                                           storage.token_bytes(inp.model.vocab))
+    tiers = {
+        "hot": {"per": "node", "capacity_tb": KEEP_LOCAL * size / nodes / 1e12,
+                "write_burst_gb_per_s": size / nodes / max(stalls["async"], 1e-9) / 1e9,
+                "offered_write_gb_per_s": s.local_write_gbps},
+        "warm": {"per": "aggregate", "capacity_tb": KEEP_WARM * size / 1e12,
+                 "write_average_gb_per_s": size / mode["interval_s"] / 1e9,
+                 "write_burst_gb_per_s": size / SYNC_TARGET_STALL_S / 1e9
+                 if s.checkpoint_mode == "sync" else size / max(mode["interval_s"], 1.0) / 1e9,
+                 "read_gb_per_s": float(read.aggregate_gb_per_s),
+                 "offered_write_gb_per_s": s.shared_storage_gbps},
+    }
+    for t in tiers.values():
+        t["meets_burst"] = bool(t["write_burst_gb_per_s"] <= t["offered_write_gb_per_s"])
+        t["meets_average"] = bool(t.get("write_average_gb_per_s", 0.0)
+                                  <= t["offered_write_gb_per_s"])
+    return {
+        "model": inp.model.id, "gpus": results.plan.gpus, "nodes": nodes,
+        "checkpoint_mode": s.checkpoint_mode,
+        "checkpoint_gb": size / 1e9, "checkpoint_bytes_per_param": size / inp.model.params,
+        "read_gb_per_s": float(read.aggregate_gb_per_s),
+        "read_gb_per_s_per_node": float(read.per_node_gb_per_s),
+        "sync_stall_s": stalls["sync"], "async_stall_s": stalls["async"], "upload_s": upload,
+        "interval_s": mode["interval_s"], "goodput": mode["goodput"],
+        "review_goodput": r.goodput, "by_mode": by_mode, "tiers": tiers,
+    }
