@@ -199,12 +199,13 @@ VALID = {
                       st.sampled_from(["1e10", "1e11", "1e12"])),
     "ladder": st.tuples(st.just("--model"), small_model),
     "review": st.tuples(st.just("--query"), valid_query),
+    "storage": st.tuples(st.just("--query"), valid_query),
     "list": st.tuples(st.sampled_from(catalog.TABLES)),
 }
 
 #: examples per subcommand: the whole file stays under a minute on 2 cores; plan and size
 #: evaluate thousands of layouts per call (30-70 ms against ~5 ms)
-EXAMPLES = {"plan": 200, "size": 150, "review": 300}
+EXAMPLES = {"plan": 200, "size": 150, "review": 300, "storage": 200}
 DEFAULT_EXAMPLES = 400
 #: hostile flags added to a call
 MAX_EXTRA = 4
