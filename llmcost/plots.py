@@ -222,23 +222,89 @@ def spot_monte_carlo(results: Results) -> go.Figure:
 
 
 def goodput_curve(results: Results) -> go.Figure:
+    """Goodput vs checkpoint interval, one curve per mode (sync, async, peer-memory under
+    stated assumptions), the chosen interval of the scenario's mode marked."""
     df = goodput_series(results)
     r = results.reliability
     chosen_mode = results.scenario.checkpoint_mode
-    fig = _fig("Goodput vs checkpoint interval", xaxis_title="interval (s)", yaxis_title="goodput",
-               xaxis_type="log")
-    for mode in ("sync", "async"):
-        fig.add_trace(go.Scatter(x=df["interval_s"], y=df[mode], mode="lines",
-                                 name=f"{mode} ({df[f'{mode}_stall_s'].iloc[0]:.1f} s stall)"))
-    for name, key, dash, pos in (("Young", "young_interval_s", "dot", "top left"),
-                                 ("Daly", "daly_interval_s", "dash", "bottom right")):
-        x = getattr(r, key)
-        fig.add_trace(go.Scatter(x=[x, x], y=[float(df[["sync", "async"]].min().min()), 1.0],
-                                 mode="lines", line=dict(dash=dash, color="black", width=1),
-                                 name=f"{name}: {x / 60:,.1f} min ({chosen_mode})"))
+    fig = _fig(f"Goodput vs checkpoint interval: {r.goodput:.2%} ({chosen_mode}) at the chosen "
+               f"{r.interval_s / 60:,.1f} min", xaxis_title="compute between checkpoints (s)",
+               yaxis_title="goodput", xaxis_type="log", height=420)
+    for mode, part in df.groupby("mode", sort=False):
+        stall, up, peer = (float(part[k].iloc[0]) for k in ("stall_s", "upload_s", "peer_copy_s"))
+        if mode == "sync":
+            name = f"sync ({stall:,.1f} s stall to the shared tier)"
+        elif mode == "async":
+            name = f"async ({stall:,.2f} s local stall, {up:,.1f} s background upload)"
+        else:
+            name = (f"peer-memory (assumed: peer copy {peer:,.2f} s = the async local stall; "
+                    "every failure leaves the peer alive)")
+        fig.add_trace(go.Scatter(x=part["interval_s"], y=part["goodput"], mode="lines", name=name,
+                                 legendgroup=f"mode-{mode}",
+                                 line=dict(width=3 if mode == chosen_mode else 1.5),
+                                 hovertemplate=f"{mode}: %{{y:.2%}} at %{{x:,.0f}} s"
+                                               f"<br>{name}<extra></extra>"))
+    low = float(df["goodput"].min())
+    up = float(df.loc[df["mode"] == "async", "upload_s"].iloc[0])
+    if up > 0:
+        fig.add_trace(go.Scatter(x=[up, up], y=[low, 1.0], mode="lines",
+                                 line=dict(dash="dot", color="grey", width=1),
+                                 name=f"upload {up:,.1f} s: async snapshots never come faster"))
+    fig.add_trace(go.Scatter(x=[r.daly_interval_s] * 2, y=[low, 1.0], mode="lines",
+                             line=dict(dash="dash", color="black", width=1),
+                             name=f"Daly: {r.daly_interval_s / 60:,.1f} min ({chosen_mode} stall)"))
     fig.add_trace(go.Scatter(x=[r.interval_s], y=[r.goodput], mode="markers",
                              marker=dict(size=11, color="#e76f51"),
-                             name=f"chosen: {r.interval_s / 60:,.1f} min, goodput {r.goodput:.2%}"))
+                             name=f"chosen ({chosen_mode}): {r.interval_s / 60:,.1f} min, "
+                                  f"goodput {r.goodput:.2%}"))
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
+    return fig
+
+
+def _cell(fmt: str, x) -> str:
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "-"
+    if isinstance(x, (bool, np.bool_)):
+        return "yes" if x else "NO"
+    return fmt.format(x)
+
+
+def storage_tiers_table(results: Results) -> go.Figure:
+    """What each storage tier must carry vs what it offers (hot per node, warm aggregate)."""
+    from .review.series import storage_tiers
+    df = storage_tiers(results)
+    cols = {"tier": ("tier", "{}"), "role": ("role", "{}"), "per": ("per", "{}"),
+            "checkpoints_kept": ("copies kept", "{:.0f}"),
+            "capacity_needed_tb": ("capacity needed (TB)", "{:,.3g}"),
+            "write_burst_needed_gb_per_s": ("burst write needed (GB/s)", "{:,.3g}"),
+            "write_average_needed_gb_per_s": ("average write needed (GB/s)", "{:,.3g}"),
+            "offered_write_gb_per_s": ("write offered (GB/s)", "{:,.3g}"),
+            "read_gb_per_s": ("data reads (GB/s)", "{:,.3g}"),
+            "meets_burst": ("meets burst", "{}"), "meets_average": ("meets average", "{}")}
+    fig = _fig(f"Storage tiers for {results.scenario.checkpoint_mode} checkpoints: needed vs "
+               "offered", height=200 + 40 * len(df))
+    fig.add_trace(go.Table(header=dict(values=[cols[c][0] for c in cols]),
+                           cells=dict(values=[[_cell(cols[c][1], x) for x in df[c]]
+                                              for c in cols])))
+    fig.update_traces(columnwidth=[40, 150, 65] + [70] * (len(cols) - 3))
+    return fig
+
+
+def notice_table(results: Results) -> go.Figure:
+    """Checkpoint-on-notice: one preempted node's share of the checkpoint, written to local
+    NVMe or the shared tier, against AWS's 2 min and GCP's 30 s spot notices."""
+    from .review.series import notice_checks
+    df = notice_checks(results)
+    cols = {"cloud": ("cloud", "{}"), "notice_s": ("notice (s)", "{:,.0f}"),
+            "detect_s": ("detection (s)", "{:,.0f}"), "target": ("written to", "{}"),
+            "node_gb": ("GB per node", "{:,.3g}"), "write_gb_per_s": ("write (GB/s)", "{:,.3g}"),
+            "write_s": ("detect + write (s)", "{:,.1f}"), "slack_s": ("slack (s)", "{:,.1f}"),
+            "fits": ("fits", "{}")}
+    fig = _fig("Checkpoint on a spot notice (a local NVMe copy survives only if the disk "
+               "outlives the node)", height=170 + 30 * len(df))
+    fig.add_trace(go.Table(header=dict(values=[cols[c][0] for c in cols]),
+                           cells=dict(values=[[_cell(cols[c][1], x) for x in df[c]]
+                                              for c in cols])))
     return fig
 
 

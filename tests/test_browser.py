@@ -274,3 +274,25 @@ def test_moe_review_link_plans_deepseek_v3_on_h800(voila, page):
     wait_change(page, lambda: text_of(page, ".llmc-headline-days"), before)
     assert "moe_load_imbalance=1&" in page.locator(".llmc-share-link").first.get_attribute("href")
     shot(page, "review-deepseek-v3-h800")
+
+
+def test_storage_and_checkpoints_link_405b_async(voila, page):
+    # issue 11: the storage app from a shared link; Llama 3.1 405B on 16,384 H100, async
+    from llmcost import review
+    from llmcost.review.storage_view import storage_summary
+    from llmcost.scenario import Scenario
+    open_app(page, voila, "checkpoints",
+             "?model=llama3-405b&gpu=h100-sxm&gpus=16384&checkpoint_mode=async")
+    assert page.locator(".llmc-title").first.inner_text().strip() == "Storage and checkpoints"
+    assert page.locator(".llmc-warning").count() == 0
+    out = storage_summary(review.evaluate(Scenario(model="llama3-405b", gpu="h100-sxm",
+                                                   gpus=16384, checkpoint_mode="async")))
+    assert text_of(page, ".llmc-headline-goodput") == f"{out['goodput']:.2%} (async)"
+    # the 5.68 TB upload at 20 GB/s takes 284.1 s; Daly's 111 s is raised to it
+    assert text_of(page, ".llmc-headline-upload") == "284.1 s"
+    assert "raised to the upload" in text_of(page, ".llmc-headline-interval")
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 3",
+                           timeout=60_000)
+    assert "warm" in page.locator(".llmc-plot-tiers").first.inner_text()
+    assert_no_error_text(page)
+    shot(page, "checkpoints-405b-async")

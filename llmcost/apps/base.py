@@ -34,7 +34,7 @@ APPS = {
     "tco": "Rent vs buy",
     "spot": "Spot vs on-demand",
     "sizing": "Sizing and layout",
-    "checkpoints": "Checkpoints and failures",
+    "checkpoints": "Storage and checkpoints",
 }
 
 CSS = """<style>
@@ -71,7 +71,7 @@ class Panel:
     fields: tuple = ()
     sliders: tuple = ()             # fields shown as sliders (bounded shares)
     group_titles = {"run": "The run", "prices": "Cloud prices", "onprem": "On premises",
-                    "spot": "Spot", "reliability": "Failures and checkpoints",
+                    "spot": "Spot", "reliability": "Failures, checkpoints and storage",
                     "measured": "Your measured run"}
 
     def __init__(self, scenario: Scenario | None = None, query: str | None = None,

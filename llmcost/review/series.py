@@ -11,12 +11,13 @@ import pandas as pd
 
 from .. import utilization as ut
 from ..economics import reliability as rel
-from ..economics import spot, tco
+from ..economics import spot, storage, tco
 from ..scenario import Scenario
 from ..training import planner
 from ..training.memory import memory_per_gpu
 from .results import Results
-from .stages import options_for
+from .stages import NODE_NETWORK_GB_PER_S, options_for
+from .storage_view import KEEP_LOCAL, KEEP_WARM, storage_summary
 
 
 def _cached(fn):
@@ -182,20 +183,179 @@ def finetune_ladder(results: Results):
     return ladder(inp.model, inp.catalog, s.finetune_tokens, s.tokens)
 
 
+#: goodput curves: one per checkpoint mode (storage.checkpoint_goodput)
+GOODPUT_MODES = ("sync", "async", "peer-memory")
+
+
 @_cached
 def goodput_series(results: Results, points: int = 200) -> pd.DataFrame:
-    """Goodput vs checkpoint interval for sync and async writes, at this size."""
-    r, s, g = results.reliability, results.scenario, results.inputs.gpu
+    """Goodput vs checkpoint interval for sync, async and peer-memory checkpoints, at this size.
+
+    One row per (interval, mode), the modes' curves from
+    :func:`llmcost.economics.storage.checkpoint_goodput` with the review's stalls and upload
+    (:func:`storage_figures`), so the scenario's mode at its chosen interval is the review's
+    goodput. The grid spans the modes' recommended intervals and the upload (x/20 to x20)
+    and contains the chosen interval, each mode's recommended interval and the upload
+    exactly.
+
+    Peer-memory (GEMINI) is drawn under stated assumptions: the blocking part and the copy
+    to the peer's memory both take the async local stall (``peer_copy_s``), and every
+    failure leaves each snapshot's peer alive (``peer_share`` = 1).
+
+    Returns
+    -------
+    DataFrame
+        interval_s [s], mode, goodput [-], stall_s [s], upload_s [s], peer_copy_s [s],
+        chosen_mode (the scenario's mode) and, as before, the wide columns sync and async
+        (goodput at that row's interval [-]) and sync_stall_s, async_stall_s [s].
+
+    References
+    ----------
+    .. [1] Daly 2006, FGCS 22(3):303, Eq. 13-14; :mod:`llmcost.economics.storage`
+       (durable interval, rework from the last durable copy); Wang et al., SOSP 2023 (GEMINI).
+    """
+    f, r, s = storage_figures(results), results.reliability, results.scenario
     M = r.job_mtbf_h * 3600
-    taus = np.geomspace(max(r.daly_interval_s / 20, 1), r.daly_interval_s * 20, points)
-    df = pd.DataFrame({"interval_s": taus})
-    for mode in ("sync", "async"):
-        stall = float(rel.checkpoint_stall_s(r.checkpoint_bytes, mode, r.nodes,
-                                             s.shared_storage_gbps, local_write_gbps=s.local_write_gbps,
-                                             gpus_per_node=g.gpus_per_node))
-        df[mode] = rel.goodput(taus, stall, M, s.restart_s)
-        df[f"{mode}_stall_s"] = stall
+    upload, sync_stall, async_stall = f["upload_s"], f["sync_stall_s"], f["async_stall_s"]
+    marks = [f["by_mode"][m]["interval_s"] for m in ("sync", "async")] + [r.interval_s]
+    span = [float(rel.daly_interval_s(x, M)) for x in (sync_stall, async_stall)] + [upload]
+    lo, hi = max(min(span + marks) / 20, 1.0), max(span + marks) * 20
+    taus = np.unique(np.concatenate([np.geomspace(lo, hi, points), marks,
+                                     [upload] if upload > 0 else []]))
+    terms = {"sync": dict(stall_s=sync_stall, upload_s=0.0, peer_copy_s=0.0),
+             "async": dict(stall_s=async_stall, upload_s=upload, peer_copy_s=0.0),
+             "peer-memory": dict(stall_s=async_stall, upload_s=upload, peer_copy_s=async_stall)}
+    parts = []
+    for mode in GOODPUT_MODES:
+        t = terms[mode]
+        good = storage.checkpoint_goodput(mode, taus, t["stall_s"], M, s.restart_s, t["upload_s"],
+                                          peer_copy_s=t["peer_copy_s"], peer_share=1.0)
+        parts.append(pd.DataFrame({"interval_s": taus, "mode": mode,
+                                   "goodput": np.asarray(good, float), **t,
+                                   "chosen_mode": mode == s.checkpoint_mode}))
+    df = pd.concat(parts, ignore_index=True)
+    wide = {m: df.loc[df["mode"] == m, "goodput"].to_numpy() for m in ("sync", "async")}
+    for m in ("sync", "async"):
+        df[m] = np.tile(wide[m], len(GOODPUT_MODES))
+    df["sync_stall_s"], df["async_stall_s"] = sync_stall, async_stall
     return df
+
+
+@_cached
+def storage_figures(results: Results) -> dict:
+    """:func:`llmcost.review.storage_view.storage_summary` of these Results (cached on them),
+    plus ``durable_interval_s``: compute between durable snapshots of the scenario's mode
+    [s] (async: never shorter than the upload, :func:`storage.durable_interval_s`)."""
+    out = dict(storage_summary(results))
+    up = out["upload_s"] if out["checkpoint_mode"] == "async" else 0.0
+    out["durable_interval_s"] = float(storage.durable_interval_s(out["interval_s"], up))
+    return out
+
+
+@_cached
+def storage_tiers(results: Results) -> pd.DataFrame:
+    """What each storage tier must carry (:func:`storage_figures` ``tiers``), one row per tier.
+
+    Returns
+    -------
+    DataFrame
+        tier, role, per (node or aggregate), checkpoints_kept [-], capacity_needed_tb [TB],
+        write_burst_needed_gb_per_s, write_average_needed_gb_per_s (NaN when not
+        modelled), offered_write_gb_per_s, read_gb_per_s [GB/s], meets_burst, meets_average.
+    """
+    f = storage_figures(results)
+    roles = {"hot": ("local NVMe (async snapshots)", KEEP_LOCAL),
+             "warm": ("shared file system", KEEP_WARM)}
+    rows = []
+    for name, t in f["tiers"].items():
+        role, kept = roles.get(name, (name, np.nan))
+        rows.append({"tier": name, "role": role, "per": t["per"], "checkpoints_kept": kept,
+                     "capacity_needed_tb": t["capacity_tb"],
+                     "write_burst_needed_gb_per_s": t["write_burst_gb_per_s"],
+                     "write_average_needed_gb_per_s": t.get("write_average_gb_per_s", np.nan),
+                     "offered_write_gb_per_s": t["offered_write_gb_per_s"],
+                     "read_gb_per_s": t.get("read_gb_per_s", np.nan),
+                     "meets_burst": t["meets_burst"], "meets_average": t["meets_average"]})
+    return pd.DataFrame(rows)
+
+
+@_cached
+def notice_checks(results: Results) -> pd.DataFrame:
+    """Checkpoint-on-notice for one preempted node (:func:`storage.checkpoint_on_notice`):
+    its share of the checkpoint written to local NVMe (the scenario's per-node write) or to
+    the shared tier (its bandwidth, at most the node's link), against AWS's 2 min and GCP's
+    30 s notices. Detection: AWS polled every 5 s as it recommends; GCP's ACPI soft-off
+    reaches the guest at once (assumption: 0 s).
+
+    Returns
+    -------
+    DataFrame
+        cloud, notice_s, detect_s [s], target, node_gb [GB], write_gb_per_s [GB/s],
+        write_s, slack_s [s], fits.
+    """
+    notices = (("AWS", storage.AWS_SPOT_NOTICE_S, storage.AWS_NOTICE_POLL_S),
+               ("GCP", storage.GCP_SPOT_NOTICE_S, 0.0))
+    s, r = results.scenario, results.reliability
+    node_bytes = r.checkpoint_bytes / r.nodes
+    targets = (("local NVMe", s.local_write_gbps),
+               ("shared tier (one node)", min(s.shared_storage_gbps, NODE_NETWORK_GB_PER_S)))
+    rows = []
+    for target, bw in targets:
+        for cloud, notice, detect in notices:
+            c = storage.checkpoint_on_notice(node_bytes, bw, notice, detect)
+            rows.append({"cloud": cloud, "notice_s": notice, "detect_s": detect,
+                         "target": target, "node_gb": node_bytes / 1e9, "write_gb_per_s": bw,
+                         "write_s": float(c.write_s), "slack_s": float(c.slack_s),
+                         "fits": bool(c.fits)})
+    return pd.DataFrame(rows)
+
+
+#: the seed's claims (seed article 001)
+SEED_CHECKPOINTS, SEED_STALL_S = 500, (30.0, 60.0)
+SEED_HOURS, SEED_LOCAL_S, SEED_LOCAL_MODEL = (5.0, 8.0), (3.0, 5.0), "llama3-70b"
+
+
+@_cached
+def seed_storage_claims(results: Results) -> dict:
+    """The seed's "500 checkpoints x 30-60 s = 5-8 h" and "3-5 s local write of a 70B
+    checkpoint", worked with the storage functions and this scenario's storage.
+
+    Returns
+    -------
+    dict
+        seed_hours (500 x 30-60 s [h]), seed_stall_for_hours_s (what 5-8 h means per
+        checkpoint [s]), shared_gb_per_s_for_seed_stall (the write bandwidth giving a 30-60 s
+        sync stall of this checkpoint [GB/s]), run_hours_for_500 (500 x this sync stall [h]);
+        and, for the 70B model when the catalog has it: params, full_gb [GB] and
+        full_bytes_per_param (weights and Adam state, :func:`storage.checkpoint_size_bytes`),
+        one_node_gb_per_s_for_seed (full state on one node in 3-5 s [GB/s]), weights_gb
+        (bf16 weights only) and weights_gb_per_s_for_seed [GB/s], nodes_for_seed (nodes,
+        sharded, at this scenario's local write, for 5 and 3 s) [-].
+    """
+    f = storage_figures(results)
+    inp, s = results.inputs, results.scenario
+    size = results.reliability.checkpoint_bytes
+    t = np.array(SEED_STALL_S)
+    out = {"seed_hours": SEED_CHECKPOINTS * t / 3600,
+           "seed_stall_for_hours_s": np.array(SEED_HOURS) * 3600 / SEED_CHECKPOINTS,
+           "shared_gb_per_s_for_seed_stall": rel.storage_bandwidth_for_stall_gbps(size, t),
+           "run_hours_for_500": SEED_CHECKPOINTS * f["sync_stall_s"] / 3600}
+    try:
+        params = inp.catalog.model(SEED_LOCAL_MODEL).params
+    except (KeyError, ValueError):
+        return out
+    full = float(storage.checkpoint_size_bytes(params))
+    weights = float(rel.checkpoint_size_bytes(params, "weights-only"))
+    secs = np.array(SEED_LOCAL_S)
+    n = np.arange(1, 100_001)
+    stall = rel.checkpoint_stall_s(full, "async", n, local_write_gbps=s.local_write_gbps,
+                                   gpus_per_node=inp.gpu.gpus_per_node)
+    nodes = [int(n[np.argmax(stall <= x)]) if (stall <= x).any() else None for x in secs[::-1]]
+    out.update(model=SEED_LOCAL_MODEL, params=params, full_gb=full / 1e9,
+               full_bytes_per_param=full / params,
+               one_node_gb_per_s_for_seed=full / secs[::-1] / 1e9, weights_gb=weights / 1e9,
+               weights_gb_per_s_for_seed=weights / secs[::-1] / 1e9, nodes_for_seed=nodes)
+    return out
 
 
 @dataclass(frozen=True)
