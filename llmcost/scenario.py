@@ -133,6 +133,14 @@ class Scenario:
                           group="reliability")
     checkpoint_interval_s: float = _f(0.0, 0, 1e6, label="Checkpoint interval (0: Daly)",
                                       unit="s", group="reliability")
+    #: data-loading stalls: from the read rate the run needs against the dataset tier
+    #: (llmcost.economics.storage.data_stall_share), or the share you measured (custom)
+    data_stall: str = _options("from-storage", ("from-storage", "custom"),
+                               label="Data-loading stalls from", group="reliability")
+    data_tier_read_gb_per_s: float = _f(20.0, 0, 1e5, lo_open=True, label="Dataset tier read",
+                                        unit="GB/s", group="reliability")
+    data_read_amplification: float = _f(1.0, 1.0, 1e4, label="Read amplification",
+                                        group="reliability", step=0.1)
     data_stall_share: float = _f(0.02, 0, 1, hi_open=True, label="Data-loading stalls",
                                  group="reliability", step=0.01)
     # ---- a measured run (effective utilization app)
@@ -241,6 +249,7 @@ CUSTOM_MODE = {
     "reserved_1y_usd_per_gpu_hour": ("price_source", "custom"),
     "reserved_3y_usd_per_gpu_hour": ("price_source", "custom"),
     "spot_discount": ("price_source", "custom"),
+    "data_stall_share": ("data_stall", "custom"),
     "onprem_capex_usd_per_gpu": ("price_source", "custom"),
     "onprem_power_kw_per_gpu": ("price_source", "custom"),
     "onprem_opex_usd_per_gpu_month": ("price_source", "custom"),

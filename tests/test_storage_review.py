@@ -44,7 +44,7 @@ def test_async_interval_never_shorter_than_the_upload_405b_16k(storage_gbps):
     out = storage_summary(r)
     assert out["goodput"] == pytest.approx(r.reliability.goodput, rel=1e-12)
     assert r.economics.useful_share == pytest.approx(
-        r.reliability.goodput * (1 - s.data_stall_share), rel=1e-12)
+        r.reliability.goodput * (1 - r.economics.data_stall_share), rel=1e-12)
 
 
 def test_slow_upload_costs_goodput_and_days():
@@ -78,3 +78,33 @@ def test_cli_storage_json_has_the_contract_keys(capsys):
     assert r["goodput"] == pytest.approx(res.reliability.goodput, rel=1e-12)
     assert r["upload_s"] == pytest.approx(float(storage.upload_s(
         r["checkpoint_gb"] * 1e9, 2048, 20.0, 50.0)), rel=1e-9)
+
+
+def test_data_stall_from_the_dataset_tier():
+    base = dict(model="llama3-70b", gpu="h100-sxm", gpus=1024)
+    fast = review.evaluate(Scenario(**base))
+    tps = fast.predict.tokens_per_s
+    read = tps * 4 / 1e9                      # GB/s of 4-byte token ids
+    assert fast.economics.data_stall_share == 0.0          # 20 GB/s outruns it
+    # a tier at a quarter of the read rate: prefetch hides what it can, the rest waits
+    slow = review.evaluate(Scenario(**base, data_tier_read_gb_per_s=read / 4,
+                                    data_read_amplification=1.0))
+    assert slow.economics.data_stall_share == pytest.approx(0.75, rel=1e-9)
+    assert slow.headline["days"] == pytest.approx(fast.headline["days"] * 4, rel=1e-9)
+    # a measured share overrides it
+    m = review.evaluate(Scenario(**base, data_stall="custom", data_stall_share=0.05))
+    assert m.economics.data_stall_share == 0.05
+    # read amplification multiplies the read rate
+    amp = review.evaluate(Scenario(**base, data_tier_read_gb_per_s=read,
+                                   data_read_amplification=2.0))
+    assert amp.economics.data_stall_share == pytest.approx(0.5, rel=1e-9)
+
+
+def test_sizing_uses_the_same_data_stall():
+    s = Scenario(model="llama3-70b", gpu="h100-sxm", sizing="days", target_days=30,
+                 data_tier_read_gb_per_s=0.002)
+    r = review.evaluate(s)
+    row = r.size.sizing.table.set_index("gpus").loc[r.plan.gpus]
+    # sizing's days at the chosen size are the review's (with the schedule headroom)
+    assert row["days"] == pytest.approx(r.headline["days"] * (1 + s.headroom), rel=1e-6)
+    assert r.economics.data_stall_share > 0

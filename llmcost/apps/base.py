@@ -136,7 +136,12 @@ class Panel:
     def resolved(self, res) -> dict:
         """Scenario field -> the value the figures use (for controls whose mode is not custom)."""
         inp = getattr(res, "inputs", None)
-        return dict(inp.resolved) if inp is not None else {}
+        out = dict(inp.resolved) if inp is not None else {}
+        econ = getattr(res, "economics", None)
+        if econ is not None:
+            # derived from the prediction, after the resolve stage
+            out["data_stall_share"] = econ.data_stall_share
+        return out
 
     def make_figures(self, res) -> dict:
         return {}

@@ -37,7 +37,7 @@ class ReviewApp(ReviewPanel):
              "them. Costs are cash: a reservation is billed for its whole term.")
     fields = ("model", "tokens", "gpu", "fabric", "precision", "sizing", "gpus", "target_days",
               "global_batch_tokens", "moe_load_imbalance", "moe_a2a_overlap",
-              "data_stall_share", "checkpoint_mode",
+              "data_stall", "data_stall_share", "checkpoint_mode",
               "price_source", "price_offer", "on_demand_usd_per_gpu_hour",
               "reserved_3y_usd_per_gpu_hour", "spot_discount", "onprem_capex_usd_per_gpu",
               "utilization", "resale")
@@ -282,7 +282,8 @@ class CheckpointApp(ReviewPanel):
              "or a preset, or a given MTBF (the seed: 4.7 days).")
     fields = ("model", "gpu", "gpus", "checkpoint_mode", "shared_storage_gbps", "local_write_gbps",
               "failure_rate", "failures_per_1000_gpu_days", "mtbf_h", "restart_s",
-              "checkpoint_interval_s", "data_stall_share")
+              "checkpoint_interval_s", "data_stall", "data_tier_read_gb_per_s",
+              "data_read_amplification", "data_stall_share")
     sliders = ("data_stall_share",)
 
     @staticmethod

@@ -549,6 +549,7 @@ LAYOUT_KEYS = ("tp", "pp", "cp", "dp", "micro_batch", "interleave", "zero_stage"
 def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
                  scale_out: FabricSpec, target_days, global_batch_tokens=4_194_304,
                  headroom=0.10, goodput=1.0, usd_per_gpu_hour: dict | None = None,
+                 data_stall=0.0,
                  max_nodes=4096, options: Options = Options(flash_attention=True),
                  seq_len=None, space: planner.Space = SIZING_SPACE, max_power_mw=None,
                  power_kw_per_gpu=None, pue=DEFAULT_PUE, max_batch_tokens=None,
@@ -585,6 +586,10 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
         G [-], from :mod:`llmcost.economics.reliability`; or a function of the GPU count
         (an int array, returning an array of G): more GPUs fail more often, so the review
         passes its reliability model here.
+    data_stall : float or callable
+        Share of time waiting for data [-]; or a function of (tokens/s, GPUs) arrays: a
+        faster cluster reads faster, so the review passes its storage model here. Days are
+        divided by G (1 - stall).
     usd_per_gpu_hour : dict of str -> float, optional
         Prices by option name [USD per GPU-hour].
     max_nodes : int
@@ -656,7 +661,10 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     lay = {k: np.full(len(gpus), None, dtype=object) for k in LAYOUT_KEYS}
     if best is not None:
         i = best["si"]
-        days[i] = D / best["tokens_per_s"] / G[i] / SECONDS_PER_DAY * (1 + h)
+        stall = data_stall(best["tokens_per_s"], gpus[i]) if callable(data_stall) else \
+            np.full(len(i), float(data_stall))
+        stall = v.fraction("data_stall", stall, allow_zero=True, allow_one=False)
+        days[i] = D / best["tokens_per_s"] / G[i] / (1 - stall) / SECONDS_PER_DAY * (1 + h)
         cols["mfu"][i] = best["mfu"]
         cols["global_batch"][i] = best["global_batch"]
         cols["tokens_per_s"][i] = best["tokens_per_s"]

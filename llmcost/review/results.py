@@ -183,6 +183,8 @@ class EconomicsResult:
     band: Band | None = None
     days_range: tuple | None = None
     costs_usd_range: dict = field(default_factory=dict)
+    #: share of time waiting for data [-] (computed from the dataset tier, or the scenario's)
+    data_stall_share: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -177,7 +177,9 @@ def size(inp: Inputs) -> SizeResult | None:
         power = inp.gpu.power_w_per_gpu / 1000
     sz = sizing.size_cluster(inp.model, s.tokens, inp.gpu, inp.scale_up, inp.scale_out,
                              s.target_days, s.global_batch_tokens, s.headroom,
-                             goodput=lambda n: useful_share(inp, n), options=options_for(s),
+                             goodput=lambda n: checkpoint_goodput_at(inp, n),
+                             data_stall=lambda tps, n: data_stall_at(inp, tps, n),
+                             options=options_for(s),
                              space=REVIEW_SPACE, max_power_mw=s.max_power_mw or None,
                              power_kw_per_gpu=power, pue=s.pue)
     gpus = _sized_gpus(sz, s)
@@ -233,10 +235,32 @@ def _goodput(inp: Inputs, tau, stall, M, upload):
                                       inp.scenario.restart_s, upload)
 
 
-def useful_share(inp: Inputs, gpus):
-    """Goodput x (1 - data stalls) at each GPU count (vectorized)."""
+def checkpoint_goodput_at(inp: Inputs, gpus):
+    """Goodput of failures and checkpoints at each GPU count (vectorized)."""
     _, M, _, _, stall, tau, upload = interruption_terms(inp, gpus)
-    return _goodput(inp, tau, stall, M, upload) * (1 - inp.scenario.data_stall_share)
+    return _goodput(inp, tau, stall, M, upload)
+
+
+def data_stall_at(inp: Inputs, tokens_per_s, gpus):
+    """Share of time the run waits for data at a throughput (vectorized): the scenario's
+    measured share (custom), or the read rate the tokens need (ids of 2 or 4 bytes x read
+    amplification) against the dataset tier's read bandwidth, prefetch hiding what it can
+    (:func:`llmcost.economics.storage.data_stall_share`)."""
+    s = inp.scenario
+    tps = np.asarray(tokens_per_s, dtype=float)
+    if s.data_stall == "custom":
+        return np.full(np.shape(tps), s.data_stall_share)
+    nodes = np.maximum(1, np.ceil(np.asarray(gpus) / inp.gpu.gpus_per_node))
+    read = storage.data_read_rate_gb_per_s(np.maximum(tps, 1e-9), nodes,
+                                           storage.token_bytes(inp.model.vocab),
+                                           s.data_read_amplification)
+    return np.asarray(storage.data_stall_share(read.aggregate_gb_per_s,
+                                               s.data_tier_read_gb_per_s), dtype=float)
+
+
+def useful_share(inp: Inputs, gpus, tokens_per_s):
+    """Goodput x (1 - data stalls) at each GPU count and throughput (vectorized)."""
+    return checkpoint_goodput_at(inp, gpus) * (1 - data_stall_at(inp, tokens_per_s, gpus))
 
 
 # ------------------------------------------------------------------ plan
@@ -414,7 +438,9 @@ def spot_summary(inp: Inputs, r: ReliabilityResult) -> SpotSummary:
 def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
               r: ReliabilityResult) -> EconomicsResult:
     s, g = inp.scenario, inp.gpu
-    useful = r.goodput * (1 - s.data_stall_share)
+    stall_share = float(data_stall_at(inp, pr.tokens_per_s if pr is not None else 0.0,
+                                      pl.gpus))
+    useful = r.goodput * (1 - stall_share)
     sp = spot_summary(inp, r)
     billed = int(math.ceil(pl.gpus / inp.billing_gpus) * inp.billing_gpus)
     costs, amort, commit, run_days = {}, {}, {}, {}
@@ -473,7 +499,7 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
             costs_range = {k: (float(lo[k]), float(hi[k])) for k in costs}
     wf = eff = None
     if pr is not None:
-        wf = waterfall_from_step(pr.step, g.bf16_dense_tflops, data_stall_share=s.data_stall_share,
+        wf = waterfall_from_step(pr.step, g.bf16_dense_tflops, data_stall_share=stall_share,
                                  checkpoint_share=r.checkpoint_share,
                                  failure_share=r.rework_share + r.restart_share,
                                  flops_per_token=inp.model.flops_per_token("none"),
@@ -481,7 +507,8 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
                                                    if inp.prices and inp.prices.on_demand else None))
         eff = float(wf["share_of_peak"].iloc[-1])
     return EconomicsResult(useful, days, hours, billed, costs, amort, commit, run_days, be,
-                           per_h, sp, wf, eff, prices, op, band, days_range, costs_range)
+                           per_h, sp, wf, eff, prices, op, band, days_range, costs_range,
+                           stall_share)
 
 
 
