@@ -118,9 +118,9 @@ class Scenario:
     # ---- reliability
     checkpoint_mode: str = _options("sync", ("sync", "async"), label="Checkpoint writes",
                                     group="reliability")
-    shared_storage_gbps: float = _f(20.0, 0, 1e5, lo_open=True, label="Shared storage write",
+    shared_storage_gb_per_s: float = _f(20.0, 0, 1e5, lo_open=True, label="Shared storage write",
                                     unit="GB/s", group="reliability")
-    local_write_gbps: float = _f(5.0, 0, 1e3, lo_open=True, label="Local NVMe write per node",
+    local_write_gb_per_s: float = _f(5.0, 0, 1e3, lo_open=True, label="Local NVMe write per node",
                                  unit="GB/s", group="reliability")
     failure_rate: str = _choice("by-gpu", "failure_rates", label="Failure rate from",
                                 group="reliability", special=("by-gpu", "custom"))
@@ -268,6 +268,9 @@ RENAMED = {
     "onprem_other_usd_per_node_month": ("onprem_opex_usd_per_gpu_month", 1 / 8),
     "node_failures_per_1000_node_days": ("failures_per_1000_gpu_days", 1 / 8),
     "restart_h": ("restart_s", 3600.0),
+    # bandwidths are GB/s (bytes): "gbps" read as gigabits by most people
+    "shared_storage_gbps": ("shared_storage_gb_per_s", 1.0),
+    "local_write_gbps": ("local_write_gb_per_s", 1.0),
 }
 
 
@@ -292,7 +295,8 @@ def _migrate(data: dict) -> tuple[dict, list[str]]:
             data[new] = raw      # parse_value reports it under the new name
             continue
         data[new] = x * factor
-        unit = "per node of 8 GPUs" if factor == 1 / 8 else "in hours"
+        unit = ("per node of 8 GPUs" if factor == 1 / 8 else "in hours" if factor == 3600.0
+                else "GB/s, renamed: 'gbps' reads as gigabits")
         notes.append(f"{old} (old name, {unit}) read as {new} = {_fmt(x * factor)}")
     if "spot_usd_per_node_hour" in data:
         # one stored spot figure: the discount off on-demand

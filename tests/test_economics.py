@@ -171,11 +171,11 @@ def test_checkpoint_size_and_stall():
     s = rel.checkpoint_size_bytes(70e9)
     assert s == 14 * 70e9   # bf16 weights + fp32 master + Adam m, v
     # 980 GB at 20 GB/s of shared storage: 49 s, inside the seed's 30-60 s
-    assert rel.checkpoint_stall_s(s, "sync", nodes=8, shared_storage_gbps=20) == pytest.approx(49.0)
+    assert rel.checkpoint_stall_s(s, "sync", nodes=8, shared_storage_gb_per_s=20) == pytest.approx(49.0)
     # async to local NVMe on 32 nodes at 5 GB/s each: 980 / 160 = 6.1 s (the seed's 3-5 s
     # needs the write spread over ~50-65 nodes, not "node 0" alone)
-    assert rel.checkpoint_stall_s(s, "async", nodes=32, local_write_gbps=5) == pytest.approx(6.125)
-    assert rel.storage_bandwidth_for_stall_gbps(s, 10) == pytest.approx(98.0)
+    assert rel.checkpoint_stall_s(s, "async", nodes=32, local_write_gb_per_s=5) == pytest.approx(6.125)
+    assert rel.storage_bandwidth_for_stall_gb_per_s(s, 10) == pytest.approx(98.0)
 
 
 # ------------------------------------------------------------------ sizing and the ladder

@@ -167,7 +167,7 @@ def test_local_stall_host_memory_or_nvme():
     # to NVMe at 5 GB/s per node: 987.7 / (32 x 5) = 6.17 s, reliability's async model
     assert sto.local_stall_s(S, 32, 25.0, 8, 5.0) == pytest.approx(987.7 / 160)
     assert sto.local_stall_s(S, 32, 25.0, 8, 5.0) == rel.checkpoint_stall_s(S, "async", 32,
-                                                                           local_write_gbps=5.0)
+                                                                           local_write_gb_per_s=5.0)
 
 
 def test_async_rework_monte_carlo():

@@ -187,7 +187,7 @@ def test_checkpoint_on_notice_table_and_headline():
     assert headline_text(p, "notice") == (f"AWS 120 s: yes ({5 + node_gb / 5:,.1f} s) / "
                                           f"GCP 30 s: yes ({node_gb / 5:,.1f} s)")
     # a slow local disk: 7.72 GB / 0.2 GB/s = 38.6 s misses GCP's 30 s, not AWS's 2 min
-    p.set(local_write_gbps=0.2)
+    p.set(local_write_gb_per_s=0.2)
     assert f"GCP 30 s: no ({node_gb / 0.2:,.1f} s)" in headline_text(p, "notice")
     assert "AWS 120 s: yes" in headline_text(p, "notice")
     fits = storage.checkpoint_on_notice(node_gb * 1e9, 0.2, storage.GCP_SPOT_NOTICE_S, 0.0).fits

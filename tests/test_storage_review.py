@@ -29,7 +29,7 @@ def test_llama3_70b_checkpoint_bytes_and_read_rate():
 @pytest.mark.parametrize("storage_gbps", [2.0, 20.0, 200.0, 2000.0])
 def test_async_interval_never_shorter_than_the_upload_405b_16k(storage_gbps):
     s = Scenario(model="llama3-405b", gpu="h100-sxm", gpus=16384, checkpoint_mode="async",
-                 shared_storage_gbps=storage_gbps)
+                 shared_storage_gb_per_s=storage_gbps)
     r = review.evaluate(s)
     size = 14 * catalog.model("llama3-405b").params
     # 2,048 nodes upload in parallel, each at most 50 GB/s: the shared tier is the bound
@@ -49,8 +49,8 @@ def test_async_interval_never_shorter_than_the_upload_405b_16k(storage_gbps):
 
 def test_slow_upload_costs_goodput_and_days():
     base = dict(model="llama3-405b", gpu="h100-sxm", gpus=16384, checkpoint_mode="async")
-    fast = review.evaluate(Scenario(**base, shared_storage_gbps=2000.0))
-    slow = review.evaluate(Scenario(**base, shared_storage_gbps=2.0))
+    fast = review.evaluate(Scenario(**base, shared_storage_gb_per_s=2000.0))
+    slow = review.evaluate(Scenario(**base, shared_storage_gb_per_s=2.0))
     assert slow.reliability.goodput < fast.reliability.goodput
     assert slow.headline["days"] > fast.headline["days"]
 
@@ -108,3 +108,10 @@ def test_sizing_uses_the_same_data_stall():
     # sizing's days at the chosen size are the review's (with the schedule headroom)
     assert row["days"] == pytest.approx(r.headline["days"] * (1 + s.headroom), rel=1e-6)
     assert r.economics.data_stall_share > 0
+
+
+def test_old_gbps_keys_still_work_with_a_note():
+    # issue 11 item 5: bandwidths in bytes are _gb_per_s; old links and files keep working
+    s, notes = Scenario.from_query("shared_storage_gbps=40&local_write_gbps=7")
+    assert s.shared_storage_gb_per_s == 40 and s.local_write_gb_per_s == 7
+    assert any("shared_storage_gbps" in n and "gigabits" in n for n in notes)

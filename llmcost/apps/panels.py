@@ -280,7 +280,7 @@ class CheckpointApp(ReviewPanel):
              "reproduces the published job-level measurement for the GPU's generation (H100: "
              "Llama 3, one interruption per 3.1 h on 16,384 GPUs; A100: Kokolis et al. 2025), "
              "or a preset, or a given MTBF (the seed: 4.7 days).")
-    fields = ("model", "gpu", "gpus", "checkpoint_mode", "shared_storage_gbps", "local_write_gbps",
+    fields = ("model", "gpu", "gpus", "checkpoint_mode", "shared_storage_gb_per_s", "local_write_gb_per_s",
               "failure_rate", "failures_per_1000_gpu_days", "mtbf_h", "restart_s",
               "checkpoint_interval_s", "data_stall", "data_tier_read_gb_per_s",
               "data_read_amplification", "data_stall_share")
@@ -359,12 +359,12 @@ class CheckpointApp(ReviewPanel):
                  f"{c['seed_stall_for_hours_s'][1]:.0f} s each). A 30-60 s sync stall of this "
                  f"{f['checkpoint_gb']:,.0f} GB checkpoint needs {b60:,.1f}-{b30:,.1f} GB/s of "
                  f"shared write; here it stalls {f['sync_stall_s']:,.1f} s at "
-                 f"{s.shared_storage_gbps:,.3g} GB/s, so 500 sync checkpoints would cost "
+                 f"{s.shared_storage_gb_per_s:,.3g} GB/s, so 500 sync checkpoints would cost "
                  f"{c['run_hours_for_500']:,.1f} h."]
         if "full_gb" in c:
             n5, n3 = c["nodes_for_seed"]
             shard = (f"sharded over {n5:,}-{n3:,} nodes at this scenario's "
-                     f"{s.local_write_gbps:,.3g} GB/s per node" if n5 and n3 else
+                     f"{s.local_write_gb_per_s:,.3g} GB/s per node" if n5 and n3 else
                      "sharded over many nodes")
             w_lo, w_hi = c["weights_gb_per_s_for_seed"]
             o_lo, o_hi = c["one_node_gb_per_s_for_seed"]

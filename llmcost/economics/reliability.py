@@ -298,8 +298,8 @@ def checkpoint_size_bytes(params, optimizer="adam"):
     return v.result(CHECKPOINT_BYTES_PER_PARAM[optimizer] * v.positive("params", params))
 
 
-def checkpoint_stall_s(size_bytes, mode="sync", nodes=1, shared_storage_gbps=20.0,
-                       node_network_gbps=50.0, local_write_gbps=5.0, host_copy_gbps=25.0,
+def checkpoint_stall_s(size_bytes, mode="sync", nodes=1, shared_storage_gb_per_s=20.0,
+                       node_network_gb_per_s=50.0, local_write_gb_per_s=5.0, host_copy_gb_per_s=25.0,
                        gpus_per_node=8):
     r"""Time the training loop stops for one checkpoint, sharded over all nodes.
 
@@ -318,13 +318,13 @@ def checkpoint_stall_s(size_bytes, mode="sync", nodes=1, shared_storage_gbps=20.
     mode : {"sync", "async"}
     nodes : float or array
         n, nodes writing shards [-].
-    shared_storage_gbps : float or array
+    shared_storage_gb_per_s : float or array
         B_shared, aggregate write bandwidth of the parallel file system [GB/s].
-    node_network_gbps : float or array
+    node_network_gb_per_s : float or array
         B_node, per-node bandwidth towards storage [GB/s].
-    local_write_gbps : float or array
+    local_write_gb_per_s : float or array
         B_local, per-node local NVMe write bandwidth [GB/s].
-    host_copy_gbps : float or array
+    host_copy_gb_per_s : float or array
         B_host, per-GPU device-to-host copy bandwidth (PCIe) [GB/s].
     gpus_per_node : int
 
@@ -343,16 +343,16 @@ def checkpoint_stall_s(size_bytes, mode="sync", nodes=1, shared_storage_gbps=20.
     S = v.positive("size_bytes", size_bytes)
     n = v.positive("nodes", nodes)
     if mode == "sync":
-        bw = np.minimum(v.positive("shared_storage_gbps", shared_storage_gbps),
-                        n * v.positive("node_network_gbps", node_network_gbps))
+        bw = np.minimum(v.positive("shared_storage_gb_per_s", shared_storage_gb_per_s),
+                        n * v.positive("node_network_gb_per_s", node_network_gb_per_s))
         return v.result(S / (bw * 1e9))
     per_node = np.minimum(v.positive("gpus_per_node", gpus_per_node) *
-                          v.positive("host_copy_gbps", host_copy_gbps),
-                          v.positive("local_write_gbps", local_write_gbps))
+                          v.positive("host_copy_gb_per_s", host_copy_gb_per_s),
+                          v.positive("local_write_gb_per_s", local_write_gb_per_s))
     return v.result(S / (n * per_node * 1e9))
 
 
-def storage_bandwidth_for_stall_gbps(size_bytes, target_stall_s):
+def storage_bandwidth_for_stall_gb_per_s(size_bytes, target_stall_s):
     r"""Aggregate write bandwidth a synchronous checkpoint burst needs to stay under a stall.
 
     .. math:: B = S / t_{target}

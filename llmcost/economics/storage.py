@@ -473,8 +473,8 @@ def sync_stall_s(size_bytes, writer_nodes, tier_write_gb_per_s, node_write_gb_pe
        storage fabric).
     """
     return rel.checkpoint_stall_s(size_bytes, "sync", nodes=writer_nodes,
-                                  shared_storage_gbps=tier_write_gb_per_s,
-                                  node_network_gbps=node_write_gb_per_s)
+                                  shared_storage_gb_per_s=tier_write_gb_per_s,
+                                  node_network_gb_per_s=node_write_gb_per_s)
 
 
 def local_stall_s(size_bytes, writer_nodes, host_copy_gb_per_s, gpus_per_node=8,
@@ -515,8 +515,8 @@ def local_stall_s(size_bytes, writer_nodes, host_copy_gb_per_s, gpus_per_node=8,
     """
     if local_write_gb_per_s is not None:
         return rel.checkpoint_stall_s(size_bytes, "async", nodes=writer_nodes,
-                                      local_write_gbps=local_write_gb_per_s,
-                                      host_copy_gbps=host_copy_gb_per_s,
+                                      local_write_gb_per_s=local_write_gb_per_s,
+                                      host_copy_gb_per_s=host_copy_gb_per_s,
                                       gpus_per_node=gpus_per_node)
     S = v.positive("size_bytes", size_bytes)
     n = v.positive("writer_nodes", writer_nodes)

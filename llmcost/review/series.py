@@ -297,8 +297,8 @@ def notice_checks(results: Results) -> pd.DataFrame:
                ("GCP", storage.GCP_SPOT_NOTICE_S, 0.0))
     s, r = results.scenario, results.reliability
     node_bytes = r.checkpoint_bytes / r.nodes
-    targets = (("local NVMe", s.local_write_gbps),
-               ("shared tier (one node)", min(s.shared_storage_gbps, NODE_NETWORK_GB_PER_S)))
+    targets = (("local NVMe", s.local_write_gb_per_s),
+               ("shared tier (one node)", min(s.shared_storage_gb_per_s, NODE_NETWORK_GB_PER_S)))
     rows = []
     for target, bw in targets:
         for cloud, notice, detect in notices:
@@ -338,7 +338,7 @@ def seed_storage_claims(results: Results) -> dict:
     t = np.array(SEED_STALL_S)
     out = {"seed_hours": SEED_CHECKPOINTS * t / 3600,
            "seed_stall_for_hours_s": np.array(SEED_HOURS) * 3600 / SEED_CHECKPOINTS,
-           "shared_gb_per_s_for_seed_stall": rel.storage_bandwidth_for_stall_gbps(size, t),
+           "shared_gb_per_s_for_seed_stall": rel.storage_bandwidth_for_stall_gb_per_s(size, t),
            "run_hours_for_500": SEED_CHECKPOINTS * f["sync_stall_s"] / 3600}
     try:
         params = inp.catalog.model(SEED_LOCAL_MODEL).params
@@ -348,7 +348,7 @@ def seed_storage_claims(results: Results) -> dict:
     weights = float(rel.checkpoint_size_bytes(params, "weights-only"))
     secs = np.array(SEED_LOCAL_S)
     n = np.arange(1, 100_001)
-    stall = rel.checkpoint_stall_s(full, "async", n, local_write_gbps=s.local_write_gbps,
+    stall = rel.checkpoint_stall_s(full, "async", n, local_write_gb_per_s=s.local_write_gb_per_s,
                                    gpus_per_node=inp.gpu.gpus_per_node)
     nodes = [int(n[np.argmax(stall <= x)]) if (stall <= x).any() else None for x in secs[::-1]]
     out.update(model=SEED_LOCAL_MODEL, params=params, full_gb=full / 1e9,

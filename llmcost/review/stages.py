@@ -211,12 +211,12 @@ def interruption_terms(inp: Inputs, gpus):
         per_day = np.asarray(rel.job_failures_per_day(gpus, inp.failures_per_1000_gpu_days))
     M = rel.mtbf_h(per_day) * 3600
     size_b = float(rel.checkpoint_size_bytes(inp.model.params))
-    stall = rel.checkpoint_stall_s(size_b, s.checkpoint_mode, nodes, s.shared_storage_gbps,
-                                   local_write_gbps=s.local_write_gbps,
+    stall = rel.checkpoint_stall_s(size_b, s.checkpoint_mode, nodes, s.shared_storage_gb_per_s,
+                                   local_write_gb_per_s=s.local_write_gb_per_s,
                                    gpus_per_node=g.gpus_per_node)
     # async: the snapshot is durable only once uploaded, so the interval is never shorter
     # than the upload (and rework counts back to the last durable copy: storage.rework_s)
-    upload = storage.upload_s(size_b, nodes, s.shared_storage_gbps, NODE_NETWORK_GB_PER_S) \
+    upload = storage.upload_s(size_b, nodes, s.shared_storage_gb_per_s, NODE_NETWORK_GB_PER_S) \
         if s.checkpoint_mode == "async" else np.zeros(np.shape(M))
     tau = s.checkpoint_interval_s if s.checkpoint_interval_s > 0 else \
         storage.recommended_interval_s(stall, M, upload)
@@ -388,7 +388,7 @@ def _reliability_at(inp: Inputs, gpus: int) -> ReliabilityResult:
         goodput=good, checkpoint_share=shares[0], rework_share=shares[1],
         restart_share=shares[2], nodes=nodes, lost_hours_per_interruption=lost_h,
         restart_h=s.restart_s / 3600,
-        bandwidth_for_10s_gb_per_s=float(rel.storage_bandwidth_for_stall_gbps(size_b, 10.0)),
+        bandwidth_for_10s_gb_per_s=float(rel.storage_bandwidth_for_stall_gb_per_s(size_b, 10.0)),
         upload_s=upload)
 
 

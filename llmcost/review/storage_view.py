@@ -40,10 +40,10 @@ def storage_summary(results: Results) -> dict:
     s, inp, r = results.scenario, results.inputs, results.reliability
     size, nodes, M = r.checkpoint_bytes, r.nodes, r.job_mtbf_h * 3600
     gpn = inp.gpu.gpus_per_node
-    stalls = {m: float(rel.checkpoint_stall_s(size, m, nodes, s.shared_storage_gbps,
-                                              local_write_gbps=s.local_write_gbps,
+    stalls = {m: float(rel.checkpoint_stall_s(size, m, nodes, s.shared_storage_gb_per_s,
+                                              local_write_gb_per_s=s.local_write_gb_per_s,
                                               gpus_per_node=gpn)) for m in ("sync", "async")}
-    upload = float(storage.upload_s(size, nodes, s.shared_storage_gbps, NODE_NETWORK_GB_PER_S))
+    upload = float(storage.upload_s(size, nodes, s.shared_storage_gb_per_s, NODE_NETWORK_GB_PER_S))
     by_mode = {}
     for m in ("sync", "async"):
         up = upload if m == "async" else 0.0
@@ -60,7 +60,7 @@ def storage_summary(results: Results) -> dict:
     tiers = {
         "hot": {"per": "node", "capacity_tb": KEEP_LOCAL * size / nodes / 1e12,
                 "write_burst_gb_per_s": size / nodes / max(stalls["async"], 1e-9) / 1e9,
-                "offered_write_gb_per_s": s.local_write_gbps},
+                "offered_write_gb_per_s": s.local_write_gb_per_s},
         "warm": {"per": "aggregate", "capacity_tb": KEEP_WARM * size / 1e12,
                  "write_average_gb_per_s": size / max(mode["interval_s"], upload
                                                        if s.checkpoint_mode == "async"
@@ -71,7 +71,7 @@ def storage_summary(results: Results) -> dict:
                  if s.checkpoint_mode == "sync"
                  else size / max(mode["interval_s"], upload, 1.0) / 1e9,
                  "read_gb_per_s": float(read.aggregate_gb_per_s),
-                 "offered_write_gb_per_s": s.shared_storage_gbps},
+                 "offered_write_gb_per_s": s.shared_storage_gb_per_s},
     }
     # a need equal to the offer by construction (the async stall is set by the local write)
     # meets it: compare with a relative tolerance, not exact floats
