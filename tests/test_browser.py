@@ -258,6 +258,10 @@ def test_report_export_link_serves_the_report(voila, page):
     url = page.url.rsplit("/", 1)[0] + "/" + href
     resp = page.request.get(url)
     assert resp.status == 200 and "Net savings" in resp.text()
+    # the test leaves nothing in the tree: the report it wrote goes
+    written = ROOT / "notebooks" / "reports" / Path(href.split("?")[0]).name
+    assert written.is_file()
+    written.unlink()
 
 
 def test_moe_review_link_plans_deepseek_v3_on_h800(voila, page):
