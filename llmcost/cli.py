@@ -653,7 +653,13 @@ def _table(result: dict) -> str:
             lines.append(f"{k}:")
             w2 = max(len(str(kk)) for kk in x) if x else 0
             for kk, xx in x.items():
-                shown = ", ".join(_fmt(e) for e in xx) if isinstance(xx, list) else _fmt(xx)
+                if isinstance(xx, dict):
+                    # one level deeper (storage's by_mode and tiers): key=value, formatted
+                    shown = ", ".join(f"{k3}={_fmt(x3)}" for k3, x3 in xx.items())
+                elif isinstance(xx, list):
+                    shown = ", ".join(_fmt(e) for e in xx)
+                else:
+                    shown = _fmt(xx)
                 lines.append(f"  {str(kk):<{w2}}  {shown}")
         elif isinstance(x, list):
             lines.append(f"{k}:" + ("" if x else " none"))

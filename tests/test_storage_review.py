@@ -1,6 +1,7 @@
 """Storage and checkpoints in the review and `llmcost storage` (issue 11, done-when lines)."""
 
 import json
+import re
 
 import pytest
 
@@ -115,3 +116,11 @@ def test_old_gbps_keys_still_work_with_a_note():
     s, notes = Scenario.from_query("shared_storage_gbps=40&local_write_gbps=7")
     assert s.shared_storage_gb_per_s == 40 and s.local_write_gb_per_s == 7
     assert any("shared_storage_gbps" in n and "gigabits" in n for n in notes)
+
+
+def test_cli_storage_text_formats_nested_figures(capsys):
+    assert main(["storage", "--query", "model=llama3-70b&gpus=1024"]) in (0, None)
+    out = capsys.readouterr().out
+    # nested figures as key=value with the CLI's number format, not Python dict reprs
+    assert "{" not in out and "by_mode:" in out and "interval_s=" in out
+    assert re.search(r"goodput=0\.\d{4}\b", out)
