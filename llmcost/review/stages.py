@@ -198,11 +198,13 @@ def _sized_gpus(sz, s) -> int:
     return int(s.gpus)
 
 
-def interruption_terms(inp: Inputs, gpus):
-    """The reliability model at each GPU count (vectorized), shared by sizing and the
-    reliability stage: (failures per day, MTBF [s], checkpoint bytes, nodes, stall [s],
-    interval [s]: the scenario's or Daly's)."""
+def interruption_terms(inp: Inputs, gpus, mode: str | None = None):
+    """The reliability model at each GPU count (vectorized), shared by sizing, the
+    reliability stage and the storage view: (failures per day, MTBF [s], checkpoint bytes,
+    nodes, stall [s], interval [s]: the scenario's or the recommended one, upload [s]) for
+    ``mode`` ("sync" or "async"; default the scenario's)."""
     s, g = inp.scenario, inp.gpu
+    mode = s.checkpoint_mode if mode is None else mode
     gpus = np.asarray(gpus)
     nodes = np.maximum(1, np.ceil(gpus / g.gpus_per_node))
     if s.mtbf_h > 0:
@@ -211,13 +213,13 @@ def interruption_terms(inp: Inputs, gpus):
         per_day = np.asarray(rel.job_failures_per_day(gpus, inp.failures_per_1000_gpu_days))
     M = rel.mtbf_h(per_day) * 3600
     size_b = float(rel.checkpoint_size_bytes(inp.model.params))
-    stall = rel.checkpoint_stall_s(size_b, s.checkpoint_mode, nodes, s.shared_storage_gb_per_s,
+    stall = rel.checkpoint_stall_s(size_b, mode, nodes, s.shared_storage_gb_per_s,
                                    local_write_gb_per_s=s.local_write_gb_per_s,
                                    gpus_per_node=g.gpus_per_node)
     # async: the snapshot is durable only once uploaded, so the interval is never shorter
     # than the upload (and rework counts back to the last durable copy: storage.rework_s)
     upload = storage.upload_s(size_b, nodes, s.shared_storage_gb_per_s, NODE_NETWORK_GB_PER_S) \
-        if s.checkpoint_mode == "async" else np.zeros(np.shape(M))
+        if mode == "async" else np.zeros(np.shape(M))
     tau = s.checkpoint_interval_s if s.checkpoint_interval_s > 0 else \
         storage.recommended_interval_s(stall, M, upload)
     return (per_day, M, size_b, nodes, stall, np.broadcast_to(tau, np.shape(M)),
@@ -229,16 +231,16 @@ def interruption_terms(inp: Inputs, gpus):
 NODE_NETWORK_GB_PER_S = 50.0
 
 
-def _goodput(inp: Inputs, tau, stall, M, upload):
-    """Goodput of the scenario's checkpoint mode (:func:`storage.checkpoint_goodput`)."""
-    return storage.checkpoint_goodput(inp.scenario.checkpoint_mode, tau, stall, M,
-                                      inp.scenario.restart_s, upload)
+def mode_goodput(inp: Inputs, tau, stall, M, upload, mode: str | None = None):
+    """Goodput of a checkpoint mode (default the scenario's; :func:`storage.checkpoint_goodput`)."""
+    return storage.checkpoint_goodput(inp.scenario.checkpoint_mode if mode is None else mode,
+                                      tau, stall, M, inp.scenario.restart_s, upload)
 
 
 def checkpoint_goodput_at(inp: Inputs, gpus):
     """Goodput of failures and checkpoints at each GPU count (vectorized)."""
     _, M, _, _, stall, tau, upload = interruption_terms(inp, gpus)
-    return _goodput(inp, tau, stall, M, upload)
+    return mode_goodput(inp, tau, stall, M, upload)
 
 
 def data_stall_at(inp: Inputs, tokens_per_s, gpus):
@@ -247,20 +249,20 @@ def data_stall_at(inp: Inputs, tokens_per_s, gpus):
     amplification) against the dataset tier's read bandwidth, prefetch hiding what it can
     (:func:`llmcost.economics.storage.data_stall_share`)."""
     s = inp.scenario
-    tps = np.asarray(tokens_per_s, dtype=float)
     if s.data_stall == "custom":
-        return np.full(np.shape(tps), s.data_stall_share)
-    nodes = np.maximum(1, np.ceil(np.asarray(gpus) / inp.gpu.gpus_per_node))
-    read = storage.data_read_rate_gb_per_s(np.maximum(tps, 1e-9), nodes,
-                                           storage.token_bytes(inp.model.vocab),
-                                           s.data_read_amplification)
+        return np.full(np.shape(tokens_per_s), s.data_stall_share)
+    read = data_read_at(inp, tokens_per_s, gpus)
     return np.asarray(storage.data_stall_share(read.aggregate_gb_per_s,
                                                s.data_tier_read_gb_per_s), dtype=float)
 
 
-def useful_share(inp: Inputs, gpus, tokens_per_s):
-    """Goodput x (1 - data stalls) at each GPU count and throughput (vectorized)."""
-    return checkpoint_goodput_at(inp, gpus) * (1 - data_stall_at(inp, tokens_per_s, gpus))
+def data_read_at(inp: Inputs, tokens_per_s, gpus):
+    """The run's data read rate at a throughput (:func:`storage.data_read_rate_gb_per_s`:
+    token ids of 2 or 4 bytes x the scenario's read amplification), aggregate and per node."""
+    nodes = np.maximum(1, np.ceil(np.asarray(gpus) / inp.gpu.gpus_per_node))
+    tps = np.maximum(np.asarray(tokens_per_s, dtype=float), 1e-9)
+    return storage.data_read_rate_gb_per_s(tps, nodes, storage.token_bytes(inp.model.vocab),
+                                           inp.scenario.data_read_amplification)
 
 
 # ------------------------------------------------------------------ plan
@@ -371,7 +373,7 @@ def _reliability_at(inp: Inputs, gpus: int) -> ReliabilityResult:
         good, shares = float(gb.goodput), (float(gb.checkpoint_share),
                                            float(gb.rework_share), float(gb.restart_share))
     else:
-        good = float(_goodput(inp, interval, stall, M, upload))
+        good = float(mode_goodput(inp, interval, stall, M, upload))
         # apportioned: the stall per period, then the failure stretch split between rework
         # (from the last durable copy) and restarts
         tau_e = max(interval, upload)

@@ -3,10 +3,9 @@ same Results the apps show (one number, one computation)."""
 
 from __future__ import annotations
 
-from ..economics import reliability as rel
 from ..economics import storage
 from .results import Results
-from .stages import NODE_NETWORK_GB_PER_S
+from .stages import data_read_at, interruption_terms, mode_goodput
 
 #: a synchronous burst is sized to stay under this stall [s] (the tier it needs is reported)
 SYNC_TARGET_STALL_S = 10.0
@@ -38,38 +37,33 @@ def storage_summary(results: Results) -> dict:
        copy); Daly 2006 (interval); Rajbhandari et al. 2019 §3.1 (checkpoint bytes).
     """
     s, inp, r = results.scenario, results.inputs, results.reliability
-    size, nodes, M = r.checkpoint_bytes, r.nodes, r.job_mtbf_h * 3600
-    gpn = inp.gpu.gpus_per_node
-    stalls = {m: float(rel.checkpoint_stall_s(size, m, nodes, s.shared_storage_gb_per_s,
-                                              local_write_gb_per_s=s.local_write_gb_per_s,
-                                              gpus_per_node=gpn)) for m in ("sync", "async")}
-    upload = float(storage.upload_s(size, nodes, s.shared_storage_gb_per_s, NODE_NETWORK_GB_PER_S))
+    size, nodes = r.checkpoint_bytes, r.nodes
+    # both modes through the review's own interruption model: the scenario's mode here is
+    # the reliability stage's figure, the other one is what switching would give
     by_mode = {}
     for m in ("sync", "async"):
-        up = upload if m == "async" else 0.0
-        tau = s.checkpoint_interval_s if s.checkpoint_interval_s > 0 else float(
-            storage.recommended_interval_s(stalls[m], M, up))
-        by_mode[m] = {"stall_s": stalls[m], "upload_s": up, "interval_s": tau,
-                      "goodput": float(storage.checkpoint_goodput(m, tau, stalls[m], M,
-                                                                  s.restart_s, up)),
-                      "rework_s_per_failure": float(storage.rework_s(m, tau, stalls[m], up))}
+        _, M, _, _, stall, tau, up = (float(x) for x in
+                                      interruption_terms(inp, results.plan.gpus, m))
+        by_mode[m] = {"stall_s": stall, "upload_s": up, "interval_s": tau,
+                      "goodput": float(mode_goodput(inp, tau, stall, M, up, m)),
+                      "rework_s_per_failure": float(storage.rework_s(m, tau, stall, up))}
+    stalls = {m: by_mode[m]["stall_s"] for m in by_mode}
+    upload = by_mode["async"]["upload_s"]
     mode = by_mode[s.checkpoint_mode]
     tps = results.predict.tokens_per_s if results.predict is not None else 0.0
-    read = storage.data_read_rate_gb_per_s(max(tps, 1e-9), nodes,
-                                           storage.token_bytes(inp.model.vocab))
+    read = data_read_at(inp, tps, results.plan.gpus)
+    # snapshots come no faster than their uploads end (upload 0 when sync)
+    durable_s = max(mode["interval_s"], mode["upload_s"])
     tiers = {
         "hot": {"per": "node", "capacity_tb": KEEP_LOCAL * size / nodes / 1e12,
                 "write_burst_gb_per_s": size / nodes / max(stalls["async"], 1e-9) / 1e9,
                 "offered_write_gb_per_s": s.local_write_gb_per_s},
         "warm": {"per": "aggregate", "capacity_tb": KEEP_WARM * size / 1e12,
-                 "write_average_gb_per_s": size / max(mode["interval_s"], upload
-                                                       if s.checkpoint_mode == "async"
-                                                       else 0.0) / 1e9,
-                 # async: one upload per snapshot, and snapshots never come faster than
-                 # the upload ends
+                 "write_average_gb_per_s": size / durable_s / 1e9,
+                 # sync: the burst must land within the target stall; async: one upload
+                 # per durable period
                  "write_burst_gb_per_s": size / SYNC_TARGET_STALL_S / 1e9
-                 if s.checkpoint_mode == "sync"
-                 else size / max(mode["interval_s"], upload, 1.0) / 1e9,
+                 if s.checkpoint_mode == "sync" else size / max(durable_s, 1.0) / 1e9,
                  "read_gb_per_s": float(read.aggregate_gb_per_s),
                  "offered_write_gb_per_s": s.shared_storage_gb_per_s},
     }

@@ -27,7 +27,7 @@ import numpy as np
 from .. import _validate as v
 from .arch import ModelSpec
 from .flops import RECOMPUTE_MODES, matmul_params_per_layer
-from .precision import (PRECISIONS, fp8_activation_saving_bytes_per_layer,
+from .precision import (PRECISIONS, fp8_activation_saving_bytes_per_layer, _layer_dims,
                         fp8_weight_copy_bytes)
 
 GB = 1e9
@@ -149,18 +149,10 @@ def activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp=1, cp=1, 
     .. [1] Korthikanti et al. 2022, arXiv:2205.05198, §4.1-4.2, Table 2.
     """
     rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
-    s = v.integer("seq_len", seq_len)
-    b = v.integer("micro_batch", micro_batch)
-    h = v.integer("hidden", hidden)
-    a = v.integer("heads", heads)
-    t = v.integer("tp", tp)
-    c = v.integer("cp", cp)
-    kv = a if kv_heads is None else v.integer("kv_heads", kv_heads)
-    f = 4 * h if ffn_hidden is None else v.integer("ffn_hidden", ffn_hidden)
-    d = h // a if head_dim is None else v.integer("head_dim", head_dim)
-    gated = v.boolean("gated_ffn", gated_ffn)
+    s, b, h, a, t, c, kv, f, d, gated, sp = _layer_dims(
+        seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gated_ffn,
+        head_dim, sequence_parallel)
     drop = v.boolean("dropout", dropout)
-    sp = v.boolean("sequence_parallel", sequence_parallel)
     flash = v.boolean("flash_attention", flash_attention)
 
     d_q = a * d

@@ -203,8 +203,11 @@ def _saved_input_bytes(prec):
     return np.where(prec == "mxfp8", 1.0 + 1.0 / MX_BLOCK, 1.0)
 
 
-def _dims(seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gated_ffn,
-          head_dim, sequence_parallel):
+def _layer_dims(seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gated_ffn,
+               head_dim, sequence_parallel):
+    """Validated per-layer dimensions (s, b, h, a, t, c, a_kv, f, d, gated, sp) with the
+    defaults a_kv = a, f = 4h, d = h / a: the one argument check of the activation and
+    FP8-traffic formulas (here and in :mod:`llmcost.training.memory`)."""
     s = v.integer("seq_len", seq_len)
     b = v.integer("micro_batch", micro_batch)
     h = v.integer("hidden", hidden)
@@ -212,11 +215,19 @@ def _dims(seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gat
     t = v.integer("tp", tp)
     c = v.integer("cp", cp)
     kv = a if kv_heads is None else v.integer("kv_heads", kv_heads)
-    v.divides("kv_heads", kv, "heads", a)
     f = 4 * h if ffn_hidden is None else v.integer("ffn_hidden", ffn_hidden)
     d = h // a if head_dim is None else v.integer("head_dim", head_dim)
     gated = v.boolean("gated_ffn", gated_ffn)
     sp = v.boolean("sequence_parallel", sequence_parallel)
+    return s, b, h, a, t, c, kv, f, d, gated, sp
+
+
+def _dims(seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gated_ffn,
+          head_dim, sequence_parallel):
+    s, b, h, a, t, c, kv, f, d, gated, sp = _layer_dims(
+        seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gated_ffn,
+        head_dim, sequence_parallel)
+    v.divides("kv_heads", kv, "heads", a)
     tokens = s / c * b
     d_q = a * d
     # beyond t = kv_heads Megatron replicates KV heads: one head's K and V per GPU
