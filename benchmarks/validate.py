@@ -18,7 +18,6 @@ x model). It prints; it changes nothing in the library (DEFAULT_CALIBRATION stay
 
 from __future__ import annotations
 
-import inspect
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -85,10 +84,6 @@ def _table1_interleave(layers: int, pp: int) -> int:
     return next((c for c in range(2, per + 1) if per % c == 0), 1)
 
 
-def _accepts(name: str) -> bool:
-    return name in inspect.signature(predict_step).parameters
-
-
 def layout_for(row, model) -> tuple[dict, Options, str]:
     """predict_step keyword arguments, Options and the assumptions stated for one row."""
     src = row["source_table"]
@@ -129,15 +124,12 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
                 "(assumption: Megatron-Bridge performance recipes; some recipes also offload "
                 "activations to the CPU or recompute, which the 'fits' column shows); MoE: "
                 "balanced routing (imbalance 1.0), all-to-all overlap as fitted")
-    if _accepts("precision"):
-        kw["precision"] = row["precision"]
+    kw["precision"] = row["precision"]
     return kw, opts, note
 
 
 def expressibility(row, cat) -> tuple[str, object]:
     """('', ModelSpec) when the step model can express the row, else (reason, None)."""
-    if row["precision"] != "bf16" and not _accepts("precision"):
-        return "not expressible yet: precision", None
     if row["task"] != "pretrain":
         return f"not expressible yet: {row['task']} (fine-tuning)", None
     try:

@@ -734,7 +734,6 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     if not model._simple:
         # MLA scores with d_qk = d_n + d_r and values d_v; sliding windows score fewer keys;
         # MoE layers meet k of E experts (the busiest rank does imbalance x the mean)
-        kv_sh, hd_sh = model.attention_shape
         attn = 6.0 * s * model.heads * (model.qk_head_dim + model.v_head_dim)
         if model.attention_window and model.window_layers:
             attn = attn * (1.0 - model.window_layers / L
