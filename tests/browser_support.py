@@ -1,0 +1,131 @@
+"""Shared browser-test machinery: Debian's chromium driven by Playwright, Voila on a free
+loopback port in its own process group. Test modules import the fixtures they use.
+
+Without /usr/bin/chromium the importing module skips, saying why, unless
+LLMCOST_REQUIRE_BROWSER is set (CI sets it: there the browser tests must run).
+"""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = ROOT / "artifacts" / "screenshots"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("LLMCOST_REQUIRE_BROWSER"):
+        raise RuntimeError(f"{CHROMIUM} is required here (LLMCOST_REQUIRE_BROWSER is set)")
+    pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); browser tests skipped",
+                allow_module_level=True)
+
+sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def voila():
+    port = _free_port()
+    voila_bin = Path(sys.executable).parent / "voila"
+    env = {k: v for k, v in os.environ.items() if k != "QUERY_STRING"}
+    (ROOT / "artifacts").mkdir(exist_ok=True)
+    log = open(ROOT / "artifacts" / "voila.log", "w")
+    proc = subprocess.Popen(
+        [str(voila_bin), ".", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
+         "--MappingKernelManager.cull_interval=30", "--MappingKernelManager.cull_idle_timeout=60"],
+        cwd=ROOT / "notebooks", env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError("voila exited; see artifacts/voila.log")
+            time.sleep(0.3)
+    else:
+        raise RuntimeError("voila did not open its port in 60 s")
+    yield f"http://127.0.0.1:{port}/voila/render"
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1500})
+    pg = ctx.new_page()
+    yield pg
+    ctx.close()
+
+
+def open_app(page, base, name, query=""):
+    page.goto(f"{base}/{name}.ipynb{query}", wait_until="commit", timeout=60_000)
+    page.wait_for_selector(".llmc-headline-value", timeout=90_000)
+    page.wait_for_selector(".js-plotly-plot .gtitle", timeout=90_000)
+
+
+def text_of(page, selector):
+    """The figure of a headline box (its flag note, if any, is not part of it)."""
+    if selector.startswith(".llmc-headline-"):
+        selector += " .llmc-headline-value"
+    return page.locator(selector).first.inner_text().strip()
+
+
+def titles(page):
+    return page.locator(".gtitle").all_text_contents()
+
+
+def wait_change(page, get, before, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        now = get()
+        if now != before:
+            return now
+        page.wait_for_timeout(200)
+    raise AssertionError(f"nothing changed from {before!r}")
+
+
+def assert_no_error_text(page):
+    body = page.locator("body").inner_text()
+    for bad in (r"Traceback", r"Exception", r"Error:", r"\bNaN\b", r"\binf\b", r"Infinity"):
+        assert not re.search(bad, body), f"{bad!r} shown on the page"
+
+
+def shot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def fill_number(page, field, value):
+    box = page.locator(f".llmc-ctl-{field} input").first
+    box.fill(str(value))
+    box.press("Enter")
+
+
