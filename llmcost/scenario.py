@@ -224,24 +224,65 @@ class Scenario:
     @classmethod
     def from_query(cls, query: str, cat: catalog.Catalog | None = None,
                    strict: bool = False) -> tuple["Scenario", list[str]]:
-        """Parse a page's query string. Voila's own parameters are not ours: ignored."""
-        parsed = parse_qs(query or "", keep_blank_values=True)
-        ours = {}
-        warnings = []
-        for key, vals in parsed.items():
-            if key in VOILA_PARAMS:
-                continue
-            if len(vals) > 1:
-                if strict:
-                    raise v.InputError(key, f"{key}: given {len(vals)} times")
-                warnings.append(f"{key}: given {len(vals)} times; the last is used")
-            ours[key] = vals[-1]
-        scenario, more = cls.from_mapping(ours, cat, strict=strict)
-        return scenario, warnings + more
+        """Parse a page's query string. Voila's own parameters are not ours: ignored; so are
+        the compared scenarios' ``b.``/``c.`` keys (:func:`scenarios_from_query` reads them)."""
+        scenarios, warnings = scenarios_from_query(query, cat, strict=strict)
+        return scenarios[0], warnings
 
 
 #: Voila and Jupyter put these in the page's query string; they are not scenario settings.
 VOILA_PARAMS = {"theme", "template", "token", "voila-template", "kernel_name", "reload"}
+
+#: a shared link compares up to three scenarios: A is the plain keys, B and C the keys
+#: prefixed ``b.`` and ``c.``, each only where it differs from A
+COMPARE_LABELS = ("A", "B", "C")
+_PREFIXES = ("b.", "c.")
+
+
+def scenarios_to_query(scenarios) -> str:
+    """One link for up to three scenarios: A as plain keys (those that differ from the
+    defaults), B and C as ``b.<key>`` / ``c.<key>`` for the keys that differ from A."""
+    scenarios = list(scenarios)
+    if not 1 <= len(scenarios) <= len(COMPARE_LABELS):
+        raise v.InputError("scenarios", f"a link carries 1 to {len(COMPARE_LABELS)} scenarios, "
+                                        f"got {len(scenarios)}")
+    a = scenarios[0]
+    parts = [a.to_query()]
+    for prefix, s in zip(_PREFIXES, scenarios[1:]):
+        diff = {k: x for k, x in s.to_dict().items() if x != getattr(a, k)}
+        # an identical scenario still needs one key to exist in the link
+        diff = diff or {"model": s.model}
+        parts.append(urlencode({prefix + k: _fmt(x) for k, x in diff.items()}))
+    return "&".join(p for p in parts if p)
+
+
+def scenarios_from_query(query: str, cat: catalog.Catalog | None = None,
+                         strict: bool = False) -> tuple[list["Scenario"], list[str]]:
+    """The scenarios of a link, A first (see :func:`scenarios_to_query`), with warnings for
+    what was not used. B and C start from A; a ``c.`` without a ``b.`` is read as B."""
+    parsed = parse_qs((query or "").lstrip("?"), keep_blank_values=True)
+    groups: dict[str, dict] = {"": {}, "b.": {}, "c.": {}}
+    warnings = []
+    for key, vals in parsed.items():
+        if key in VOILA_PARAMS:
+            continue
+        if len(vals) > 1:
+            if strict:
+                raise v.InputError(key, f"{_short(key)}: given {len(vals)} times")
+            warnings.append(f"{_short(key)}: given {len(vals)} times; the last is used")
+        prefix = key[:2] if key[:2] in _PREFIXES else ""
+        groups[prefix][key[len(prefix):]] = vals[-1]
+    a, more = Scenario.from_mapping(groups[""], cat, strict=strict)
+    warnings += more
+    out = [a]
+    for prefix in _PREFIXES:
+        if not groups[prefix]:
+            continue
+        label = COMPARE_LABELS[len(out)]
+        s, more = Scenario.from_mapping(groups[prefix], cat, strict=strict, base=a)
+        warnings += [f"scenario {label}: {w}" for w in more]
+        out.append(s)
+    return out, warnings
 
 #: figure -> (its mode field, the mode that uses it)
 CUSTOM_MODE = {
@@ -327,24 +368,84 @@ def _fmt(x) -> str:
     return str(x)
 
 
-def parse_value(f, raw: Any, cat: catalog.Catalog | None = None):
-    """Convert and check one value for field ``f`` (raises ValueError with the allowed range)."""
-    kind = f.metadata["kind"]
-    if kind in ("float", "int"):
-        if isinstance(raw, bool):
-            raise ValueError(f"expected a number, got {raw!r}")
-        if isinstance(raw, str) and len(raw) > 40:
+#: suffixes a person types for large numbers ("2T tokens", "4M batch"); B and G both 1e9
+SUFFIXES = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
+
+
+def parse_number(raw: Any) -> float:
+    """A number as a person types it: ``2e12``, ``2T``, ``2 T``, ``1,024``, ``4_194_304``.
+
+    Raises ValueError saying what was expected."""
+    if isinstance(raw, bool):
+        raise ValueError(f"expected a number, got {raw!r}")
+    if isinstance(raw, str):
+        if len(raw) > 40:
             raise ValueError(f"expected a number, got {_short(raw, 20)!r} ({len(raw)} characters)")
+        text = raw.strip().replace(",", "").replace("_", "").replace(" ", "")
+        mult = 1.0
+        if text and text[-1] in SUFFIXES:
+            mult, text = SUFFIXES[text[-1]], text[:-1]
+        try:
+            x = float(text) * mult
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"expected a number, got {_short(raw)!r}") from None
+    else:
         try:
             x = float(raw)
         except (TypeError, ValueError, OverflowError):
             raise ValueError(f"expected a number, got {_short(raw)!r}") from None
-        if kind == "int":
-            if not math.isfinite(x) or x != round(x):
-                raise ValueError(f"expected a whole number, got {_short(raw)!r}")
-            x = int(x)
-        check_value(f.name, x)
-        return x
+    if not math.isfinite(x):
+        raise ValueError(f"expected a finite number, got {_short(raw)!r}")
+    return x
+
+
+def number_text(x: float) -> str:
+    """The shortest readable text that :func:`parse_number` reads back as exactly ``x``:
+    2e12 -> "2T", 4194304 -> "4,194,304", 0.0806 -> "0.0806"."""
+    x = float(x)
+    for suffix in ("P", "T", "B", "M"):
+        mult = SUFFIXES[suffix]
+        q = x / mult
+        if abs(q) >= 1 and float(f"{q:g}") * mult == x:
+            return f"{q:g}{suffix}"
+    if x.is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:.10g}" if float(f"{x:.10g}") == x else repr(x)
+
+
+def range_text(name: str) -> str:
+    """The allowed values of a numeric field, in words: "between 1 and 131,072"."""
+    md = FIELDS[name].metadata
+    unit = f" {md['unit']}" if md["unit"] and md["unit"] not in ("tokens",) else ""
+    lo, hi = md["lo"], md["hi"]
+    lo_t = number_text(lo) if lo is not None else None
+    hi_t = number_text(hi) if hi is not None else None
+    if lo is not None and hi is not None:
+        if md["lo_open"] or md["hi_open"]:
+            left = f"above {lo_t}" if md["lo_open"] else f"at least {lo_t}"
+            right = f"below {hi_t}" if md["hi_open"] else f"at most {hi_t}"
+            return f"{left} and {right}{unit}"
+        return f"between {lo_t} and {hi_t}{unit}"
+    if lo is not None:
+        return f"{'above' if md['lo_open'] else 'at least'} {lo_t}{unit}"
+    return f"{'below' if md['hi_open'] else 'at most'} {hi_t}{unit}"
+
+
+def parse_value(f, raw: Any, cat: catalog.Catalog | None = None):
+    """Convert and check one value for field ``f`` (raises ValueError with the allowed range,
+    in the words of the field's label)."""
+    kind = f.metadata["kind"]
+    if kind in ("float", "int"):
+        x = parse_number(raw)
+        shown = number_text(x) if abs(x) < 1e18 else f"{x:.3g}"
+        if kind == "int" and x != round(x):
+            raise ValueError(f"{f.metadata['label']} must be a whole number, got {shown}")
+        try:
+            check_value(f.name, x)
+        except v.InputError:
+            raise v.InputError(f.name, f"{f.metadata['label']} must be {range_text(f.name)}, "
+                                       f"got {shown}") from None
+        return int(x) if kind == "int" else x
     if kind == "options":
         s = str(raw)
         if s not in f.metadata["options"]:
@@ -354,7 +455,17 @@ def parse_value(f, raw: Any, cat: catalog.Catalog | None = None):
     if s in f.metadata.get("special", ()):
         return s
     check_value(f.name, s)
-    row = (cat or catalog.default()).lookup(f.metadata["table"], s)
+    cat = cat or catalog.default()
+    try:
+        row = cat.lookup(f.metadata["table"], s)
+    except KeyError:
+        raise
+    except v.InputError:
+        # say what is there without listing a whole table in one line
+        known = cat.ids(f.metadata["table"])
+        some = ", ".join(known[:5]) + (f" and {len(known) - 5} more" if len(known) > 5 else "")
+        raise v.InputError(f.name, f"{f.metadata['label']} {_short(s, 40)!r} is not in the "
+                                   f"catalog (for example {some})") from None
     if f.name == "fabric" and row["kind"] != "scale_out":
         raise v.InputError(f.name, f"fabric {s!r} links GPUs inside a node; pick a scale-out "
                                    "fabric (InfiniBand or RoCE)")
