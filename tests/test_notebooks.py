@@ -30,14 +30,18 @@ def outputs(nb):
     return [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
 
 
-def test_there_are_six_thin_notebooks():
-    assert {p.stem for p in NOTEBOOKS} == {"review", "utilization", "tco", "spot", "sizing",
-                                            "checkpoints"}
+def test_one_thin_notebook_per_registered_app_and_the_landing_page():
+    from llmcost.apps.registry import apps
+    assert {p.stem for p in NOTEBOOKS} == {c.name for c in apps()} | {"index"}
+    assert [c.name for c in apps()][0] == "review"
     for p in NOTEBOOKS:
         nb = nbformat.read(p, as_version=4)
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert len(code) == 1 and "llmcost.apps" in code[0].source
         assert not code[0].get("outputs"), f"{p.name} is committed with outputs"
+        if p.stem != "index":
+            # the notebook shows the app registered under its own name
+            assert f'show("{p.stem}")' in code[0].source
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -62,3 +66,20 @@ def test_query_string_reaches_the_kernel():
         path.unlink(missing_ok=True)
     text = "".join(o.get("text", "") for o in outputs(done) if o.output_type == "stream")
     assert "llama3-8b 64" in text
+
+
+def test_app_figures_follow_the_cell_and_compare_link_pins_scenarios():
+    """The page is sent before the first results (a progress line); they arrive once the
+    cell has finished, on the kernel's loop. A b. link pins A and shows B."""
+    nb = nbformat.read(NOTEBOOKS[0].parent / "review.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "print(app.results is not None, len(app.pins), app.label, app.scenario.gpu, "
+        "'llmc-compare-table' in app.compare_box.value)"))
+    path = NOTEBOOKS[0].parent / "_compare_probe.ipynb"
+    try:
+        nbformat.write(nb, path)
+        done = run(path, "model=llama3-8b&gpus=64&b.gpu=b200")
+    finally:
+        path.unlink(missing_ok=True)
+    text = "".join(o.get("text", "") for o in outputs(done) if o.output_type == "stream")
+    assert "True 1 B b200 True" in text

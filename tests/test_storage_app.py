@@ -12,7 +12,7 @@ import pytest
 
 from llmcost import catalog, review
 from llmcost.apps import panels
-from llmcost.apps.base import APPS
+from llmcost.apps.registry import titles
 from llmcost.economics import reliability as rel
 from llmcost.economics import storage
 from llmcost.review.storage_view import storage_summary
@@ -52,7 +52,7 @@ def mode_curves(panel):
 
 def test_title_and_url():
     p = panels.CheckpointApp(query="")
-    assert p.name == "checkpoints" and APPS["checkpoints"] == "Storage and checkpoints"
+    assert p.name == "checkpoints" and titles()["checkpoints"] == "Storage and checkpoints"
     assert p.title == "Storage and checkpoints" and "What storage" in p.intro
     assert p.last_error is None and p.status.value == ""
     assert set(p.outputs) == {"goodput", "tiers", "notice"}

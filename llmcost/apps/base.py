@@ -1,9 +1,11 @@
 """The machinery every app shares: Scenario <-> controls <-> headline figures and plots.
 
-An app declares its controls (Scenario fields), how to compute (a function of the Scenario),
-its headline figures and its plots. The panel parses the page's query string strictly,
-shows warnings, validates each typed value next to its control (keeping the last good
-results on screen), offers a share link, save/load as JSON and an HTML report.
+An app is one class (a ``Panel`` subclass in its own ``*_app`` module, found by
+:mod:`llmcost.apps.registry`): its controls (Scenario fields), how to compute (a function of
+the Scenario), its headline figures and its plots, declared once in ``figures_from``. The
+panel parses the page's query string strictly, shows warnings, validates each typed value
+next to its control (keeping the last good results on screen), pins scenarios to compare
+(A, B, C: one link carries them all), offers a share link, save/load as JSON and a report.
 
 Plots are written kernel-side as one ``application/vnd.plotly.v1+json`` output per Output
 widget: it renders every time under Voila (``clear_output`` + ``show`` stalls voila#1428)
@@ -13,7 +15,9 @@ and ships no plotly.js per figure.
 from __future__ import annotations
 
 import base64
+import functools
 import html
+import inspect
 import json
 import os
 import time
@@ -25,34 +29,40 @@ from typing import Callable
 import ipywidgets as W
 
 from .. import catalog as catalog_mod
-from ..review import headline_items, html_report
-from ..scenario import CUSTOM_MODE, FIELDS, Scenario, describe, parse_value
-
-APPS = {
-    "review": "Architecture review",
-    "utilization": "Effective utilization",
-    "tco": "Rent vs buy",
-    "spot": "Spot vs on-demand",
-    "sizing": "Sizing and layout",
-    "checkpoints": "Storage and checkpoints",
-}
+from ..scenario import (COMPARE_LABELS, CUSTOM_MODE, FIELDS, Scenario, describe, number_text,
+                        parse_value, scenarios_from_query, scenarios_to_query)
 
 CSS = """<style>
 .llmc-headline-box {border:1px solid #ddd; border-radius:6px; padding:6px 10px; margin:3px;
-  min-width:150px; background:#fafafa}
+  min-width:150px; max-width:320px; background:#fafafa}
 .llmc-headline-label {font-size:11px; color:#555}
-.llmc-headline-value {font-size:18px; font-weight:600}
+.llmc-headline-value {font-size:18px; font-weight:600; overflow-wrap:anywhere}
 .llmc-err {color:#b00020; font-size:12px; min-height:0}
-.llmc-warning {background:#fff4e5; border-left:4px solid #f0a500; padding:4px 8px; margin:4px 0}
+.llmc-warning {background:#fff4e5; border-left:4px solid #f0a500; padding:4px 8px; margin:4px 0;
+  overflow-wrap:anywhere}
 .llmc-notes li {margin:2px 0}
 .llmc-group {font-weight:600; margin-top:8px; border-bottom:1px solid #eee}
+.llmc-label {font-size:13px; line-height:1.25; white-space:normal; overflow-wrap:anywhere;
+  padding:4px 8px 0 0}
+.llmc-share-link {overflow-wrap:anywhere; word-break:break-all; font-size:12px}
 .llmc-flag-infeasible {border-color:#b00020; background:#fdecee}
 .llmc-flag-infeasible .llmc-headline-value {color:#b00020}
 .llmc-flag-implausible {border-color:#f0a500; background:#fff4e5}
 .llmc-flag-implausible .llmc-headline-value {color:#8a5a00}
 .llmc-flag-uncalibrated {border-color:#f0a500; border-style:dashed}
-.llmc-flag-note {font-size:11px; color:#555; max-width:220px}
+.llmc-flag-note {font-size:11px; color:#555; max-width:300px}
+.llmc-progress {color:#555; font-style:italic; padding:6px 0}
+.llmc-compare-table {border-collapse:collapse; margin:6px 0; font-size:13px}
+.llmc-compare-table th, .llmc-compare-table td {border-bottom:1px solid #e5e5e5;
+  padding:3px 10px; text-align:left; vertical-align:top}
+.llmc-compare-table .llmc-delta {color:#555; font-size:12px}
+.llmc-navbar a, .llmc-navbar b {margin-right:4px}
 </style>"""
+
+#: headline keys whose raw values are numbers a delta means something for
+_NUMERIC_DELTA = {"days", "gpus", "cost_on_demand_usd", "mfu", "effective_utilization",
+                  "memory_gb_per_gpu", "goodput", "breakeven_months", "spot_net_savings",
+                  "job_mtbf_h"}
 
 
 def plotly_output(fig) -> dict:
@@ -62,34 +72,81 @@ def plotly_output(fig) -> dict:
             "metadata": {}}
 
 
-class Panel:
-    """Base class of the apps. Subclasses set the class attributes and ``compute``."""
+@functools.lru_cache(maxsize=None)
+def _takes_compare(fn) -> bool:
+    try:
+        return "compare" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
-    name = "review"
+
+def field_label(name: str) -> str:
+    """A control's label with its unit, as the user reads it."""
+    d = describe(name)
+    return d["label"] + (f" [{d['unit']}]" if d["unit"] else "")
+
+
+#: float fields whose values span many orders of magnitude: typed and shown as "2T", "4M"
+BIG_NUMBER_FIELDS = frozenset(
+    name for name, f in FIELDS.items()
+    if f.metadata["kind"] == "float" and (f.metadata["hi"] or 0) >= 1e9)
+
+
+class Panel:
+    """Base class of the apps. Subclasses set the class attributes and ``compute``.
+
+    A subclass that sets ``name`` in its own body is an app: it is registered (the landing
+    page, the navigation and the tests read the registry) and served as
+    ``notebooks/<name>.ipynb``."""
+
+    #: URL stem of the app's notebook; "" for intermediate bases
+    name = ""
     title = "llmcost"
+    #: the question the app answers, on the landing page
+    question = ""
+    #: position on the landing page and in the navigation
+    order = 100
     intro = ""
     fields: tuple = ()
     sliders: tuple = ()             # fields shown as sliders (bounded shares)
+    #: headline keys shown on the landing card
+    card_keys: tuple = ()
+    #: the plots, declared once: (name, function(results[, compare=...]) or a method name)
+    figures_from: tuple = ()
     group_titles = {"run": "The run", "prices": "Cloud prices", "onprem": "On premises",
                     "spot": "Spot", "reliability": "Failures, checkpoints and storage",
                     "measured": "Your measured run"}
 
+    registry: dict[str, type] = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.__dict__.get("name"):
+            Panel.registry[cls.name] = cls
+
     def __init__(self, scenario: Scenario | None = None, query: str | None = None,
-                 catalog: catalog_mod.Catalog | None = None):
+                 catalog: catalog_mod.Catalog | None = None, *, build: bool = True,
+                 defer: bool = False):
         self.catalog = catalog_mod.default() if catalog is None else catalog
+        self.pins: list[Scenario] = []
         if scenario is None:
             query = os.environ.get("QUERY_STRING", "") if query is None else query
-            scenario, warnings = Scenario.from_query(query, self.catalog)
+            scenarios, warnings = scenarios_from_query(query, self.catalog)
+            self.pins, scenario = scenarios[:-1], scenarios[-1]
         else:
             warnings = []
         self.scenario = scenario
         self.results = None
+        self.pinned_results: list = []
         self.figures: dict = {}
         self.timings: list[float] = []
+        self.last_error = None
+        self.link_warnings = list(warnings)
+        if not build:
+            return
         self.controls: dict[str, W.Widget] = {}
         self.errors: dict[str, W.HTML] = {}
         self._updating = False
-        self.last_error = None
         self.warning_box = W.HTML(self._warning_html(warnings))
         self.warning_box.add_class("llmc-warning-area")
         self.status = W.HTML("")
@@ -97,6 +154,8 @@ class Panel:
         self.headline_box = W.HBox(layout=W.Layout(flex_flow="row wrap"))
         self.headline_box.add_class("llmc-headline")
         self.headline_values: dict[str, W.HTML] = {}
+        self.headline_boxes: dict[str, W.Widget] = {}
+        self.flags: dict = {}
         self.notes = W.HTML("")
         self.notes.add_class("llmc-notes")
         self.outputs: dict[str, W.Output] = {}
@@ -108,19 +167,34 @@ class Panel:
         self.download.add_class("llmc-download")
         self.report_link = W.HTML("")
         self.report_link.add_class("llmc-report-link")
-        self.report_button = W.Button(description="Export HTML report", icon="file")
+        self.report_button = W.Button(description="Download report", icon="download",
+                                      tooltip="A standalone HTML report of every scenario shown")
         self.report_button.add_class("llmc-report")
         self.report_button.on_click(lambda _: self.report())
         self.upload = W.FileUpload(accept=".json", multiple=False, description="Load scenario")
         self.upload.add_class("llmc-load")
         self.upload.observe(self._on_upload, names="value")
+        self.pin_button = W.Button(description="Pin as A", icon="thumb-tack",
+                                   tooltip="Keep these values as a scenario to compare against")
+        self.pin_button.add_class("llmc-pin")
+        self.pin_button.on_click(lambda _: self.pin())
+        self.clear_button = W.Button(description="Clear pinned", icon="times")
+        self.clear_button.add_class("llmc-unpin")
+        self.clear_button.on_click(lambda _: self.clear_pins())
+        self.compare_box = W.HTML("")
+        self.compare_box.add_class("llmc-compare")
         self.extra_widgets: list[W.Widget] = []
         for name in self.plot_names():
             out = W.Output()
             out.add_class(f"llmc-plot-{name}")
             self.outputs[name] = out
         self.widget = self._build()
-        self.refresh()
+        self._update_links()
+        if defer:
+            self.status.value = (f"<div class='llmc-progress'>Computing the "
+                                 f"{html.escape(self.title.lower())}...</div>")
+        else:
+            self.refresh()
 
     # ------------------------------------------------------------ to override
     def compute(self, s: Scenario):
@@ -131,6 +205,7 @@ class Panel:
 
     def headline(self, res) -> dict:
         """key -> (label, text) or (label, text, Flag)."""
+        from ..review import headline_items
         return headline_items(res, self.headline_keys) if self.headline_keys else {}
 
     def resolved(self, res) -> dict:
@@ -143,22 +218,32 @@ class Panel:
             out["data_stall_share"] = econ.data_stall_share
         return out
 
-    def make_figures(self, res) -> dict:
-        return {}
-
     def plot_names(self) -> tuple:
-        return ()
+        return tuple(name for name, _ in self.figures_from)
+
+    def make_figures(self, res, compare=()) -> dict:
+        """Every declared plot; ``compare`` [(label, Results)] overlays pinned scenarios on
+        the plots that can show them."""
+        out = {}
+        for name, fn in self.figures_from:
+            fn = getattr(self, fn) if isinstance(fn, str) else fn
+            out[name] = fn(res, compare=compare) if compare and _takes_compare(fn) else fn(res)
+        return out
 
     def note_lines(self, res) -> list[str]:
         return list(getattr(res, "notes", []) or [])
 
+    def card(self, res) -> dict:
+        """The landing card's figures: key -> (label, text)."""
+        head = self.headline(res)
+        return {k: head[k][:2] for k in self.card_keys if k in head}
+
     # ------------------------------------------------------------ building
     def _control(self, name: str) -> W.Widget:
         d = describe(name)
-        label = d["label"] + (f" [{d['unit']}]" if d["unit"] else "")
+        label = field_label(name)
         value = getattr(self.scenario, name)
-        style = {"description_width": "200px"}
-        lay = W.Layout(width="380px")
+        lay = W.Layout(width="190px")
         if d["kind"] == "choice":
             table = d["table"]
             df = self.catalog.table(table)
@@ -170,27 +255,38 @@ class Panel:
                     (f"{r.id} ({r.gpus} x {r.gpu})", r.id) for r in df.itertuples()]
             elif value not in opts:
                 opts.append(value)
-            w = W.Dropdown(options=opts, value=value, description=label, style=style, layout=lay)
+            w = W.Dropdown(options=opts, value=value, layout=lay)
         elif d["kind"] == "options":
-            w = W.Dropdown(options=list(d["options"]), value=value, description=label,
-                           style=style, layout=lay)
+            w = W.Dropdown(options=list(d["options"]), value=value, layout=lay)
         elif name in self.sliders:
             w = W.FloatSlider(value=value, min=d["lo"] if d["lo"] is not None else 0,
                               max=d["hi"] if d["hi"] is not None else 1, step=d["step"] or 0.01,
-                              description=label, style=style, layout=lay, continuous_update=False,
-                              readout_format=".2f")
+                              layout=lay, continuous_update=False, readout_format=".0%")
+        elif name in BIG_NUMBER_FIELDS:
+            # "2T" reads better than 2000000000000, and parses back to the same number
+            w = W.Text(value=number_text(value), layout=lay, continuous_update=False)
         elif d["kind"] == "int":
-            w = W.IntText(value=value, description=label, style=style, layout=lay)
+            w = W.IntText(value=value, layout=lay)
         else:
-            w = W.FloatText(value=value, description=label, style=style, layout=lay)
+            w = W.FloatText(value=value, layout=lay)
         w.add_class(f"llmc-ctl-{name}")
         w.observe(lambda ch, n=name: self._on_change(n, ch["new"]), names="value")
+        # the label wraps instead of being cut off; its full text is also the tooltip
+        text = W.HTML(f"<div class='llmc-label' title='{html.escape(label, quote=True)}'>"
+                      f"{html.escape(label)}</div>", layout=W.Layout(width="180px"))
         err = W.HTML("")
         err.add_class("llmc-err")
         err.add_class(f"llmc-err-{name}")
         self.controls[name] = w
         self.errors[name] = err
-        return W.VBox([w, err], layout=W.Layout(margin="0 0 2px 0"))
+        row = W.HBox([text, w], layout=W.Layout(align_items="flex-start"))
+        return W.VBox([row, err], layout=W.Layout(margin="0 0 2px 0"))
+
+    def _shown(self, name: str, value):
+        """The control's text for a Scenario value."""
+        if name in BIG_NUMBER_FIELDS:
+            return number_text(value)
+        return value
 
     def _build(self) -> W.Widget:
         groups: dict[str, list] = {}
@@ -200,31 +296,35 @@ class Panel:
         for g, items in groups.items():
             head = W.HTML(f"<div class='llmc-group'>{html.escape(self.group_titles.get(g, g))}</div>")
             left += [head, *items]
-        left += [W.HTML("<div class='llmc-group'>Share and save</div>"), self.share,
+        left += [W.HTML("<div class='llmc-group'>Compare, share and save</div>"),
+                 W.HBox([self.pin_button, self.clear_button]), self.share,
                  self.download, self.upload, self.report_button, self.report_link]
-        right = [self.headline_box, self.status, self.notes, *self.extra_widgets,
-                 *self.outputs.values()]
+        right = [self.headline_box, self.status, self.compare_box, self.notes,
+                 *self.extra_widgets, *self.outputs.values()]
         header = W.HTML(f"{CSS}<h2 class='llmc-title'>{html.escape(self.title)}</h2>"
                         f"<div class='llmc-intro'>{self.intro}</div>")
         body = W.HBox([W.VBox(left, layout=W.Layout(width="400px", flex="0 0 400px")),
                        W.VBox(right, layout=W.Layout(flex="1 1 auto", min_width="0"))])
-        root = W.VBox([self.nav, header, self.warning_box, body])
+        parts = [self.nav, header, self.warning_box, body]
+        beat = _heartbeat()
+        if beat is not None:
+            parts.append(beat)
+        root = W.VBox(parts)
         root.add_class(f"llmc-app-{self.name}")
         return root
 
     # ------------------------------------------------------------ behaviour
-    def _warning_html(self, warnings) -> str:
+    def _warning_html(self, warnings, what="Some settings in the link were not used:") -> str:
         if not warnings:
             return ""
         items = "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
-        return (f"<div class='llmc-warning'>Some settings in the link were not used:"
-                f"<ul>{items}</ul></div>")
+        return f"<div class='llmc-warning'>{html.escape(what)}<ul>{items}</ul></div>"
 
     def _on_change(self, name: str, value) -> None:
         if self._updating:
             return
         try:
-            parsed = parse_value(FIELDS[name], value)
+            parsed = parse_value(FIELDS[name], value, self.catalog)
             new = replace(self.scenario, **{name: parsed})
         except ValueError as e:
             self.errors[name].value = html.escape(str(e))
@@ -245,28 +345,57 @@ class Panel:
                     pass
             self.set_scenario(new, sync_controls=bool(carry))
             return
-        self.set_scenario(new)
+        self.set_scenario(new, sync_controls=name in BIG_NUMBER_FIELDS)
 
-    def set_scenario(self, s: Scenario, sync_controls=False) -> None:
+    def set_scenario(self, s: Scenario, sync_controls=False) -> bool:
         old = self.scenario
         self.scenario = s
         if sync_controls:
-            self._updating = True
-            try:
-                for name, w in self.controls.items():
-                    if w.value != getattr(s, name):
-                        w.value = getattr(s, name)
-                    self.errors[name].value = ""
-            finally:
-                self._updating = False
+            self._sync_controls()
         if not self.refresh():
             self.scenario = old
+            return False
+        return True
+
+    def _sync_controls(self) -> None:
+        self._updating = True
+        try:
+            for name, w in self.controls.items():
+                shown = self._shown(name, getattr(self.scenario, name))
+                if w.value != shown:
+                    w.value = shown
+                self.errors[name].value = ""
+        finally:
+            self._updating = False
+
+    def _compute_pinned(self) -> list:
+        """(label, Results) of the pinned scenarios; one that no longer computes is dropped
+        with a warning (a link can pin anything)."""
+        out, keep, dropped = [], [], []
+        for label, s in zip(COMPARE_LABELS, self.pins):
+            try:
+                out.append((label, self.compute(s)))
+                keep.append(s)
+            except ValueError as e:
+                dropped.append(f"scenario {label} dropped: {e}")
+        if dropped:
+            self.pins = keep
+            out = [(lab, r) for lab, (_, r) in zip(COMPARE_LABELS, out)]
+            self.warning_box.value = self._warning_html(dropped, "Compared scenarios:")
+        return out
+
+    @property
+    def label(self) -> str:
+        """The current scenario's letter when scenarios are pinned, else ""."""
+        return COMPARE_LABELS[len(self.pins)] if self.pins else ""
 
     def refresh(self) -> bool:
         t0 = time.perf_counter()
         try:
             res = self.compute(self.scenario)
-            figs = self.make_figures(res)
+            pinned = self._compute_pinned() if self.pins else []
+            compare = [*pinned, (self.label, res)] if pinned else ()
+            figs = self.make_figures(res, compare=compare[:-1] if compare else ())
             head = self.headline(res)
         except ValueError as e:   # a scenario the models refuse: keep the last results
             param = getattr(e, "param", None)
@@ -281,10 +410,11 @@ class Panel:
                                  f"({type(e).__name__}); the figures below are from the last "
                                  "good values.</span>")
             return False
-        self.results, self.figures = res, figs
+        self.results, self.figures, self.pinned_results = res, figs, pinned
         for err in self.errors.values():
             err.value = ""
         self._show_headline(head)
+        self.compare_box.value = self._compare_html(pinned, res, head) if pinned else ""
         self._sync_resolved(res)
         lines = self.note_lines(res)
         self.notes.value = ("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in lines) + "</ul>"
@@ -297,6 +427,50 @@ class Panel:
         self.timings.append(time.perf_counter() - t0)
         return True
 
+    # ------------------------------------------------------------ compare
+    def pin(self) -> None:
+        """Keep the current values as the next compared scenario (at most two pinned)."""
+        if len(self.pins) >= len(COMPARE_LABELS) - 1 or self.results is None:
+            return
+        self.pins = [*self.pins, self.scenario]
+        self.refresh()
+
+    def clear_pins(self) -> None:
+        self.pins = []
+        self.refresh()
+
+    def _compare_html(self, pinned, res, head) -> str:
+        cols = [(label, r, self.headline(r)) for label, r in pinned]
+        cols.append((self.label, res, head))
+        keys = list(dict.fromkeys(k for _, _, h in cols for k in h))
+        a_raw = getattr(cols[0][1], "headline", None)
+        heads = "".join(f"<th>{html.escape(lab)}{' (current)' if i == len(cols) - 1 else ''}</th>"
+                        for i, (lab, _, _) in enumerate(cols))
+        rows = []
+        for k in keys:
+            label = next(h[k][0] for _, _, h in cols if k in h)
+            cells = []
+            for i, (_, r, h) in enumerate(cols):
+                text = html.escape(h[k][1]) if k in h else "-"
+                raw = getattr(r, "headline", None)
+                if i and k in _NUMERIC_DELTA and isinstance(a_raw, dict) and isinstance(raw, dict):
+                    x0, x1 = a_raw.get(k), raw.get(k)
+                    if isinstance(x0, (int, float)) and isinstance(x1, (int, float)) and x0 and \
+                            not isinstance(x0, bool) and x1 != x0:
+                        text += f" <span class='llmc-delta'>({(x1 - x0) / abs(x0):+.1%} vs A)</span>"
+                cells.append(f"<td>{text}</td>")
+            rows.append(f"<tr><th>{html.escape(label)}</th>{''.join(cells)}</tr>")
+        diffs = []
+        a = self.pins[0]
+        for label, s in zip(COMPARE_LABELS[1:], [*self.pins[1:], self.scenario]):
+            changed = [f"{describe(k)['label']} = {self._shown(k, getattr(s, k))}"
+                       for k in FIELDS if getattr(s, k) != getattr(a, k)]
+            diffs.append(f"<li>{html.escape(label)} differs from A in: "
+                         f"{html.escape('; '.join(changed) or 'nothing')}</li>")
+        return (f"<table class='llmc-compare-table'><tr><th></th>{heads}</tr>{''.join(rows)}"
+                f"</table><ul class='llmc-compare-diffs'>{''.join(diffs)}</ul>")
+
+    # ------------------------------------------------------------ headline and links
     def _show_headline(self, head: dict) -> None:
         if set(head) != set(self.headline_values):
             boxes = []
@@ -334,8 +508,9 @@ class Panel:
         try:
             # a control never shows a value the figures are not using
             for name, w in self.controls.items():
-                if w.value != getattr(self.scenario, name):
-                    w.value = getattr(self.scenario, name)
+                shown = self._shown(name, getattr(self.scenario, name))
+                if w.value != shown:
+                    w.value = shown
             for name, (mode, custom) in CUSTOM_MODE.items():
                 w = self.controls.get(name)
                 if w is None:
@@ -343,25 +518,36 @@ class Panel:
                 derived = getattr(self.scenario, mode) != custom
                 w.disabled = derived
                 # six significant digits: the figure in use, without float noise
-                shown = float(f"{used[name]:.6g}") if name in used else None
+                shown = self._shown(name, float(f"{used[name]:.6g}")) if name in used else None
                 if derived and shown is not None and w.value != shown:
                     w.value = shown
         finally:
             self._updating = False
 
+    def query(self) -> str:
+        """The link's query: every scenario shown (pinned first, the current one last)."""
+        return scenarios_to_query([*self.pins, self.scenario])
+
     def _update_links(self) -> None:
-        q = self.scenario.to_query()
+        from .registry import apps
+        q = self.query()
         suffix = f"?{q}" if q else ""
         link = f"{self.name}.ipynb{suffix}"
-        self.share.value = (f"<div>Link to these values: <a class='llmc-share-link' href='{html.escape(link)}' "
-                            f"target='_blank'>{html.escape(link)}</a></div>")
-        nav = " | ".join(
-            f"<b>{html.escape(t)}</b>" if n == self.name else
-            f"<a href='{n}.ipynb{html.escape(suffix)}'>{html.escape(t)}</a>" for n, t in APPS.items())
-        self.nav.value = f"<div class='llmc-navbar'>{nav}</div>"
+        self.share.value = (f"<div>Link to these values: <a class='llmc-share-link' "
+                            f"href='{html.escape(link)}' target='_blank' "
+                            f"title='{html.escape(link)}'>{html.escape(link)}</a></div>")
+        items = ["<a href='index.ipynb" + html.escape(suffix) + "'>All apps</a>"]
+        items += [f"<b>{html.escape(c.title)}</b>" if c.name == self.name else
+                  f"<a href='{c.name}.ipynb{html.escape(suffix)}'>{html.escape(c.title)}</a>"
+                  for c in apps()]
+        self.nav.value = f"<div class='llmc-navbar'>{' | '.join(items)}</div>"
         data = base64.b64encode(self.scenario.to_json().encode()).decode()
         self.download.value = (f"<a download='scenario.json' href='data:application/json;base64,{data}'>"
                                "Save scenario (JSON)</a>")
+        self.pin_button.description = (f"Pin as {COMPARE_LABELS[len(self.pins)]}"
+                                       if len(self.pins) < len(COMPARE_LABELS) - 1 else "Pinned: A, B")
+        self.pin_button.disabled = len(self.pins) >= len(COMPARE_LABELS) - 1
+        self.clear_button.disabled = not self.pins
 
     def _on_upload(self, change) -> None:
         files = change["new"]
@@ -371,8 +557,19 @@ class Panel:
         content = item["content"]
         text = bytes(content).decode("utf-8", errors="replace")
         s, warnings = Scenario.from_json(text, self.catalog)
-        self.warning_box.value = self._warning_html(warnings)
+        self.warning_box.value = self._warning_html(warnings, "Some settings in the file were "
+                                                              "not used:")
         self.set_scenario(s, sync_controls=True)
+
+    # ------------------------------------------------------------ report
+    def report_html(self) -> str:
+        """A standalone HTML report of every scenario shown (pinned first)."""
+        from ..review.format import html_report
+        res = self.results
+        if hasattr(res, "headline") and hasattr(res, "scenario"):
+            return html_report(res, self.figures, title=f"llmcost: {self.title}",
+                               headline=self.headline(res), notes=self.note_lines(res))
+        return self._generic_report()
 
     def report(self, folder: str | os.PathLike = "reports") -> Path:
         """Write a standalone HTML report of the current results; return its path."""
@@ -380,13 +577,7 @@ class Panel:
         folder.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         path = folder / f"{self.name}-{stamp}.html"
-        res = self.results
-        if hasattr(res, "headline") and hasattr(res, "scenario"):
-            text = html_report(res, self.figures, title=f"llmcost: {self.title}",
-                               headline=self.headline(res), notes=self.note_lines(res))
-        else:
-            text = self._generic_report()
-        path.write_text(text, encoding="utf-8")
+        path.write_text(self.report_html(), encoding="utf-8")
         self.report_link.value = (f"<a class='llmc-report-file' href='../files/{path.as_posix()}' "
                                   f"target='_blank'>Report written: {html.escape(path.name)}</a>")
         return path
@@ -407,16 +598,69 @@ class Panel:
     def set(self, **values) -> None:
         """Set control values as a user would (for tests and scripts)."""
         for k, x in values.items():
-            self.controls[k].value = x
+            self.controls[k].value = self._shown(k, x) if not isinstance(x, str) else x
 
     def _ipython_display_(self):
         from IPython.display import display
         display(self.widget)
 
 
+class ReviewPanel(Panel):
+    """An app whose numbers are one review Results (cached per Scenario)."""
+
+    def compute(self, s):
+        from ..review import evaluate
+        return evaluate(s, self.catalog)
+
+
+def _heartbeat():
+    """The "connection lost" banner's widget, when its module is there."""
+    try:
+        from .heartbeat import Heartbeat
+    except ImportError:
+        return None
+    return Heartbeat()
+
+
+def _after_this_cell(fn) -> bool:
+    """Run ``fn`` on the kernel's event loop once the running cell has finished, so Voila
+    sends the page (controls and a progress line) before the first results are computed.
+    Returns False when there is no running loop (plain Python): the caller runs it now."""
+    import asyncio
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:
+            return False
+    if not loop.is_running():
+        return False
+    loop.call_soon(fn)
+    return True
+
+
 def run_app(cls: Callable[..., Panel]) -> Panel:
-    """Build and display an app; Voila's query string preloads its Scenario."""
+    """Build and display an app; the page's query string preloads its Scenario(s).
+
+    In a preheated Voila kernel (``VOILA_PREHEAT``) the imports and the default scenario's
+    results are computed before a visitor arrives; ``get_query_string`` then waits for the
+    visitor's link. The page is sent with the controls and a progress line; the figures
+    follow as soon as they are computed."""
     from IPython.display import display
-    panel = cls()
+    if os.environ.get("VOILA_PREHEAT") == "True":
+        warm = cls(query="", build=False)
+        warm.make_figures(warm.compute(warm.scenario))
+        from voila.utils import get_query_string
+        query = get_query_string()
+    else:
+        query = os.environ.get("QUERY_STRING", "")
+    try:
+        panel = cls(query=query, defer=True)
+    except ValueError as e:   # a catalog that cannot be read: say which file, row and column
+        display(W.HTML(f"<div class='llmc-warning llmc-fatal'>{html.escape(str(e))}</div>"))
+        return None
     display(panel.widget)
+    if not _after_this_cell(panel.refresh):
+        panel.refresh()
     return panel

@@ -37,7 +37,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 from .. import _validate as v
 from . import reliability as rel
@@ -817,6 +816,8 @@ def expected_slowest_writer_s(p50_s, p99_over_p50, writers):
                                            "the extreme-value form at this writer count "
                                            "(needs sigma b_N < 1); use "
                                            "slowest_writer_quantile_s")
+    # imported here: scipy.special adds ~110 ms and memory to every app kernel's start
+    from scipy import special
     return v.result(t50 * np.exp(s * u) * special.gamma(1.0 - t))
 
 

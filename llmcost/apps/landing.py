@@ -1,0 +1,127 @@
+"""The workbook's front page: one card per app (from the registry), each with the question
+it answers and a live figure for the scenario in the link, the review first. Every card's
+link carries the page's query, so a shared link opens every app on the same scenario(s)."""
+
+from __future__ import annotations
+
+import html
+import os
+import time
+
+import ipywidgets as W
+
+from .. import catalog as catalog_mod
+from ..scenario import scenarios_from_query, scenarios_to_query
+from .base import CSS, _after_this_cell, _heartbeat
+from .registry import apps
+
+LANDING_CSS = """<style>
+.llmc-cards {display:flex; flex-wrap:wrap; gap:12px}
+.llmc-card {border:1px solid #ddd; border-radius:8px; padding:12px 14px; width:300px;
+  background:#fff; box-shadow:0 1px 2px rgba(0,0,0,.05)}
+.llmc-card h3 {margin:0 0 4px 0; font-size:17px}
+.llmc-card h3 a {text-decoration:none}
+.llmc-card-question {color:#333; font-size:13px; min-height:54px}
+.llmc-card-figures {margin-top:8px; font-size:13px}
+.llmc-card-figures b {font-size:15px}
+.llmc-card-first {border-color:#4a78c2; border-width:2px}
+</style>"""
+
+INTRO = ("Numbers for an LLM training-infrastructure architecture review: how many GPUs of "
+         "which kind, which fabric and parallel layout, rent or buy, spot or on-demand, how "
+         "often to checkpoint, and whether a running cluster delivers. Every app opens on the "
+         "same scenario; tune it there, pin it to compare, share the link.")
+
+
+class Landing:
+    """The landing page's widget; ``refresh`` fills each card's figures."""
+
+    def __init__(self, query: str | None = None, catalog: catalog_mod.Catalog | None = None,
+                 defer: bool = False):
+        self.catalog = catalog_mod.default() if catalog is None else catalog
+        query = os.environ.get("QUERY_STRING", "") if query is None else query
+        scenarios, self.warnings = scenarios_from_query(query, self.catalog)
+        self.scenarios = scenarios
+        self.scenario = scenarios[-1]
+        q = scenarios_to_query(scenarios)
+        self.suffix = f"?{q}" if q else ""
+        self.figures: dict[str, dict] = {}
+        self.cards: dict[str, W.HTML] = {}
+        for i, cls in enumerate(apps()):
+            card = W.HTML(self._card_html(cls, None, first=i == 0))
+            card.add_class("llmc-card-widget")
+            card.add_class(f"llmc-card-{cls.name}")
+            self.cards[cls.name] = card
+        warn = ""
+        if self.warnings:
+            items = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
+            warn = f"<div class='llmc-warning'>Some settings in the link were not used:<ul>{items}</ul></div>"
+        s = self.scenario
+        header = W.HTML(f"{CSS}{LANDING_CSS}<h2 class='llmc-title'>llmcost workbook</h2>"
+                        f"<div class='llmc-intro'>{html.escape(INTRO)}</div>"
+                        f"<p class='llmc-scenario'>Scenario: {html.escape(s.model)} on "
+                        f"{s.gpus:,} x {html.escape(s.gpu)} ({html.escape(s.fabric)})"
+                        + (f", {len(scenarios)} scenarios compared" if len(scenarios) > 1 else "")
+                        + f"</p>{warn}")
+        parts = [header, W.Box(list(self.cards.values()),
+                               layout=W.Layout(display="flex", flex_flow="row wrap"))]
+        beat = _heartbeat()
+        if beat is not None:
+            parts.append(beat)
+        self.widget = W.VBox(parts)
+        self.widget.add_class("llmc-landing")
+        self.timings: list[float] = []
+        if not defer:
+            self.refresh()
+
+    def _card_html(self, cls, figures: dict | None, first=False) -> str:
+        link = f"{cls.name}.ipynb{self.suffix}"
+        if figures is None:
+            figs = "<span class='llmc-progress'>computing...</span>"
+        elif not figures:
+            figs = "<span>open the app for its figures</span>"
+        else:
+            figs = "<br>".join(f"{html.escape(label)}: <b>{html.escape(text)}</b>"
+                               for label, text in figures.values())
+        return (f"<div class='llmc-card{' llmc-card-first' if first else ''}'>"
+                f"<h3><a class='llmc-card-link' href='{html.escape(link)}'>"
+                f"{html.escape(cls.title)}</a></h3>"
+                f"<div class='llmc-card-question'>{html.escape(cls.question)}</div>"
+                f"<div class='llmc-card-figures'>{figs}</div></div>")
+
+    def card_figures(self, cls) -> dict:
+        """label -> text of one app's card, for the current scenario (never raises)."""
+        panel = cls(scenario=self.scenario, catalog=self.catalog, build=False)
+        try:
+            return panel.card(panel.compute(self.scenario))
+        except ValueError as e:
+            return {"why": ("Not computed", str(e)[:200])}
+        except Exception as e:  # noqa: BLE001 - a card never shows a traceback
+            return {"why": ("Not computed", type(e).__name__)}
+
+    def refresh(self) -> None:
+        t0 = time.perf_counter()
+        for i, cls in enumerate(apps()):
+            self.figures[cls.name] = self.card_figures(cls)
+            self.cards[cls.name].value = self._card_html(cls, self.figures[cls.name], first=i == 0)
+        self.timings.append(time.perf_counter() - t0)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self.widget)
+
+
+def show_landing() -> Landing:
+    """Build and display the landing page (the query string as in :func:`run_app`)."""
+    from IPython.display import display
+    if os.environ.get("VOILA_PREHEAT") == "True":
+        Landing(query="")       # imports and the default scenario's results, before a visitor
+        from voila.utils import get_query_string
+        query = get_query_string()
+    else:
+        query = os.environ.get("QUERY_STRING", "")
+    page = Landing(query=query, defer=True)
+    display(page.widget)
+    if not _after_this_cell(page.refresh):
+        page.refresh()
+    return page

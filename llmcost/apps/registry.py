@@ -1,0 +1,40 @@
+"""Which apps the workbook has: every ``Panel`` subclass that sets ``name``, in the modules
+of this package whose names end in ``_app``. The landing page, the navigation and the tests
+read this list, so a new app is its module plus its one-cell notebook
+(``notebooks/<name>.ipynb``)."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+
+from .base import Panel
+
+
+@functools.lru_cache(maxsize=1)
+def _load() -> tuple:
+    from .. import apps as package
+    for mod in pkgutil.iter_modules(package.__path__):
+        if mod.name.endswith("_app"):
+            importlib.import_module(f"{package.__name__}.{mod.name}")
+    return tuple(sorted(Panel.registry.values(), key=lambda c: (c.order, c.name)))
+
+
+def apps() -> tuple:
+    """The app classes, in landing-page order (the review first)."""
+    return _load()
+
+
+def app(name: str) -> type:
+    """The app class served as ``notebooks/<name>.ipynb``."""
+    for cls in apps():
+        if cls.name == name:
+            return cls
+    known = ", ".join(c.name for c in apps())
+    raise KeyError(f"no app named {name!r} (apps: {known})")
+
+
+def titles() -> dict:
+    """name -> title, in order."""
+    return {c.name: c.title for c in apps()}

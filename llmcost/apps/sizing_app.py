@@ -1,0 +1,91 @@
+"""Sizing and layout: GPUs for a target date, ranked layouts, scaling, the fine-tune ladder,
+and a user's measured scaling curve."""
+
+from __future__ import annotations
+
+import html
+import io
+
+import ipywidgets as W
+import pandas as pd
+
+from .. import plots
+from ..training.scaling import analyse_measured_scaling
+from .base import ReviewPanel, plotly_output
+
+
+class SizingApp(ReviewPanel):
+    name = "sizing"
+    title = "Sizing and layout"
+    question = ("How large a cluster meets the target date, which layouts fit, and how does "
+                "throughput scale on each fabric?")
+    order = 10
+    card_keys = ("gpus", "days")
+    intro = ("GPUs, days and dollars for the run; the planner's ranked layouts and their memory; "
+             "predicted scaling by fabric; the fine-tune ladder (adapt a hosted model, QLoRA, "
+             "LoRA, full fine-tune, pretrain), cheapest first. Upload your own measured throughput at several node "
+             "counts (CSV with columns nodes, tokens_per_s) to see efficiency, the fitted "
+             "communication share and where the curve breaks.")
+    fields = ("model", "tokens", "gpu", "fabric", "precision", "sizing", "gpus", "target_days",
+              "global_batch_tokens", "moe_load_imbalance", "moe_a2a_overlap", "headroom",
+              "max_power_mw", "price_source",
+              "on_demand_usd_per_gpu_hour", "finetune_tokens")
+    sliders = ("headroom",)
+    headline_keys = ("gpus", "days", "cost_on_demand_usd", "mfu", "memory_gb_per_gpu",
+                     "best_layout", "meets_target")
+
+    def __init__(self, *a, **kw):
+        self.scaling_upload = W.FileUpload(accept=".csv", multiple=False,
+                                           description="Measured scaling CSV")
+        self.scaling_upload.add_class("llmc-scaling-upload")
+        self.scaling_note = W.HTML("")
+        self.scaling_note.add_class("llmc-scaling-note")
+        self.scaling_out = W.Output()
+        self.scaling_out.add_class("llmc-plot-measured")
+        self.scaling_upload.observe(self._on_scaling, names="value")
+        super().__init__(*a, **kw)
+
+    def _build(self):
+        self.extra_widgets = [W.HBox([self.scaling_upload]), self.scaling_note, self.scaling_out]
+        return super()._build()
+
+    def headline(self, res):
+        out = super().headline(res)
+        if res.size is not None and res.size.sizing.memory_floor_gpus:
+            out["floor"] = ("Memory floor (GPUs)", f"{res.size.sizing.memory_floor_gpus:,}", None)
+        return out
+
+    figures_from = (("days", plots.sizing_curve), ("layouts", "_layouts"),
+                    ("memory", plots.memory_stack), ("scaling", plots.scaling),
+                    ("ladder", plots.ladder_table))
+
+    def _layouts(self, res):
+        cols = {"tp": ("TP", "{}"), "pp": ("PP", "{}"), "interleave": ("v", "{}"), "cp": ("CP", "{}"),
+                **({"ep": ("EP", "{}"), "etp": ("ETP", "{}")} if res.inputs.model.is_moe else {}),
+                "dp": ("DP", "{}"), "micro_batch": ("mb", "{}"), "zero_stage": ("ZeRO", "{}"),
+                "recompute": ("recompute", "{}"), "sequence_parallel": ("SP", "{}"),
+                "step_time_s": ("step s", "{:.3f}"),
+                "mfu": ("MFU", "{:.1%}"), "memory_gb": ("GB/GPU", "{:.1f}")}
+        return plots.frame_table(res.plan.layouts, f"Best layouts on {res.plan.gpus:,} GPUs", cols)
+
+    def analyse_csv(self, text: str):
+        df = pd.read_csv(io.StringIO(text))
+        return analyse_measured_scaling(df, target_nodes=[int(df["nodes"].max()) * 2,
+                                                          int(df["nodes"].max()) * 4])
+
+    def _on_scaling(self, change):
+        files = change["new"]
+        if not files:
+            return
+        item = files[0] if isinstance(files, (list, tuple)) else next(iter(files.values()))
+        try:
+            res = self.analyse_csv(bytes(item["content"]).decode("utf-8", errors="replace"))
+        except (ValueError, KeyError, TypeError, pd.errors.ParserError) as e:
+            self.scaling_note.value = (f"<span class='llmc-err'>Could not read the CSV: "
+                                       f"{html.escape(str(e))}</span>")
+            return
+        warn = "".join(f"<li>{html.escape(w)}</li>" for w in res.warnings) or "<li>no cliff: gradual</li>"
+        self.scaling_note.value = (f"<div>Fitted communication share: {res.comm_share_per_doubling:.1%} "
+                                   f"per doubling of nodes.<ul>{warn}</ul></div>")
+        self.scaling_out.outputs = (plotly_output(plots.measured_scaling(res)),)
+        self.measured = res
