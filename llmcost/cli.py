@@ -524,26 +524,49 @@ def _gpu_prices(gpu, usd_per_gpu_hour=None, price_id=None) -> dict:
 
 def cmd_review(a) -> dict:
     """The review chain on a Scenario from a query string and/or a scenario file (the file
-    first, then the query on top); infeasible scenarios are answered, bad values refused."""
+    first, then the query on top); infeasible scenarios are answered, bad values refused.
+    A link that compares scenarios (``b.``/``c.`` keys, as the apps share) reviews each."""
     from .review import evaluate
-    s, cat, notes = _scenario_from_args(a)
-    res = evaluate(s, cat).to_json()
-    res["warnings"] = notes + res["warnings"]
-    return res
+    scenarios, cat, notes = _scenarios_from_args(a)
+    out = [evaluate(s, cat).to_json() for s in scenarios]
+    if len(out) == 1:
+        out[0]["warnings"] = notes + out[0]["warnings"]
+        return out[0]
+    return _compared(out, notes)
 
 
 def cmd_storage(a) -> dict:
     """Checkpoint and data-read figures of a reviewed scenario (the same Results)."""
     from .review import evaluate
     from .review.storage_view import storage_summary
-    s, cat, notes = _scenario_from_args(a)
-    out = storage_summary(evaluate(s, cat))
-    out["warnings"] = notes
-    return out
+    scenarios, cat, notes = _scenarios_from_args(a)
+    out = [storage_summary(evaluate(s, cat)) for s in scenarios]
+    if len(out) == 1:
+        out[0]["warnings"] = notes
+        return out[0]
+    return _compared(out, notes)
 
 
-def _scenario_from_args(a):
-    from .scenario import Scenario
+def _compared(results: list, notes: list) -> dict:
+    """Several scenarios' answers side by side, A first, with B's and C's relative changes
+    against A for every top-level number."""
+    from .scenario import COMPARE_LABELS
+    labels = COMPARE_LABELS[:len(results)]
+    a = results[0]
+    deltas = {}
+    for label, r in zip(labels[1:], results[1:]):
+        deltas[label] = {k: (x - a[k]) / abs(a[k]) for k, x in r.items()
+                         if isinstance(x, (int, float)) and not isinstance(x, bool)
+                         and isinstance(a.get(k), (int, float)) and not isinstance(a[k], bool)
+                         and a[k] != 0 and x != a[k]}
+    return {"compared": list(labels), "scenarios": dict(zip(labels, results)),
+            "changes_vs_a": deltas, "warnings": notes}
+
+
+def _scenarios_from_args(a):
+    """The scenario file (if any), then the query on top; a query with ``b.``/``c.`` keys
+    gives up to three scenarios, A first."""
+    from .scenario import Scenario, scenarios_from_query
     if a.query is None and a.scenario is None:
         raise v.InputError("query", "give --query \"model=...&gpus=...\" and/or --scenario file.json")
     cat = catalog.default()
@@ -558,16 +581,19 @@ def _scenario_from_args(a):
         s, notes = Scenario.from_json(text, cat, strict=True)
     else:
         notes = []
-    if a.query is not None:
-        from urllib.parse import parse_qs
-        parsed = parse_qs(a.query.lstrip("?"), keep_blank_values=True)
-        for key, vals in parsed.items():
-            if len(vals) > 1:
-                raise v.InputError(key, f"{key}: given {len(vals)} times")
-        s, more = Scenario.from_mapping({k: x[-1] for k, x in parsed.items()}, cat, strict=True,
-                                        base=s)
-        notes += more
-    return s, cat, notes
+    if a.query is None:
+        return [s], cat, notes
+    from urllib.parse import urlencode
+    query = a.query.lstrip("?")
+    if a.scenario is not None:
+        # the file's values are A's starting point: the link's A keys go on top of them
+        from urllib.parse import parse_qsl
+        file_keys = {k: x for k, x in s.to_dict().items() if x != getattr(Scenario(), k)}
+        link = dict(parse_qsl(query, keep_blank_values=True))
+        query = urlencode({**{k: x for k, x in file_keys.items() if k not in link}}) + \
+            ("&" + query if query else "")
+    scenarios, more = scenarios_from_query(query, cat, strict=True)
+    return scenarios, cat, notes + more
 
 
 def _review_text(r: dict) -> str:
@@ -969,6 +995,9 @@ def main(argv=None) -> int:
         return 2
     if a.json:
         print(json.dumps(result, default=_json_default))
+    elif a.command == "review" and "compared" in result:
+        print("\n\n".join(f"scenario {label}\n" + _review_text(r)
+                           for label, r in result["scenarios"].items()))
     elif a.command == "review":
         print(_review_text(result))
     elif a.command == "list":

@@ -279,7 +279,11 @@ def scenarios_from_query(query: str, cat: catalog.Catalog | None = None,
         if not groups[prefix]:
             continue
         label = COMPARE_LABELS[len(out)]
-        s, more = Scenario.from_mapping(groups[prefix], cat, strict=strict, base=a)
+        try:
+            s, more = Scenario.from_mapping(groups[prefix], cat, strict=strict, base=a)
+        except v.InputError as e:
+            # name the key as the link spells it
+            raise v.InputError(prefix + e.param, f"{prefix}{e}") from None
         warnings += [f"scenario {label}: {w}" for w in more]
         out.append(s)
     return out, warnings

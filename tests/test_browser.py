@@ -189,3 +189,76 @@ def test_storage_and_checkpoints_link_405b_async(voila, page):
     assert "warm" in page.locator(".llmc-plot-tiers").first.inner_text()
     assert_no_error_text(page)
     shot(page, "checkpoints-405b-async")
+
+
+def test_landing_page_cards_carry_the_link(voila, page):
+    # issue 12: the landing page lists every app with a live figure, review first
+    from llmcost.apps.registry import apps
+    page.goto(f"{voila}/index.ipynb?model=llama3-8b&gpus=64", wait_until="commit", timeout=60_000)
+    page.wait_for_selector(".llmc-card-figures b", timeout=90_000)
+    end = time.time() + 30
+    while page.locator(".llmc-progress").count() and time.time() < end:
+        page.wait_for_timeout(200)
+    links = page.locator(".llmc-card-link")
+    assert links.count() == len(apps())
+    assert links.first.inner_text() == "Architecture review"
+    assert_no_error_text(page)
+    shot(page, "landing")
+    links.first.click()
+    page.wait_for_selector(".llmc-headline-value", timeout=90_000)
+    assert page.locator(".llmc-ctl-model select").first.input_value() == "llama3-8b"
+
+
+def test_pin_and_compare_in_the_browser(voila, page):
+    # issue 12: pin A, change a control, see A vs B with deltas; the link carries both
+    open_app(page, voila, "review", "?model=llama3-8b&gpus=64")
+    page.locator(".llmc-pin").first.click()
+    page.wait_for_function("document.querySelector('.llmc-pin') && "
+                           "document.querySelector('.llmc-pin').innerText.includes('Pin as B')",
+                           timeout=30_000)
+    fill_number(page, "gpus", 128)
+    page.wait_for_function("document.querySelector('.llmc-compare-table') && "
+                           "document.querySelector('.llmc-compare-table').innerText.includes('vs A')",
+                           timeout=30_000)
+    table = page.locator(".llmc-compare-table").first.inner_text()
+    assert "B (current)" in table and "vs A" in table
+    link = page.locator(".llmc-share-link").first
+    end = time.time() + 10
+    while "b.gpus=128" not in link.get_attribute("href") and time.time() < end:
+        page.wait_for_timeout(200)
+    assert link.get_attribute("href").endswith("model=llama3-8b&gpus=64&b.gpus=128")
+    assert_no_error_text(page)
+    shot(page, "review-compare")
+
+
+def _overlaps(a, b) -> bool:
+    return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"] or
+                a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+
+
+def test_every_app_screenshot_without_overlaps_or_clipped_labels(voila, page):
+    """A screenshot of every registered app; in every plot the legend does not overlap a
+    colorbar and the axis titles and the plot title lie inside the figure."""
+    from llmcost.apps.registry import apps
+    for cls in apps():
+        open_app(page, voila, cls.name)
+        page.wait_for_timeout(500)
+        shot(page, f"app-{cls.name}")
+        assert_no_error_text(page)
+        for plot in page.locator(".js-plotly-plot").all():
+            box = plot.bounding_box()
+            legend = plot.locator("g.legend").all()
+            bars = plot.locator("g.colorbar").all()
+            for lg in legend:
+                for cb in bars:
+                    lb, cbb = lg.bounding_box(), cb.bounding_box()
+                    assert not (lb and cbb and _overlaps(lb, cbb)), f"{cls.name}: legend over colorbar"
+            for sel in (".xtitle", ".ytitle", ".gtitle"):
+                for t in plot.locator(sel).all():
+                    tb = t.bounding_box()
+                    if not tb or not box:
+                        continue
+                    assert tb["x"] >= box["x"] - 1 and tb["x"] + tb["width"] <= box["x"] + box["width"] + 1, \
+                        f"{cls.name}: {sel} clipped horizontally"
+                    assert tb["y"] >= box["y"] - 1 and tb["y"] + tb["height"] <= box["y"] + box["height"] + 1, \
+                        f"{cls.name}: {sel} clipped vertically"

@@ -73,9 +73,9 @@ def plotly_output(fig) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def _takes_compare(fn) -> bool:
+def _takes(fn, arg: str) -> bool:
     try:
-        return "compare" in inspect.signature(fn).parameters
+        return arg in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
 
@@ -227,7 +227,12 @@ class Panel:
         out = {}
         for name, fn in self.figures_from:
             fn = getattr(self, fn) if isinstance(fn, str) else fn
-            out[name] = fn(res, compare=compare) if compare and _takes_compare(fn) else fn(res)
+            kw = {}
+            if compare and _takes(fn, "compare"):
+                kw["compare"] = compare
+                if _takes(fn, "label"):
+                    kw["label"] = self.label or "current"
+            out[name] = fn(res, **kw)
         return out
 
     def note_lines(self, res) -> list[str]:

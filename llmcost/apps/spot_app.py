@@ -62,8 +62,9 @@ class SpotApp(ReviewPanel):
 
     figures_from = (("heatmap", "_heatmap"), ("montecarlo", plots.spot_monte_carlo))
 
-    def _heatmap(self, res, compare=()):
-        heat = plots.spot_heatmap(res, compare=compare) if compare else plots.spot_heatmap(res)
+    def _heatmap(self, res, compare=(), label=None):
+        heat = (plots.spot_heatmap(res, compare=compare, label=label) if compare
+                else plots.spot_heatmap(res))
         sp = res.economics.spot if res.economics is not None else None
         if sp is not None and sp.net_savings is not None:
             heat.update_layout(title=f"Spot net savings: {sp.net_savings:.1%} at this scenario "

@@ -1,0 +1,40 @@
+"""The landing page (issue 12): one card per registered app, the review first; each card's
+figure is the app's own headline text for the link's scenario, and each card's link
+carries the link's query (every compared scenario)."""
+
+from llmcost.apps.landing import Landing
+from llmcost.apps.registry import app, apps, titles
+from llmcost.review import evaluate
+from llmcost.scenario import Scenario
+
+
+def test_registry_lists_every_app_once_review_first():
+    names = [c.name for c in apps()]
+    assert names[0] == "review" and len(names) == len(set(names)) == 6
+    assert set(titles()) == set(names) and app("tco").title == "Rent vs buy"
+    for cls in apps():
+        assert cls.question.endswith("?") and cls.card_keys and cls.figures_from
+
+
+def test_cards_show_each_apps_own_headline_for_the_linked_scenario():
+    q = "model=llama3-8b&gpus=64"
+    page = Landing(query=q)
+    assert list(page.cards) == [c.name for c in apps()]
+    for cls in apps():
+        panel = cls(query=q)
+        head = panel.headline(panel.results)
+        for key, (label, text) in page.figures[cls.name].items():
+            assert head[key][:2] == (label, text)
+        card = page.cards[cls.name].value
+        assert f"href='{cls.name}.ipynb?{q.replace('&', '&amp;')}'" in card
+        assert cls.question.split()[0] in card
+    # the review card's days are the review's figure for that scenario
+    days = evaluate(Scenario(model="llama3-8b", gpus=64)).headline["days"]
+    assert page.figures["review"]["days"][1].startswith(f"{days:,.1f}")
+
+
+def test_compare_link_carries_over_and_bad_values_warn_without_breaking_cards():
+    page = Landing(query="gpus=64&b.gpu=b200&model=nope")
+    assert "b.gpu=b200" in page.cards["sizing"].value and len(page.scenarios) == 2
+    assert any("Model 'nope' is not in the catalog" in w for w in page.warnings)
+    assert all(page.figures[c.name] for c in apps())
