@@ -5,15 +5,23 @@ entries are looked up by id or alias, with a "did you mean" error for a typo. A 
 rows (a GPU not yet listed, a negotiated price) are added with :meth:`Catalog.with_rows`,
 which returns a new catalog and leaves the shipped one untouched.
 
+Tables load lazily, each on first use, and are checked cell by cell against :data:`COLUMNS`
+then: a corrupt file raises :class:`CatalogError`, one line naming the file, the row and the
+column, and breaks only what needs that table (``llmcost flops`` reads models.csv alone).
+
 Data location: an installed wheel carries the CSVs as ``llmcost/data``; a source checkout
 reads the repository's top-level ``data/``.
 """
 
 from __future__ import annotations
 
+import csv
 import difflib
 import functools
+import math
 import os
+import re
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Mapping
@@ -30,22 +38,306 @@ from .economics.reliability import FailureRate
 TABLES = ("gpus", "models", "fabrics", "prices", "published_runs", "failure_rates",
           "step_model_errors")
 
-#: columns a row must have (besides id, source, as_of), and which of them must be > 0.
-REQUIRED = {
-    "gpus": (("name", "bf16_dense_tflops", "memory_gib", "hbm_bandwidth_tbps", "scale_up",
-              "scale_up_bandwidth_gbps", "gpus_per_node", "tdp_w", "generation"),
-             ("bf16_dense_tflops", "memory_gib", "hbm_bandwidth_tbps",
-              "scale_up_bandwidth_gbps", "gpus_per_node", "tdp_w")),
-    "models": (("layers", "hidden", "heads", "vocab", "seq_len"),
-               ("layers", "hidden", "heads", "vocab", "seq_len")),
-    "fabrics": (("kind", "bandwidth_gbps_per_gpu", "latency_us"),
-                ("bandwidth_gbps_per_gpu", "latency_us")),
-    "prices": (("provider", "gpu", "gpus", "on_demand_usd_per_hour"),
-               ("gpus", "on_demand_usd_per_hour")),
-    "published_runs": (("model",), ()),
-    "failure_rates": (("failures_per_1000_gpu_days", "counts"), ("failures_per_1000_gpu_days",)),
-    "step_model_errors": (("generation", "precision", "rows", "max_abs_error", "method"), ()),
+
+class CatalogError(v.InputError):
+    """A catalog file or user row that cannot be used: one line naming the file, the row and
+    the column. ``param`` is the column (the file name for faults of a whole file);
+    ``path``, ``row`` (1-based data row, None for the file or its header) and ``column``
+    carry the parts for apps that lay them out."""
+
+    def __init__(self, origin: str, problem: str, *, column: str | None = None,
+                 row: int | None = None, where: str = ""):
+        place = where or ("" if row is None else f"row {row}")
+        parts = [p for p in (place, f"column {column}" if column else "") if p]
+        text = f"catalog {origin}: " + (", ".join(parts) + ": " if parts else "") + problem
+        super().__init__(column or Path(origin).name, " ".join(text.split()))
+        self.path, self.row, self.column = origin, row, column
+
+
+@dataclass(frozen=True)
+class Col:
+    """What a column may hold: ``text``, ``number`` (finite float), ``count`` (whole
+    number) or ``flag`` (true/false); numbers and counts lie in [low, high] (``low``
+    excluded when ``strict``)."""
+
+    kind: str
+    required: bool = False
+    low: float | None = None
+    strict: bool = False
+    high: float | None = None
+    choices: tuple = ()
+
+
+def _text(required=False, choices=()):
+    return Col("text", required, choices=choices)
+
+
+def _pos(required=False):
+    return Col("number", required, 0.0, strict=True)
+
+
+def _nonneg(required=False):
+    return Col("number", required, 0.0)
+
+
+def _share(required=False):
+    return Col("number", required, 0.0, strict=True, high=1.0)
+
+
+def _count(low=1, required=False):
+    return Col("count", required, low, high=v.MAX_INTEGER)
+
+
+_FLAG = Col("flag")
+
+#: every column the code reads, per table (id, source and as_of are required everywhere;
+#: columns not listed, such as notes, are free text). Counts are whole numbers: 8.5 GPUs per
+#: node is refused, not truncated.
+COLUMNS: dict[str, dict[str, Col]] = {
+    "gpus": {
+        "name": _text(True), "vendor": _text(), "generation": _text(True),
+        "form_factor": _text(), "bf16_dense_tflops": _pos(True), "fp8_dense_tflops": _pos(),
+        "fp16_dense_tflops": _pos(), "tf32_dense_tflops": _pos(), "memory_gib": _pos(True),
+        "hbm_bandwidth_tbps": _pos(True), "scale_up": _text(True),
+        "scale_up_bandwidth_gbps": _pos(True), "gpus_per_node": _count(required=True),
+        "tdp_w": _pos(True), "system_power_kw": _pos(), "system_gpus": _count(),
+        "system_power_note": _text(), "capex_usd_per_system": _pos(),
+        "scale_up_domain_gpus": _count()},
+    "models": {
+        "name": _text(), "layers": _count(required=True), "hidden": _count(required=True),
+        "heads": _count(required=True), "kv_heads": _count(), "ffn_hidden": _count(),
+        "gated_ffn": _FLAG, "vocab": _count(required=True), "seq_len": _count(required=True),
+        "tied_embeddings": _FLAG, "position_embedding": _text(), "norm": _text(),
+        "biases": _text(), "dropout": _FLAG, "published_params_b": _pos(),
+        "head_dim": _count(), "moe_experts": _count(0), "moe_top_k": _count(0),
+        "moe_ffn_hidden": _count(), "moe_shared_ffn_hidden": _count(0),
+        "moe_dense_layers": _count(0), "moe_layer_step": _count(),
+        "moe_expert_biases": _FLAG, "moe_router_bias": _FLAG, "attention": _text(),
+        "q_lora_rank": _count(0), "kv_lora_rank": _count(0), "qk_rope_head_dim": _count(0),
+        "v_head_dim": _count(), "qk_norm": _FLAG, "attention_sinks": _FLAG,
+        "attention_window": _count(0), "window_layers": _count(0), "mtp_layers": _count(0),
+        "active_params_counts": _text(), "published_active_params_b": _pos()},
+    "fabrics": {
+        "name": _text(), "kind": _text(True, ("scale_up", "scale_out")), "technology": _text(),
+        "link_gbit_per_s": _pos(), "bandwidth_gbps_per_gpu": _pos(True),
+        "latency_us": _pos(True), "oversubscription": _pos(), "efficiency": _share(),
+        "congestion_per_doubling": _nonneg()},
+    # an optional price of 0 means "not offered" (usd_per_gpu_hour skips it)
+    "prices": {
+        "provider": _text(True), "instance": _text(), "gpu": _text(True),
+        "gpus": _count(required=True), "region": _text(),
+        "on_demand_usd_per_hour": _pos(True), "spot_usd_per_hour": _nonneg(),
+        "reserved_1y_usd_per_hour": _nonneg(), "reserved_3y_usd_per_hour": _nonneg()},
+    "published_runs": {
+        "model": _text(True), "gpu": _text(), "gpus": _count(), "tp": _count(), "pp": _count(),
+        "cp": _count(), "global_batch": _count(), "seq_len": _count(),
+        "achieved_tflops_per_gpu": _pos(), "pct_of_peak": _share(), "mfu": _share(),
+        "hfu": _share(), "flops_counted": _text()},
+    "failure_rates": {
+        "generation": _text(), "failures_per_1000_gpu_days": _pos(True),
+        "counts": _text(True), "default_for": _text()},
+    # rows = 0: no calibration rows for the pair (uncertainty falls back to the envelope)
+    "step_model_errors": {
+        "generation": _text(True), "precision": _text(True), "rows": _count(0, True),
+        "mean_abs_error": _nonneg(), "max_abs_error": _nonneg(True), "method": _text(True),
+        "band_abs_error": _nonneg()},
 }
+_ALWAYS = ("id", "source", "as_of")
+_TRUE, _FALSE = ("true", "1", "1.0", "yes"), ("false", "0", "0.0", "no")
+
+
+def _short(x, n: int = 40) -> str:
+    s = repr(x.strip() if isinstance(x, str) else x)
+    return s if len(s) <= n else s[:n - 3] + "..."
+
+
+def _file_lines(path: str) -> list[int]:
+    """The file line each data row starts on (blank lines skipped, as pandas does)."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f)
+        starts, at = [], 1
+        for record in reader:
+            if record:      # pandas skips blank lines, not rows of empty cells
+                starts.append(at)
+            at = reader.line_num + 1
+    return starts[1:]
+
+
+class _Rows:
+    """Where a table's rows came from (a file or "user rows"), to name them in messages."""
+
+    def __init__(self, origin: str, from_file: bool):
+        self.origin, self.from_file = origin, from_file
+        self._lines = None
+
+    def place(self, i: int, ident=None) -> str:
+        line = None
+        if self.from_file:
+            try:
+                if self._lines is None:
+                    self._lines = _file_lines(self.origin)
+                line = self._lines[i]
+            except (OSError, UnicodeDecodeError, csv.Error, IndexError):
+                line = None
+        extra = [f"line {line}"] if line else []
+        if isinstance(ident, str) and ident.strip():
+            extra.append(f"id {_short(ident)}")
+        return f"row {i + 1}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def _cell_number(x):
+    """float, None for an empty cell; ValueError for text or a boolean."""
+    if isinstance(x, (bool, np.bool_)):
+        raise ValueError
+    if isinstance(x, str):
+        x = x.strip()
+        if not x:
+            return None
+    f = float(x)
+    return None if math.isnan(f) else f
+
+
+def _cell_problem(spec: Col, x):
+    """(value to store, problem text or None) for one cell."""
+    empty = x is None or (isinstance(x, float) and math.isnan(x)) or (
+        isinstance(x, str) and not x.strip())
+    if spec.kind in ("number", "count"):
+        try:
+            f = None if empty else _cell_number(x)
+        except (TypeError, ValueError, OverflowError):
+            return x, f"{_short(x)} is not a number"
+        if f is None:
+            return None, "empty; a value is required" if spec.required else None
+        if not math.isfinite(f):
+            return x, f"must be a finite number, got {_short(x)}"
+        if spec.kind == "count" and f != round(f):
+            return x, f"must be a whole number (a count), got {_short(x)}"
+        low_ok = spec.low is None or (f > spec.low if spec.strict else f >= spec.low)
+        if not low_ok or (spec.high is not None and f > spec.high):
+            lo = "" if spec.low is None else (">" if spec.strict else ">=") + f" {spec.low:g}"
+            hi = "" if spec.high is None else f"<= {spec.high:g}"
+            span = " and ".join(p for p in (lo, hi) if p)
+            return x, f"must be {span}, got {_short(x)}"
+        return f, None
+    if empty:
+        return None, "empty; a value is required" if spec.required else None
+    if spec.kind == "flag":
+        s = str(x).strip().lower()
+        if s not in _TRUE + _FALSE:
+            return x, f"{_short(x)} is not true or false"
+        return s in _TRUE, None
+    if spec.choices and str(x).strip() not in spec.choices:
+        return x, f"{_short(x)} is not one of {', '.join(spec.choices)}"
+    return x, None
+
+
+def _check_table(name: str, df: pd.DataFrame, rows: _Rows, header: list | None = None
+                ) -> pd.DataFrame:
+    """``df`` with its number and count columns made numeric, or CatalogError for the
+    first fault: a missing or duplicated column, an empty required cell, text in a number
+    column, a fractional count, a value out of range, a duplicate id."""
+    specs = COLUMNS[name]
+    names = [str(c) for c in (df.columns if header is None else header)]
+    seen = set()
+    for c in names:
+        if not c.strip() or c.startswith("Unnamed: "):
+            raise CatalogError(rows.origin, "a column has no name in the header",
+                               where="header")
+        if c in seen:
+            raise CatalogError(rows.origin, "appears twice in the header", column=c,
+                               where="header")
+        seen.add(c)
+    required = [*_ALWAYS, *(c for c, s in specs.items() if s.required)]
+    for c in required:
+        if c not in df.columns:
+            raise CatalogError(rows.origin, "required column missing", column=c,
+                               where="header")
+    ids = df["id"]
+    out = df.copy()
+    for c in [*_ALWAYS, *specs]:
+        if c not in df.columns:
+            continue
+        spec = specs.get(c, _text(True))
+        col = df[c].tolist()
+        values = []
+        for i, x in enumerate(col):
+            val, problem = _cell_problem(spec, x)
+            if problem:
+                raise CatalogError(rows.origin, problem, column=c, row=i + 1,
+                                   where=rows.place(i, ids.iloc[i]))
+            values.append(val)
+        numeric = pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+        if spec.kind in ("number", "count") and not numeric:
+            # text that parsed (a user's "8" or " 8 ") becomes a number like the rest
+            out[c] = pd.to_numeric(pd.Series(values, index=df.index, dtype=object))
+    key = ids.astype(str).str.strip().str.lower()
+    dup = key.duplicated()
+    if dup.any():
+        i = int(dup.to_numpy().nonzero()[0][0])
+        first = int((key == key.iloc[i]).to_numpy().nonzero()[0][0])
+        raise CatalogError(rows.origin, f"duplicate id {_short(ids.iloc[i])} (ids ignore case): "
+                                        f"{rows.place(first)} has it already", column="id",
+                           row=i + 1, where=rows.place(i))
+    out["id"] = ids.astype(str)
+    return out
+
+
+def _read_csv(path: str, name: str) -> tuple[pd.DataFrame, list]:
+    """The raw table and its header as written; CatalogError for a file that is missing,
+    unreadable or not CSV."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            header = next(csv.reader(f), None)
+            if header is None:
+                raise CatalogError(path, "the file is empty (no header row)")
+            f.seek(0)
+            df = pd.read_csv(f, dtype={"id": str, "aliases": str}, keep_default_na=True)
+    except FileNotFoundError:
+        raise CatalogError(path, f"file not found (the {name} table; LLMCOST_DATA picks the "
+                                 "catalog folder)") from None
+    except (pd.errors.ParserError, csv.Error) as e:
+        raise _parse_error(path, str(e)) from None
+    except pd.errors.EmptyDataError:
+        raise CatalogError(path, "the file is empty (no header row)") from None
+    except UnicodeDecodeError as e:
+        raise CatalogError(path, f"not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise CatalogError(path, f"cannot be read ({e.strerror or type(e).__name__})") from None
+    return df, header
+
+
+def _parse_error(path: str, text: str) -> CatalogError:
+    """pandas' tokenizer message restated with the data row and file line."""
+    msg = " ".join(text.split())
+    m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", msg)
+    if m:
+        line = int(m.group(2))
+        return CatalogError(path, f"not valid CSV: {m.group(3)} cells where the header has "
+                                  f"{m.group(1)} (an unquoted comma?)",
+                            row=line - 1, where=f"row {line - 1} (line {line})")
+    m = re.search(r"EOF inside string starting at row (\d+)", msg)
+    if m:   # pandas counts file lines from 0 here
+        line = int(m.group(1)) + 1
+        return CatalogError(path, "not valid CSV: a quoted cell is never closed",
+                            row=line - 1, where=f"row {line - 1} (line {line})")
+    msg = re.sub(r"^Error tokenizing data\. C error: ", "", msg)
+    return CatalogError(path, f"not valid CSV: {msg[:200]}")
+
+
+@functools.lru_cache(maxsize=64)
+def _load_cached(path: str, name: str, stamp) -> pd.DataFrame:
+    df, header = _read_csv(path, name)
+    return _check_table(name, df, _Rows(path, True), header)
+
+
+def _load(path: str, name: str) -> pd.DataFrame:
+    """A checked table, cached per file version (an edited file is read again)."""
+    try:
+        st = os.stat(path)
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = None    # _read_csv names the fault; failures are never cached
+    return _load_cached(path, name, stamp)
 
 
 def data_dir() -> Path:
@@ -60,35 +352,61 @@ def data_dir() -> Path:
     return here.parent / "data"
 
 
-@functools.lru_cache(maxsize=None)
-def _read(path: str) -> pd.DataFrame:
-    return pd.read_csv(path, dtype={"id": str, "aliases": str}, keep_default_na=True)
-
-
 class Catalog:
-    """Immutable set of tables; ``with_rows`` returns an extended copy."""
+    """Immutable set of tables; ``with_rows`` returns an extended copy.
 
-    def __init__(self, tables: Mapping[str, pd.DataFrame]):
-        self._tables = dict(tables)
+    ``tables`` maps a table name to a DataFrame or to a CSV path, read and checked on first
+    use (so a broken file breaks only what needs that table).
+    """
+
+    def __init__(self, tables: Mapping[str, pd.DataFrame | str | Path]):
+        self._tables: dict[str, pd.DataFrame] = {}
+        self._paths: dict[str, str] = {}
+        self._where: dict[str, list] = {}
+        for name, t in tables.items():
+            if isinstance(t, pd.DataFrame):
+                self._tables[name] = t
+            else:
+                self._paths[name] = str(t)
 
     @classmethod
     def default(cls) -> "Catalog":
-        return _default()
+        return default()
 
     @classmethod
     def from_dir(cls, folder) -> "Catalog":
         folder = Path(folder)
-        tables = {}
-        for name in TABLES:
-            df = _read(str(folder / f"{name}.csv")).copy()
-            _check_table(name, df, origin=str(folder / f"{name}.csv"))
-            tables[name] = df
-        return cls(tables)
+        return cls({name: folder / f"{name}.csv" for name in TABLES})
+
+    def _table(self, name: str) -> pd.DataFrame:
+        """The table itself (callers must not modify it), read on first use."""
+        df = self._tables.get(name)
+        if df is None:
+            v.choice("table", name, TABLES)
+            if name not in self._paths:
+                raise CatalogError(f"table {name}", "not loaded in this catalog")
+            df = self._tables[name] = _load(self._paths[name], name)
+        return df
+
+    def _place(self, name: str, i: int) -> tuple[str, int, str]:
+        """(origin, its 1-based row, "row n (line l, id ...)") of row ``i`` of ``name``."""
+        df = self._table(name)
+        rows, j = self._rows_of(name)[i]
+        return rows.origin, j + 1, rows.place(j, df["id"].iloc[i])
+
+    def _rows_of(self, name: str) -> list:
+        """(_Rows, position in it) for each row of table ``name``."""
+        if name in self._where:
+            return self._where[name]
+        n = len(self._table(name))
+        base = (_Rows(self._paths[name], True) if name in self._paths
+                else _Rows(f"table {name}", False))
+        return [(base, i) for i in range(n)]
 
     def table(self, name: str) -> pd.DataFrame:
         """A copy of one table."""
         v.choice("table", name, TABLES)
-        return self._tables[name].copy()
+        return self._table(name).copy()
 
     def gpus(self) -> pd.DataFrame:
         return self.table("gpus")
@@ -116,26 +434,26 @@ class Catalog:
         catalog's first offer for the GPU; None when the GPU has no offer."""
         if offer:
             return self.lookup("prices", offer)
-        rows = self.prices()
+        rows = self._table("prices")
         mine = rows[rows["gpu"] == gpu_id]
-        return None if mine.empty else mine.iloc[0]
-
+        return None if mine.empty else mine.iloc[0].copy()
 
     def failure_rate(self, key: str) -> FailureRate:
         """A failure-rate preset by id (``data/failure_rates.csv`` or a user's row)."""
-        return reliability.failure_rate(key, self._tables["failure_rates"])
+        return reliability.failure_rate(key, self._table("failure_rates"))
 
     def default_failure_rate(self, generation: str) -> FailureRate:
         """The job-level failure rate for a GPU generation (hopper's, with a note, if none)."""
-        return reliability.default_failure_rate(generation, self._tables["failure_rates"])
+        return reliability.default_failure_rate(generation, self._table("failure_rates"))
 
     def ids(self, name: str) -> list[str]:
-        return list(self._tables[name]["id"])
-
-    def lookup(self, name: str, key: str) -> pd.Series:
-        """The row whose id or alias is ``key`` (case-insensitive)."""
         v.choice("table", name, TABLES)
-        df = self._tables[name]
+        return list(self._table(name)["id"])
+
+    def _find(self, name: str, key: str) -> int:
+        """Position of the row whose id or alias is ``key`` (case-insensitive)."""
+        v.choice("table", name, TABLES)
+        df = self._table(name)
         k = str(key).strip().lower()
         names = {i.lower(): n for n, i in enumerate(df["id"])}
         if "aliases" in df:
@@ -144,7 +462,7 @@ class Catalog:
                     for a in al.split(";"):
                         names.setdefault(a.strip().lower(), n)
         if k in names:
-            return df.iloc[names[k]]
+            return names[k]
         param = {"gpus": "gpu", "models": "model", "fabrics": "fabric", "prices": "price"}.get(
             name, name)
         close = difflib.get_close_matches(k, list(names), n=3, cutoff=0.5)
@@ -152,150 +470,156 @@ class Catalog:
         raise v.InputError(param, f"{param} {key!r} is not in the catalog{hint} "
                                   f"(known: {', '.join(df['id'])})")
 
+    def lookup(self, name: str, key: str) -> pd.Series:
+        """The row whose id or alias is ``key`` (case-insensitive)."""
+        return self._table(name).iloc[self._find(name, key)].copy()
+
+    def _spec(self, name: str, i: int, make):
+        """``make()``, its refusal of a row's values re-raised naming the file and row."""
+        try:
+            return make()
+        except CatalogError:
+            raise
+        except v.InputError as e:
+            origin, row, place = self._place(name, i)
+            raise CatalogError(origin, str(e), column=e.param, row=row, where=place) from None
+
     def gpu(self, key: str) -> GPUSpec:
-        r = self.lookup("gpus", key)
-        fp8 = r.get("fp8_dense_tflops")
+        i = self._find("gpus", key)
+        r = self._table("gpus").iloc[i]
 
         def opt(col, cast):
             x = r.get(col)
             return None if x is None or (not isinstance(x, str) and pd.isna(x)) else cast(x)
 
-        return GPUSpec(id=r["id"], name=r["name"], generation=r["generation"],
-                       system_power_kw=opt("system_power_kw", float),
-                       system_gpus=opt("system_gpus", int),
-                       system_power_note=opt("system_power_note", str),
-                       capex_usd_per_system=opt("capex_usd_per_system", float),
-                       scale_up_domain_gpus=opt("scale_up_domain_gpus", int),
-                       bf16_dense_tflops=float(r["bf16_dense_tflops"]),
-                       fp8_dense_tflops=None if pd.isna(fp8) else float(fp8),
-                       memory_gib=float(r["memory_gib"]),
-                       hbm_bandwidth_tbps=float(r["hbm_bandwidth_tbps"]),
-                       scale_up=r["scale_up"],
-                       scale_up_bandwidth_gbps=float(r["scale_up_bandwidth_gbps"]),
-                       gpus_per_node=int(r["gpus_per_node"]), tdp_w=float(r["tdp_w"]))
+        return self._spec("gpus", i, lambda: GPUSpec(
+            id=r["id"], name=r["name"], generation=r["generation"],
+            system_power_kw=opt("system_power_kw", float),
+            system_gpus=opt("system_gpus", int),
+            system_power_note=opt("system_power_note", str),
+            capex_usd_per_system=opt("capex_usd_per_system", float),
+            scale_up_domain_gpus=opt("scale_up_domain_gpus", int),
+            bf16_dense_tflops=float(r["bf16_dense_tflops"]),
+            fp8_dense_tflops=opt("fp8_dense_tflops", float),
+            memory_gib=float(r["memory_gib"]),
+            hbm_bandwidth_tbps=float(r["hbm_bandwidth_tbps"]),
+            scale_up=r["scale_up"],
+            scale_up_bandwidth_gbps=float(r["scale_up_bandwidth_gbps"]),
+            gpus_per_node=int(r["gpus_per_node"]), tdp_w=float(r["tdp_w"])))
 
     def model(self, key: str) -> ModelSpec:
-        r = self.lookup("models", key)
+        i = self._find("models", key)
+        r = self._table("models").iloc[i]
 
         def opt(col, default=None):
             x = r.get(col, default)
-            return default if x is None or (isinstance(x, float) and np.isnan(x)) else x
+            return default if x is None or (not isinstance(x, str) and pd.isna(x)) else x
 
         def flag(col, default):
             x = opt(col)
-            return default if x is None else str(x).strip().lower() in ("true", "1", "yes")
+            return default if x is None else str(x).strip().lower() in _TRUE
 
         def integer(col, default=None):
+            # check_table has refused fractions, so int() cannot truncate here
             x = opt(col)
-            return default if x is None or str(x).strip() == "" else int(float(x))
+            return default if x is None else int(float(x))
 
-        pub = opt("published_params_b")
-        return ModelSpec(
-            layers=int(r["layers"]), hidden=int(r["hidden"]), heads=int(r["heads"]),
-            vocab=int(r["vocab"]), seq_len=int(r["seq_len"]),
-            kv_heads=integer("kv_heads"), ffn_hidden=integer("ffn_hidden"),
-            gated_ffn=flag("gated_ffn", False), tied_embeddings=flag("tied_embeddings", True),
-            position_embedding=opt("position_embedding", "learned"),
-            norm=opt("norm", "layernorm"), biases=opt("biases", "all"),
-            dropout=flag("dropout", True), id=r["id"], name=opt("name", r["id"]),
-            published_params=None if pub is None else float(pub) * 1e9,
-            head_dim=integer("head_dim"),
-            moe_experts=integer("moe_experts", 0), moe_top_k=integer("moe_top_k", 0),
-            moe_ffn_hidden=integer("moe_ffn_hidden"),
-            moe_shared_ffn_hidden=integer("moe_shared_ffn_hidden", 0),
-            moe_dense_layers=integer("moe_dense_layers", 0),
-            moe_layer_step=integer("moe_layer_step", 1),
-            moe_expert_biases=flag("moe_expert_biases", False),
-            moe_router_bias=flag("moe_router_bias", False),
-            attention=opt("attention", "gqa") or "gqa",
-            q_lora_rank=integer("q_lora_rank", 0), kv_lora_rank=integer("kv_lora_rank", 0),
-            qk_rope_head_dim=integer("qk_rope_head_dim", 0), v_head_dim=integer("v_head_dim"),
-            qk_norm=flag("qk_norm", False), attention_sinks=flag("attention_sinks", False),
-            attention_window=integer("attention_window", 0),
-            window_layers=integer("window_layers", 0), mtp_layers=integer("mtp_layers", 0),
-            active_params_counts=opt("active_params_counts", "embedding+head")
-            or "embedding+head",
-            published_active_params=None if opt("published_active_params_b") is None
-            else float(opt("published_active_params_b")) * 1e9)
+        def make():
+            pub, act = opt("published_params_b"), opt("published_active_params_b")
+            return ModelSpec(
+                layers=int(r["layers"]), hidden=int(r["hidden"]), heads=int(r["heads"]),
+                vocab=int(r["vocab"]), seq_len=int(r["seq_len"]),
+                kv_heads=integer("kv_heads"), ffn_hidden=integer("ffn_hidden"),
+                gated_ffn=flag("gated_ffn", False), tied_embeddings=flag("tied_embeddings", True),
+                position_embedding=opt("position_embedding", "learned"),
+                norm=opt("norm", "layernorm"), biases=opt("biases", "all"),
+                dropout=flag("dropout", True), id=r["id"], name=opt("name", r["id"]),
+                published_params=None if pub is None else float(pub) * 1e9,
+                head_dim=integer("head_dim"),
+                moe_experts=integer("moe_experts", 0), moe_top_k=integer("moe_top_k", 0),
+                moe_ffn_hidden=integer("moe_ffn_hidden"),
+                moe_shared_ffn_hidden=integer("moe_shared_ffn_hidden", 0),
+                moe_dense_layers=integer("moe_dense_layers", 0),
+                moe_layer_step=integer("moe_layer_step", 1),
+                moe_expert_biases=flag("moe_expert_biases", False),
+                moe_router_bias=flag("moe_router_bias", False),
+                attention=opt("attention", "gqa"),
+                q_lora_rank=integer("q_lora_rank", 0), kv_lora_rank=integer("kv_lora_rank", 0),
+                qk_rope_head_dim=integer("qk_rope_head_dim", 0),
+                v_head_dim=integer("v_head_dim"),
+                qk_norm=flag("qk_norm", False), attention_sinks=flag("attention_sinks", False),
+                attention_window=integer("attention_window", 0),
+                window_layers=integer("window_layers", 0), mtp_layers=integer("mtp_layers", 0),
+                active_params_counts=opt("active_params_counts", "embedding+head"),
+                published_active_params=None if act is None else float(act) * 1e9)
+
+        return self._spec("models", i, make)
 
     def fabric(self, key: str) -> FabricSpec:
-        r = self.lookup("fabrics", key)
+        i = self._find("fabrics", key)
+        r = self._table("fabrics").iloc[i]
 
         def num(col, default):
             x = r.get(col, default)
             return default if x is None or pd.isna(x) else float(x)
 
-        return FabricSpec(id=r["id"], name=r.get("name", r["id"]), kind=r["kind"],
-                          bandwidth_gbps_per_gpu=float(r["bandwidth_gbps_per_gpu"]),
-                          latency_us=float(r["latency_us"]),
-                          oversubscription=num("oversubscription", 1.0),
-                          efficiency=num("efficiency", 1.0),
-                          congestion_per_doubling=num("congestion_per_doubling", 0.0))
+        return self._spec("fabrics", i, lambda: FabricSpec(
+            id=r["id"], name=r.get("name", r["id"]), kind=r["kind"],
+            bandwidth_gbps_per_gpu=float(r["bandwidth_gbps_per_gpu"]),
+            latency_us=float(r["latency_us"]),
+            oversubscription=num("oversubscription", 1.0),
+            efficiency=num("efficiency", 1.0),
+            congestion_per_doubling=num("congestion_per_doubling", 0.0)))
 
     def with_rows(self, name: str, rows, replace: bool = False) -> "Catalog":
         """A new catalog with ``rows`` added to table ``name``.
 
         ``rows``: a DataFrame, a list of dicts, or a CSV path. Rows without ``source`` or
         ``as_of`` get "user-supplied" and today's date. An id that exists already is an
-        error unless ``replace=True``.
+        error unless ``replace=True``. The rows are checked like a catalog file
+        (:class:`CatalogError` naming the row and column).
         """
         v.choice("table", name, TABLES)
+        header = None
         if isinstance(rows, (str, Path)):
-            new = pd.read_csv(rows)
-        elif isinstance(rows, pd.DataFrame):
-            new = rows.copy()
+            origin = str(rows)
+            new, header = _read_csv(origin, name)
         else:
-            new = pd.DataFrame(list(rows))
-        if "id" not in new:
-            raise v.InputError("id", f"rows for {name} need an 'id' column")
-        new["id"] = new["id"].astype(str)
-        if "source" not in new:
-            new["source"] = "user-supplied"
-        if "as_of" not in new:
-            new["as_of"] = date.today().isoformat()
-        new["source"] = new["source"].fillna("user-supplied")
-        new["as_of"] = new["as_of"].fillna(date.today().isoformat())
-        _check_table(name, new, origin="user rows")
-        old = self._tables[name]
+            origin = "user rows"
+            new = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+            new = new.reset_index(drop=True)
+        today = date.today().isoformat()
+        for col, default in (("source", "user-supplied"), ("as_of", today)):
+            if col not in new:
+                new[col] = default
+                header = None if header is None else [*header, col]
+            new[col] = new[col].fillna(default)
+        mine = _Rows(origin, header is not None)
+        new = _check_table(name, new, mine, header)
+        old = self._table(name)
         clash = set(new["id"].str.lower()) & set(old["id"].str.lower())
         if clash and not replace:
             raise v.InputError("id", f"id {sorted(clash)[0]!r} already exists in {name}; "
                                      "pass replace=True to override it")
-        old = old[~old["id"].str.lower().isin(clash)]
-        tables = dict(self._tables)
-        tables[name] = pd.concat([old, new], ignore_index=True)
-        return Catalog(tables)
+        keep = ~old["id"].str.lower().isin(clash).to_numpy()
+        where = self._rows_of(name)
+        out = Catalog({})
+        out._tables, out._paths, out._where = dict(self._tables), dict(self._paths), dict(
+            self._where)
+        out._tables[name] = pd.concat([old[keep], new], ignore_index=True)
+        out._where[name] = [w for w, k in zip(where, keep) if k] + [
+            (mine, i) for i in range(len(new))]
+        return out
 
 
-def _check_table(name: str, df: pd.DataFrame, origin: str) -> None:
-    cols, positive = REQUIRED[name]
-    missing = [c for c in ("id", "source", "as_of", *cols) if c not in df.columns]
-    if missing:
-        raise v.InputError(missing[0], f"{origin}: table {name} lacks column(s) {', '.join(missing)}")
-    for c in ("id", "source", "as_of", *cols):
-        if df[c].isna().any():
-            row = df.index[df[c].isna()][0]
-            raise v.InputError(c, f"{origin}: {name} row {row} has no {c}")
-    dup = df["id"].str.lower().duplicated()
-    if dup.any():
-        raise v.InputError("id", f"{origin}: duplicate id {df['id'][dup].iloc[0]!r} in {name}")
-    for c in positive:
-        vals = pd.to_numeric(df[c], errors="coerce")
-        bad = ~(vals > 0) | ~np.isfinite(vals)
-        if bad.any():
-            i = bad.to_numpy().nonzero()[0][0]
-            raise v.InputError(c, f"{origin}: {name} {df['id'].iloc[i]!r} has {c}="
-                                  f"{df[c].iloc[i]!r}; it must be a number > 0")
-
-
-@functools.lru_cache(maxsize=1)
-def _default() -> Catalog:
+@functools.lru_cache(maxsize=8)
+def _default(env: str | None) -> Catalog:
     return Catalog.from_dir(data_dir())
 
 
 def default() -> Catalog:
-    """The shipped catalog."""
-    return _default()
+    """The shipped catalog (or ``LLMCOST_DATA``'s, one cached catalog per folder)."""
+    return _default(os.environ.get("LLMCOST_DATA"))
 
 
 def gpus() -> pd.DataFrame:

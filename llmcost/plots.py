@@ -1,6 +1,17 @@
-"""Results -> plotly Figures. No widgets here, no formulas: every number comes from review."""
+"""Results -> plotly Figures. No widgets here, no formulas: every number comes from review.
+
+Every figure function that takes a :class:`~llmcost.review.Results` also takes
+``compare=()``: a sequence of ``(label, Results)`` of other pinned scenarios, overlaid on the
+current one (``label``, "current" by default when there is something to compare with). Curves
+get one trace per scenario (the same colour, a dash per scenario, "A: ..." in the legend);
+bar charts group their bars by scenario; maps, heatmaps and tables that cannot overlay mark
+the other scenarios' points or stay single. With ``compare=()`` a figure shows the current
+scenario alone.
+"""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -9,15 +20,62 @@ import plotly.graph_objects as go
 from .review import (OPTION_LABELS, Results, breakeven_tornado, decision_grid, finetune_ladder,
                      goodput_series, layout_memory, scaling_series, spot_distribution, spot_grid,
                      tco_series)
+from .review.format import days_text, human_count, minutes_text, pct_text, usd_text
+from .review.series import sizing_series
 
 TEMPLATE = "plotly_white"
+#: titles wrap at about this many characters, so they never run past the plot's width
+TITLE_CHARS = 75
+#: one colour, dash and marker per scenario (current first), for bars and markers
+SCENARIO_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2")
+DASHES = ("solid", "dash", "dot", "dashdot")
+SYMBOLS = ("circle", "diamond", "square", "triangle-up")
+#: a readable label on top of a plot: white box, thin border
+LABEL_BOX = dict(bgcolor="rgba(255,255,255,0.9)", bordercolor="#444", borderwidth=1, borderpad=3,
+                 font=dict(size=12, color="#111"))
+#: money on an axis: "$4M", "$1B" (plotly's "B" exponent format writes billions as B)
+USD_AXIS = dict(tickprefix="$", exponentformat="B", separatethousands=True)
+
+
+# ---------------------------------------------------------------- shared presentation
+def _wrap(text: str, width: int = TITLE_CHARS) -> str:
+    """Break a long title into lines of at most ``width`` characters at spaces (<br>)."""
+    lines = []
+    for part in text.split("<br>"):
+        cur = ""
+        for word in part.split(" "):
+            if cur and len(cur) + 1 + len(word) > width:
+                lines.append(cur)
+                cur = word
+            else:
+                cur = f"{cur} {word}" if cur else word
+        lines.append(cur)
+    return "<br>".join(lines)
+
+
+def _title(text: str, height: int, width: int = TITLE_CHARS) -> dict:
+    wrapped = _wrap(text, width)
+    lines = wrapped.count("<br>") + 1
+    # centred on its own lines, in pixels from the figure's top: plotly anchors a multi-line
+    # title's "top" and "bottom" on one of its lines, which clips it or runs it into the plot
+    return dict(text=wrapped, x=0.01, xanchor="left", yref="container", yanchor="middle",
+                y=1 - (8 + 11 * lines) / height)
 
 
 def _fig(title: str, **layout) -> go.Figure:
     fig = go.Figure()
     layout.setdefault("height", 360)
-    fig.update_layout(title=title, template=TEMPLATE, margin=dict(l=60, r=20, t=50, b=50),
-                      **layout)
+    lines = _wrap(title).count("<br>") + 1
+    fig.update_layout(title=_title(title, layout["height"]), template=TEMPLATE,
+                      margin=dict(l=70, r=30, t=30 + 24 * lines, b=60),
+                      hoverlabel=dict(namelength=-1), **layout)
+    return fig
+
+
+def _legend_below(fig: go.Figure, y: float = -0.22) -> go.Figure:
+    """A horizontal legend under the plot (and its axis title): clear of the plot area and of
+    any colorbar at the right."""
+    fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=y, yanchor="top"))
     return fig
 
 
@@ -29,99 +87,334 @@ def _empty(title: str, why: str) -> go.Figure:
     return fig
 
 
-def waterfall(results: Results) -> go.Figure:
-    e = results.economics
-    df = e.waterfall if e is not None else None
-    if df is None:
+def _runs(results: Results, compare=(), label: str | None = None) -> list:
+    """[(label, Results)], the current scenario first; its label is None when it is alone."""
+    compare = tuple(compare or ())
+    if not compare:
+        return [(None, results)]
+    return [(label or "current", results)] + [(str(lab), r) for lab, r in compare]
+
+
+def _named(lab, name: str) -> str:
+    return f"{lab}: {name}" if lab else name
+
+
+def _tint(hex_colour: str, alpha: float) -> str:
+    h = hex_colour.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _nice_step(x: float) -> float:
+    """The smallest 1, 2, 2.5 or 5 x 10^k at least ``x``."""
+    if not (x > 0 and math.isfinite(x)):
+        return 1.0
+    k = 10.0 ** math.floor(math.log10(x))
+    for m in (1.0, 2.0, 2.5, 5.0, 10.0):
+        if m * k >= x * (1 - 1e-12):
+            return m * k
+    return 10.0 * k
+
+
+def _zero_axes(primary_max: float, secondary_max: float, ticks: int = 5):
+    """Ranges and tick steps of two zero-based axes with the same number of rounded ticks, so
+    their grid lines coincide: ((top, step), (top, step))."""
+    s1 = _nice_step(max(primary_max, 0.0) * 1.05 / ticks)
+    n = max(1, math.ceil(max(primary_max, 0.0) * 1.05 / s1))
+    s2 = _nice_step(max(secondary_max, 0.0) * 1.05 / n)
+    return (n * s1, s1), (n * s2, s2)
+
+
+def _pow2_ticks(values, most: int = 10) -> dict:
+    """Tick values at powers of two spanning ``values`` (GPU and node counts come in powers of
+    two), at most ``most`` of them, written with thousands separators."""
+    v = [float(x) for x in values if x is not None and math.isfinite(x) and x > 0]
+    if not v:
+        return {}
+    lo, hi = math.floor(math.log2(min(v))), math.ceil(math.log2(max(v)))
+    every = max(1, math.ceil((hi - lo + 1) / most))
+    ticks = [2.0 ** k for k in range(lo, hi + 1, every)]
+    return dict(tickvals=ticks, ticktext=[human_count(t) for t in ticks])
+
+
+def _wrap_label(text: str, width: int = 16) -> str:
+    return _wrap(str(text), width)
+
+
+# ---------------------------------------------------------------- review app
+def waterfall(results: Results, *, compare=(), label=None) -> go.Figure:
+    """Peak to effective FLOP/s per GPU: each loss a bar labelled outside it with the share of
+    peak left after it. Compared scenarios: grouped waterfalls, one colour per scenario."""
+    runs = [(lab, r, r.economics.waterfall if r.economics is not None else None)
+            for lab, r in _runs(results, compare, label)]
+    runs = [x for x in runs if x[2] is not None]
+    if not runs:
         return _empty("From peak to effective FLOP/s per GPU", "no layout: nothing to predict")
-    fig = _fig(f"From peak to effective FLOP/s per GPU: {df['share_of_peak'].iloc[-1]:.1%} effective",
-               yaxis_title="TFLOP/s per GPU")
-    measures = ["absolute"] + ["relative"] * (len(df) - 1)
-    y = [df["tflops_per_gpu"].iloc[0]] + list(-df["lost_tflops"].iloc[1:])
-    fig.add_trace(go.Waterfall(x=list(df["step"]), y=y, measure=measures,
-                               text=[f"{x:.0%}" for x in df["share_of_peak"]],
-                               textposition="outside", name="TFLOP/s"))
-    fig.add_trace(go.Bar(x=["effective"], y=[df["tflops_per_gpu"].iloc[-1]],
-                         name="effective", marker_color="#2a9d8f"))
-    fig.update_layout(showlegend=False)
+    alone = len(runs) == 1 and not compare
+    shares = ", ".join(_named(lab, pct_text(df["share_of_peak"].iloc[-1])) for lab, _, df in runs)
+    fig = _fig(f"From peak to effective FLOP/s per GPU: {shares} effective",
+               yaxis_title="TFLOP/s per GPU", height=400)
+    top = 0.0
+    for i, (lab, _, df) in enumerate(runs):
+        peak = float(df["tflops_per_gpu"].iloc[0])
+        top = max(top, peak)
+        steps = [_wrap_label(s) for s in df["step"]] + ["effective"]
+        measures = ["absolute"] + ["relative"] * (len(df) - 1) + ["total"]
+        y = [peak] + list(-df["lost_tflops"].iloc[1:]) + [0.0]
+        share = list(df["share_of_peak"]) + [df["share_of_peak"].iloc[-1]]
+        hover = [f"{df['step'].iloc[0]}: {peak:,.0f} TFLOP/s (100%)"]
+        hover += [f"{s}: -{lost:,.1f} TFLOP/s, {left:,.0f} left ({pct_text(sh)} of peak)"
+                  for s, lost, left, sh in zip(df["step"].iloc[1:], df["lost_tflops"].iloc[1:],
+                                               df["tflops_per_gpu"].iloc[1:],
+                                               df["share_of_peak"].iloc[1:])]
+        hover += [f"effective: {df['tflops_per_gpu'].iloc[-1]:,.0f} TFLOP/s "
+                  f"({pct_text(share[-1])} of peak)"]
+        c = SCENARIO_COLOURS[i % len(SCENARIO_COLOURS)]
+        colours = (dict(increasing=dict(marker_color="#4c78a8"),
+                        decreasing=dict(marker_color="#e76f51"),
+                        totals=dict(marker_color="#2a9d8f")) if alone else
+                   dict(increasing=dict(marker_color=c), decreasing=dict(marker_color=_tint(c, 0.5)),
+                        totals=dict(marker_color=c)))
+        fig.add_trace(go.Waterfall(
+            x=steps, y=y, measure=measures, name=lab or "TFLOP/s",
+            text=[pct_text(x) for x in share], textposition="outside",
+            # small bars keep their label: never shrunk to the bar, never clipped at the axis
+            constraintext="none", cliponaxis=False, textfont=dict(size=11 if alone else 10),
+            hovertext=[_named(lab, h) for h in hover], hoverinfo="text",
+            connector=dict(line=dict(color="#888", width=1)), **colours))
+    fig.update_yaxes(range=[0, top * 1.15], rangemode="tozero")
+    fig.update_xaxes(tickangle=0)
+    if alone:
+        fig.update_layout(showlegend=False)
+    else:
+        fig.update_layout(waterfallmode="group", waterfallgap=0.25)
+        _legend_below(fig, y=-0.3)
     return fig
 
 
-def cost_by_option(results: Results) -> go.Figure:
-    e = results.economics
-    costs = e.costs_usd if e is not None else {}
-    if not costs:
+def cost_by_option(results: Results, *, compare=(), label=None) -> go.Figure:
+    """Cash cost (and amortized share) of this run per pricing option, days on the right.
+    Both axes start at zero with rounded ticks and the same number of intervals (aligned
+    grid). Compared scenarios: bars grouped by scenario."""
+    runs = _runs(results, compare, label)
+    priced = [(lab, r) for lab, r in runs if r.economics is not None and r.economics.costs_usd]
+    if not priced:
+        e = results.economics
         return _empty("Cost of this run by pricing option",
                       "no price for this GPU: set prices to custom" if e is not None
                       else "no layout: nothing to cost")
-    keys = list(costs)
-    cheapest = results.cheapest_option
-    title = (f"Cash cost of this run: cheapest {OPTION_LABELS[cheapest]} "
-             f"${costs[cheapest]:,.0f}")
-    fig = _fig(title, yaxis_title="USD (cash, commitments included)",
-               yaxis2=dict(title="days", overlaying="y", side="right", showgrid=False,
-                           rangemode="tozero", tickmode="auto"))
-    fig.add_trace(go.Bar(x=[OPTION_LABELS[k] for k in keys], y=[costs[k] for k in keys],
-                         name="cash cost (USD)", hovertext=[e.commitments.get(k, "") for k in keys]))
-    if e.costs_amortized_usd:
-        fig.add_trace(go.Bar(x=[OPTION_LABELS[k] for k in keys],
-                             y=[e.costs_amortized_usd.get(k) for k in keys],
-                             name="amortized share (USD)", opacity=0.5))
-    fig.add_trace(go.Scatter(x=[OPTION_LABELS[k] for k in keys], y=[e.run_days[k] for k in keys],
-                             name="days", yaxis="y2", mode="markers", marker=dict(size=12)))
-    fig.update_layout(barmode="group")
+    keys = [k for k in OPTION_LABELS if any(k in r.economics.costs_usd for _, r in priced)]
+    x = [OPTION_LABELS[k] for k in keys]
+    alone = not compare
+    cheap = [_named(lab, f"{OPTION_LABELS[r.cheapest_option]} "
+                         f"{usd_text(r.economics.costs_usd[r.cheapest_option])}")
+             for lab, r in priced]
+    fig = _fig("Cash cost of this run: cheapest " + ", ".join(cheap), height=400)
+    usd_max = days_max = 0.0
+    for i, (lab, r) in enumerate(priced):
+        e = r.economics
+        c = SCENARIO_COLOURS[i % len(SCENARIO_COLOURS)]
+        group = dict(offsetgroup=str(i), alignmentgroup="costs") if not alone else {}
+        cash = [e.costs_usd.get(k) for k in keys]
+        custom = [[usd_text(v), e.commitments.get(k, "")] for v, k in zip(cash, keys)]
+        fig.add_trace(go.Bar(x=x, y=cash, name=_named(lab, "cash cost"), marker_color=c,
+                             legendgroup=f"s{i}", customdata=custom,
+                             hovertemplate="%{x}: %{customdata[0]} cash<br>%{customdata[1]}"
+                                           f"<extra>{_named(lab, 'cash cost')}</extra>", **group))
+        if e.costs_amortized_usd:
+            am = [e.costs_amortized_usd.get(k) for k in keys]
+            fig.add_trace(go.Bar(x=x, y=am, name=_named(lab, "amortized share"),
+                                 marker_color=_tint(c, 0.45), legendgroup=f"s{i}",
+                                 customdata=[usd_text(v) for v in am],
+                                 hovertemplate="%{x}: %{customdata} amortized"
+                                               f"<extra>{_named(lab, 'amortized share')}</extra>",
+                                 **({"offsetgroup": f"{i}a", "alignmentgroup": "costs"}
+                                    if not alone else {})))
+            usd_max = max(usd_max, *[v for v in am if v is not None])
+        days = [e.run_days.get(k) for k in keys]
+        fig.add_trace(go.Scatter(x=x, y=days, name=_named(lab, "days"), yaxis="y2",
+                                 mode="markers", legendgroup=f"s{i}",
+                                 marker=dict(size=12, color="#2a9d8f" if alone else c,
+                                             symbol=SYMBOLS[i % len(SYMBOLS)],
+                                             line=dict(color="white", width=1)),
+                                 customdata=[days_text(d) for d in days],
+                                 hovertemplate="%{x}: %{customdata}"
+                                               f"<extra>{_named(lab, 'days')}</extra>",
+                                 cliponaxis=False, **group))
+        usd_max = max(usd_max, *[v for v in cash if v is not None])
+        days_max = max(days_max, *[d for d in days if d is not None and math.isfinite(d)] or [0])
+    (top1, step1), (top2, step2) = _zero_axes(usd_max, days_max)
+    fig.update_layout(
+        barmode="group", scattermode="group",
+        yaxis=dict(title="USD (cash, commitments included)", range=[0, top1], dtick=step1,
+                   tick0=0, **USD_AXIS),
+        yaxis2=dict(title="days", overlaying="y", side="right", range=[0, top2], dtick=step2,
+                    tick0=0, showgrid=False, zeroline=False),
+        margin=dict(r=70))
+    _legend_below(fig, y=-0.15)
     return fig
 
 
-def memory_stack(results: Results) -> go.Figure:
+#: memory components, bottom of the stack first, and their colours
+MEMORY_PARTS = (("dense_weights_gb", "weights", "#4c78a8"),
+                ("expert_weights_gb", "expert weights", "#9ecae9"),
+                ("fp8_weights_gb", "FP8 weight copies", "#72b7b2"),
+                ("zero3_working_gb", "ZeRO-3 working set", "#b279a2"),
+                ("grads_gb", "grads", "#f58518"), ("optimizer_gb", "optimizer", "#e45756"),
+                ("activations_gb", "activations", "#54a24b"), ("overhead_gb", "overhead", "#bab0ac"))
+_ALWAYS = ("dense_weights_gb", "grads_gb", "optimizer_gb", "activations_gb", "overhead_gb")
+
+
+def _memory_frame(results: Results) -> pd.DataFrame:
     df = layout_memory(results)
+    if df.empty:
+        return df
+    # weights split into the dense part and the routed experts (MoE), so the stack is every
+    # component of the total once
+    return df.assign(dense_weights_gb=df["weights_gb"] - df.get("expert_weights_gb", 0.0))
+
+
+def memory_stack(results: Results, *, compare=(), label=None) -> go.Figure:
+    """Memory per GPU by component for the top layouts, against the GPU's capacity. Compared
+    scenarios: the stacks side by side, grouped by scenario."""
+    runs = [(lab, r, _memory_frame(r)) for lab, r in _runs(results, compare, label)]
     fig = _fig("Memory per GPU of the top layouts (GB)", barmode="stack", yaxis_title="GB",
                height=400)
-    if not df.empty:
-        # weights split into the dense part and the routed experts (MoE), so the stack is
-        # every component of the total once
-        df = df.assign(dense_weights_gb=df["weights_gb"] - df.get("expert_weights_gb", 0.0))
-    for comp, label in (("dense_weights_gb", "weights"), ("expert_weights_gb", "expert weights"),
-                        ("fp8_weights_gb", "FP8 weight copies"),
-                        ("zero3_working_gb", "ZeRO-3 working set"), ("grads_gb", "grads"),
-                        ("optimizer_gb", "optimizer"), ("activations_gb", "activations"),
-                        ("overhead_gb", "overhead")):
-        if comp in df and (comp in ("dense_weights_gb", "grads_gb", "optimizer_gb",
-                                    "activations_gb", "overhead_gb") or df[comp].any()):
-            fig.add_trace(go.Bar(x=[f"#{i + 1}" for i in range(len(df))], y=df[comp],
-                                 name=label, hovertext=df["layout"]))
-    if df.empty:
+    shown = [(lab, r, df) for lab, r, df in runs if not df.empty]
+    if not shown:
         return fig
-    cap = results.headline["capacity_gb"]
-    fig.add_hline(y=cap, line_dash="dash", annotation_text=f"capacity {cap:.0f} GB")
+    alone = not compare
+    parts = [(c, n, col) for c, n, col in MEMORY_PARTS
+             if any(c in df and (c in _ALWAYS or df[c].any()) for _, _, df in shown)]
+    for comp, name, colour in parts:
+        xs, ys, hover = [[], []], [], []
+        for lab, _, df in shown:
+            n = len(df)
+            ticks = [f"#{i + 1}" for i in range(n)]
+            if alone:
+                xs = ticks
+            else:
+                xs[0] += [lab] * n
+                xs[1] += ticks
+            vals = df[comp] if comp in df else pd.Series(0.0, index=df.index)
+            ys += list(vals)
+            hover += [_named(lab, f"{lay}<br>{name}: {v:,.1f} GB") for lay, v in zip(df["layout"], vals)]
+        fig.add_trace(go.Bar(x=xs, y=ys, name=name, marker_color=colour, hovertext=hover,
+                             hoverinfo="text"))
+    caps = [(lab, r.headline["capacity_gb"], df) for lab, r, df in shown]
+    if alone:
+        cap = caps[0][1]
+        fig.add_hline(y=cap, line_dash="dash", annotation_text=f"capacity {cap:.0f} GB",
+                      annotation=dict(bgcolor=LABEL_BOX["bgcolor"], font=LABEL_BOX["font"]))
+    else:
+        for i, (lab, cap, df) in enumerate(caps):
+            fig.add_trace(go.Scatter(x=[[lab, lab], ["#1", f"#{len(df)}"]], y=[cap, cap],
+                                     mode="lines+markers", name=_named(lab, f"capacity {cap:.0f} GB"),
+                                     line=dict(dash="dash", color="#222", width=2),
+                                     marker=dict(symbol="line-ew-open", size=16, color="#222")))
+    fig.update_yaxes(rangemode="tozero")
+    _legend_below(fig, y=-0.18)
     return fig
 
 
-def scaling(results: Results) -> go.Figure:
-    df = scaling_series(results)
+def _colour_map(names) -> dict:
+    palette = ("#4c78a8", "#e45756", "#54a24b", "#f58518", "#b279a2", "#72b7b2", "#9d755d")
+    return {n: palette[i % len(palette)] for i, n in enumerate(dict.fromkeys(names))}
+
+
+def scaling(results: Results, *, compare=(), label=None) -> go.Figure:
+    """Predicted scaling efficiency vs nodes on each fabric; a dash per compared scenario."""
+    runs = [(lab, scaling_series(r)) for lab, r in _runs(results, compare, label)]
     fig = _fig("Predicted scaling efficiency vs nodes (batch per replica fixed)",
                xaxis_title="nodes", yaxis_title="efficiency vs first point", xaxis_type="log")
-    for f, part in df.groupby("fabric", sort=False):
-        fig.add_trace(go.Scatter(x=part["nodes"], y=part["efficiency"], mode="lines+markers", name=f))
+    colours = _colour_map(f for _, df in runs if not df.empty for f in df["fabric"])
+    for i, (lab, df) in enumerate(runs):
+        if df.empty:
+            continue
+        for f, part in df.groupby("fabric", sort=False):
+            name = _named(lab, f)
+            fig.add_trace(go.Scatter(x=part["nodes"], y=part["efficiency"], mode="lines+markers",
+                                     name=name, line=dict(color=colours[f], dash=DASHES[i % 4]),
+                                     marker=dict(symbol=SYMBOLS[i % 4]),
+                                     hovertemplate="%{x:,} nodes: %{y:.1%}"
+                                                   f"<extra>{name}</extra>"))
+    fig.update_yaxes(tickformat=".0%", rangemode="tozero")
+    fig.update_xaxes(**_pow2_ticks([x for _, df in runs if not df.empty for x in df["nodes"]]))
     return fig
 
 
-def sizing_curve(results: Results) -> go.Figure:
+def _log_range(values, pad: float) -> list:
+    v = [float(x) for x in values if x is not None and math.isfinite(x) and x > 0]
+    if not v:
+        return [0, 1]
+    return [math.log10(min(v) / pad), math.log10(max(v) * pad)]
+
+
+def sizing_curve(results: Results, *, compare=(), label=None) -> go.Figure:
+    """Days vs GPUs (best layout at each size), the target and this plan. The days axis spans
+    the meaningful sizes only (finite days under :data:`~llmcost.review.series.MAX_PLOT_DAYS`);
+    a note says how many sizes are off the scale."""
+    from .review.series import MAX_PLOT_DAYS
+    runs = _runs(results, compare, label)
     h = results.headline
     days = h["days"]
-    title = (f"Days vs GPUs: {days:,.1f} days on {h['gpus']:,} GPUs" if days is not None
-             else f"Days vs GPUs: no prediction on {h['gpus']:,} GPUs")
+    if compare:
+        title = "Days vs GPUs: " + ", ".join(
+            _named(lab, f"{days_text(r.headline['days'])} on {r.headline['gpus']:,} GPUs")
+            for lab, r in runs)
+    else:
+        title = (f"Days vs GPUs: {days:,.1f} days on {h['gpus']:,} GPUs" if days is not None
+                 else f"Days vs GPUs: no prediction on {h['gpus']:,} GPUs")
     fig = _fig(title, xaxis_title="GPUs", yaxis_title="days", xaxis_type="log",
-               yaxis_type="log")
-    if results.size is not None:
-        t = results.size.sizing.table
-        t = t[np.isfinite(t["days"])]
-        fig.add_trace(go.Scatter(x=t["gpus"], y=t["days"], mode="lines",
-                                 name="predicted days (best layout at each size)"))
-        fig.add_hline(y=results.scenario.target_days, line_dash="dot", annotation_text="target")
-    if days is not None:
-        fig.add_trace(go.Scatter(x=[h["gpus"]], y=[days], mode="markers", marker=dict(size=12),
-                                 name="this plan"))
+               yaxis_type="log", height=400)
+    xs, ys, notes = [], [], []
+    for i, (lab, r) in enumerate(runs):
+        t = sizing_series(r)
+        if t is not None:
+            on = t[t["on_scale"]]
+            fig.add_trace(go.Scatter(x=on["gpus"], y=on["days"], mode="lines",
+                                     name=_named(lab, "predicted days (best layout at each size)"),
+                                     line=dict(color=SCENARIO_COLOURS[i % 4], dash=DASHES[i % 4]),
+                                     hovertemplate="%{x:,} GPUs: %{y:,.1f} days"
+                                                   f"<extra>{_named(lab, 'predicted')}</extra>"))
+            xs += list(on["gpus"])
+            ys += list(on["days"])
+            slow = int((t["days"] > MAX_PLOT_DAYS).sum())
+            none = int((~np.isfinite(t["days"])).sum())
+            off = [f"{slow} over {MAX_PLOT_DAYS / 365.25:.0f} years"] if slow else []
+            off += [f"{none} with no layout that fits"] if none else []
+            if off:
+                notes.append(_named(lab, f"not shown: of {len(t)} sizes, {', '.join(off)}"))
+            target = r.scenario.target_days
+            differs = any(x.scenario.target_days != target for _, x in runs)
+            if i == 0 or target != results.scenario.target_days:
+                fig.add_hline(y=target, line_dash="dot", line_color="#666")
+                # on a log axis an annotation's y is the exponent (add_hline's own label
+                # would land at 10**target)
+                fig.add_annotation(x=0.01, xref="paper", xanchor="left", y=math.log10(target),
+                                   yanchor="bottom",
+                                   text=_named(lab if differs else None, f"target {target:g} days"),
+                                   showarrow=False, bgcolor=LABEL_BOX["bgcolor"])
+                ys.append(target)
+        d, g = r.headline["days"], r.headline["gpus"]
+        if d is not None and math.isfinite(d):
+            fig.add_trace(go.Scatter(x=[g], y=[min(d, MAX_PLOT_DAYS)], mode="markers",
+                                     marker=dict(size=12, color=SCENARIO_COLOURS[i % 4],
+                                                 symbol=SYMBOLS[i % 4],
+                                                 line=dict(color="white", width=1)),
+                                     name=_named(lab, f"this plan: {days_text(d)}"),
+                                     hovertemplate=f"{g:,} GPUs: {days_text(d)}<extra></extra>"))
+            xs.append(g)
+            ys.append(min(d, MAX_PLOT_DAYS))
+            if d > MAX_PLOT_DAYS:
+                notes.append(_named(lab, f"this plan ({days_text(d)}) drawn at the top"))
+    fig.update_xaxes(range=_log_range(xs, 1.3), **_pow2_ticks(xs))
+    fig.update_yaxes(range=_log_range(ys, 1.5), tickformat=",~r")
+    if notes:
+        fig.add_annotation(text="<br>".join(notes), xref="paper", yref="paper", x=0.99, y=0.98,
+                           xanchor="right", yanchor="top", showarrow=False, align="right",
+                           **LABEL_BOX)
+    _legend_below(fig)
     return fig
 
 
@@ -134,64 +427,136 @@ def _view(results: Results) -> str:
     return view
 
 
-def tco_curves(results: Results) -> go.Figure:
-    df = tco_series(results)
-    e = results.economics
-    gpus = e.billed_gpus if e is not None else results.plan.gpus
-    fig = _fig(f"Cumulative cost of {gpus:,} GPUs ({_view(results)})", xaxis_title="months",
-               yaxis_title="USD")
-    for k in df.columns[1:]:
-        fig.add_trace(go.Scatter(x=df["months"], y=df[k], mode="lines", name=OPTION_LABELS[k]))
-    be = e.breakeven_months if e is not None else None
-    if be is not None and be <= results.scenario.horizon_months:
-        # the same number as the headline: the breakeven stage's, not a grid crossing
-        fig.add_vline(x=be, line_dash="dash",
-                      annotation_text=f"buying beats on-demand after {be:.1f} months")
-    return fig
-
-
 #: one fixed colour per option, so the decision map reads as categories
 OPTION_COLOURS = {"on_demand": "#4c78a8", "reserved_1y": "#72b7b2", "reserved_3y": "#54a24b",
                   "spot": "#f58518", "on_prem": "#b279a2"}
 
 
-def decision_map(results: Results) -> go.Figure:
+def tco_curves(results: Results, *, compare=(), label=None) -> go.Figure:
+    """Cumulative cash cost of each option over months, the breakeven marked (the headline's
+    number). Compared scenarios: a dash per scenario, one colour per option."""
+    runs = _runs(results, compare, label)
+    e = results.economics
+    gpus = e.billed_gpus if e is not None else results.plan.gpus
+    title = f"Cumulative cost of {gpus:,} GPUs ({_view(results)})"
+    if compare:
+        title = "Cumulative cost: " + ", ".join(
+            _named(lab, f"{(r.economics.billed_gpus if r.economics else r.plan.gpus):,} GPUs")
+            for lab, r in runs) + f" ({_view(results)})"
+    fig = _fig(title, xaxis_title="months", yaxis_title="USD", height=400)
+    for i, (lab, r) in enumerate(runs):
+        df = tco_series(r)
+        for k in df.columns[1:]:
+            name = _named(lab, OPTION_LABELS[k])
+            fig.add_trace(go.Scatter(x=df["months"], y=df[k], mode="lines", name=name,
+                                     line=dict(color=OPTION_COLOURS.get(k), dash=DASHES[i % 4]),
+                                     customdata=[usd_text(v) for v in df[k]],
+                                     hovertemplate="%{x:.1f} months: %{customdata}"
+                                                   f"<extra>{name}</extra>"))
+    # scenarios with the same breakeven share one line and one label
+    lines = {}
+    for lab, r in runs:
+        ee = r.economics
+        be = ee.breakeven_months if ee is not None else None
+        if be is not None and be <= r.scenario.horizon_months:
+            lines.setdefault(round(be, 1), (be, []))[1].append(lab)
+    for i, (be, labs) in enumerate(lines.values()):
+        who = ", ".join(x for x in labs if x)
+        # the same number as the headline: the breakeven stage's, not a grid crossing
+        fig.add_vline(x=be, line_dash=DASHES[(i + 1) % 4], line_color="#333",
+                      annotation_text=_named(who, f"buying beats on-demand after {be:.1f} months"),
+                      annotation_position="top right" if i % 2 == 0 else "bottom right",
+                      annotation=dict(bgcolor=LABEL_BOX["bgcolor"], font=LABEL_BOX["font"]))
+    fig.update_yaxes(rangemode="tozero", **USD_AXIS)
+    fig.update_xaxes(rangemode="tozero")
+    _legend_below(fig)
+    return fig
+
+
+def decision_map(results: Results, *, compare=(), label=None) -> go.Figure:
+    """The cheapest option over utilization x horizon, as categories: one flat colour and one
+    legend entry per option, no colour scale. The scenario's own point is marked (compared
+    scenarios' points too, on this scenario's prices)."""
     u, m, names, best = decision_grid(results)
     fig = _fig(f"Cheapest option by utilization and horizon ({_view(results)})",
-               xaxis_title="horizon (months)", yaxis_title="utilization", height=400)
+               xaxis_title="horizon (months)", yaxis_title="utilization", height=420)
     if not names:
         return fig
-    labels = [OPTION_LABELS[n] for n in names]
+    labels = np.array([OPTION_LABELS[n] for n in names], dtype=object)
     n = len(names)
-    # a discrete colour scale: each option index gets one flat band
     scale = []
     for i, name in enumerate(names):
         c = OPTION_COLOURS.get(name, "#999999")
         scale += [[i / n, c], [(i + 1) / n, c]]
-    fig.add_trace(go.Heatmap(x=[str(int(x)) for x in m], y=u, z=best, zmin=-0.5, zmax=n - 0.5,
-                             colorscale=scale, text=np.array(labels, dtype=object)[best],
-                             hovertemplate="%{y:.0%}, %{x} months: %{text}<extra></extra>",
-                             colorbar=dict(tickvals=list(range(n)), ticktext=labels)))
+    fig.add_trace(go.Heatmap(x=m, y=u, z=best, zmin=-0.5, zmax=n - 0.5, colorscale=scale,
+                             showscale=False, text=labels[best], name="cheapest",
+                             hovertemplate="%{y:.0%} utilization, %{x} months: %{text}"
+                                           "<extra></extra>"))
+    present = set(np.unique(best).tolist())
+    for i, name in enumerate(names):
+        # legend entries only: the heatmap itself has no legend
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=True,
+                                 name=OPTION_LABELS[name] + ("" if i in present
+                                                             else " (never cheapest here)"),
+                                 marker=dict(symbol="square", size=14,
+                                             color=OPTION_COLOURS.get(name, "#999999"))))
+    points = {}     # scenarios at the same point share one marker and one label
+    for lab, r in _runs(results, compare, label):
+        s = r.scenario
+        if m.min() <= s.horizon_months <= m.max() and u.min() <= s.utilization <= u.max():
+            points.setdefault((s.horizon_months, s.utilization), []).append(lab or "this scenario")
+    for i, ((x, y), tags) in enumerate(points.items()):
+        tag = ", ".join(tags)
+        fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers",
+                                 name=f"{tag}: {pct_text(y, 0)}, {x:g} months",
+                                 marker=dict(size=13, color="white", symbol=SYMBOLS[i % 4],
+                                             line=dict(color="black", width=2))))
+        fig.add_annotation(x=x, y=y, text=tag, showarrow=True, arrowhead=0, ax=0,
+                           ay=-26 if y < 0.8 else 26, **LABEL_BOX)
+    fig.update_xaxes(tickvals=list(m), range=[0, float(m.max()) * 1.04], showgrid=False)
+    fig.update_yaxes(tickformat=".0%", showgrid=False)
+    fig.update_layout(legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top",
+                                  title=dict(text="cheapest")),
+                      margin=dict(r=190))
     return fig
 
 
-def tornado(results: Results) -> go.Figure:
+def tornado(results: Results, *, compare=(), label=None) -> go.Figure:
+    """Breakeven month when each input moves +-20%. Compared scenarios: their base breakeven
+    as a vertical line (the bars are the current scenario's)."""
     df = breakeven_tornado(results)
     base = float(df["base"].iloc[0]) if len(df) else np.nan
     title = (f"Breakeven month sensitivity (+-20%), base {base:.1f} months" if len(df)
              else "Breakeven month sensitivity: no breakeven to vary")
     fig = _fig(title, xaxis_title="breakeven month", barmode="overlay")
-    fig.add_trace(go.Bar(y=df["input"], x=df["low"] - base, base=base, orientation="h", name="-20%"))
-    fig.add_trace(go.Bar(y=df["input"], x=df["high"] - base, base=base, orientation="h", name="+20%"))
+    for col, name, colour in (("low", "input -20%", "#4c78a8"), ("high", "input +20%", "#e45756")):
+        fig.add_trace(go.Bar(y=df["input"], x=df[col] - base, base=base, orientation="h",
+                             name=name, marker_color=colour, opacity=0.85,
+                             customdata=df[col],
+                             hovertemplate="%{y}: %{customdata:.1f} months"
+                                           f"<extra>{name}</extra>"))
+    if len(df):
+        fig.add_vline(x=base, line_color="#222", line_width=1)
+    for i, (lab, r) in enumerate(_runs(results, compare, label)[1:], start=1):
+        be = r.economics.breakeven_months if r.economics is not None else None
+        if be is not None and math.isfinite(be):
+            fig.add_vline(x=be, line_dash=DASHES[i % 4], line_color=SCENARIO_COLOURS[i % 4],
+                          annotation_text=f"{lab}: base {be:.1f} months",
+                          annotation=dict(bgcolor=LABEL_BOX["bgcolor"]))
+    fig.update_yaxes(automargin=True)
+    _legend_below(fig)
     return fig
 
 
-def spot_heatmap(results: Results) -> go.Figure:
+def spot_heatmap(results: Results, *, compare=(), label=None) -> go.Figure:
+    """Net savings over preemption rate x hours lost, the zero contour, this scenario marked
+    with a boxed label; the colorbar at the right, the legend under the plot (apart).
+    Compared scenarios: their points on this scenario's surface."""
     r, L, sav = spot_grid(results)
     sp = results.economics.spot if results.economics is not None else None
     fig = _fig("Spot net savings by preemption rate and hours lost",
                xaxis_title="hours lost per preemption", yaxis_title="preemptions per day",
-               height=420)
+               height=460)
     if sp is None or sp.discount is None:
         fig.add_annotation(text="spot is not offered for this GPU", showarrow=False,
                            x=0.5, y=0.5, xref="paper", yref="paper")
@@ -200,64 +565,136 @@ def spot_heatmap(results: Results) -> go.Figure:
     # colour from -100% (spot costs twice on-demand) to the discount, the most spot can save
     shown = np.clip(sav, -1.0, d)
     fig.add_trace(go.Contour(x=L, y=r, z=shown, colorscale="RdBu", zmid=0, zmin=-1.0, zmax=d,
-                             contours=dict(start=-1.0, end=d, size=0.1),
-                             colorbar=dict(title="net", tickformat=".0%")))
+                             contours=dict(start=-1.0, end=d, size=0.1), name="net savings",
+                             customdata=sav,
+                             hovertemplate="%{y:.1f} per day, %{x:.1f} h lost: "
+                                           "%{customdata:.1%}<extra></extra>",
+                             colorbar=dict(title=dict(text="net savings", side="right"),
+                                           tickformat=".0%", dtick=0.2, x=1.0, xanchor="left",
+                                           y=0.5, yanchor="middle", len=1.0, thickness=16)))
     fig.add_trace(go.Contour(x=L, y=r, z=sav, contours=dict(start=0, end=0, size=1, coloring="none"),
-                             line=dict(width=3, color="black"), showscale=False, name="zero"))
-    fig.add_trace(go.Scatter(x=[sp.lost_hours_per_preemption], y=[sp.preemptions_per_day],
-                             mode="markers+text", text=["this scenario"], textposition="top center",
-                             marker=dict(size=12, color="black"), name="scenario"))
+                             line=dict(width=3, color="black"), showscale=False,
+                             name="zero: spot costs as much as on-demand", showlegend=True,
+                             hoverinfo="skip"))
+    if np.isnan(sav).any():
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=True,
+                                 name="blank: preemptions fill the day (never finishes)",
+                                 marker=dict(symbol="square", size=12, color="white",
+                                             line=dict(color="#888", width=1))))
+    for i, (lab, res) in enumerate(_runs(results, compare, label)):
+        e = res.economics
+        if e is None or e.spot.discount is None:
+            continue
+        x, y = e.spot.lost_hours_per_preemption, e.spot.preemptions_per_day
+        tag = lab or "this scenario"
+        net = pct_text(e.spot.net_savings) if e.spot.net_savings is not None else "never finishes"
+        fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name=f"{tag}: {net}",
+                                 marker=dict(size=13, color="black" if i == 0 else "white",
+                                             symbol=SYMBOLS[i % 4],
+                                             line=dict(color="black", width=2)),
+                                 hovertemplate=f"{tag}: %{{y:.2f}} per day, %{{x:.2f}} h lost, "
+                                               f"{net}<extra></extra>", cliponaxis=False))
+        fig.add_annotation(x=x, y=y, text=f"{tag}: {net}", showarrow=True, arrowhead=0,
+                           ax=40 if x < L.max() / 2 else -40, ay=-28 - 22 * i, **LABEL_BOX)
+    fig.update_layout(margin=dict(r=100))
+    _legend_below(fig)
     return fig
 
 
-def spot_monte_carlo(results: Results) -> go.Figure:
-    mc = spot_distribution(results)
+def spot_monte_carlo(results: Results, *, compare=(), label=None) -> go.Figure:
+    """Monte Carlo of the run on spot: cost and duration as shares of the ideal on-demand
+    run. Compared scenarios: a colour per scenario, cost solid and duration hatched."""
     fig = _fig("Monte Carlo: spot cost and duration (share of the ideal on-demand run)",
-               xaxis_title="share", barmode="overlay")
-    if mc is None:
-        return fig
-    fig.add_trace(go.Histogram(x=mc.cost_share, name="cost", opacity=0.6, nbinsx=60))
-    fig.add_trace(go.Histogram(x=mc.duration_share, name="duration", opacity=0.6, nbinsx=60))
+               xaxis_title="share of the ideal on-demand run", yaxis_title="runs",
+               barmode="overlay")
+    alone = not compare
+    for i, (lab, r) in enumerate(_runs(results, compare, label)):
+        mc = spot_distribution(r)
+        if mc is None:
+            continue
+        for what, x, colour, pattern in (("cost", mc.cost_share, "#4c78a8", ""),
+                                         ("duration", mc.duration_share, "#f58518", "/")):
+            c = colour if alone else SCENARIO_COLOURS[i % 4]
+            name = _named(lab, what)
+            fig.add_trace(go.Histogram(x=x, name=name, opacity=0.6, nbinsx=60,
+                                       marker=dict(color=c, pattern=dict(shape="" if alone
+                                                                         else pattern)),
+                                       hovertemplate="%{x}: %{y:,} runs"
+                                                     f"<extra>{name}</extra>"))
+    fig.update_xaxes(tickformat=".0%")
+    _legend_below(fig)
     return fig
 
 
-def goodput_curve(results: Results) -> go.Figure:
-    """Goodput vs checkpoint interval, one curve per mode (sync, async, peer-memory under
-    stated assumptions), the chosen interval of the scenario's mode marked."""
-    df = goodput_series(results)
+MODE_COLOURS = {"sync": "#4c78a8", "async": "#e45756", "peer-memory": "#54a24b"}
+
+
+def goodput_curve(results: Results, *, compare=(), label=None) -> go.Figure:
+    """Goodput vs checkpoint interval in minutes (the headline's unit), one curve per mode
+    (sync, async, peer-memory under stated assumptions), the chosen interval of the
+    scenario's mode marked and labelled. Each point carries its interval in seconds as
+    ``customdata``. Compared scenarios: a dash per scenario and their chosen points."""
+    runs = _runs(results, compare, label)
     r = results.reliability
     chosen_mode = results.scenario.checkpoint_mode
     fig = _fig(f"Goodput vs checkpoint interval: {r.goodput:.2%} ({chosen_mode}) at the chosen "
-               f"{r.interval_s / 60:,.1f} min", xaxis_title="compute between checkpoints (s)",
-               yaxis_title="goodput", xaxis_type="log", height=420)
-    for mode, part in df.groupby("mode", sort=False):
-        stall, up, peer = (float(part[k].iloc[0]) for k in ("stall_s", "upload_s", "peer_copy_s"))
-        if mode == "sync":
-            name = f"sync ({stall:,.1f} s stall to the shared tier)"
-        elif mode == "async":
-            name = f"async ({stall:,.2f} s local stall, {up:,.1f} s background upload)"
-        else:
-            name = (f"peer-memory (assumed: peer copy {peer:,.2f} s = the async local stall; "
-                    "every failure leaves the peer alive)")
-        fig.add_trace(go.Scatter(x=part["interval_s"], y=part["goodput"], mode="lines", name=name,
-                                 legendgroup=f"mode-{mode}",
-                                 line=dict(width=3 if mode == chosen_mode else 1.5),
-                                 hovertemplate=f"{mode}: %{{y:.2%}} at %{{x:,.0f}} s"
-                                               f"<br>{name}<extra></extra>"))
-    low = float(df["goodput"].min())
+               f"{r.interval_s / 60:,.1f} min", xaxis_title="compute between checkpoints (min)",
+               yaxis_title="goodput", xaxis_type="log", height=460 + 90 * (len(runs) - 1))
+    lows = []
+    for i, (lab, res) in enumerate(runs):
+        df = goodput_series(res)
+        lows.append(float(df["goodput"].min()))
+        mode_here = res.scenario.checkpoint_mode
+        for mode, part in df.groupby("mode", sort=False):
+            stall, up, peer = (float(part[k].iloc[0]) for k in ("stall_s", "upload_s", "peer_copy_s"))
+            if mode == "sync":
+                name = f"sync ({stall:,.1f} s stall to the shared tier)"
+            elif mode == "async":
+                name = f"async ({stall:,.2f} s local stall, {up:,.1f} s background upload)"
+            else:
+                name = (f"peer-memory (assumed: peer copy {peer:,.2f} s = the async local stall; "
+                        "every failure leaves the peer alive)")
+            name = _named(lab, name)
+            fig.add_trace(go.Scatter(
+                x=part["interval_s"] / 60, y=part["goodput"], customdata=part["interval_s"],
+                mode="lines", name=name,
+                legendgroup=f"mode-{mode}" if i == 0 else f"mode-{mode}-{i}",
+                line=dict(width=3 if mode == mode_here else 1.5, color=MODE_COLOURS.get(mode),
+                          dash=DASHES[i % 4]),
+                hovertemplate=f"{_named(lab, mode)}: %{{y:.2%}} at %{{x:,.1f}} min "
+                              f"(%{{customdata:,.0f}} s)<extra></extra>"))
+    low = min(lows)
+    df = goodput_series(results)
     up = float(df.loc[df["mode"] == "async", "upload_s"].iloc[0])
     if up > 0:
-        fig.add_trace(go.Scatter(x=[up, up], y=[low, 1.0], mode="lines",
+        fig.add_trace(go.Scatter(x=[up / 60] * 2, y=[low, 1.0], mode="lines",
                                  line=dict(dash="dot", color="grey", width=1),
-                                 name=f"upload {up:,.1f} s: async snapshots never come faster"))
-    fig.add_trace(go.Scatter(x=[r.daly_interval_s] * 2, y=[low, 1.0], mode="lines",
+                                 name=_named(runs[0][0], f"upload {minutes_text(up)}: async snapshots "
+                                             "never come faster"),
+                                 hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=[r.daly_interval_s / 60] * 2, y=[low, 1.0], mode="lines",
                              line=dict(dash="dash", color="black", width=1),
-                             name=f"Daly: {r.daly_interval_s / 60:,.1f} min ({chosen_mode} stall)"))
-    fig.add_trace(go.Scatter(x=[r.interval_s], y=[r.goodput], mode="markers",
-                             marker=dict(size=11, color="#e76f51"),
-                             name=f"chosen ({chosen_mode}): {r.interval_s / 60:,.1f} min, "
-                                  f"goodput {r.goodput:.2%}"))
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
+                             name=_named(runs[0][0], f"Daly: {r.daly_interval_s / 60:,.1f} min "
+                                                     f"({chosen_mode} stall)"),
+                             hoverinfo="skip"))
+    for i, (lab, res) in enumerate(runs):
+        rr, mode = res.reliability, res.scenario.checkpoint_mode
+        text = f"chosen ({mode}): {rr.interval_s / 60:,.1f} min, goodput {rr.goodput:.2%}"
+        fig.add_trace(go.Scatter(x=[rr.interval_s / 60], y=[rr.goodput], mode="markers",
+                                 customdata=[rr.interval_s],
+                                 marker=dict(size=12, color="#e76f51" if i == 0 else "white",
+                                             symbol=SYMBOLS[i % 4],
+                                             line=dict(color="#222", width=1.5)),
+                                 name=text if i == 0 and not compare else f"{lab}: {text}"
+                                 if lab else text,
+                                 hovertemplate=f"{_named(lab, text)} "
+                                               "(%{customdata:,.0f} s)<extra></extra>"))
+        fig.add_annotation(x=math.log10(rr.interval_s / 60), y=rr.goodput,
+                           text=_named(lab, f"chosen {rr.interval_s / 60:,.1f} min"),
+                           showarrow=True, arrowhead=0, ax=-60, ay=34 + 26 * i, **LABEL_BOX)
+    fig.update_yaxes(tickformat=".0%", range=[max(0.0, low - 0.03), 1.01])
+    fig.update_xaxes(tickformat=",~r")
+    _legend_below(fig)
     return fig
 
 
@@ -269,8 +706,9 @@ def _cell(fmt: str, x) -> str:
     return fmt.format(x)
 
 
-def storage_tiers_table(results: Results) -> go.Figure:
-    """What each storage tier must carry vs what it offers (hot per node, warm aggregate)."""
+def storage_tiers_table(results: Results, *, compare=(), label=None) -> go.Figure:
+    """What each storage tier must carry vs what it offers (hot per node, warm aggregate).
+    A table: the current scenario's only, whatever ``compare`` holds."""
     from .review.series import storage_tiers
     df = storage_tiers(results)
     cols = {"tier": ("tier", "{}"), "role": ("role", "{}"), "per": ("per", "{}"),
@@ -290,9 +728,10 @@ def storage_tiers_table(results: Results) -> go.Figure:
     return fig
 
 
-def notice_table(results: Results) -> go.Figure:
+def notice_table(results: Results, *, compare=(), label=None) -> go.Figure:
     """Checkpoint-on-notice: one preempted node's share of the checkpoint, written to local
-    NVMe or the shared tier, against AWS's 2 min and GCP's 30 s spot notices."""
+    NVMe or the shared tier, against AWS's 2 min and GCP's 30 s spot notices. A table: the
+    current scenario's only."""
     from .review.series import notice_checks
     df = notice_checks(results)
     cols = {"cloud": ("cloud", "{}"), "notice_s": ("notice (s)", "{:,.0f}"),
@@ -308,15 +747,24 @@ def notice_table(results: Results) -> go.Figure:
     return fig
 
 
-def utilization_vs_published(mu, runs: pd.DataFrame) -> go.Figure:
-    """``mu``: :func:`llmcost.review.measured_utilization`; ``runs``: the catalog's published runs."""
+def utilization_vs_published(mu, runs: pd.DataFrame, *, compare=(), label=None) -> go.Figure:
+    """``mu``: :func:`llmcost.review.measured_utilization`; ``runs``: the catalog's published
+    runs. ``compare``: (label, measured run) of pinned scenarios, a bar each."""
     runs = runs.assign(value=runs["mfu"].fillna(runs["pct_of_peak"])).dropna(subset=["value"])
     fig = _fig("Your run vs published runs", yaxis_title="share of dense peak", height=400)
     fig.add_trace(go.Bar(x=list(runs["id"]), y=runs["value"], name="published",
-                         hovertext=runs["source"]))
-    fig.add_trace(go.Bar(x=["your run"], y=[mu.effective_utilization], name="your run",
-                         marker_color="#e76f51"))
-    fig.add_hline(y=0.6, line_dash="dot", annotation_text="above 60%: rarer than any large run")
+                         hovertext=runs["source"], marker_color="#4c78a8",
+                         hovertemplate="%{x}: %{y:.1%}<br>%{hovertext}<extra></extra>"))
+    mine = _runs(mu, compare, label)
+    for i, (lab, m) in enumerate(mine):
+        name = "your run" if lab is None else f"{lab}: your run"
+        fig.add_trace(go.Bar(x=[name], y=[m.effective_utilization], name=name,
+                             marker_color="#e76f51" if i == 0 else SCENARIO_COLOURS[i % 4],
+                             hovertemplate="%{x}: %{y:.1%}<extra></extra>"))
+    fig.add_hline(y=0.6, line_dash="dot", annotation_text="above 60%: rarer than any large run",
+                  annotation=dict(bgcolor=LABEL_BOX["bgcolor"]))
+    fig.update_yaxes(tickformat=".0%", rangemode="tozero")
+    _legend_below(fig, y=-0.3)
     return fig
 
 
@@ -334,17 +782,23 @@ def measured_scaling(analysis) -> go.Figure:
     t, x = analysis.table, analysis.extrapolated
     fig = _fig(f"Your scaling: {analysis.comm_share_per_doubling:.1%} more time per doubling of nodes",
                xaxis_title="nodes", yaxis_title="efficiency vs first point", xaxis_type="log")
-    fig.add_trace(go.Scatter(x=t["nodes"], y=t["efficiency"], mode="markers+lines", name="measured"))
+    fig.add_trace(go.Scatter(x=t["nodes"], y=t["efficiency"], mode="markers+lines", name="measured",
+                             hovertemplate="%{x:,} nodes: %{y:.1%}<extra>measured</extra>"))
     fig.add_trace(go.Scatter(x=t["nodes"], y=t["fitted_efficiency"], mode="lines", name="fitted",
-                             line=dict(dash="dot")))
+                             line=dict(dash="dot"),
+                             hovertemplate="%{x:,} nodes: %{y:.1%}<extra>fitted</extra>"))
     if len(x):
         fig.add_trace(go.Scatter(x=x["nodes"], y=x["efficiency"], mode="markers", name="extrapolated",
-                                 marker=dict(symbol="diamond", size=10)))
+                                 marker=dict(symbol="diamond", size=10),
+                                 hovertemplate="%{x:,} nodes: %{y:.1%}<extra>extrapolated</extra>"))
+    fig.update_yaxes(tickformat=".0%")
+    fig.update_xaxes(tickformat=",d")
     return fig
 
 
-def ladder_table(results: Results) -> go.Figure:
-    """Seed 003's ladder (adapt, fine-tune, train at scale), cheapest first."""
+def ladder_table(results: Results, *, compare=(), label=None) -> go.Figure:
+    """Seed 003's ladder (adapt, fine-tune, train at scale), cheapest first. A table: the
+    current scenario's only."""
     L = finetune_ladder(results)
     df = L.frame()
     df["hours"] = df["hours"].map(lambda x: "-" if x is None or x != x else f"{x:,.1f}")
@@ -353,9 +807,10 @@ def ladder_table(results: Results) -> go.Figure:
     df["note"] = df["note"].str.replace("$", "USD ", regex=False)
     cols = {"method": ("rung", "{}"), "gpu": ("GPU", "{}"), "gpus": ("GPUs", "{}"),
             "hours": ("hours", "{}"), "cost_usd": ("cost", "${:,.0f}"), "note": ("how", "{}")}
-    fig = frame_table(df, f"Fine-tune ladder for {L.model}, cheapest first "
-                          f"({L.finetune_tokens:.3g} fine-tune tokens; pretraining on "
-                          f"{results.scenario.tokens:.3g})", cols)
+    title = (f"Fine-tune ladder for {L.model}, cheapest first ({human_count(L.finetune_tokens)} "
+             f"fine-tune tokens; pretraining on {human_count(results.scenario.tokens)} tokens)")
+    fig = frame_table(df, title, cols)
     fig.update_traces(columnwidth=[60, 70, 45, 60, 80, 420])
-    fig.update_layout(height=120 + 60 * len(df))
+    height = 120 + 60 * len(df)
+    fig.update_layout(height=height, title=_title(title, height))
     return fig

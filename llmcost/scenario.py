@@ -204,6 +204,8 @@ class Scenario:
                 continue
             try:
                 good[key] = parse_value(known[key], raw, cat)
+            except catalog.CatalogError:
+                raise       # a broken catalog file is not a bad value in the link
             except ValueError as e:
                 if strict:
                     raise v.InputError(key, f"{key}: {e}") from None

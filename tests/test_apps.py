@@ -269,3 +269,21 @@ def test_an_unpriced_gpu_shows_no_price_in_its_controls():
                  "onprem_capex_usd_per_gpu"):
         assert p.controls[name].disabled and p.controls[name].value == 0.0, name
     assert headline_text(p, "cost_on_demand_usd") == "n/a"
+
+
+@pytest.mark.parametrize("content", [b"[[[[", b"[" * 100_000 + b"]" * 100_000, b'"a string"',
+                                     b"\xff\xfe{", b"{}" + b" " * 300_000])
+def test_a_failed_load_changes_nothing_and_says_why(content):
+    # issue 13: unreadable, deep, huge or non-object files leave every control as it was
+    p = panels.ReviewApp(query="gpus=64")
+    before = {k: w.value for k, w in p.controls.items()}
+    p._on_upload({"new": [{"content": memoryview(content)}]})
+    assert {k: w.value for k, w in p.controls.items()} == before and p.scenario.gpus == 64
+    assert "nothing changed" in p.warning_box.value
+
+
+def test_a_file_with_one_bad_value_loads_the_rest_and_names_it():
+    p = panels.ReviewApp(query="gpus=64")
+    p._on_upload({"new": [{"content": memoryview(b'{"model": "llama3-8b", "gpus": 1' + b"0" * 400 + b"}")}]})
+    assert p.scenario.model == "llama3-8b" and p.controls["model"].value == "llama3-8b"
+    assert "gpus: expected a number" in p.warning_box.value and len(p.warning_box.value) < 400

@@ -262,3 +262,21 @@ def test_every_app_screenshot_without_overlaps_or_clipped_labels(voila, page):
                         f"{cls.name}: {sel} clipped horizontally"
                     assert tb["y"] >= box["y"] - 1 and tb["y"] + tb["height"] <= box["y"] + box["height"] + 1, \
                         f"{cls.name}: {sel} clipped vertically"
+
+
+def test_load_scenario_file_in_the_browser(voila, page, tmp_path):
+    # the picker's label has no "(0)" count; a good file loads, a broken one changes nothing
+    open_app(page, voila, "review")
+    button = page.locator(".llmc-file-button").first
+    assert button.inner_text() == "Load scenario"
+    good = tmp_path / "s.json"
+    good.write_text('{"model": "llama3-8b", "gpus": 64}')
+    page.locator(".llmc-file-input").first.set_input_files(str(good))
+    wait_change(page, lambda: page.locator(".llmc-ctl-model select").first.input_value(), "llama3-70b")
+    assert page.locator(".llmc-ctl-gpus input").first.input_value() == "64"
+    bad = tmp_path / "bad.json"
+    bad.write_text("[[[[")
+    page.locator(".llmc-file-input").first.set_input_files(str(bad))
+    page.wait_for_selector("text=nothing changed", timeout=30_000)
+    assert page.locator(".llmc-ctl-model select").first.input_value() == "llama3-8b"
+    assert_no_error_text(page)

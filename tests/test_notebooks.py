@@ -1,6 +1,7 @@
 """Every notebook runs headless (nbclient) without errors or warnings, and a link's query
 string (QUERY_STRING in the kernel's environment, as Voila sets it) preloads the Scenario."""
 
+import json
 import os
 from pathlib import Path
 
@@ -83,3 +84,25 @@ def test_app_figures_follow_the_cell_and_compare_link_pins_scenarios():
         path.unlink(missing_ok=True)
     text = "".join(o.get("text", "") for o in outputs(done) if o.output_type == "stream")
     assert "True 1 B b200 True" in text
+
+
+@pytest.mark.parametrize("name", ["index", "review"])
+def test_a_corrupt_catalog_is_named_on_the_page_not_a_traceback(name, tmp_path, monkeypatch):
+    # issue 13: file, row and column on the page instead of Voila's "error executing cell"
+    import shutil
+    data = tmp_path / "data"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data", data)
+    gpus = (data / "gpus.csv").read_text().splitlines()
+    head = gpus[0].split(",")
+    row = gpus[1].split(",")
+    row[head.index("gpus_per_node")] = "8.5"
+    (data / "gpus.csv").write_text("\n".join([gpus[0], ",".join(row), *gpus[2:]]) + "\n")
+    monkeypatch.setenv("LLMCOST_DATA", str(data))
+    nb = run(NOTEBOOKS[0].parent / f"{name}.ipynb")
+    outs = outputs(nb)
+    assert not [o for o in outs if o.output_type == "error"]
+    # the message widget's full text is in the notebook's widget state
+    shown = json.dumps(nb.metadata.get("widgets", {}))
+    # the review says so at once; the landing page's cards each say why they have no figure
+    assert "The catalog cannot be read" in shown if name == "review" else "Not computed" in shown
+    assert "gpus.csv" in shown and "gpus_per_node" in shown and "row 1" in shown, shown[:500]

@@ -46,7 +46,8 @@ def first_number(text):
 
 def mode_curves(panel):
     fig = plot_json(panel, "goodput")
-    return {t["legendgroup"][len("mode-"):]: (arr(t["x"]), arr(t["y"]))
+    # x is in minutes; each point carries its interval in seconds as customdata
+    return {t["legendgroup"][len("mode-"):]: (arr(t["customdata"]), arr(t["y"]))
             for t in fig["data"] if str(t.get("legendgroup", "")).startswith("mode-")}
 
 
@@ -127,7 +128,8 @@ def test_goodput_plot_has_three_mode_curves_and_marks_the_headline():
     # the chosen marker: the review's interval and goodput
     fig = plot_json(p, "goodput")
     marker = [t for t in fig["data"] if str(t.get("name", "")).startswith("chosen")][0]
-    assert arr(marker["x"])[0] == out["interval_s"] and arr(marker["y"])[0] == out["goodput"]
+    assert arr(marker["customdata"])[0] == out["interval_s"] and arr(marker["y"])[0] == out["goodput"]
+    assert arr(marker["x"])[0] == out["interval_s"] / 60
     assert any("assumed: peer copy 0.55 s = the async local stall" in t["name"]
                for t in fig["data"])
 

@@ -59,6 +59,9 @@ CSS = """<style>
 .llmc-navbar a, .llmc-navbar b {margin-right:4px}
 </style>"""
 
+#: a scenario file holds ~60 short values: anything much larger is not one
+MAX_SCENARIO_BYTES = 200_000
+
 #: headline keys whose raw values are numbers a delta means something for
 _NUMERIC_DELTA = {"days", "gpus", "cost_on_demand_usd", "mfu", "effective_utilization",
                   "memory_gb_per_gpu", "goodput", "breakeven_months", "spot_net_savings",
@@ -171,9 +174,11 @@ class Panel:
                                       tooltip="A standalone HTML report of every scenario shown")
         self.report_button.add_class("llmc-report")
         self.report_button.on_click(lambda _: self.report())
-        self.upload = W.FileUpload(accept=".json", multiple=False, description="Load scenario")
+        from .upload import FilePicker
+        self.upload = FilePicker(self._load_text, self._load_failed, label="Load scenario",
+                                 accept=".json", max_bytes=MAX_SCENARIO_BYTES,
+                                 hint="A scenario file saved here (JSON)")
         self.upload.add_class("llmc-load")
-        self.upload.observe(self._on_upload, names="value")
         self.pin_button = W.Button(description="Pin as A", icon="thumb-tack",
                                    tooltip="Keep these values as a scenario to compare against")
         self.pin_button.add_class("llmc-pin")
@@ -404,7 +409,7 @@ class Panel:
             head = self.headline(res)
         except ValueError as e:   # a scenario the models refuse: keep the last results
             param = getattr(e, "param", None)
-            if param in self.errors:
+            if param in self.errors and not isinstance(e, catalog_mod.CatalogError):
                 self.errors[param].value = html.escape(str(e))
             self.status.value = (f"<span class='llmc-err'>Not applied: {html.escape(str(e))}; "
                                  "the figures below are from the last good values.</span>")
@@ -555,16 +560,38 @@ class Panel:
         self.clear_button.disabled = not self.pins
 
     def _on_upload(self, change) -> None:
+        """FileUpload-style change (tests and scripts): the first file's bytes."""
         files = change["new"]
         if not files:
             return
         item = files[0] if isinstance(files, (list, tuple)) else next(iter(files.values()))
-        content = item["content"]
-        text = bytes(content).decode("utf-8", errors="replace")
+        content = bytes(item["content"])
+        if len(content) > MAX_SCENARIO_BYTES:
+            self._load_failed(f"the file is {len(content):,} bytes; a scenario file is at most "
+                              f"{MAX_SCENARIO_BYTES:,}")
+            return
+        self._load_text(item.get("name", "scenario.json"), content.decode("utf-8", errors="replace"))
+
+    def _load_failed(self, message: str) -> None:
+        self.warning_box.value = self._warning_html([message], "The file was not loaded; "
+                                                               "nothing changed:")
+
+    def _load_text(self, name: str, text: str) -> None:
+        """A scenario file's values replace the controls'; a file that is not a scenario
+        changes nothing and says why."""
         s, warnings = Scenario.from_json(text, self.catalog)
+        if warnings and warnings[0].startswith("not a scenario file"):
+            self._load_failed(warnings[0])
+            return
         self.warning_box.value = self._warning_html(warnings, "Some settings in the file were "
                                                               "not used:")
-        self.set_scenario(s, sync_controls=True)
+        if not self.set_scenario(s, sync_controls=True):
+            self._load_failed("its values could not be evaluated (see the message above the "
+                              "figures); the controls keep the last good values")
+            self.scenario_sync_back()
+
+    def scenario_sync_back(self) -> None:
+        self._sync_controls()
 
     # ------------------------------------------------------------ report
     def report_html(self) -> str:
@@ -653,17 +680,18 @@ def run_app(cls: Callable[..., Panel]) -> Panel:
     visitor's link. The page is sent with the controls and a progress line; the figures
     follow as soon as they are computed."""
     from IPython.display import display
-    if os.environ.get("VOILA_PREHEAT") == "True":
-        warm = cls(query="", build=False)
-        warm.make_figures(warm.compute(warm.scenario))
-        from voila.utils import get_query_string
-        query = get_query_string()
-    else:
-        query = os.environ.get("QUERY_STRING", "")
     try:
+        if os.environ.get("VOILA_PREHEAT") == "True":
+            warm = cls(query="", build=False)
+            warm.make_figures(warm.compute(warm.scenario))
+            from voila.utils import get_query_string
+            query = get_query_string()
+        else:
+            query = os.environ.get("QUERY_STRING", "")
         panel = cls(query=query, defer=True)
-    except ValueError as e:   # a catalog that cannot be read: say which file, row and column
-        display(W.HTML(f"<div class='llmc-warning llmc-fatal'>{html.escape(str(e))}</div>"))
+    except catalog_mod.CatalogError as e:   # which file, row and column; not Voila's generic error
+        display(W.HTML(f"<div class='llmc-warning llmc-fatal'>The catalog cannot be read: "
+                       f"{html.escape(str(e))}</div>"))
         return None
     display(panel.widget)
     if not _after_this_cell(panel.refresh):

@@ -114,13 +114,19 @@ class Landing:
 def show_landing() -> Landing:
     """Build and display the landing page (the query string as in :func:`run_app`)."""
     from IPython.display import display
-    if os.environ.get("VOILA_PREHEAT") == "True":
-        Landing(query="")       # imports and the default scenario's results, before a visitor
-        from voila.utils import get_query_string
-        query = get_query_string()
-    else:
-        query = os.environ.get("QUERY_STRING", "")
-    page = Landing(query=query, defer=True)
+    from .. import catalog as catalog_mod
+    try:
+        if os.environ.get("VOILA_PREHEAT") == "True":
+            Landing(query="")       # imports and the default scenario's results, before a visitor
+            from voila.utils import get_query_string
+            query = get_query_string()
+        else:
+            query = os.environ.get("QUERY_STRING", "")
+        page = Landing(query=query, defer=True)
+    except catalog_mod.CatalogError as e:
+        display(W.HTML(f"<div class='llmc-warning llmc-fatal'>The catalog cannot be read: "
+                       f"{html.escape(str(e))}</div>"))
+        return None
     display(page.widget)
     if not _after_this_cell(page.refresh):
         page.refresh()

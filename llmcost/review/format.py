@@ -6,26 +6,116 @@ from __future__ import annotations
 import html
 import math
 
+import numpy as np
 import pandas as pd
 
 from ..scenario import Scenario, describe
 from .results import Results
 
+#: scale suffixes of counts (tokens, parameters, FLOPs): short scale, as model cards write them
+_COUNT_UNITS = ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"))
+#: scale suffixes of dollar figures
+_USD_UNITS = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
+
+
+def _finite(x) -> bool:
+    try:
+        return x is not None and not isinstance(x, bool) and math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def _sig(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant digits, without trailing zeros (4.10 -> "4.1")."""
+    if x == 0:
+        return "0"
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
+    text = f"{x:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _scaled(x: float, units, digits: int):
+    """(mantissa text, suffix) of ``x`` in the largest unit it reaches; rounding that reaches
+    the next unit moves to it (999,950 -> "1 M", not "1,000 k")."""
+    for i, (size, suffix) in enumerate(units):
+        if abs(x) >= size * (1 - 0.5 * 10 ** -digits):
+            text = _sig(x / size, digits)
+            if i > 0 and abs(float(text.replace(",", ""))) >= 1000:
+                size, suffix = units[i - 1]
+                text = _sig(x / size, digits)
+            return text, suffix
+    return None, None
+
+
+def human_count(x, digits: int = 3) -> str:
+    """A count as people say it: exact with thousands separators below a million
+    ("8,192"), then ``digits`` significant digits and a short-scale suffix ("405 B", "2 T",
+    "14.8 T"). "n/a" for None, NaN and inf."""
+    if not _finite(x):
+        return "n/a"
+    x = float(x)
+    if abs(x) < 1e6:
+        return f"{x:,.0f}" if x == round(x) or abs(x) >= 100 else _sig(x, digits)
+    text, suffix = _scaled(x, _COUNT_UNITS, digits)
+    return f"{text} {suffix}"
+
+
+def usd_text(x, digits: int = 3) -> str:
+    """Dollars: cents below $1,000 ("$12.40"), then ``digits`` significant digits and a
+    suffix ("$950 k", "$4.1 M", "$1.2 B"); negative amounts as "-$4.1 M"."""
+    if not _finite(x):
+        return "n/a"
+    x = float(x)
+    sign, x = ("-" if x < 0 else ""), abs(x)
+    text, suffix = _scaled(x, _USD_UNITS, digits)
+    if suffix is not None:
+        return f"{sign}${text} {suffix}"
+    return f"{sign}${x:,.2f}"
+
+
+def pct_text(x, digits: int = 1) -> str:
+    """A fraction as a percentage: 0.43 -> "43.0%"."""
+    if not _finite(x):
+        return "n/a"
+    return f"{float(x) * 100:,.{digits}f}%"
+
+
+def days_text(x) -> str:
+    """A duration in days: hours below a day ("5.2 h"), "26.2 days", and years beside long
+    ones ("1,826 days (5.0 years)")."""
+    if not _finite(x):
+        return "n/a"
+    x = float(x)
+    if abs(x) < 1:
+        return f"{x * 24:,.1f} h"
+    if abs(x) < 1000:
+        return f"{x:,.1f} days"
+    return f"{x:,.0f} days ({x / 365.25:,.1f} years)"
+
+
+def minutes_text(seconds) -> str:
+    """A duration given in seconds, in minutes ("69.4 min"), seconds below a minute."""
+    if not _finite(seconds):
+        return "n/a"
+    s = float(seconds)
+    return f"{s:,.1f} s" if abs(s) < 60 else f"{s / 60:,.1f} min"
+
+
 HEADLINE_LABELS = {
     "days": ("Days to train", "{:,.1f}"),
-    "cost_on_demand_usd": ("Cost on demand", "${:,.0f}"),
+    "cost_on_demand_usd": ("Cost on demand", usd_text),
     "gpus": ("GPUs", "{:,}"),
-    "mfu": ("MFU", "{:.1%}"),
-    "effective_utilization": ("Effective utilization", "{:.1%}"),
+    "mfu": ("MFU", pct_text),
+    "effective_utilization": ("Effective utilization", pct_text),
     "memory_gb_per_gpu": ("Memory per GPU (GB)", "{:,.1f}"),
     "capacity_gb": ("GPU memory (GB)", "{:,.1f}"),
     "fits": ("Fits in memory", "{}"),
     "best_layout": ("Best layout", "{}"),
-    "goodput": ("Goodput", "{:.1%}"),
+    "goodput": ("Goodput", pct_text),
     "meets_target": ("Meets target days", "{}"),
     "cheapest_option": ("Cheapest for this run", "{}"),
     "breakeven_months": ("Buying beats on-demand after", "{:,.1f} months"),
-    "spot_net_savings": ("Spot net savings", "{:.1%}"),
+    "spot_net_savings": ("Spot net savings", pct_text),
     "job_mtbf_h": ("Job MTBF", "{:,.1f} h"),
 }
 
@@ -33,15 +123,30 @@ OPTION_LABELS = {"on_demand": "on-demand", "reserved_1y": "reserved 1 y",
                  "reserved_3y": "reserved 3 y", "spot": "spot", "on_prem": "on-premises"}
 
 
+def _by_unit(key: str):
+    """The format of a figure not in HEADLINE_LABELS, from the unit in its name."""
+    if key.endswith("_usd") or key.startswith("cost"):
+        return usd_text
+    if key == "tokens" or key.endswith("_tokens"):
+        return lambda x: f"{human_count(x)} tokens"
+    if key.endswith(("_share", "_savings", "utilization")) or key in ("mfu", "hfu", "goodput"):
+        return pct_text
+    if key == "days" or key.endswith("_days"):
+        return days_text
+    return "{}"
+
+
 def format_headline(key: str, value) -> str:
-    label, fmt = HEADLINE_LABELS.get(key, (key, "{}"))
-    if isinstance(value, bool):
+    """The text of one headline figure: dollars as "$4.1 M", shares as "43.0%", counts with
+    separators ("1,024"), tokens as "2 T tokens"; "n/a" when not available."""
+    label, fmt = HEADLINE_LABELS.get(key, (key, _by_unit(key)))
+    if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+    if value is None or (isinstance(value, (float, np.floating)) and not math.isfinite(value)):
         return "n/a"
     if key == "cheapest_option":
         return OPTION_LABELS.get(value, str(value))
-    return fmt.format(value)
+    return fmt(value) if callable(fmt) else fmt.format(value)
 
 
 def headline_items(results: Results, keys) -> dict:

@@ -183,6 +183,30 @@ def finetune_ladder(results: Results):
     return ladder(inp.model, inp.catalog, s.finetune_tokens, s.tokens)
 
 
+#: the sizing plot's days axis stops here: a size that needs more than a century is
+#: not a plan, and drawing it squeezes every meaningful size into a corner [days]
+MAX_PLOT_DAYS = 100 * 365.25
+
+
+@_cached
+def sizing_series(results: Results, max_days: float = MAX_PLOT_DAYS) -> pd.DataFrame | None:
+    """The sizing table's days vs GPUs (None when the review did not size by target days),
+    with ``on_scale``: finite days of at most ``max_days``; the rest (no layout that fits, or
+    centuries of training) is counted by the plot, not drawn.
+
+    Returns
+    -------
+    DataFrame or None
+        gpus [-], days [days] (NaN: no layout), on_scale [bool].
+    """
+    if results.size is None:
+        return None
+    t = results.size.sizing.table
+    days = t["days"].to_numpy(dtype=float)
+    return pd.DataFrame({"gpus": t["gpus"].to_numpy(), "days": days,
+                         "on_scale": np.isfinite(days) & (days <= max_days)})
+
+
 #: goodput curves: one per checkpoint mode (storage.checkpoint_goodput)
 GOODPUT_MODES = ("sync", "async", "peer-memory")
 

@@ -1,0 +1,238 @@
+"""What a reviewer relies on in each figure: bounded axes, zero-based cost axes, categories as
+categories, the headline's units and points on the plots, legends clear of colorbars, and
+compared scenarios overlaid with their labels."""
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+from llmcost import plots, review
+from llmcost.review.format import OPTION_LABELS, usd_text
+from llmcost.review.series import MAX_PLOT_DAYS
+from llmcost.scenario import Scenario
+
+#: figure functions that take a Results (and so a compare=)
+FIGURES = ("waterfall", "cost_by_option", "memory_stack", "scaling", "sizing_curve",
+           "tco_curves", "decision_map", "tornado", "spot_heatmap", "spot_monte_carlo",
+           "goodput_curve", "storage_tiers_table", "notice_table", "ladder_table")
+TABLES = ("storage_tiers_table", "notice_table", "ladder_table")
+
+SCENARIOS = {
+    "default": Scenario(),
+    "sized": Scenario(sizing="days", target_days=30),
+    "small-async": Scenario(model="llama3-8b", gpus=64, checkpoint_mode="async"),
+    # failures at 50 per 1000 GPU-days: the largest sizes take 10^9 days and more
+    "failing-405b": Scenario(model="llama3-405b", tokens=15e12, sizing="days",
+                             failure_rate="custom", failures_per_1000_gpu_days=50),
+}
+
+
+@pytest.fixture(scope="module")
+def results():
+    return {k: review.evaluate(s) for k, s in SCENARIOS.items()}
+
+
+def _arr(x):
+    return np.asarray([np.nan if v is None else v for v in x], dtype=float)
+
+
+def _nice(step):
+    mant = step / 10 ** math.floor(math.log10(step))
+    return any(math.isclose(mant, m) for m in (1, 2, 2.5, 5))
+
+
+def test_every_figure_takes_compare_and_label():
+    for name in FIGURES:
+        sig = inspect.signature(getattr(plots, name))
+        assert sig.parameters["compare"].default == () and sig.parameters["label"].default is None
+
+
+@pytest.mark.parametrize("case", list(SCENARIOS))
+def test_sizing_days_axis_is_bounded(results, case):
+    r = results[case]
+    fig = plots.sizing_curve(r)
+    lo, hi = fig.layout.yaxis.range
+    assert math.isfinite(lo) and math.isfinite(hi) and 10 ** hi < 1e6
+    drawn = [y for t in fig.data for y in _arr(t.y)]
+    assert max(drawn) <= MAX_PLOT_DAYS
+    t = review.series.sizing_series(r)
+    if t is None:
+        return
+    days = t["days"].to_numpy()
+    slow, none = int((days > 100 * 365.25).sum()), int((~np.isfinite(days)).sum())
+    note = " ".join(a.text for a in fig.layout.annotations)
+    if slow:
+        assert f"{slow} over 100 years" in note
+    if none:
+        assert f"{none} with no layout that fits" in note
+    # every size with finite days under a century is drawn, inside the axis
+    ok = np.isfinite(days) & (days <= MAX_PLOT_DAYS)
+    line = fig.data[0]
+    assert len(line.x) == ok.sum()
+    assert 10 ** lo <= np.nanmin(days[ok]) and np.nanmax(days[ok]) <= 10 ** hi
+
+
+def test_failing_405b_has_sizes_off_the_scale(results):
+    # the case the issue saw: 10^9 days at the largest sizes, now counted, not drawn
+    t = review.series.sizing_series(results["failing-405b"])
+    assert t["days"].max() > 1e6 and (t["days"] > MAX_PLOT_DAYS).sum() > 0
+
+
+@pytest.mark.parametrize("case", ["default", "small-async"])
+def test_cost_axes_start_at_zero_with_rounded_aligned_ticks(results, case):
+    r = results[case]
+    fig = plots.cost_by_option(r)
+    y1, y2 = fig.layout.yaxis, fig.layout.yaxis2
+    assert y1.range[0] == 0 and y2.range[0] == 0
+    assert _nice(y1.dtick) and _nice(y2.dtick)
+    n1, n2 = y1.range[1] / y1.dtick, y2.range[1] / y2.dtick
+    assert n1 == pytest.approx(round(n1)) and n1 == pytest.approx(n2)   # grid lines coincide
+    e = r.economics
+    assert y1.range[1] >= max(e.costs_usd.values())
+    assert y2.range[1] >= max(e.run_days.values())
+    cash = fig.data[0]
+    assert [c[0] for c in cash.customdata] == [usd_text(e.costs_usd[k]) for k in e.costs_usd]
+    assert y1.tickprefix == "$"
+
+
+def test_waterfall_labels_small_bars_outside(results):
+    r = results["default"]
+    fig = plots.waterfall(r)
+    w = fig.data[0]
+    df = r.economics.waterfall
+    assert w.textposition == "outside" and w.constraintext == "none" and w.cliponaxis is False
+    assert w.y[0] == df["tflops_per_gpu"].iloc[0]
+    assert list(w.text) == [f"{100 * x:.1f}%" for x in df["share_of_peak"]] + \
+        [f"{100 * df['share_of_peak'].iloc[-1]:.1f}%"]
+    # room above the peak bar for its label
+    assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] > df["tflops_per_gpu"].iloc[0]
+
+
+def test_decision_map_is_categorical(results):
+    r = results["default"]
+    _, _, names, best = review.decision_grid(r)
+    fig = plots.decision_map(r)
+    assert not any(getattr(t, "showscale", None) for t in fig.data)
+    heat = [t for t in fig.data if t.type == "heatmap"]
+    assert len(heat) == 1
+    # one flat colour per option in the scale, one legend entry per option
+    colours = {c for _, c in heat[0].colorscale}
+    assert len(colours) == len(names)
+    entries = [t for t in fig.data if t.type == "scatter" and t.x == (None,)]
+    assert [e.name.split(" (")[0] for e in entries] == [OPTION_LABELS[n] for n in names]
+    assert [e.marker.color for e in entries] == [plots.OPTION_COLOURS[n] for n in names]
+    s = r.scenario
+    mark = [t for t in fig.data if t.type == "scatter" and t.x == (s.horizon_months,)]
+    assert len(mark) == 1 and mark[0].y == (s.utilization,)
+
+
+@pytest.mark.parametrize("case", ["default", "small-async"])
+def test_goodput_in_minutes_marks_the_chosen_interval(results, case):
+    r = results[case]
+    fig = plots.goodput_curve(r)
+    assert "(min)" in fig.layout.xaxis.title.text
+    chosen = [t for t in fig.data if (t.name or "").startswith("chosen")]
+    assert len(chosen) == 1
+    assert chosen[0].x[0] == r.reliability.interval_s / 60
+    assert chosen[0].y[0] == r.reliability.goodput
+    # the headline's minutes in the marker's label and in a boxed annotation
+    minutes = f"{r.reliability.interval_s / 60:,.1f} min"
+    assert minutes in chosen[0].name
+    assert any(minutes in a.text and a.bgcolor for a in fig.layout.annotations)
+    # every curve in minutes, its seconds alongside
+    curve = [t for t in fig.data if (t.legendgroup or "").startswith("mode-")][0]
+    np.testing.assert_allclose(_arr(curve.x) * 60, _arr(curve.customdata), rtol=1e-12)
+
+
+def test_spot_legend_is_apart_from_its_colorbar(results):
+    fig = plots.spot_heatmap(results["default"])
+    bars = [t for t in fig.data if t.type == "contour" and t.showscale is not False]
+    assert len(bars) == 1 and bars[0].colorbar.x >= 1.0      # right of the plot
+    leg = fig.layout.legend
+    assert leg.orientation == "h" and leg.y < 0 and leg.yanchor == "top"   # under it
+    label = [a for a in fig.layout.annotations if a.text.startswith("this scenario")]
+    assert len(label) == 1 and label[0].bgcolor and label[0].borderwidth
+
+
+@pytest.mark.parametrize("case", list(SCENARIOS))
+def test_every_figure_is_finite_titled_and_clear_of_colorbars(results, case):
+    r = results[case]
+    for name in FIGURES:
+        fig = getattr(plots, name)(r)
+        title = fig.layout.title.text
+        assert all(len(line) <= plots.TITLE_CHARS for line in title.split("<br>")), (name, title)
+        lines = title.count("<br>") + 1
+        assert fig.layout.margin.t >= 30 + 24 * lines - 24 or name in TABLES
+        for ax in ("xaxis", "yaxis", "yaxis2"):
+            rng = fig.layout[ax].range if ax in fig.layout else None
+            if rng is not None:
+                assert all(math.isfinite(v) for v in rng), (name, ax, rng)
+        if any(getattr(t, "showscale", None) for t in fig.data):
+            assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0, name
+        fig.to_json()
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_compare_empty_is_the_single_figure(results, name):
+    r = results["default"]
+    fn = getattr(plots, name)
+    assert fn(r, compare=()).to_json() == fn(r).to_json() == fn(r, compare=(), label="X").to_json()
+
+
+OVERLAID = ("waterfall", "cost_by_option", "memory_stack", "scaling", "sizing_curve",
+            "tco_curves", "spot_monte_carlo", "goodput_curve")
+
+
+@pytest.mark.parametrize("name", OVERLAID)
+def test_compare_overlays_both_scenarios(results, name):
+    cur, other = results["sized"], results["small-async"]
+    fig = getattr(plots, name)(cur, compare=[("A", other)])
+    names = [t.name or "" for t in fig.data]
+    if name == "waterfall":
+        assert names == ["current", "A"]
+    elif name == "memory_stack":
+        groups = {g for t in fig.data if t.type == "bar" for g in t.x[0]}
+        assert groups == {"current", "A"}
+        assert any(n.startswith("A: capacity") for n in names)
+    else:
+        assert any(n.startswith("current: ") for n in names), names
+        assert any(n.startswith("A: ") for n in names), names
+
+
+def test_compare_marks_points_on_maps(results):
+    cur = results["default"]
+    other = review.evaluate(Scenario(utilization=0.5, horizon_months=24, preemptions_per_day=1.0))
+    dm = plots.decision_map(cur, compare=[("A", other)], label="B")
+    pts = {t.name.split(":")[0]: (t.x[0], t.y[0]) for t in dm.data
+           if t.type == "scatter" and t.x != (None,)}
+    assert pts == {"B": (36, 0.9), "A": (24, 0.5)}
+    sh = plots.spot_heatmap(cur, compare=[("A", other)])
+    marks = {t.name.split(":")[0]: (t.x[0], t.y[0]) for t in sh.data if t.type == "scatter"
+             and t.x != (None,)}
+    sp = other.economics.spot
+    assert marks["A"] == (sp.lost_hours_per_preemption, 1.0) and "current" in marks
+    # the tornado keeps its bars and marks the other scenario's base breakeven
+    tor = plots.tornado(cur, compare=[("A", other)])
+    assert any(s.x0 == other.economics.breakeven_months for s in tor.layout.shapes)
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_tables_stay_single(results, name):
+    r, other = results["default"], results["small-async"]
+    fn = getattr(plots, name)
+    assert fn(r, compare=[("A", other)]).to_json() == fn(r).to_json()
+
+
+def test_cost_compare_groups_bars_by_scenario(results):
+    cur, other = results["default"], results["small-async"]
+    fig = plots.cost_by_option(cur, compare=[("A", other)], label="B")
+    bars = {t.name: t for t in fig.data if t.type == "bar"}
+    np.testing.assert_allclose(_arr(bars["B: cash cost"].y),
+                               [cur.economics.costs_usd.get(k, np.nan) for k in OPTION_LABELS
+                                if k in cur.economics.costs_usd or k in other.economics.costs_usd])
+    assert bars["B: cash cost"].offsetgroup != bars["A: cash cost"].offsetgroup
+    # one zero-based axis for both: it holds the larger of the two
+    top = max(max(cur.economics.costs_usd.values()), max(other.economics.costs_usd.values()))
+    assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] >= top
