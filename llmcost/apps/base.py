@@ -95,6 +95,11 @@ BIG_NUMBER_FIELDS = frozenset(
     if f.metadata["kind"] == "float" and (f.metadata["hi"] or 0) >= 1e9)
 
 
+def _is_share(d: dict) -> bool:
+    """A unitless float field bounded to [0, 1]: a share of something."""
+    return d["kind"] == "float" and d["lo"] == 0 and d["hi"] == 1 and not d["unit"]
+
+
 class Panel:
     """Base class of the apps. Subclasses set the class attributes and ``compute``.
 
@@ -268,10 +273,11 @@ class Panel:
             w = W.Dropdown(options=opts, value=value, layout=lay)
         elif d["kind"] == "options":
             w = W.Dropdown(options=list(d["options"]), value=value, layout=lay)
-        elif name in self.sliders:
+        elif name in self.sliders or _is_share(d):
+            # a share reads as a percentage, as the headline shows it
             w = W.FloatSlider(value=value, min=d["lo"] if d["lo"] is not None else 0,
                               max=d["hi"] if d["hi"] is not None else 1, step=d["step"] or 0.01,
-                              layout=lay, continuous_update=False, readout_format=".0%")
+                              layout=lay, continuous_update=False, readout_format=".1%")
         elif name in BIG_NUMBER_FIELDS:
             # "2T" reads better than 2000000000000, and parses back to the same number
             w = W.Text(value=number_text(value), layout=lay, continuous_update=False)
