@@ -1,6 +1,7 @@
 """App logic without a browser: controls change the headline and the plots' data to what the
 library computes; bad values are refused next to their control; links and files round-trip."""
 
+import html
 import json
 import re
 
@@ -185,12 +186,22 @@ def test_sizing_app_measured_scaling_upload():
     assert headline_text(p, "meets_target") == "yes"
 
 
-def test_report_is_standalone_html(tmp_path):
-    p = panels.ReviewApp(query="")
+def test_report_carries_every_scenario_from_the_same_results(tmp_path):
+    p = panels.ReviewApp(query="model=llama3-8b&gpus=64")
     path = p.report(tmp_path)
     text = path.read_text()
     assert text.startswith("<!doctype html>") and "Days to train" in text
-    assert "plotly" in text and "Assumptions" in text
+    # the headline figures are the app's own texts, and the link is the app's
+    for label, shown, *_ in p.headline(p.results).values():
+        assert html.escape(shown) in text
+    assert "review.ipynb?model=llama3-8b&amp;gpus=64" in text
+    assert text.count("Plotly.newPlot") == len(p.figures)
+    p.pin()
+    p.set(gpus=128)
+    both = p.report(tmp_path / "ab").read_text()
+    for label, shown, *_ in p.headline(p.pinned_results[0][1]).values():
+        assert html.escape(shown) in both               # A's figures
+    assert "b.gpus=128" in both
     g = panels.SpotApp(query="").report(tmp_path)
     assert "Net savings" in g.read_text()
 

@@ -134,19 +134,18 @@ def test_derived_controls_are_greyed_out(voila, page):
     assert_no_error_text(page)
 
 
-def test_report_export_link_serves_the_report(voila, page):
+def test_report_downloads_in_the_browser(voila, page, tmp_path):
+    # issue 12: the report is a browser download (nothing written on the server)
     open_app(page, voila, "spot")
-    page.locator(".llmc-report button, button.llmc-report").first.click()
-    link = page.locator(".llmc-report-file").first
-    link.wait_for(timeout=30_000)
-    href = link.get_attribute("href")
-    url = page.url.rsplit("/", 1)[0] + "/" + href
-    resp = page.request.get(url)
-    assert resp.status == 200 and "Net savings" in resp.text()
-    # the test leaves nothing in the tree: the report it wrote goes
-    written = ROOT / "notebooks" / "reports" / Path(href.split("?")[0]).name
-    assert written.is_file()
-    written.unlink()
+    with page.expect_download(timeout=60_000) as dl:
+        page.locator(".llmc-report button, button.llmc-report").first.click()
+    saved = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(saved)
+    text = saved.read_text()
+    assert dl.value.suggested_filename.startswith("llmcost-spot-") and "Net savings" in text
+    assert "spot.ipynb" in text and text.count("Plotly.newPlot") == 2
+    assert not (ROOT / "notebooks" / "reports").exists() or \
+        not any((ROOT / "notebooks" / "reports").iterdir())
 
 
 def test_moe_review_link_plans_deepseek_v3_on_h800(voila, page):

@@ -95,6 +95,17 @@ BIG_NUMBER_FIELDS = frozenset(
     if f.metadata["kind"] == "float" and (f.metadata["hi"] or 0) >= 1e9)
 
 
+def _delta(key: str, a, r) -> str:
+    """A headline figure's change from scenario A to ``r`` ("+12.3%"), or "" where a change
+    means nothing (texts, flags, zero, equal)."""
+    x0 = (getattr(a, "headline", None) or {}).get(key) if isinstance(getattr(a, "headline", None), dict) else None
+    x1 = (getattr(r, "headline", None) or {}).get(key) if isinstance(getattr(r, "headline", None), dict) else None
+    if key not in _NUMERIC_DELTA or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                            for x in (x0, x1)) or not x0 or x1 == x0:
+        return ""
+    return f"{(x1 - x0) / abs(x0):+.1%}"
+
+
 def _is_share(d: dict) -> bool:
     """A unitless float field bounded to [0, 1]: a share of something."""
     return d["kind"] == "float" and d["lo"] == 0 and d["hi"] == 1 and not d["unit"]
@@ -173,8 +184,9 @@ class Panel:
         self.nav.add_class("llmc-nav")
         self.download = W.HTML("")
         self.download.add_class("llmc-download")
-        self.report_link = W.HTML("")
-        self.report_link.add_class("llmc-report-link")
+        from .download import Download
+        self.downloader = Download()
+        self.downloader.add_class("llmc-report-link")
         self.report_button = W.Button(description="Download report", icon="download",
                                       tooltip="A standalone HTML report of every scenario shown")
         self.report_button.add_class("llmc-report")
@@ -314,7 +326,7 @@ class Panel:
             left += [head, *items]
         left += [W.HTML("<div class='llmc-group'>Compare, share and save</div>"),
                  W.HBox([self.pin_button, self.clear_button]), self.share,
-                 self.download, self.upload, self.report_button, self.report_link]
+                 self.download, self.upload, self.report_button, self.downloader]
         right = [self.headline_box, self.status, self.compare_box, self.notes,
                  *self.extra_widgets, *self.outputs.values()]
         header = W.HTML(f"{CSS}<h2 class='llmc-title'>{html.escape(self.title)}</h2>"
@@ -459,7 +471,6 @@ class Panel:
         cols = [(label, r, self.headline(r)) for label, r in pinned]
         cols.append((self.label, res, head))
         keys = list(dict.fromkeys(k for _, _, h in cols for k in h))
-        a_raw = getattr(cols[0][1], "headline", None)
         heads = "".join(f"<th>{html.escape(lab)}{' (current)' if i == len(cols) - 1 else ''}</th>"
                         for i, (lab, _, _) in enumerate(cols))
         rows = []
@@ -468,12 +479,9 @@ class Panel:
             cells = []
             for i, (_, r, h) in enumerate(cols):
                 text = html.escape(h[k][1]) if k in h else "-"
-                raw = getattr(r, "headline", None)
-                if i and k in _NUMERIC_DELTA and isinstance(a_raw, dict) and isinstance(raw, dict):
-                    x0, x1 = a_raw.get(k), raw.get(k)
-                    if isinstance(x0, (int, float)) and isinstance(x1, (int, float)) and x0 and \
-                            not isinstance(x0, bool) and x1 != x0:
-                        text += f" <span class='llmc-delta'>({(x1 - x0) / abs(x0):+.1%} vs A)</span>"
+                change = _delta(k, cols[0][1], r) if i else ""
+                if change:
+                    text += f" <span class='llmc-delta'>({change} vs A)</span>"
                 cells.append(f"<td>{text}</td>")
             rows.append(f"<tr><th>{html.escape(label)}</th>{''.join(cells)}</tr>")
         diffs = []
@@ -548,7 +556,7 @@ class Panel:
         from .registry import apps
         q = self.query()
         suffix = f"?{q}" if q else ""
-        link = f"{self.name}.ipynb{suffix}"
+        link = self.share_link()
         self.share.value = (f"<div>Link to these values: <a class='llmc-share-link' "
                             f"href='{html.escape(link)}' target='_blank' "
                             f"title='{html.escape(link)}'>{html.escape(link)}</a></div>")
@@ -600,38 +608,79 @@ class Panel:
         self._sync_controls()
 
     # ------------------------------------------------------------ report
-    def report_html(self) -> str:
-        """A standalone HTML report of every scenario shown (pinned first)."""
-        from ..review.format import html_report
-        res = self.results
-        if hasattr(res, "headline") and hasattr(res, "scenario"):
-            return html_report(res, self.figures, title=f"llmcost: {self.title}",
-                               headline=self.headline(res), notes=self.note_lines(res))
-        return self._generic_report()
+    def _readable(self, name: str, value) -> str:
+        """A field's value as the report reads it."""
+        d = describe(name)
+        if isinstance(value, str):
+            return value
+        if _is_share(d) or name in self.sliders:
+            return f"{value:.1%}"
+        if name in BIG_NUMBER_FIELDS:
+            return number_text(value)
+        return f"{value:,}" if isinstance(value, int) else f"{value:,.6g}"
 
-    def report(self, folder: str | os.PathLike = "reports") -> Path:
-        """Write a standalone HTML report of the current results; return its path."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = folder / f"{self.name}-{stamp}.html"
-        path.write_text(self.report_html(), encoding="utf-8")
-        self.report_link.value = (f"<a class='llmc-report-file' href='../files/{path.as_posix()}' "
-                                  f"target='_blank'>Report written: {html.escape(path.name)}</a>")
-        return path
+    def _report_scenario(self, label: str, s: Scenario, res, figures: dict):
+        from ..review.report import ReportScenario
+        used = self.resolved(res)
+        assumptions = []
+        for name in self.fields:
+            mode = CUSTOM_MODE.get(name)
+            derived = mode is not None and getattr(s, mode[0]) != mode[1] and name in used
+            value = self._readable(name, used[name] if derived else getattr(s, name))
+            assumptions.append((field_label(name), value + (" (derived)" if derived else "")))
+        head = [(lab, text, getattr(rest[0], "level", None) if rest and rest[0] else None)
+                for lab, text, *rest in self.headline(res).values()]
+        return ReportScenario(label=label, headline=head, assumptions=assumptions,
+                              notes=self.note_lines(res), figures=figures)
 
-    def _generic_report(self) -> str:
-        head = "".join(f"<tr><th>{html.escape(label)}</th><td>{html.escape(text)}</td></tr>"
-                       for label, text, *_ in self.headline(self.results).values())
-        plots, first = "", True
-        for name, fig in self.figures.items():
-            plots += fig.to_html(full_html=False, include_plotlyjs=first)
-            first = False
-        rows = "".join(f"<tr><td>{html.escape(describe(k)['label'])}</td><td>{html.escape(str(getattr(self.scenario, k)))}</td></tr>"
-                       for k in self.fields)
-        return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}</title></head>"
-                f"<body><h1>llmcost: {html.escape(self.title)}</h1><table>{head}</table>{plots}"
-                f"<h2>Assumptions</h2><table>{rows}</table></body></html>")
+    def report_html(self, share_url: str | None = None) -> str:
+        """A standalone HTML report of every scenario shown (pinned first): headline figures
+        (and their changes against A), the app's assumptions, notes and plots, dated, with
+        the llmcost version and the share link."""
+        from ..review.report import render_report
+        pinned = self.pinned_results if self.pins else []
+        sections = [self._report_scenario(label, s, r, {})
+                    for (label, r), s in zip(pinned, self.pins)]
+        sections.append(self._report_scenario(self.label, self.scenario, self.results,
+                                              self.figures))
+        deltas = None
+        if pinned:
+            deltas = []
+            a = pinned[0][1]
+            others = [r for _, r in pinned[1:]] + [self.results]
+            for key, (lab, *_rest) in self.headline(self.results).items():
+                changes = [_delta(key, a, r) for r in others]
+                if any(changes):
+                    deltas.append((lab, changes))
+        if share_url is None:
+            share_url = self.share_link()
+        return render_report(sections, title=f"llmcost: {self.title}", share_url=share_url,
+                             deltas=deltas or None)
+
+    def share_link(self) -> str:
+        """The link to what is on screen: absolute once the page has said where it is."""
+        from urllib.parse import urljoin
+        q = self.query()
+        rel = f"{self.name}.ipynb" + (f"?{q}" if q else "")
+        base = getattr(getattr(self, "downloader", None), "page_url", "")
+        return urljoin(base, rel) if base else rel
+
+    def report(self, folder: str | os.PathLike | None = None):
+        """Download the report in the browser (nothing is written on the server); with a
+        ``folder`` (scripts, tests), write it there instead and return its path."""
+        from datetime import datetime, timezone
+
+        from ..review.report import report_filename
+        now = datetime.now(timezone.utc)
+        name = report_filename(self.name, now)
+        text = self.report_html()
+        if folder is not None:
+            path = Path(folder) / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            return path
+        self.downloader.send_file(name, text.encode("utf-8"))
+        return name
 
     def set(self, **values) -> None:
         """Set control values as a user would (for tests and scripts)."""

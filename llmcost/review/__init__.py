@@ -1,13 +1,12 @@
 """evaluate(Scenario) -> Results: the numbers an architecture review asks for, in one place.
 
 A chain of named stages (:class:`ReviewChain`): resolve -> size -> plan -> predict ->
-reliability -> economics. The apps, the plots, the HTML report and ``llmcost review`` read
+reliability -> economics. The apps, the plots, the report (review/report.py) and ``llmcost review`` read
 these results; they compute nothing themselves.
 """
 
 from .chain import DEFAULT_CHAIN, ReviewChain, evaluate
-from .format import (HEADLINE_LABELS, OPTION_LABELS, assumptions_table, format_headline,
-                     headline_items, html_report)
+from .format import HEADLINE_LABELS, OPTION_LABELS, format_headline, headline_items
 from .results import (EconomicsResult, Flag, Inputs, Layout, PlanResult, PredictResult,
                       ReliabilityResult, Results, SizeResult, SpotSummary)
 from .ladder import LadderResult, ladder
@@ -20,7 +19,7 @@ from .stages import OPTIONS, REVIEW_SPACE
 __all__ = ["evaluate", "ReviewChain", "DEFAULT_CHAIN", "Results", "Inputs", "Layout",
            "PlanResult", "PredictResult", "ReliabilityResult", "EconomicsResult", "SizeResult",
            "SpotSummary", "Flag", "HEADLINE_LABELS", "OPTION_LABELS", "format_headline",
-           "headline_items", "html_report", "assumptions_table", "layout_memory", "tco_series",
+           "headline_items", "layout_memory", "tco_series",
            "decision_grid", "breakeven_tornado", "spot_grid", "spot_distribution",
            "scaling_series", "goodput_series", "measured_utilization", "OPTIONS",
            "REVIEW_SPACE", "ladder", "LadderResult", "finetune_ladder"]
