@@ -171,8 +171,23 @@ class Scenario:
     @classmethod
     def from_json(cls, text: str, cat: catalog.Catalog | None = None,
                   strict: bool = False) -> tuple["Scenario", list[str]]:
+        dupes: list[str] = []
+
+        def pairs(items):
+            seen = {}
+            for k, x in items:
+                if k in seen and k not in dupes:
+                    dupes.append(k)
+                seen[k] = x
+            return seen
+
+        if len(text) > MAX_SCENARIO_CHARS:
+            msg = f"not a scenario file: {len(text):,} characters (at most {MAX_SCENARIO_CHARS:,})"
+            if strict:
+                raise v.InputError("scenario", msg)
+            return cls(), [msg]
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=pairs)
         except (json.JSONDecodeError, RecursionError, ValueError) as e:
             msg = getattr(e, "msg", None) or "too deeply nested or malformed"
             if strict:
@@ -182,7 +197,12 @@ class Scenario:
             if strict:
                 raise v.InputError("scenario", "not a scenario file: expected a JSON object")
             return cls(), ["not a scenario file: expected a JSON object"]
-        return cls.from_mapping(data, cat, strict=strict)
+        if dupes and strict:
+            raise v.InputError(str(dupes[0])[:60], f"{_short(dupes[0])}: given more than once")
+        scenario, warnings = cls.from_mapping(data, cat, strict=strict)
+        # as the query path does: the last value wins, and the user is told
+        return scenario, [f"{_short(k)}: given more than once; the last is used"
+                          for k in dupes] + warnings
 
     @classmethod
     def from_mapping(cls, data: dict, cat: catalog.Catalog | None = None,
@@ -231,6 +251,9 @@ class Scenario:
         scenarios, warnings = scenarios_from_query(query, cat, strict=strict)
         return scenarios[0], warnings
 
+
+#: a scenario file holds ~60 short values: anything far larger is not one
+MAX_SCENARIO_CHARS = 200_000
 
 #: Voila and Jupyter put these in the page's query string; they are not scenario settings.
 VOILA_PARAMS = {"theme", "template", "token", "voila-template", "kernel_name", "reload"}

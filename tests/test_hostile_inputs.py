@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from llmcost.apps import panels
 from llmcost.scenario import Scenario
 
@@ -32,3 +34,40 @@ def test_a_hostile_link_keeps_defaults_and_says_so():
     p = panels.ReviewApp(query="gpus=" + "9" * 5000 + "&model=<script>alert(1)</script>")
     assert p.scenario == Scenario()
     assert "<script>" not in p.warning_box.value and "&lt;script&gt;" in p.warning_box.value
+
+
+def test_results_that_cannot_be_true_are_flagged_in_app_cli_and_report(tmp_path, capsys):
+    # issue 13 item 4: a run of centuries, goodput near zero and a cost beyond any budget
+    from llmcost import cli
+    from llmcost.review import evaluate
+    from llmcost.review.stages import COST_BOUND_USD, GOODPUT_FLOOR
+    from llmcost.scenario import Scenario
+    q = ("model=llama3-405b&gpus=1024&tokens=1e15&failure_rate=custom"
+         "&failures_per_1000_gpu_days=50")
+    r = evaluate(Scenario.from_query(q)[0])
+    assert r.headline["days"] > 3650 and r.headline["goodput"] < GOODPUT_FLOOR
+    assert max(r.economics.costs_usd.values()) > COST_BOUND_USD
+    assert {"days", "goodput", "cost_on_demand_usd"} <= set(r.flags)
+    assert all(r.flags[k].level == "implausible" for k in ("goodput", "cost_on_demand_usd"))
+    # the app marks the boxes, the CLI prints the flags, the report carries them
+    p = panels.ReviewApp(query=q)
+    for k in ("days", "goodput", "cost_on_demand_usd"):
+        assert "llmc-flag-implausible" in p.headline_boxes[k]._dom_classes
+    assert cli.main(["review", "--query", q]) == 0
+    out = capsys.readouterr().out
+    assert "FLAG goodput: implausible" in out and "FLAG cost_on_demand_usd: implausible" in out
+    text = p.report(tmp_path).read_text()
+    assert "implausible" in text
+    # an ordinary run carries none of these flags
+    ok = evaluate(Scenario())
+    assert not {"goodput", "cost_on_demand_usd"} & set(ok.flags)
+
+
+def test_duplicate_keys_in_a_file_warn_as_in_a_link():
+    from llmcost.scenario import Scenario
+    s, warnings = Scenario.from_json('{"gpus": 64, "gpus": 128}')
+    assert s.gpus == 128 and warnings == ["gpus: given more than once; the last is used"]
+    s, warnings = Scenario.from_query("gpus=64&gpus=128")
+    assert s.gpus == 128 and warnings == ["gpus: given 2 times; the last is used"]
+    with pytest.raises(ValueError, match="gpus: given more than once"):
+        Scenario.from_json('{"gpus": 64, "gpus": 128}', strict=True)

@@ -516,6 +516,13 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
 
 # ------------------------------------------------------------------ checks
 
+#: a run that trains less than half its wall clock is a scenario no one runs: flagged
+GOODPUT_FLOOR = 0.5
+#: dollars for one run above which a result is flagged (published frontier training runs
+#: are estimated in the hundreds of millions: Epoch AI, "The rising costs of training
+#: frontier AI models", 2024); ten billion is beyond any of them by a wide margin
+COST_BOUND_USD = 1e10
+
 def flags_and_warnings(inp, sized, pl, pr, r, e):
     """Warnings for the notes, and the headline figures to flag visibly."""
     s = inp.scenario
@@ -561,6 +568,17 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
         if e.effective_utilization is not None and e.effective_utilization * gemm_share > 0.6:
             flags["effective_utilization"] = Flag("effective_utilization", "implausible",
                                                   "above any published large run")
+    if r is not None and r.goodput < GOODPUT_FLOOR:
+        _put(flags, Flag("goodput", "implausible",
+                         f"{r.goodput * 100:.2g}%: failures, restarts and checkpoints take most of "
+                         "the run; no one runs a job like this (checkpoint faster, restart "
+                         "faster or check the failure rate)"))
+    if e is not None and e.costs_usd:
+        top = max(e.costs_usd.values())
+        if top > COST_BOUND_USD:
+            _put(flags, Flag("cost_on_demand_usd", "implausible",
+                             f"${top / 1e9:,.0f} B for one run: beyond any published training "
+                             "budget; check the tokens, the cluster and the prices"))
     if sized is not None and not sized.meets_target:
         flags["meets_target"] = Flag("meets_target", "infeasible",
                                      f"no size meets {s.target_days:g} days")
