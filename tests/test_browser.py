@@ -279,3 +279,21 @@ def test_load_scenario_file_in_the_browser(voila, page, tmp_path):
     page.wait_for_selector("text=nothing changed", timeout=30_000)
     assert page.locator(".llmc-ctl-model select").first.input_value() == "llama3-8b"
     assert_no_error_text(page)
+
+
+def test_hostile_link_and_csv_are_inert_in_chromium(voila, page, tmp_path):
+    # issue 13: no injected node, no script flag, from a link and from the scaling CSV
+    from urllib.parse import quote
+    payload = "<img src=x onerror=window.__xss=1>"
+    q = quote(payload, safe="")
+    open_app(page, voila, "sizing", f"?model={q}&{q}=1&b.gpu={q}")
+    csv = tmp_path / "m.csv"
+    csv.write_text(f"nodes,tokens_per_s\n{payload},1\n")
+    with page.expect_file_chooser(timeout=30_000) as chooser:
+        page.locator(".llmc-scaling-upload").first.click()
+    chooser.value.set_files(str(csv))
+    page.wait_for_selector("text=Could not read the CSV", timeout=30_000)
+    page.wait_for_timeout(500)
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("img[src='x']").count() == 0
+    assert payload in page.locator("body").inner_text()      # shown as text, not markup

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import html
 import inspect
 import json
 import os
@@ -31,6 +30,7 @@ import ipywidgets as W
 from .. import catalog as catalog_mod
 from ..scenario import (COMPARE_LABELS, CUSTOM_MODE, FIELDS, Scenario, describe, number_text,
                         parse_value, scenarios_from_query, scenarios_to_query)
+from .text import esc
 
 CSS = """<style>
 .llmc-headline-box {border:1px solid #ddd; border-radius:6px; padding:6px 10px; margin:3px;
@@ -214,7 +214,7 @@ class Panel:
         self._update_links()
         if defer:
             self.status.value = (f"<div class='llmc-progress'>Computing the "
-                                 f"{html.escape(self.title.lower())}...</div>")
+                                 f"{esc(self.title.lower())}...</div>")
         else:
             self.refresh()
 
@@ -300,8 +300,8 @@ class Panel:
         w.add_class(f"llmc-ctl-{name}")
         w.observe(lambda ch, n=name: self._on_change(n, ch["new"]), names="value")
         # the label wraps instead of being cut off; its full text is also the tooltip
-        text = W.HTML(f"<div class='llmc-label' title='{html.escape(label, quote=True)}'>"
-                      f"{html.escape(label)}</div>", layout=W.Layout(width="180px"))
+        text = W.HTML(f"<div class='llmc-label' title='{esc(label)}'>"
+                      f"{esc(label)}</div>", layout=W.Layout(width="180px"))
         err = W.HTML("")
         err.add_class("llmc-err")
         err.add_class(f"llmc-err-{name}")
@@ -322,14 +322,14 @@ class Panel:
             groups.setdefault(describe(name)["group"], []).append(self._control(name))
         left = []
         for g, items in groups.items():
-            head = W.HTML(f"<div class='llmc-group'>{html.escape(self.group_titles.get(g, g))}</div>")
+            head = W.HTML(f"<div class='llmc-group'>{esc(self.group_titles.get(g, g))}</div>")
             left += [head, *items]
         left += [W.HTML("<div class='llmc-group'>Compare, share and save</div>"),
                  W.HBox([self.pin_button, self.clear_button]), self.share,
                  self.download, self.upload, self.report_button, self.downloader]
         right = [self.headline_box, self.status, self.compare_box, self.notes,
                  *self.extra_widgets, *self.outputs.values()]
-        header = W.HTML(f"{CSS}<h2 class='llmc-title'>{html.escape(self.title)}</h2>"
+        header = W.HTML(f"{CSS}<h2 class='llmc-title'>{esc(self.title)}</h2>"
                         f"<div class='llmc-intro'>{self.intro}</div>")
         body = W.HBox([W.VBox(left, layout=W.Layout(width="400px", flex="0 0 400px")),
                        W.VBox(right, layout=W.Layout(flex="1 1 auto", min_width="0"))])
@@ -345,8 +345,8 @@ class Panel:
     def _warning_html(self, warnings, what="Some settings in the link were not used:") -> str:
         if not warnings:
             return ""
-        items = "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
-        return f"<div class='llmc-warning'>{html.escape(what)}<ul>{items}</ul></div>"
+        items = "".join(f"<li>{esc(w)}</li>" for w in warnings)
+        return f"<div class='llmc-warning'>{esc(what)}<ul>{items}</ul></div>"
 
     def _on_change(self, name: str, value) -> None:
         if self._updating:
@@ -355,7 +355,7 @@ class Panel:
             parsed = parse_value(FIELDS[name], value, self.catalog)
             new = replace(self.scenario, **{name: parsed})
         except ValueError as e:
-            self.errors[name].value = html.escape(str(e))
+            self.errors[name].value = esc(str(e))
             self.status.value = ("<span class='llmc-err'>Not applied: fix the value marked in "
                                  "red; the figures below are from the last good values.</span>")
             return
@@ -428,8 +428,8 @@ class Panel:
         except ValueError as e:   # a scenario the models refuse: keep the last results
             param = getattr(e, "param", None)
             if param in self.errors and not isinstance(e, catalog_mod.CatalogError):
-                self.errors[param].value = html.escape(str(e))
-            self.status.value = (f"<span class='llmc-err'>Not applied: {html.escape(str(e))}; "
+                self.errors[param].value = esc(str(e))
+            self.status.value = (f"<span class='llmc-err'>Not applied: {esc(str(e))}; "
                                  "the figures below are from the last good values.</span>")
             return False
         except Exception as e:  # noqa: BLE001 - never a traceback on a reviewer's screen
@@ -445,7 +445,7 @@ class Panel:
         self.compare_box.value = self._compare_html(pinned, res, head) if pinned else ""
         self._sync_resolved(res)
         lines = self.note_lines(res)
-        self.notes.value = ("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in lines) + "</ul>"
+        self.notes.value = ("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in lines) + "</ul>"
                             if lines else "")
         for name, out in self.outputs.items():
             if name in figs:
@@ -471,26 +471,26 @@ class Panel:
         cols = [(label, r, self.headline(r)) for label, r in pinned]
         cols.append((self.label, res, head))
         keys = list(dict.fromkeys(k for _, _, h in cols for k in h))
-        heads = "".join(f"<th>{html.escape(lab)}{' (current)' if i == len(cols) - 1 else ''}</th>"
+        heads = "".join(f"<th>{esc(lab)}{' (current)' if i == len(cols) - 1 else ''}</th>"
                         for i, (lab, _, _) in enumerate(cols))
         rows = []
         for k in keys:
             label = next(h[k][0] for _, _, h in cols if k in h)
             cells = []
             for i, (_, r, h) in enumerate(cols):
-                text = html.escape(h[k][1]) if k in h else "-"
+                text = esc(h[k][1]) if k in h else "-"
                 change = _delta(k, cols[0][1], r) if i else ""
                 if change:
                     text += f" <span class='llmc-delta'>({change} vs A)</span>"
                 cells.append(f"<td>{text}</td>")
-            rows.append(f"<tr><th>{html.escape(label)}</th>{''.join(cells)}</tr>")
+            rows.append(f"<tr><th>{esc(label)}</th>{''.join(cells)}</tr>")
         diffs = []
         a = self.pins[0]
         for label, s in zip(COMPARE_LABELS[1:], [*self.pins[1:], self.scenario]):
             changed = [f"{describe(k)['label']} = {self._shown(k, getattr(s, k))}"
                        for k in FIELDS if getattr(s, k) != getattr(a, k)]
-            diffs.append(f"<li>{html.escape(label)} differs from A in: "
-                         f"{html.escape('; '.join(changed) or 'nothing')}</li>")
+            diffs.append(f"<li>{esc(label)} differs from A in: "
+                         f"{esc('; '.join(changed) or 'nothing')}</li>")
         return (f"<table class='llmc-compare-table'><tr><th></th>{heads}</tr>{''.join(rows)}"
                 f"</table><ul class='llmc-compare-diffs'>{''.join(diffs)}</ul>")
 
@@ -504,7 +504,7 @@ class Panel:
                 val = W.HTML("")
                 val.add_class(f"llmc-headline-{key}")
                 self.headline_values[key] = val
-                box = W.VBox([W.HTML(f"<div class='llmc-headline-label'>{html.escape(label)}</div>"), val])
+                box = W.VBox([W.HTML(f"<div class='llmc-headline-label'>{esc(label)}</div>"), val])
                 box.add_class("llmc-headline-box")
                 self.headline_boxes[key] = box
                 boxes.append(box)
@@ -519,9 +519,9 @@ class Panel:
             if flag is not None:
                 box.add_class(f"llmc-flag-{flag.level}")
                 self.flags[key] = flag
-                note = (f"<div class='llmc-flag-note'>{html.escape(flag.level)}: "
-                        f"{html.escape(flag.message)}</div>")
-            self.headline_values[key].value = (f"<div class='llmc-headline-value'>{html.escape(text)}"
+                note = (f"<div class='llmc-flag-note'>{esc(flag.level)}: "
+                        f"{esc(flag.message)}</div>")
+            self.headline_values[key].value = (f"<div class='llmc-headline-value'>{esc(text)}"
                                                f"</div>{note}")
 
     def _sync_resolved(self, res) -> None:
@@ -558,11 +558,11 @@ class Panel:
         suffix = f"?{q}" if q else ""
         link = self.share_link()
         self.share.value = (f"<div>Link to these values: <a class='llmc-share-link' "
-                            f"href='{html.escape(link)}' target='_blank' "
-                            f"title='{html.escape(link)}'>{html.escape(link)}</a></div>")
-        items = ["<a href='index.ipynb" + html.escape(suffix) + "'>All apps</a>"]
-        items += [f"<b>{html.escape(c.title)}</b>" if c.name == self.name else
-                  f"<a href='{c.name}.ipynb{html.escape(suffix)}'>{html.escape(c.title)}</a>"
+                            f"href='{esc(link)}' target='_blank' "
+                            f"title='{esc(link)}'>{esc(link)}</a></div>")
+        items = ["<a href='index.ipynb" + esc(suffix) + "'>All apps</a>"]
+        items += [f"<b>{esc(c.title)}</b>" if c.name == self.name else
+                  f"<a href='{c.name}.ipynb{esc(suffix)}'>{esc(c.title)}</a>"
                   for c in apps()]
         self.nav.value = f"<div class='llmc-navbar'>{' | '.join(items)}</div>"
         data = base64.b64encode(self.scenario.to_json().encode()).decode()
@@ -746,7 +746,7 @@ def run_app(cls: Callable[..., Panel]) -> Panel:
         panel = cls(query=query, defer=True)
     except catalog_mod.CatalogError as e:   # which file, row and column; not Voila's generic error
         display(W.HTML(f"<div class='llmc-warning llmc-fatal'>The catalog cannot be read: "
-                       f"{html.escape(str(e))}</div>"))
+                       f"{esc(str(e))}</div>"))
         return None
     display(panel.widget)
     if not _after_this_cell(panel.refresh):

@@ -4,7 +4,6 @@ link carries the page's query, so a shared link opens every app on the same scen
 
 from __future__ import annotations
 
-import html
 import os
 import time
 
@@ -14,6 +13,7 @@ from .. import catalog as catalog_mod
 from ..scenario import scenarios_from_query, scenarios_to_query
 from .base import CSS, _after_this_cell, _heartbeat
 from .registry import apps
+from .text import esc
 
 LANDING_CSS = """<style>
 .llmc-cards {display:flex; flex-wrap:wrap; gap:12px}
@@ -54,13 +54,13 @@ class Landing:
             self.cards[cls.name] = card
         warn = ""
         if self.warnings:
-            items = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
+            items = "".join(f"<li>{esc(w)}</li>" for w in self.warnings)
             warn = f"<div class='llmc-warning'>Some settings in the link were not used:<ul>{items}</ul></div>"
         s = self.scenario
         header = W.HTML(f"{CSS}{LANDING_CSS}<h2 class='llmc-title'>llmcost workbook</h2>"
-                        f"<div class='llmc-intro'>{html.escape(INTRO)}</div>"
-                        f"<p class='llmc-scenario'>Scenario: {html.escape(s.model)} on "
-                        f"{s.gpus:,} x {html.escape(s.gpu)} ({html.escape(s.fabric)})"
+                        f"<div class='llmc-intro'>{esc(INTRO)}</div>"
+                        f"<p class='llmc-scenario'>Scenario: {esc(s.model)} on "
+                        f"{s.gpus:,} x {esc(s.gpu)} ({esc(s.fabric)})"
                         + (f", {len(scenarios)} scenarios compared" if len(scenarios) > 1 else "")
                         + f"</p>{warn}")
         parts = [header, W.Box(list(self.cards.values()),
@@ -81,12 +81,12 @@ class Landing:
         elif not figures:
             figs = "<span>open the app for its figures</span>"
         else:
-            figs = "<br>".join(f"{html.escape(label)}: <b>{html.escape(text)}</b>"
+            figs = "<br>".join(f"{esc(label)}: <b>{esc(text)}</b>"
                                for label, text in figures.values())
         return (f"<div class='llmc-card{' llmc-card-first' if first else ''}'>"
-                f"<h3><a class='llmc-card-link' href='{html.escape(link)}'>"
-                f"{html.escape(cls.title)}</a></h3>"
-                f"<div class='llmc-card-question'>{html.escape(cls.question)}</div>"
+                f"<h3><a class='llmc-card-link' href='{esc(link)}'>"
+                f"{esc(cls.title)}</a></h3>"
+                f"<div class='llmc-card-question'>{esc(cls.question)}</div>"
                 f"<div class='llmc-card-figures'>{figs}</div></div>")
 
     def card_figures(self, cls) -> dict:
@@ -125,7 +125,7 @@ def show_landing() -> Landing:
         page = Landing(query=query, defer=True)
     except catalog_mod.CatalogError as e:
         display(W.HTML(f"<div class='llmc-warning llmc-fatal'>The catalog cannot be read: "
-                       f"{html.escape(str(e))}</div>"))
+                       f"{esc(str(e))}</div>"))
         return None
     display(page.widget)
     if not _after_this_cell(page.refresh):

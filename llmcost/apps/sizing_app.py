@@ -3,7 +3,6 @@ and a user's measured scaling curve."""
 
 from __future__ import annotations
 
-import html
 import io
 
 import ipywidgets as W
@@ -12,6 +11,7 @@ import pandas as pd
 from .. import plots
 from ..training.scaling import analyse_measured_scaling
 from .base import ReviewPanel, plotly_output
+from .text import esc
 
 
 class SizingApp(ReviewPanel):
@@ -82,9 +82,9 @@ class SizingApp(ReviewPanel):
             res = self.analyse_csv(bytes(item["content"]).decode("utf-8", errors="replace"))
         except (ValueError, KeyError, TypeError, pd.errors.ParserError) as e:
             self.scaling_note.value = (f"<span class='llmc-err'>Could not read the CSV: "
-                                       f"{html.escape(str(e))}</span>")
+                                       f"{esc(str(e))}</span>")
             return
-        warn = "".join(f"<li>{html.escape(w)}</li>" for w in res.warnings) or "<li>no cliff: gradual</li>"
+        warn = "".join(f"<li>{esc(w)}</li>" for w in res.warnings) or "<li>no cliff: gradual</li>"
         self.scaling_note.value = (f"<div>Fitted communication share: {res.comm_share_per_doubling:.1%} "
                                    f"per doubling of nodes.<ul>{warn}</ul></div>")
         self.scaling_out.outputs = (plotly_output(plots.measured_scaling(res)),)
