@@ -113,7 +113,8 @@ def test_stage_parameters_add_up_to_the_model():
     for pp in (1, 2, 4, 8):
         b = mem.memory_per_gpu(m, gpus=pp, tp=1, pp=pp, fragmentation=0, context_bytes=0)
         # peak weights = 2 bytes x the larger of first and last stage
-        first = m.layers / pp * m.layer_params + m.embedding_params + (m.params - m.layers * m.layer_params - m.embedding_params if pp == 1 else 0)
+        rest = m.params - m.layers * m.layer_params - m.embedding_params
+        first = m.layers / pp * m.layer_params + m.embedding_params + (rest if pp == 1 else 0)
         last = m.layers / pp * m.layer_params + m.output_params + m.hidden
         expected = m.params if pp == 1 else max(first, last)
         assert b.weights_bytes == pytest.approx(2 * expected)
