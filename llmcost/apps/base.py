@@ -455,6 +455,19 @@ class Panel:
         self.timings.append(time.perf_counter() - t0)
         return True
 
+    def first_paint(self) -> None:
+        """The first results in two steps, cheap parts first: the headline figures, then
+        (on the next turn of the kernel's loop, so the page can draw them) the plots."""
+        try:
+            head = self.headline(self.compute(self.scenario))
+        except Exception:  # noqa: BLE001 - refresh says what went wrong, next to the control
+            self.refresh()
+            return
+        self._show_headline(head)
+        self.status.value = "<div class='llmc-progress'>Drawing the plots...</div>"
+        if not _after_this_cell(self.refresh):
+            self.refresh()
+
     # ------------------------------------------------------------ compare
     def pin(self) -> None:
         """Keep the current values as the next compared scenario (at most two pinned)."""
@@ -749,6 +762,6 @@ def run_app(cls: Callable[..., Panel]) -> Panel:
                        f"{esc(str(e))}</div>"))
         return None
     display(panel.widget)
-    if not _after_this_cell(panel.refresh):
+    if not _after_this_cell(panel.first_paint):
         panel.refresh()
     return panel
