@@ -38,3 +38,33 @@ def test_compare_link_carries_over_and_bad_values_warn_without_breaking_cards():
     assert "b.gpu=b200" in page.cards["sizing"].value and len(page.scenarios) == 2
     assert any("Model 'nope' is not in the catalog" in w for w in page.warnings)
     assert all(page.figures[c.name] for c in apps())
+
+
+def test_a_new_app_is_its_module_alone_for_navigation_landing_and_registry(tmp_path, monkeypatch):
+    """Issue 12: a seventh app touches its module (and its one-cell notebook): nothing else
+    lists it. A module dropped beside the others appears in the registry, the navigation of
+    every app and the landing page."""
+    import llmcost.apps as package
+    from llmcost.apps import registry
+    from llmcost.apps.base import Panel
+    from llmcost.apps.review_app import ReviewApp
+    (tmp_path / "demo_app.py").write_text(
+        "from llmcost.apps.base import ReviewPanel\n"
+        "from llmcost import plots\n\n"
+        "class DemoApp(ReviewPanel):\n"
+        "    name = 'demo'\n    title = 'Demo'\n    question = 'Does a new app need more?'\n"
+        "    order = 99\n    fields = ('gpus',)\n    headline_keys = ('gpus',)\n"
+        "    card_keys = ('gpus',)\n"
+        "    figures_from = (('waterfall', plots.waterfall),)\n")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    registry._load.cache_clear()
+    try:
+        assert [c.name for c in registry.apps()][-1] == "demo"
+        assert "href='demo.ipynb'" in ReviewApp(query="").nav.value
+        page = Landing(query="gpus=64")
+        assert page.figures["demo"] == {"gpus": ("GPUs", "64")}
+    finally:
+        import sys
+        sys.modules.pop("llmcost.apps.demo_app", None)
+        Panel.registry.pop("demo", None)
+        registry._load.cache_clear()
