@@ -56,33 +56,32 @@ def test_notebook_executes_cleanly(path):
     assert views, "no app widget displayed"
 
 
-def test_query_string_reaches_the_kernel():
-    nb = nbformat.read(NOTEBOOKS[0].parent / "review.ipynb", as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell("print(app.scenario.model, app.scenario.gpus)"))
-    path = NOTEBOOKS[0].parent / "_query_probe.ipynb"
+def run_with_cell(name: str, code: str, query: str = "", folder: Path | None = None):
+    """Run notebook ``name`` with one more cell (``code``) after it; return the notebook and
+    the text that cell printed. The copy lives beside the notebooks (or in ``folder``)."""
+    nb = nbformat.read(NOTEBOOKS[0].parent / f"{name}.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(code))
+    path = (folder or NOTEBOOKS[0].parent) / f"_probe_{name}.ipynb"
     try:
         nbformat.write(nb, path)
-        done = run(path, "model=llama3-8b&gpus=64&theme=dark")
+        done = run(path, query)
     finally:
         path.unlink(missing_ok=True)
-    text = "".join(o.get("text", "") for o in outputs(done) if o.output_type == "stream")
+    return done, "".join(o.get("text", "") for o in outputs(done) if o.output_type == "stream")
+
+
+def test_query_string_reaches_the_kernel():
+    _, text = run_with_cell("review", "print(app.scenario.model, app.scenario.gpus)",
+                            "model=llama3-8b&gpus=64&theme=dark")
     assert "llama3-8b 64" in text
 
 
 def test_app_figures_follow_the_cell_and_compare_link_pins_scenarios():
     """The page is sent before the first results (a progress line); they arrive once the
     cell has finished, on the kernel's loop. A b. link pins A and shows B."""
-    nb = nbformat.read(NOTEBOOKS[0].parent / "review.ipynb", as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(
-        "print(app.results is not None, len(app.pins), app.label, app.scenario.gpu, "
-        "'llmc-compare-table' in app.compare_box.value)"))
-    path = NOTEBOOKS[0].parent / "_compare_probe.ipynb"
-    try:
-        nbformat.write(nb, path)
-        done = run(path, "model=llama3-8b&gpus=64&b.gpu=b200")
-    finally:
-        path.unlink(missing_ok=True)
-    text = "".join(o.get("text", "") for o in outputs(done) if o.output_type == "stream")
+    _, text = run_with_cell("review", "print(app.results is not None, len(app.pins), app.label, "
+                            "app.scenario.gpu, 'llmc-compare-table' in app.compare_box.value)",
+                            "model=llama3-8b&gpus=64&b.gpu=b200")
     assert "True 1 B b200 True" in text
 
 
@@ -98,18 +97,13 @@ def test_a_corrupt_catalog_is_named_on_the_page_not_a_traceback(name, tmp_path, 
     row[head.index("gpus_per_node")] = "8.5"
     (data / "gpus.csv").write_text("\n".join([gpus[0], ",".join(row), *gpus[2:]]) + "\n")
     monkeypatch.setenv("LLMCOST_DATA", str(data))
-    nb = nbformat.read(NOTEBOOKS[0].parent / f"{name}.ipynb", as_version=4)
-    # a second cell runs after the figures computed once the first cell finished
-    nb.cells.append(nbformat.v4.new_code_cell(
-        "print(page.cards['review'].value if 'page' in dir() else '')"))
-    path = tmp_path / f"{name}.ipynb"
-    nbformat.write(nb, path)
-    nb = run(path)
+    # the extra cell runs after the figures computed once the first cell finished
+    nb, text = run_with_cell(name, "print(page.cards['review'].value if 'page' in dir() else '')",
+                             folder=tmp_path)
     outs = outputs(nb)
     assert not [o for o in outs if o.output_type == "error"]
     # the message widget's full text is in the notebook's widget state
-    shown = json.dumps(nb.metadata.get("widgets", {})) + "".join(
-        o.get("text", "") for o in outs if o.output_type == "stream")
+    shown = json.dumps(nb.metadata.get("widgets", {})) + text
     # the review says so at once; the landing page's cards each say why they have no figure
     assert "The catalog cannot be read" in shown if name == "review" else "Not computed" in shown
     assert "gpus.csv" in shown and "gpus_per_node" in shown and "row 1" in shown, shown[:500]

@@ -385,14 +385,17 @@ class Panel:
             return False
         return True
 
-    def _sync_controls(self) -> None:
+    def _sync_controls(self, clear_errors: bool = True) -> None:
+        """Every control shows the scenario's value (a control never shows a value the
+        figures are not using)."""
         self._updating = True
         try:
             for name, w in self.controls.items():
                 shown = self._shown(name, getattr(self.scenario, name))
                 if w.value != shown:
                     w.value = shown
-                self.errors[name].value = ""
+                if clear_errors:
+                    self.errors[name].value = ""
         finally:
             self._updating = False
 
@@ -541,13 +544,9 @@ class Panel:
         """Controls whose figure comes from the catalog, a cited default or a derivation show
         the value the figures use, greyed out; in custom mode they are the user's."""
         used = self.resolved(res)
+        self._sync_controls(clear_errors=False)
         self._updating = True
         try:
-            # a control never shows a value the figures are not using
-            for name, w in self.controls.items():
-                shown = self._shown(name, getattr(self.scenario, name))
-                if w.value != shown:
-                    w.value = shown
             for name, (mode, custom) in CUSTOM_MODE.items():
                 w = self.controls.get(name)
                 if w is None:
@@ -747,21 +746,35 @@ def run_app(cls: Callable[..., Panel]) -> Panel:
     results are computed before a visitor arrives; ``get_query_string`` then waits for the
     visitor's link. The page is sent with the controls and a progress line; the figures
     follow as soon as they are computed."""
+    def warm():
+        panel = cls(query="", build=False)
+        panel.make_figures(panel.compute(panel.scenario))
+
+    return show_page(lambda query: cls(query=query, defer=True), warm,
+                     lambda panel: panel.first_paint, lambda panel: panel.refresh)
+
+
+def show_page(build: Callable, warm: Callable, first: Callable, whole: Callable):
+    """Display a page built from the visitor's query: ``warm()`` first in a preheated
+    kernel, then ``build(query)``; the callable ``first(page)`` gives runs once the cell has
+    finished (the page is sent before it); outside an event loop, ``whole(page)``'s runs at
+    once. A catalog
+    that cannot be read is said on the page (file, row and column), not as Voila's generic
+    cell error."""
     from IPython.display import display
     try:
         if os.environ.get("VOILA_PREHEAT") == "True":
-            warm = cls(query="", build=False)
-            warm.make_figures(warm.compute(warm.scenario))
+            warm()
             from voila.utils import get_query_string
             query = get_query_string()
         else:
             query = os.environ.get("QUERY_STRING", "")
-        panel = cls(query=query, defer=True)
-    except catalog_mod.CatalogError as e:   # which file, row and column; not Voila's generic error
+        page = build(query)
+    except catalog_mod.CatalogError as e:
         display(W.HTML(f"<div class='llmc-warning llmc-fatal'>The catalog cannot be read: "
                        f"{esc(str(e))}</div>"))
         return None
-    display(panel.widget)
-    if not _after_this_cell(panel.first_paint):
-        panel.refresh()
-    return panel
+    display(page.widget)
+    if not _after_this_cell(first(page)):
+        whole(page)()
+    return page

@@ -11,7 +11,7 @@ import ipywidgets as W
 
 from .. import catalog as catalog_mod
 from ..scenario import scenarios_from_query, scenarios_to_query
-from .base import CSS, _after_this_cell, _heartbeat
+from .base import CSS, _heartbeat, show_page
 from .registry import apps
 from .text import esc
 
@@ -113,21 +113,5 @@ class Landing:
 
 def show_landing() -> Landing:
     """Build and display the landing page (the query string as in :func:`run_app`)."""
-    from IPython.display import display
-    from .. import catalog as catalog_mod
-    try:
-        if os.environ.get("VOILA_PREHEAT") == "True":
-            Landing(query="")       # imports and the default scenario's results, before a visitor
-            from voila.utils import get_query_string
-            query = get_query_string()
-        else:
-            query = os.environ.get("QUERY_STRING", "")
-        page = Landing(query=query, defer=True)
-    except catalog_mod.CatalogError as e:
-        display(W.HTML(f"<div class='llmc-warning llmc-fatal'>The catalog cannot be read: "
-                       f"{esc(str(e))}</div>"))
-        return None
-    display(page.widget)
-    if not _after_this_cell(page.refresh):
-        page.refresh()
-    return page
+    return show_page(lambda query: Landing(query=query, defer=True), lambda: Landing(query=""),
+                     lambda page: page.refresh, lambda page: page.refresh)
