@@ -53,9 +53,35 @@ FIT_BOUNDS = {"matmul_efficiency": (0.2, 0.98), "gemm_traffic": (0.02, 20.0),
 MOE_MODELS = {"DeepSeekV3": "deepseek-v3", "DeepSeekV3 (w/o MTP)": "deepseek-v3",
               "DeepSeekV3 (w/ MTP)": "deepseek-v3", "GPT OSS 120B": "gpt-oss-120b",
               "Qwen3_30B_a3B": "qwen3-30b-a3b", "Qwen3_235B_a22B": "qwen3-235b-a22b"}
+#: Megatron-Bridge MoE recipes that capture the whole iteration in one CUDA graph with the
+#: sync-free dropless dispatcher (``cuda_graph_impl="full_iteration"``, ``moe_paged_stash``):
+#: MXFP8 on GB200 and GB300 for all four models, and on B300 for Qwen3-30B-A3B, from the 26.06
+#: container on (read from NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs/*/
+#: *_workload_base_configs.py at tags v0.5.0 and v0.5.1, matched to each row by its layout,
+#: and src/megatron/bridge/perf_recipes at v0.6.0 for 26.08; introduced by #3983, #4173,
+#: #4211, #4226, June 2026). Every earlier release (tags v0.2.1-v0.4.2) and every other
+#: recipe runs eager or with per-module graphs (attention, router, dispatch preprocessing).
+FULL_GRAPH_RECIPES = {("deepseek-v3", "gb200"), ("deepseek-v3", "gb300"),
+                      ("gpt-oss-120b", "gb200"), ("gpt-oss-120b", "gb300"),
+                      ("qwen3-30b-a3b", "gb200"), ("qwen3-30b-a3b", "gb300"),
+                      ("qwen3-30b-a3b", "b300"),
+                      ("qwen3-235b-a22b", "gb200"), ("qwen3-235b-a22b", "gb300")}
+FULL_GRAPH_FROM = (26, 6)
+
+
+def recipe_cuda_graphs(row) -> str:
+    """"full" when the row's recipe runs full-iteration CUDA graphs, else "none" (per-module
+    graphs keep the dispatcher's host round trip, so the step model treats them as eager)."""
+    release = tuple(int(x) for x in str(row["source_table"]).split()[-1].split(".")[:2])
+    model = MOE_MODELS.get(row["model"], row["model"])
+    full = (release >= FULL_GRAPH_FROM and row["precision"] == "mxfp8"
+            and (model, row["gpu"]) in FULL_GRAPH_RECIPES)
+    return "full" if full else "none"
+
+
 #: Share of the expert all-to-all the Megatron-Bridge MoE recipes hide behind compute [-]
 #: (fitted with the MoE constants by fit_moe; an Options value, not a library default).
-MOE_A2A_OVERLAP = 0.72
+MOE_A2A_OVERLAP = 0.66
 #: Constants refit per generation. Ampere: e_max and gamma, as benchmarks/calibrate.py fits
 #: them to Table 1. Hopper and Blackwell: e_max only; with all of FIT_PARAMS free their fits
 #: run to the bounds (see llmcost.training.step.CALIBRATION_BY_GENERATION).
@@ -118,12 +144,14 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
             # and overlap the expert all-to-all with computation (overlap_moe_expert_parallel_
             # comm with DeepEP / HybridEP dispatchers): its hidden share is fitted (MOE_A2A)
             kw.update(ep=_int(row["ep"], 1), etp=_int(row["etp"], 1))
-            opts = replace(opts, moe_load_imbalance=1.0, moe_a2a_overlap=MOE_A2A_OVERLAP)
+            opts = replace(opts, moe_load_imbalance=1.0, moe_a2a_overlap=MOE_A2A_OVERLAP,
+                           cuda_graphs=recipe_cuda_graphs(row))
         note = ("no recompute, sequence parallel, fused attention, TP comm overlap, "
                 "distributed optimizer (ZeRO-1) or Megatron FSDP (ZeRO-3), DP overlap 0.9 "
                 "(assumption: Megatron-Bridge performance recipes; some recipes also offload "
                 "activations to the CPU or recompute, which the 'fits' column shows); MoE: "
-                "balanced routing (imbalance 1.0), all-to-all overlap as fitted")
+                "balanced routing (imbalance 1.0), all-to-all overlap as fitted, full-"
+                "iteration CUDA graphs where the recipe runs them (FULL_GRAPH_RECIPES)")
     kw["precision"] = row["precision"]
     return kw, opts, note
 
