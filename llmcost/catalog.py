@@ -102,7 +102,7 @@ COLUMNS: dict[str, dict[str, Col]] = {
         "scale_up_bandwidth_gbps": _pos(True), "gpus_per_node": _count(required=True),
         "tdp_w": _pos(True), "system_power_kw": _pos(), "system_gpus": _count(),
         "system_power_note": _text(), "capex_usd_per_system": _pos(),
-        "scale_up_domain_gpus": _count()},
+        "scale_up_domain_gpus": _count(), "exp_per_s": _pos()},
     "models": {
         "name": _text(), "layers": _count(required=True), "hidden": _count(required=True),
         "heads": _count(required=True), "kv_heads": _count(), "ffn_hidden": _count(),
@@ -499,6 +499,7 @@ class Catalog:
             system_power_note=opt("system_power_note", str),
             capex_usd_per_system=opt("capex_usd_per_system", float),
             scale_up_domain_gpus=opt("scale_up_domain_gpus", int),
+            exp_per_s=opt("exp_per_s", float),
             bf16_dense_tflops=float(r["bf16_dense_tflops"]),
             fp8_dense_tflops=opt("fp8_dense_tflops", float),
             memory_gib=float(r["memory_gib"]),

@@ -41,7 +41,8 @@ COUNTS = {
 }
 #: whole numbers in every shipped row, yet real-valued quantities (a fraction is fine)
 WHOLE_BUT_REAL = {
-    "gpus": {"memory_gib", "scale_up_bandwidth_gbps", "tdp_w", "capex_usd_per_system"},
+    "gpus": {"memory_gib", "scale_up_bandwidth_gbps", "tdp_w", "capex_usd_per_system",
+             "exp_per_s"},
     "fabrics": {"link_gbit_per_s", "bandwidth_gbps_per_gpu", "oversubscription"},
     "published_runs": {"achieved_tflops_per_gpu"},
 }

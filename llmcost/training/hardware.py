@@ -34,6 +34,10 @@ class GPUSpec:
     #: NVL72 rack; None: the node (``gpus_per_node``). Separate from the billing and failure
     #: unit: a GB200 compute tray of 4 GPUs sits in a 72-GPU NVLink domain.
     scale_up_domain_gpus: int | None = None
+    #: softmax exponentials per second of the special function units (MUFU.EX2) [1/s]:
+    #: SMs x exponentials per SM per clock x boost clock; None: unknown, attention is then
+    #: bounded by its matmuls alone (:func:`llmcost.training.attention.flash_attention_time_s`).
+    exp_per_s: float | None = None
 
     @property
     def scale_up_domain(self) -> int:

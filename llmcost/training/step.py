@@ -36,6 +36,7 @@ import numpy as np
 from .. import _validate as v
 from . import comm
 from .arch import ModelSpec
+from .attention import flash_attention_time_s, flash_score_elements_per_token
 from .flops import RECOMPUTE_MODES, matmul_params_per_layer
 from .hardware import FabricSpec, GPUSpec
 from .memory import (OPTIMIZER_BYTES_PER_PARAM, MemoryBreakdown, _stage_layers,
@@ -108,7 +109,8 @@ class Calibration:
     #: same layouts before and after the recipes' switch to full-iteration graphs
     #: (Qwen3-30B-A3B on GB300: 31,470 in 26.04, 45,275 in 26.06). A permute-traffic term
     #: fitted to its bound (not identified) and was dropped. In sample mean 19.7%; held out
-    #: by model x GPU mean 20.9% (23.1% before the graph mechanism); gpt-oss-120b stays
+    #: by model x GPU mean 20.9% (23.1% before the graph mechanism; 20.3% with fused attention
+    #: bounded by its softmax exponentials, :mod:`llmcost.training.attention`, refit 5.6 ms / 0.67); gpt-oss-120b stays
     #: over-predicted (+12..+62% per group), which no MoE constant here explains.
     moe_layer_overhead_s: float = 0.0056
 
@@ -634,10 +636,15 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
 
     The linear layers' GEMMs take F/(e_max P) + k V/B (:func:`gemm_efficiency`, summed
     over QKV, projection, FC1, FC2 and their three passes, so taller micro-batches and
-    wider shards run faster); with fused (flash) attention the attention core runs its
-    causal FLOPs (:func:`attention_core_flops_per_token`) at ``attention_efficiency``,
-    while MFU keeps crediting 12 s d_q of full attention (the tool's one convention);
-    unfused attention runs its full s x s GEMMs at e_max.
+    wider shards run faster); with fused (flash) attention the attention core computes its
+    causal scores (sliding windows in whole 128-key tiles,
+    :func:`~llmcost.training.attention.flash_score_elements_per_token`) with FlashAttention's
+    FLOPs (:func:`attention_core_flops_per_token`) at ``attention_efficiency``, each pass
+    bounded by the slower of its matmuls and its softmax exponentials on the GPU's special
+    function units (``GPUSpec.exp_per_s``;
+    :func:`~llmcost.training.attention.flash_attention_time_s`: binds at head dim 64 on
+    B200/GB200), while MFU keeps crediting 12 s d_q of full attention (the tool's one
+    convention); unfused attention runs its full s x s GEMMs at e_max.
 
     Parameters
     ----------
@@ -760,6 +767,10 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
             attn = attn * (1.0 - model.window_layers / L
                            * (1.0 - min(model.attention_window, s) / s))
         d_q = attn / (12.0 * s)     # the equivalent width for FlashAttention's count
+        d_bar = (model.qk_head_dim + model.v_head_dim) / 2.0
+        win = model.attention_window if model.window_layers else 0
+        scores = flash_score_elements_per_token(s, model.heads, win,
+                                                model.window_layers / L)
         p_model = model.active_matmul_params_per_layer
         share = model.moe_layers / L
         kg = 3.0 if model.gated_ffn else 2.0
@@ -767,6 +778,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         p_mm = p_model + share * (imb - 1.0) * routed
     else:
         p_model = p_mm
+        d_bar = model.head_dim
+        scores = flash_score_elements_per_token(s, model.heads)
     layer_model = 6.0 * p_model + attn
     layer_hw = np.where(rec == "full", layer_model * 4.0 / 3.0,
                         layer_model + np.where(rec == "selective", attn, 0.0))
@@ -784,9 +797,10 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     t_lin = (gemm_flops / (peak * cal.matmul_efficiency)
              + cal.gemm_traffic * 6.0 * gemm_elems / hbm) / penalty
     if flash.any():
-        # fused attention: the causal half of the work, at FlashAttention's own efficiency
-        t_flash = (attention_core_flops_per_token(s, d_q, True, rec) * tokens / tp
-                   / (peak * cal.attention_efficiency * penalty))
+        # fused attention: the causal scores (windows in whole tiles) at FlashAttention's own
+        # efficiency, each pass bounded by its matmuls or its softmax exponentials
+        t_flash = flash_attention_time_s(scores * tokens / tp, d_bar, peak, gpu.exp_per_s,
+                                         cal.attention_efficiency, rec) / penalty
     else:
         t_flash = 0.0
     # unfused attention (Megatron 2021): batched GEMMs over the full s x s scores, at e_max;

@@ -1,0 +1,142 @@
+"""Fused (flash) attention on one GPU: the score elements its kernels compute and the time
+they take when the softmax exponentials, not only the matmuls, bound them.
+
+A fused attention kernel computes, per attention score element, 4 d FLOPs of matmul in the
+forward (QK^T and PV, d the head dim) and one exponential (softmax, the MUFU.EX2 instruction
+of the special function units); the backward recomputes the scores and their exponentials
+(one more) and runs 2.5 times the forward's matmul FLOPs (FlashAttention's count). The
+exponentials run on units far slower than the tensor cores: H100 SXM5 has 989 TFLOP/s of
+BF16 matmul but 3.9 T exponentials/s (Shah et al. 2024 §3.1), 253 FLOPs per exponential, so
+at head dim 64 (256 forward FLOPs per exponential) the forward is as bound by the
+exponentials as by the matmuls; Blackwell (B200, GB200) doubled the tensor cores but not the
+exponential units (~480 FLOPs per exponential); Blackwell Ultra (B300, GB300) doubled the
+exponential units again (NVIDIA 2026).
+
+References
+----------
+.. [1] T. Dao, "FlashAttention-2", arXiv:2307.08691, §3.1 (causal masking skips the blocks
+   above the diagonal), §4.1 (backward 2.5x the forward's FLOPs).
+.. [2] J. Shah et al., "FlashAttention-3", arXiv:2407.08608, §3.1 (H100 SXM5: 989 TFLOPS of
+   FP16 matmul, 3.9 TFLOPS of special functions; exponentials limit small head dims), §3.2
+   (softmax overlapped with the matmuls: the slower of the two sets the pace).
+.. [3] NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell Ultra", NVIDIA Technical
+   Blog, 2026 (Blackwell Ultra doubles MUFU.EX2 throughput over Blackwell).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as v
+from .flops import RECOMPUTE_MODES
+
+#: key-block width of FlashAttention-2/3 and cuDNN fused attention [tokens]: a sliding
+#: window is computed in whole tiles of this many keys (assumption: 128, the kernels' usual
+#: block size for head dims 64-128).
+ATTENTION_TILE = 128
+
+
+def flash_score_elements_per_token(seq_len, heads, window=0, window_share=0.0,
+                                   tile=ATTENTION_TILE):
+    r"""Attention score elements a causal fused-attention kernel computes per token per layer.
+
+    .. math:: n = a\,\bigl[(1 - \phi)\,\tfrac{s}{2} + \phi\,\min(k_w, \tfrac{s}{2})\bigr],
+              \qquad k_w = T \left\lceil \frac{w + T - 1}{T} \right\rceil
+
+    Causal full attention computes half the s x s scores (s/2 keys per query). A sliding
+    window of w keys, on a share phi of the layers, is computed in whole tiles of T keys: a
+    block of T queries needs keys from T - 1 + w positions, ceil((w + T - 1)/T) tiles (the
+    masked elements are computed and then discarded). gpt-oss (w = 128, T = 128): 256 keys
+    per query, four times the w/2 = 64 of a per-element count; never more than causal full
+    attention.
+
+    Parameters
+    ----------
+    seq_len : int or array
+        s [tokens].
+    heads : int or array
+        a, query heads [-].
+    window : int or array
+        w, sliding window [tokens]; 0: no window.
+    window_share : float or array
+        phi, share of the layers that use the window [-], in [0, 1].
+    tile : int
+        T, key-block width [tokens].
+
+    Returns
+    -------
+    elements : float or array
+        [score elements per token per layer], before tensor-parallel sharding.
+
+    References
+    ----------
+    .. [1] Dao 2023, arXiv:2307.08691, §3.1 (block-wise causal masking).
+    """
+    s = v.positive("seq_len", seq_len)
+    a = v.positive("heads", heads)
+    w = v.integer("attention_window", window, minimum=0)
+    phi = v.in_range("window_share", window_share, 0, 1)
+    t = v.integer("tile", tile)
+    keys_w = np.minimum(t * np.ceil((w + t - 1) / t), s / 2.0)
+    keys = np.where(w > 0, (1.0 - phi) * s / 2.0 + phi * keys_w, s / 2.0)
+    return v.result(a * keys)
+
+
+def flash_attention_time_s(score_elements, head_dim, peak_flops, exp_per_s, efficiency,
+                           recompute="none", exp_efficiency=None):
+    r"""Time of fused attention's forward and backward for given score elements.
+
+    .. math::
+        t = (1 + \rho)\max\Bigl(\frac{4 \bar d\,n}{e P}, \frac{n}{e_x X}\Bigr)
+          + \max\Bigl(\frac{2.5 \cdot 4 \bar d\,n}{e P}, \frac{n}{e_x X}\Bigr)
+
+    with n score elements, d-bar the mean of the query-key and value head dims, P the dense
+    BF16 peak, X the exponentials per second of the special function units, e the
+    attention efficiency of the matmuls and e_x that of the exponentials (assumption: the
+    same, e_x = e). Each pass runs its matmuls and its exponentials overlapped, as
+    FlashAttention-3 schedules them (ping-pong warpgroups, softmax of one block under the
+    matmuls of the next), so the slower sets the pass's time; the forward (1 exponential per
+    4 d-bar FLOPs) meets the exponential bound first, the backward (1 per 10 d-bar) later.
+    rho = 1 adds the forward once more under full or selective recomputation. Without an
+    exponential rate (X = 0 or None) the matmul term alone: FlashAttention's FLOP count at
+    efficiency e, 4 d-bar n (3.5 + rho) / (e P).
+
+    Parameters
+    ----------
+    score_elements : float or array
+        n, score elements [-] (:func:`flash_score_elements_per_token` x tokens).
+    head_dim : float or array
+        d-bar [-].
+    peak_flops : float or array
+        P [FLOP/s].
+    exp_per_s : float, array or None
+        X [1/s]; None or 0: no exponential bound.
+    efficiency : float or array
+        e [-].
+    recompute : {"none", "selective", "full"} or array of these names
+    exp_efficiency : float, optional
+        e_x [-]; default e.
+
+    Returns
+    -------
+    time : float or array
+        [s].
+
+    References
+    ----------
+    .. [1] Shah et al. 2024, arXiv:2407.08608, §3.1-3.2; Dao 2023, arXiv:2307.08691, §4.1.
+    """
+    n = v.nonnegative("score_elements", score_elements)
+    d = v.positive("head_dim", head_dim)
+    p = v.positive("peak_flops", peak_flops)
+    e = v.in_range("attention_efficiency", efficiency, 0, 1, low_inclusive=False)
+    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    rho = np.where(rec == "none", 0.0, 1.0)
+    t_fwd_mm = 4.0 * d * n / (e * p)
+    if not exp_per_s:
+        return v.result((3.5 + rho) * t_fwd_mm)
+    ex = v.in_range("exp_efficiency", e if exp_efficiency is None else exp_efficiency, 0, 1,
+                  low_inclusive=False)
+    t_exp = n / (ex * v.positive("exp_per_s", exp_per_s))
+    return v.result((1.0 + rho) * np.maximum(t_fwd_mm, t_exp)
+                    + np.maximum(2.5 * t_fwd_mm, t_exp))
