@@ -108,10 +108,11 @@ class Calibration:
     #: micro-batch 1 vs 4 rows (Qwen3-30B-A3B on B200: 9,691 vs 26,695 tokens/s) and by the
     #: same layouts before and after the recipes' switch to full-iteration graphs
     #: (Qwen3-30B-A3B on GB300: 31,470 in 26.04, 45,275 in 26.06). A permute-traffic term
-    #: fitted to its bound (not identified) and was dropped. In sample mean 19.7%; held out
-    #: by model x GPU mean 20.9% (23.1% before the graph mechanism; 20.3% with fused attention
-    #: bounded by its softmax exponentials, :mod:`llmcost.training.attention`, refit 5.6 ms / 0.67); gpt-oss-120b stays
-    #: over-predicted (+12..+62% per group), which no MoE constant here explains.
+    #: fitted to its bound (not identified) and was dropped. Held out by model x GPU: mean
+    #: 20.3% with attention bounded by its softmax exponentials (llmcost.training.attention;
+    #: the refit then gives 5.60 ms and 0.67, within the log-std of the values kept); 20.9%
+    #: without it, 23.1% before the graph mechanism. gpt-oss-120b stays over-predicted
+    #: (+12..+57% per group), which no MoE constant here explains.
     moe_layer_overhead_s: float = 0.0056
 
 
