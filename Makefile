@@ -5,7 +5,7 @@ PY      = $(VENV)/bin/python
 PORT   ?= 8866
 HOST   ?= 127.0.0.1
 
-.PHONY: test bench validate app install clean
+.PHONY: test lint bench validate app install clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ install: $(VENV)/.installed
 test: install
 	$(PY) -m pytest -q
 
+# pyflakes and pycodestyle errors (pyproject.toml [tool.ruff]); CI runs it before the tests
+lint: install
+	$(VENV)/bin/ruff check .
+
 bench: install
 	$(PY) benchmarks/run.py
 
@@ -27,13 +31,16 @@ bench: install
 validate: install
 	$(PY) benchmarks/validate.py $(if $(FIT),--fit) $(if $(WRITE),--write-errors)
 
-# Serves every notebook under notebooks/ without code cells; the landing page lists the
-# apps, and each app links the others. Idle kernels are culled (Voila keeps one per page load).
+# Serves the apps of notebooks/ (python -m llmcost.server: Voila with the workbook's
+# defaults): / opens the landing app, preheated kernels paint the first page fast, at most
+# MAX_KERNELS kernels live (then a "busy, retry in a minute" page), a closed page's kernel
+# is shut down after ~90 s. HOST=0.0.0.0 shares it on your LAN: there is no
+# authentication, anyone who reaches the port can use it.
+MAX_KERNELS ?= 24
 app: install
-	@echo "llmcost workbook: http://$(HOST):$(PORT)/voila/render/review.ipynb (all apps: http://$(HOST):$(PORT)/)"
-	cd notebooks && ../$(VENV)/bin/voila . --no-browser --port=$(PORT) --Voila.ip=$(HOST) \
-		--strip_sources=True --MappingKernelManager.cull_interval=60 \
-		--MappingKernelManager.cull_idle_timeout=300 --MappingKernelManager.cull_connected=True
+	@echo "llmcost workbook: http://$(HOST):$(PORT)/"
+	cd notebooks && ../$(PY) -m llmcost.server . --no-browser --port=$(PORT) --Voila.ip=$(HOST) \
+		--CappedKernelManager.max_kernels=$(MAX_KERNELS)
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .hypothesis notebooks/reports
+	rm -rf $(VENV) build dist .pytest_cache .hypothesis

@@ -160,53 +160,17 @@ def bench_apps(rounds=5):
                                           f"p95 {np.percentile(t, 95) * 1e3:,.0f} ms"))
 
 
-def bench_voila(concurrency=(1, 4)):
-    import os
-    import signal
-    import socket
-    import subprocess
+def bench_voila():
+    """First paint and load of the review app in chromium, today's layout beside the
+    workbook's and Binder's (benchmarks/load.py)."""
     import sys
-    import threading
-    import urllib.request
     from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    with socket.socket() as sck:
-        sck.bind(("127.0.0.1", 0))
-        port = sck.getsockname()[1]
-    voila = Path(sys.executable).parent / "voila"
-    proc = subprocess.Popen([str(voila), ".", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1"],
-                            cwd=root / "notebooks", stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        for _ in range(120):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.5)
-        url = f"http://127.0.0.1:{port}/voila/render/review.ipynb"
-        urllib.request.urlopen(url, timeout=300).read()   # warm-up: imports, first kernel
-        for n in concurrency:
-            times = []
-
-            def get():
-                t0 = time.perf_counter()
-                urllib.request.urlopen(url, timeout=300).read()
-                times.append(time.perf_counter() - t0)
-
-            threads = [threading.Thread(target=get) for _ in range(n)]
-            t0 = time.perf_counter()
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join()
-            ROWS.append((f"voila renders the review app, {n} concurrent session(s)", n,
-                         time.perf_counter() - t0,
-                         f"per page p50 {np.median(times):.2f} s, max {max(times):.2f} s"))
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import load
+    if not Path(load.CHROMIUM).exists():
+        ROWS.append((f"voila load: {load.CHROMIUM} missing (apt-get install chromium)", 0, 0.0, "not run"))
+        return
+    ROWS.extend(load.rows(load.run()))
 
 
 def main():

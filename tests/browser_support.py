@@ -37,36 +37,62 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def voila():
-    port = _free_port()
-    voila_bin = Path(sys.executable).parent / "voila"
-    env = {k: v for k, v in os.environ.items() if k != "QUERY_STRING"}
-    (ROOT / "artifacts").mkdir(exist_ok=True)
-    log = open(ROOT / "artifacts" / "voila.log", "w")
-    proc = subprocess.Popen(
-        [str(voila_bin), ".", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
-         "--MappingKernelManager.cull_interval=30", "--MappingKernelManager.cull_idle_timeout=60"],
-        cwd=ROOT / "notebooks", env=env, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True)
-    deadline = time.time() + 60
+def start_server(cmd, cwd, log_path, env=None, port=None, timeout_s=90):
+    """Start a server in its own process group; returns once ``port`` answers."""
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != "QUERY_STRING"}
+    log = open(log_path, "w")
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    proc.log_file = log
+    deadline = time.time() + timeout_s
     while time.time() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
+            return proc
         except OSError:
             if proc.poll() is not None:
-                raise RuntimeError("voila exited; see artifacts/voila.log")
+                log.close()
+                raise RuntimeError(f"server exited; see {log_path}")
             time.sleep(0.3)
-    else:
-        raise RuntimeError("voila did not open its port in 60 s")
-    yield f"http://127.0.0.1:{port}/voila/render"
-    os.killpg(proc.pid, signal.SIGTERM)
+    stop_server(proc)
+    raise RuntimeError(f"server did not open port {port} in {timeout_s} s; see {log_path}")
+
+
+def stop_server(proc):
+    """SIGTERM the server's group; kill any kernel that outlives it (kernels run in their
+    own sessions, outside the group)."""
+    from llmcost.server.procs import kernel_pids
+    kernels = kernel_pids(proc.pid)
     try:
-        proc.wait(timeout=10)
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except ProcessLookupError:
+        pass
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-    log.close()
+        proc.wait(timeout=10)
+    for pid in kernels:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    getattr(proc, "log_file", None) and proc.log_file.close()
+
+
+def workbook_cmd(port, *extra):
+    """``make app``'s server (llmcost.server: landing page, preheated pools, kernel cap)."""
+    return [sys.executable, "-m", "llmcost.server", ".", "--no-browser", f"--port={port}",
+            "--Voila.ip=127.0.0.1", *extra]
+
+
+@pytest.fixture(scope="module")
+def voila():
+    port = _free_port()
+    (ROOT / "artifacts").mkdir(exist_ok=True)
+    proc = start_server(workbook_cmd(port), ROOT / "notebooks", ROOT / "artifacts" / "voila.log",
+                        port=port)
+    yield f"http://127.0.0.1:{port}/voila/render"
+    stop_server(proc)
 
 
 @pytest.fixture(scope="module")

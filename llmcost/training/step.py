@@ -624,7 +624,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     under ZeRO-3, which re-gathers the weights), reported inside ``optimizer_s``. MFU and
     HFU are stated against the dense BF16 peak for every precision, so FP8 and BF16 runs
     compare on one scale. Not modelled: the amax all-reduce latency under sequence
-    parallelism, FP8 all-gathers halving TP traffic, FP8 parameter all-gather, NVFP4. The bubble, (p - 1)/v of t_mb, is paced by the slowest
+    parallelism, FP8 all-gathers halving TP traffic, FP8 parameter all-gather, NVFP4. The bubble,
+    (p - 1)/v of t_mb, is paced by the slowest
     stage too; the gradient reduction is that of the stage with the most parameters (a
     middle stage of L' layers, or the last with its LM head), its backward the window. The
     embedding lookup's time is left out (a gather, small against a layer).

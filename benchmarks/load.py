@@ -1,0 +1,363 @@
+"""First paint and load of the review app in chromium, per serving layout.
+
+``python benchmarks/load.py`` (also part of ``make bench``): for each layout, the time
+from navigation to the review app's first plot drawn (``.js-plotly-plot .gtitle``), one
+visit on a warm server, then 1, 4, 8 and 16 simultaneous first visits (one fresh browser
+context each, as a new reviewer): p50/p95, failures (no plot in 90 s, or the "busy" page),
+peak live kernels and their peak resident memory, read from /proc.
+
+Layouts:
+  today      ``voila .`` in notebooks/ as ``make app`` ran it before the landing page
+             (no preheating, cull_connected=True)
+  workbook   ``python -m llmcost.server .`` in notebooks/ (``make app``): preheated pools,
+             kernel cap, landing page
+  extension  ``jupyter server`` from the repository root with ``jupyter_config.json``
+             (the Binder layout: Voila as a server extension, no preheating)
+
+Between rounds the closed pages' kernels are culled (the benchmark's servers cull after
+30 s idle, instead of 90 s) and the server is left to go quiet, so every round starts
+from the same state: the preheated pools full, nothing else running.
+
+Measured on the 2-core, 24 GiB machine (2026-11-30), before the lead's preheat-aware
+run_app and landing page (see ``bench_voila`` in run.py for the live table):
+  today      warm 1 visit 5.2 s; 4 visits p50 10.5 s; 8 visits p50 19.6 s / p95 22.5 s;
+             16 visits p50 39 s / p95 46 s; ~134 MB per kernel
+(the figures printed by a run are the reference; this note only dates the baseline.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from llmcost.server.procs import kernel_pids, rss_bytes  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+PLOT = ".js-plotly-plot .gtitle"
+BUSY = ".llmc-busy"
+VISIT_TIMEOUT_S = 90
+# 30 s: longer than a loaded page takes to connect to its kernel (a kernel idle and not yet
+# connected for longer is culled under the page), short enough to reset between rounds.
+BENCH_CULL = ["--MappingKernelManager.cull_interval=5", "--MappingKernelManager.cull_idle_timeout=30"]
+LAYOUTS = ("today", "workbook", "extension")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    layout: str
+    proc: subprocess.Popen
+    base: str          # URL of the review app
+    log: Path
+    pool: int = 0      # kernels a quiet server keeps (its preheated pools)
+
+    def kernels(self) -> list[int]:
+        return kernel_pids(self.proc.pid)
+
+    def stop(self):
+        stop_server(self.proc)
+
+
+def stop_server(proc: subprocess.Popen):
+    kids = kernel_pids(proc.pid)
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    # kernels run in their own sessions: make sure none outlives its server
+    for pid in kids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def start_server(layout: str, root: Path = ROOT, extra: list[str] = (), log: Path | None = None,
+                 notebooks: Path | None = None) -> Server:
+    """Start one layout on a free loopback port; returns once the port answers."""
+    port = free_port()
+    py = Path(sys.executable)
+    nbdir = notebooks or root / "notebooks"
+    env = {k: v for k, v in os.environ.items() if k != "QUERY_STRING"}
+    common = [f"--port={port}", "--no-browser"]
+    if layout == "today":
+        cmd = [str(py.parent / "voila"), ".", *common, "--Voila.ip=127.0.0.1",
+               "--strip_sources=True", "--MappingKernelManager.cull_connected=True"]
+        cwd, base = nbdir, f"http://127.0.0.1:{port}/voila/render/review.ipynb"
+    elif layout == "workbook":
+        cmd = [str(py), "-m", "llmcost.server", ".", *common, "--Voila.ip=127.0.0.1"]
+        cwd, base = nbdir, f"http://127.0.0.1:{port}/voila/render/review.ipynb"
+    elif layout == "extension":
+        # the repository's jupyter_config.json, as Binder's postBuild installs it
+        env["JUPYTER_CONFIG_PATH"] = str(root)
+        cmd = [str(py.parent / "jupyter"), "server", *common, "--ServerApp.ip=127.0.0.1",
+               "--IdentityProvider.token=", "--ServerApp.password=", "--allow-root"]
+        cwd = root
+        base = f"http://127.0.0.1:{port}/voila/render/notebooks/review.ipynb"
+    else:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"llmcost-bench-{layout}-{port}.log"
+    fh = open(log, "w")
+    proc = subprocess.Popen([*cmd, *extra], cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{layout} server exited; see {log}")
+            time.sleep(0.3)
+    else:
+        stop_server(proc)
+        raise RuntimeError(f"{layout} server did not open its port in 90 s; see {log}")
+    return Server(layout, proc, base, log)
+
+
+def _cpu_s(pids) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(f[11]) + int(f[12])          # utime + stime [clock ticks]
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _server_cpu_share(server: "Server", interval_s: float = 1.0) -> float:
+    """Cores used by the server and its kernels (the machine may be shared)."""
+    pids = [server.proc.pid, *server.kernels()]
+    c0 = _cpu_s(pids)
+    time.sleep(interval_s)
+    return (_cpu_s(pids) - c0) / interval_s
+
+
+def wait_quiet(server: Server, timeout_s: float = 240) -> None:
+    """Until only the pool's kernels live and they and the server are idle."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if len(server.kernels()) <= server.pool and _server_cpu_share(server) < 0.1:
+            return
+    raise RuntimeError(f"{server.layout}: still {len(server.kernels())} kernels "
+                       f"(pool {server.pool}) after {timeout_s:.0f} s")
+
+
+def _cpu_by_pid(match) -> dict[int, float]:
+    out = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and match(int(entry)):
+            out[int(entry)] = _cpu_s([int(entry)])
+    return out
+
+
+def _server_cpu(server: "Server") -> dict[int, float]:
+    return {pid: _cpu_s([pid]) for pid in (server.proc.pid, *server.kernels())}
+
+
+def _is_chromium(pid: int) -> bool:
+    try:
+        return b"chromium" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _cpu_delta(before: dict, after: dict) -> float:
+    """CPU seconds spent between two snapshots by the processes alive at the second."""
+    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
+
+
+@dataclass
+class Round:
+    times_s: list = field(default_factory=list)
+    failures: int = 0
+    busy: int = 0
+    peak_kernels: int = 0
+    peak_rss: int = 0
+    load_avg: float = 0.0         # the machine's 1-min load: the benchmark may share it
+    server_cpu_s: float = 0.0     # server + kernels: what the machine serving pays
+    browser_cpu_s: float = 0.0    # chromium: on a reviewer's own machine in real use
+
+    def p(self, q):
+        t = sorted(self.times_s)
+        if not t:
+            return float("nan")
+        return t[min(len(t) - 1, int(round(q / 100 * (len(t) - 1))))]
+
+
+class Monitor(threading.Thread):
+    """Samples the server's kernels (count, summed RSS) every 0.2 s."""
+
+    def __init__(self, server: Server):
+        super().__init__(daemon=True)
+        self.server, self.stopped, self.kernels, self.rss = server, False, 0, 0
+
+    def run(self):
+        while not self.stopped:
+            pids = self.server.kernels()
+            self.kernels = max(self.kernels, len(pids))
+            self.rss = max(self.rss, sum(rss_bytes(p) for p in pids))
+            time.sleep(0.2)
+
+
+async def _visit(browser, url: str, result: Round):
+    ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await ctx.new_page()
+    t0 = time.perf_counter()
+    try:
+        resp = await page.goto(url, wait_until="commit", timeout=VISIT_TIMEOUT_S * 1000)
+        if resp is not None and resp.status == 503:
+            result.busy += 1
+            result.failures += 1
+            return
+        await page.wait_for_selector(PLOT, timeout=VISIT_TIMEOUT_S * 1000)
+        result.times_s.append(time.perf_counter() - t0)
+    except Exception:
+        result.failures += 1
+    finally:
+        await ctx.close()
+
+
+async def _round(browser, url: str, n: int) -> Round:
+    r = Round()
+    await asyncio.gather(*(_visit(browser, url, r) for _ in range(n)))
+    return r
+
+
+def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16)) -> dict:
+    """{"warm": Round, n: Round} for one server."""
+    loop, browser = browser_loop
+    out = {}
+    warm = Round()
+    for _ in range(warm_repeats):
+        wait_quiet(server)
+        r = loop.run_until_complete(_round(browser, server.base, 1))
+        warm.times_s += r.times_s
+        warm.failures += r.failures
+    out["warm"] = warm
+    for n in visits:
+        wait_quiet(server)
+        s0, b0 = _server_cpu(server), _cpu_by_pid(_is_chromium)
+        mon = Monitor(server)
+        mon.start()
+        r = loop.run_until_complete(_round(browser, server.base, n))
+        mon.stopped = True
+        mon.join()
+        r.server_cpu_s = _cpu_delta(s0, _server_cpu(server))
+        r.browser_cpu_s = _cpu_delta(b0, _cpu_by_pid(_is_chromium))
+        r.peak_kernels, r.peak_rss = mon.kernels, mon.rss
+        r.load_avg = os.getloadavg()[0]
+        out[n] = r
+    return out
+
+
+def wait_pools(server: Server, timeout_s: float = 240) -> None:
+    """A preheated server is ready when its log says every pool is filled."""
+    deadline = time.time() + timeout_s
+    want = len(list((ROOT / "notebooks").glob("*.ipynb")))
+    while time.time() < deadline:
+        if server.log.read_text().count("is filled with") >= want:
+            server.pool = len(server.kernels())
+            return
+        time.sleep(1)
+    server.pool = len(server.kernels())
+
+
+def run(layouts=LAYOUTS, visits=(1, 4, 8, 16), warm_repeats=3, server_args=()) -> dict:
+    from playwright.async_api import async_playwright
+
+    async def launch():
+        pw = await async_playwright().start()
+        return pw, await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+
+    loop = asyncio.new_event_loop()
+    pw, browser = loop.run_until_complete(launch())
+    results = {}
+    try:
+        for layout in layouts:
+            server = start_server(layout, extra=[*BENCH_CULL, *server_args])
+            try:
+                if layout == "workbook":
+                    wait_pools(server)
+                # the first render pays for imports and disk caches: not a user's figure
+                loop.run_until_complete(_round(browser, server.base, 1))
+                results[layout] = measure(server, (loop, browser), warm_repeats, visits)
+            finally:
+                server.stop()
+    finally:
+        loop.run_until_complete(browser.close())
+        loop.run_until_complete(pw.stop())
+        loop.close()
+    return results
+
+
+def rows(results: dict) -> list[tuple[str, int, float, str]]:
+    """run.py's ROWS: (name, n, seconds, result), the layout today beside each new one."""
+    out = []
+    today = results.get("today", {})
+
+    def was(key, fmt):
+        r = today.get(key)
+        return f"; today {fmt(r)}" if r is not None else ""
+
+    for layout, res in results.items():
+        w = res["warm"]
+        out.append((f"voila [{layout}] review plots drawn, warm, 1 visit", len(w.times_s),
+                    w.p(50), f"p50 {w.p(50):.2f} s (budget 2.5 s), failures {w.failures}"
+                    + ("" if layout == "today" else was("warm", lambda r: f"{r.p(50):.2f} s"))))
+        for n in (k for k in res if k != "warm"):
+            r = res[n]
+            per = r.peak_rss / max(r.peak_kernels, 1) / 1e6
+            out.append((
+                f"voila [{layout}] {n} simultaneous first visit(s)", n, r.p(95),
+                f"p50 {r.p(50):.1f} s, p95 {r.p(95):.1f} s, failures {r.failures} "
+                f"(busy {r.busy}), peak {r.peak_kernels} kernels, "
+                f"{r.peak_rss / 1e9:.2f} GB ({per:.0f} MB each); CPU server {r.server_cpu_s:.0f} s, "
+                f"browsers {r.browser_cpu_s:.0f} s, load avg {r.load_avg:.1f}"
+                + ("" if layout == "today" else
+                   was(n, lambda r: f"p50 {r.p(50):.1f} s, p95 {r.p(95):.1f} s"))))
+    return out
+
+
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--layouts", default=",".join(LAYOUTS))
+    ap.add_argument("--visits", default="1,4,8,16")
+    ap.add_argument("--warm-repeats", type=int, default=3)
+    ap.add_argument("--server-arg", action="append", default=[],
+                    help="extra option for every server, e.g. --server-arg=--preheat_kernel=False")
+    a = ap.parse_args(argv)
+    res = run(a.layouts.split(","), tuple(int(v) for v in a.visits.split(",")), a.warm_repeats,
+              a.server_arg)
+    table = rows(res)
+    w = max(len(r[0]) for r in table)
+    for name, n, t, text in table:
+        print(f"{name:<{w}}  {n:>4}  {t:>7.2f}  {text}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""``python -m llmcost.server [DIR] [voila options]``: Voila, serving the apps of DIR.
+
+Standalone Voila (``make app``) with the workbook's defaults:
+
+- ``/`` and ``/voila/tree...`` redirect to the landing app (``index.ipynb``, else
+  ``review.ipynb``), keeping the query; the contents API behind the tree is hidden;
+- preheated kernel pools (``--preheat_kernel=True``): kernels wait with their notebook
+  executed (see ``POOLS``); the app reads the page's query with
+  ``voila.utils.get_query_string()`` once a page claims it;
+- a cap on live kernels with a "busy, retry in a minute" page (:mod:`.kernels`);
+- kernels of closed pages are culled after ``cull_idle_timeout`` (90 s, checked every
+  30 s); an open page keeps its kernel however long it idles (``cull_connected=False``).
+
+Every default is a traitlets value: ``voila.json`` in DIR, then the command line, override
+it (e.g. ``--CappedKernelManager.max_kernels=8``, ``--preheat_kernel=False``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from jupyter_server.utils import url_path_join
+from traitlets.config import Config
+from voila.app import Voila
+from voila.tornado.contentshandler import VoilaContentsHandler
+from voila.tornado.handler import TornadoVoilaHandler
+from voila.tornado.treehandler import TornadoVoilaTreeHandler
+
+from .handlers import CappedVoilaHandler, LandingRedirect, NotFound
+from .kernels import CappedKernelManager
+
+LANDING = ["index.ipynb", "review.ipynb"]
+
+#: Preheated kernels per notebook, ~175 MB each once the app is built: eight for the review
+#: app (the link a review shares: 8 reviewers opening it at once each get an executed
+#: notebook), two for the landing page, one for each other app = 15 kernels, ~2.6 GB idle
+#: of 24 GiB, warmed in ~40 s of the 2 cores at start-up. A kernel taken from a pool is
+#: replaced FILL_DELAY_S later: a refill costs a full notebook run, and refilling while a
+#: burst is still loading took the 2 cores from its pages (8 visits: p50 34 s with a 10 s
+#: delay and 4 review kernels). A second burst within the minute gets fresh kernels.
+POOLS = {"default": {"pool_size": 1}, "index.ipynb": {"pool_size": 2},
+         "review.ipynb": {"pool_size": 8}}
+FILL_DELAY_S = 60
+
+#: nbclient drops a cell's outputs when the kernel's IOPub lags more than this after its
+#: reply (4 s by default): on 2 busy cores that lost whole pages. Waiting longer costs
+#: nothing when the output is on time.
+IOPUB_TIMEOUT_S = 30
+
+CULL = {"cull_interval": 30, "cull_idle_timeout": 90, "cull_connected": False}
+
+
+def defaults() -> Config:
+    c = Config()
+    c.VoilaConfiguration.strip_sources = True
+    c.VoilaConfiguration.preheat_kernel = True
+    c.VoilaConfiguration.multi_kernel_manager_class = CappedKernelManager
+    c.VoilaKernelManager.kernel_pools_config = POOLS
+    c.VoilaKernelManager.fill_delay = FILL_DELAY_S
+    c.VoilaExecutor.iopub_timeout = IOPUB_TIMEOUT_S
+    for key, value in CULL.items():
+        setattr(c.MappingKernelManager, key, value)
+    return c
+
+
+class WorkbookVoila(Voila):
+    name = "voila"        # reads voila.json / voila.py like Voila does
+
+    def load_config_file(self, *args, **kwargs):
+        # lowest precedence: our defaults < voila.json < the command line
+        base = defaults()
+        base.merge(self.cli_config)
+        self.update_config(base)
+        return super().load_config_file(*args, **kwargs)
+
+    def init_handlers(self):
+        redirect = (LandingRedirect, {"root_dir": self.root_dir, "landing": LANDING,
+                                      "base_url": self.base_url})
+        out = [(url_path_join(self.server_url, "/voila/?"), *redirect)]
+        for spec in super().init_handlers():
+            pattern, handler, *kw = spec
+            if handler is TornadoVoilaTreeHandler:
+                out.append((pattern, *redirect))
+            elif handler is VoilaContentsHandler:
+                out.append((pattern, NotFound))
+            elif handler is TornadoVoilaHandler:
+                out.append((pattern, CappedVoilaHandler, *kw))
+            else:
+                out.append(spec)
+        return out
+
+    def start(self):
+        # a preheated kernel fetches its page's query from this server; it must reach the
+        # address we listen on (the default 127.0.0.1 misses a server bound to one LAN IP)
+        if self.ip not in ("", "0.0.0.0", "::", "localhost"):
+            os.environ.setdefault("VOILA_APP_IP", self.ip)
+        return super().start()
+
+
+main = WorkbookVoila.launch_instance

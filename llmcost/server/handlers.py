@@ -1,0 +1,86 @@
+"""HTTP handlers shared by both serving layouts (standalone Voila and Voila as a Jupyter
+server extension): the landing redirect that replaces Voila's file tree, and the render
+handler that answers "busy, please retry" (HTTP 503) at the kernel cap."""
+
+from __future__ import annotations
+
+import html
+import os
+
+from jupyter_server.utils import url_path_join
+from tornado import web
+from voila.tornado.handler import TornadoVoilaHandler
+
+from .kernels import KernelCapReached
+
+BUSY_TEXT = "The workbook is busy right now. Please retry in a minute."
+
+BUSY_HTML = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>llmcost - busy</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{{font:16px/1.5 system-ui,sans-serif;max-width:36em;margin:4em auto;padding:0 1em;color:#222}}
+h1{{font-size:1.4em}} a{{color:#0b5cad}}</style></head>
+<body class="llmc-busy"><h1>{text}</h1>
+<p>All {cap} sessions of this server are in use. A session is freed a minute or two after
+its page is closed.</p>
+<p><a href="{retry}">Retry</a></p></body></html>
+"""
+
+
+def busy_page(cap: int, retry_url: str) -> str:
+    return BUSY_HTML.format(text=BUSY_TEXT, cap=int(cap), retry=html.escape(retry_url, quote=True))
+
+
+class LandingRedirect(web.RequestHandler):
+    """``/`` and Voila's tree pages -> the landing app, keeping the query (a share link).
+
+    ``landing`` is a list of notebook paths relative to the served root; the first that
+    exists wins (the landing app, else the review app).
+    """
+
+    def initialize(self, root_dir: str, landing: list[str], base_url: str = "/"):
+        self.root_dir = root_dir
+        self.landing = landing
+        self.base = base_url
+
+    def get(self, *_args, **_kwargs):
+        target = next((nb for nb in self.landing
+                       if os.path.isfile(os.path.join(self.root_dir, nb))), self.landing[-1])
+        url = url_path_join(self.base, "voila/render", target)
+        if self.request.query:
+            url += "?" + self.request.query
+        self.redirect(url, permanent=False)
+
+
+class NotFound(web.RequestHandler):
+    """Hides a listing (the contents API behind Voila's file tree)."""
+
+    def get(self, *_args, **_kwargs):
+        raise web.HTTPError(404)
+
+
+class CappedVoilaHandler(TornadoVoilaHandler):
+    """Voila's render handler; at the kernel cap it answers a plain "busy" page (503)."""
+
+    @web.authenticated
+    async def get(self, path=None):
+        km = self.kernel_manager
+        prune = getattr(km, "prune_pools", None)
+        if prune is not None:
+            prune()
+        try:
+            async for chunk in self.get_generator(path=path):
+                self.write(chunk)
+                self.flush()
+        except KernelCapReached as err:
+            if self._headers_written:
+                raise
+            self._busy(err.cap)
+
+    def _busy(self, cap: int):
+        self.clear()
+        self.set_status(503)
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.set_header("Retry-After", "60")
+        self.set_header("Cache-Control", "no-store")
+        self.finish(busy_page(cap, self.request.uri))

@@ -1,0 +1,56 @@
+"""Kernel processes of a server, read from /proc (Linux): for the load benchmark and the
+server tests, which must count only their own server's kernels on a shared machine."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) may hold spaces and parentheses: split after the last ")"
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def kernel_pids(server_pid: int) -> list[int]:
+    """Pids of the ipykernel processes started by ``server_pid`` (its direct children)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        if _ppid(pid) != server_pid:
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"ipykernel" in cmd:
+            out.append(pid)
+    return out
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of ``pid`` [bytes]; 0 once it has exited."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def kernel_pid_for(server_pid: int, kernel_id: str) -> int | None:
+    """Pid of the kernel ``kernel_id`` (its connection file name holds the id)."""
+    for pid in kernel_pids(server_pid):
+        try:
+            if kernel_id.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:
+            continue
+    return None

@@ -1,0 +1,267 @@
+"""Serving the workbook, over real HTTP, in both layouts.
+
+- standalone: ``python -m llmcost.server`` in a notebooks folder (``make app``);
+- extension: ``jupyter server`` from the repository root with Voila and llmcost.server as
+  server extensions, configured as Binder's postBuild installs ``jupyter_config.json``.
+
+Each server runs on a free loopback port in its own process group and is stopped (with
+any kernel left) at the end. Small notebooks written to tmp_path stand in for the apps
+where a test is about the server, not an app.
+"""
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from browser_support import (ROOT, _free_port, browser, page, start_server,  # noqa: F401
+                             stop_server, workbook_cmd)
+from llmcost.server import app as server_app
+from llmcost.server.handlers import BUSY_TEXT
+from llmcost.server.jupyter_config import install
+from llmcost.server.procs import kernel_pids
+
+
+def notebook(source: str) -> str:
+    return json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {},
+                   "outputs": [], "source": source}],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                    "name": "python3"}},
+        "nbformat": 4, "nbformat_minor": 5})
+
+
+# Shows the query it was opened with, read the way run_app does (preheated or not).
+PROBE = """import html, os
+import ipywidgets as W
+if os.environ.get("VOILA_PREHEAT") == "True":
+    from voila.utils import get_query_string
+    q = get_query_string() or ""
+else:
+    q = os.environ.get("QUERY_STRING", "")
+display(W.HTML(f'<span class="probe">query=[{html.escape(q)}]</span>'))
+"""
+
+TINY = "import ipywidgets as W\ndisplay(W.HTML('<b class=\"tiny\">tiny app</b>'))\n"
+
+HEARTBEAT = """import time
+import ipywidgets as W
+from llmcost.apps.heartbeat import Heartbeat
+b = W.Button(description="work 14 s")
+b.add_class("slow-work")
+b.on_click(lambda _: time.sleep(14))
+display(W.VBox([W.HTML('<b class="hb-ready">ready</b>'), b, Heartbeat()]))
+"""
+
+
+def get(url, timeout=120):
+    """GET without following redirects: (status, headers, body)."""
+    u = urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    conn.request("GET", u.path + (f"?{u.query}" if u.query else ""))
+    r = conn.getresponse()
+    body = r.read().decode("utf-8", "replace")
+    conn.close()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, body
+
+
+def wait_for(pred, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def serve_standalone(folder, log, *extra):
+    port = _free_port()
+    proc = start_server(workbook_cmd(port, *extra), folder, log, port=port)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+# ------------------------------------------------------------------ standalone layout
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    """The apps folder with a probe as its landing page; production settings (preheated)."""
+    folder = tmp_path_factory.mktemp("apps")
+    shutil.copy(ROOT / "notebooks" / "review.ipynb", folder)
+    shutil.copy(ROOT / "notebooks" / "voila.json", folder)
+    (folder / "index.ipynb").write_text(notebook(PROBE))
+    (folder / "reports").mkdir()
+    (folder / "reports" / "secret.html").write_text("<p>a report</p>")
+    log = folder.parent / "standalone.log"
+    proc, base = serve_standalone(folder, log)
+    # index (1) + review (2): their pools are warm once the log says so
+    wait_for(lambda: log.read_text().count("is filled with") >= 2, 180, "preheated pools")
+    yield base, proc, log
+    stop_server(proc)
+
+
+def test_root_redirects_to_the_landing_app_keeping_the_query(standalone):
+    base, _, _ = standalone
+    status, h, _ = get(base + "/")
+    assert status == 302 and h["location"] == "/voila/render/index.ipynb"
+    status, h, _ = get(base + "/?model=llama3-70b&gpus=512")
+    assert status == 302 and h["location"] == "/voila/render/index.ipynb?model=llama3-70b&gpus=512"
+
+
+def test_no_file_tree_or_reports_folder_is_reachable(standalone):
+    base, _, _ = standalone
+    for path in ("/voila", "/voila/", "/voila/tree", "/voila/tree/", "/voila/tree/reports"):
+        status, h, body = get(base + path)
+        assert status == 302 and h["location"].startswith("/voila/render/index.ipynb"), path
+        assert "secret" not in body and "reports" not in body
+    for path in ("/voila/api/contents", "/voila/api/contents/reports"):
+        status, _, body = get(base + path)
+        assert status == 404 and "secret" not in body, path
+
+
+def test_preheated_landing_page_receives_the_share_links_query(standalone):
+    base, _, log = standalone
+    status, _, body = get(base + "/voila/render/index.ipynb?model=llama3-70b&gpus=512")
+    assert status == 200
+    # the kernel ran before the request; the query reached it through get_query_string
+    assert "query=[model=llama3-70b" in body and "gpus=512]" in body
+    assert "Using pre-heated kernel" in log.read_text()
+
+
+def test_existing_app_urls_still_render(standalone):
+    base, _, _ = standalone
+    status, _, body = get(base + "/voila/render/review.ipynb?model=llama3-8b&gpus=64")
+    assert status == 200
+    assert "application/vnd.jupyter.widget-view+json" in body
+    assert "Traceback" not in body
+
+
+def test_production_defaults_cull_closed_pages_and_keep_open_ones():
+    c = server_app.defaults()
+    cull = c.MappingKernelManager
+    assert cull.cull_connected is False                  # an open page keeps its kernel
+    assert 60 <= cull.cull_idle_timeout <= 120 and cull.cull_interval <= 30
+    assert c.VoilaConfiguration.preheat_kernel is True
+    pools = c.VoilaKernelManager.kernel_pools_config
+    assert pools["review.ipynb"]["pool_size"] >= pools["default"]["pool_size"] >= 1
+    # the Binder layout uses the same culling
+    conf = json.loads((ROOT / "jupyter_config.json").read_text())["MappingKernelManager"]
+    assert conf == {k: getattr(cull, k) for k in conf}
+
+
+def test_kernel_cap_answers_a_friendly_busy_page(tmp_path):
+    (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
+    proc, base = serve_standalone(tmp_path, tmp_path.parent / f"{tmp_path.name}.log",
+                                  "--preheat_kernel=False",
+                                  "--CappedKernelManager.max_kernels=2")
+    try:
+        for _ in range(2):
+            status, _, body = get(base + "/voila/render/tiny.ipynb")
+            assert status == 200 and "tiny app" in body
+        status, h, body = get(base + "/voila/render/tiny.ipynb?model=llama3-8b")
+        assert status == 503
+        assert BUSY_TEXT in body and "retry" in body.lower()
+        assert h["retry-after"] == "60" and h["content-type"].startswith("text/html")
+        assert "Traceback" not in body and "Error" not in body
+        assert len(kernel_pids(proc.pid)) == 2
+    finally:
+        stop_server(proc)
+
+
+def test_closed_page_kernel_is_culled_open_page_kernel_is_kept(tmp_path, page):
+    (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
+    proc, base = serve_standalone(tmp_path, tmp_path.parent / f"{tmp_path.name}.log",
+                                  "--preheat_kernel=False",
+                                  "--MappingKernelManager.cull_idle_timeout=6",
+                                  "--MappingKernelManager.cull_interval=2")
+    try:
+        page.goto(base + "/voila/render/tiny.ipynb", wait_until="commit", timeout=60_000)
+        page.wait_for_selector(".tiny", timeout=60_000)       # connected: widgets live
+        open_kernels = set(kernel_pids(proc.pid))
+        assert len(open_kernels) == 1
+        status, _, _ = get(base + "/voila/render/tiny.ipynb")   # a page never opened
+        assert status == 200
+        closed = set(kernel_pids(proc.pid)) - open_kernels
+        assert len(closed) == 1
+        wait_for(lambda: not closed & set(kernel_pids(proc.pid)), 30, "the closed page's kernel")
+        time.sleep(8)   # more than the idle timeout again: the open page keeps its kernel
+        assert open_kernels <= set(kernel_pids(proc.pid))
+    finally:
+        stop_server(proc)
+
+
+def test_connection_lost_banner_when_the_kernel_dies(tmp_path, page):
+    (tmp_path / "hb.ipynb").write_text(notebook(HEARTBEAT))
+    proc, base = serve_standalone(tmp_path, tmp_path.parent / f"{tmp_path.name}.log",
+                                  "--preheat_kernel=False")
+    try:
+        page.goto(base + "/voila/render/hb.ipynb", wait_until="commit", timeout=60_000)
+        page.wait_for_selector(".hb-ready", timeout=60_000)
+        page.wait_for_selector(".llmc-heartbeat", state="attached", timeout=30_000)
+        # a long computation is not a lost connection
+        page.locator(".slow-work").click()
+        page.wait_for_timeout(16_000)
+        assert page.locator(".llmc-connection-lost").count() == 0
+        pids = kernel_pids(proc.pid)
+        assert len(pids) == 1, "the page's kernel, the only one of this server"
+        os.kill(pids[0], signal.SIGKILL)
+        banner = page.locator(".llmc-connection-lost")
+        banner.wait_for(state="visible", timeout=30_000)
+        assert "Connection to the server lost - reload the page" in banner.inner_text()
+        box = banner.bounding_box()
+        assert box["y"] <= 1 and box["height"] >= 20      # fixed at the top, readable
+    finally:
+        stop_server(proc)
+
+
+# ------------------------------------------------------------------ extension layout
+
+@pytest.fixture(scope="module")
+def extension(tmp_path_factory):
+    """``jupyter server`` from the repository root, configured the way binder/postBuild
+    installs jupyter_config.json (into a directory on Jupyter's config path)."""
+    conf = tmp_path_factory.mktemp("jupyter-config")
+    (conf / "jupyter_config.json").write_text('{"ServerApp": {"port_retries": 3}}')
+    install(ROOT / "jupyter_config.json", conf)
+    port = _free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_PATH": str(conf)}
+    cmd = [str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser", f"--port={port}",
+           "--ServerApp.ip=127.0.0.1",
+           "--IdentityProvider.token=", "--ServerApp.password=", "--allow-root",
+           "--CappedKernelManager.max_kernels=2"]
+    proc = start_server(cmd, ROOT, conf / "server.log", env=env, port=port)
+    yield f"http://127.0.0.1:{port}", proc
+    stop_server(proc)
+
+
+def test_extension_root_leads_to_the_landing_app_keeping_the_query(extension):
+    base, _ = extension
+    status, h, _ = get(base + "/?model=llama3-70b")
+    assert status == 302 and h["location"] == "/voila?model=llama3-70b"
+    status, h, _ = get(base + h["location"])
+    assert status == 302
+    assert h["location"] == "/voila/render/notebooks/index.ipynb?model=llama3-70b"
+    for path in ("/voila/tree", "/voila/tree/notebooks", "/voila/tree/notebooks/reports"):
+        status, h, _ = get(base + path)
+        assert status == 302 and h["location"] == "/voila/render/notebooks/index.ipynb", path
+    status, _, body = get(base + "/voila/api/contents/notebooks")
+    assert status == 404 and "review.ipynb" not in body
+
+
+def test_extension_binder_launch_url_renders_and_the_cap_holds(extension):
+    # Binder's ?urlpath=voila/render/notebooks/<app>.ipynb lands here
+    base, proc = extension
+    status, _, body = get(base + "/voila/render/notebooks/review.ipynb?model=llama3-8b&gpus=64")
+    assert status == 200
+    assert "application/vnd.jupyter.widget-view+json" in body and "Traceback" not in body
+    status, _, _ = get(base + "/voila/render/notebooks/tco.ipynb")
+    assert status == 200
+    status, h, body = get(base + "/voila/render/notebooks/spot.ipynb")   # third kernel, cap 2
+    assert status == 503 and BUSY_TEXT in body and "Traceback" not in body
+    assert len(kernel_pids(proc.pid)) == 2
