@@ -19,7 +19,6 @@ import argparse
 import contextlib
 import io
 import json
-import time
 import warnings
 from collections import Counter
 
@@ -41,8 +40,8 @@ ALL_IDS = sorted({i for ids in IDS.values() for i in ids})
 #: a valid call's output is a few kB (plan --top 100 is ~100 kB); megabytes mean a flag
 #: without a cap
 MAX_OUTPUT_CHARS = 1_000_000
-#: the slowest valid call (plan over thousands of layouts) takes well under a second
-MAX_SECONDS = 10.0
+# (no wall-clock bound: speed is measured in `make bench`; the output bound above and the
+# range checks on --top, --monte-carlo-runs and the counts keep every call's work bounded)
 
 # ------------------------------------------------------------------------- values
 
@@ -238,7 +237,6 @@ def _no_constants(name):
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught, \
             contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         warnings.simplefilter("always")
@@ -246,9 +244,7 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
             code = main(argv)
         except SystemExit as e:           # argparse exiting on its own (help, usage)
             pytest.fail(f"SystemExit({e.code}) escaped main()")
-    elapsed = time.perf_counter() - t0
     assert not caught, f"warnings emitted: {[str(w.message) for w in caught]}"
-    assert elapsed < MAX_SECONDS, f"took {elapsed:.1f} s"
     return code, out.getvalue(), err.getvalue()
 
 
