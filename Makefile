@@ -33,7 +33,7 @@ validate: install
 
 # Serves the apps of notebooks/ (python -m llmcost.server: Voila with the workbook's
 # defaults): / opens the landing app, preheated kernels paint the first page fast, at most
-# MAX_KERNELS kernels live (then a "busy, retry in a minute" page), a closed page's kernel
+# MAX_KERNELS pages' kernels (then a "busy, retry in a minute" page), a closed page's kernel
 # is shut down after ~90 s. HOST=0.0.0.0 shares it on your LAN: there is no
 # authentication, anyone who reaches the port can use it.
 MAX_KERNELS ?= 24

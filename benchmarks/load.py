@@ -18,11 +18,11 @@ Between rounds the closed pages' kernels are culled (the benchmark's servers cul
 30 s idle, instead of 90 s) and the server is left to go quiet, so every round starts
 from the same state: the preheated pools full, nothing else running.
 
-Measured on the 2-core, 24 GiB machine (2026-11-30), before the lead's preheat-aware
-run_app and landing page (see ``bench_voila`` in run.py for the live table):
-  today      warm 1 visit 5.2 s; 4 visits p50 10.5 s; 8 visits p50 19.6 s / p95 22.5 s;
-             16 visits p50 39 s / p95 46 s; ~134 MB per kernel
-(the figures printed by a run are the reference; this note only dates the baseline.)
+Baseline, measured live by every run as layout ``today``; on 2026-11-30 (2 cores shared
+with other sessions: 1-min load average 1.5-8 during the rounds) it read:
+  today      warm 1 visit p50 2.9 s; 4 visits p50 9.6 s; 8 visits p50 23.8 s / p95 24.4 s;
+             16 visits: 8 of 16 drawn within 90 s (p50 44 s); 143 MB per kernel
+Wall times move with the machine's load; the CPU columns (server + kernels, chromium) do not.
 """
 
 from __future__ import annotations
@@ -157,10 +157,11 @@ def _server_cpu_share(server: "Server", interval_s: float = 1.0) -> float:
 
 
 def wait_quiet(server: Server, timeout_s: float = 240) -> None:
-    """Until only the pool's kernels live and they and the server are idle."""
+    """Until exactly the pools' kernels live (closed pages culled, pools refilled) and
+    they and the server are idle."""
     deadline = time.time() + timeout_s
     while time.time() < deadline:
-        if len(server.kernels()) <= server.pool and _server_cpu_share(server) < 0.1:
+        if len(server.kernels()) == server.pool and _server_cpu_share(server) < 0.1:
             return
     raise RuntimeError(f"{server.layout}: still {len(server.kernels())} kernels "
                        f"(pool {server.pool}) after {timeout_s:.0f} s")

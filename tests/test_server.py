@@ -265,3 +265,19 @@ def test_extension_binder_launch_url_renders_and_the_cap_holds(extension):
     status, h, body = get(base + "/voila/render/notebooks/spot.ipynb")   # third kernel, cap 2
     assert status == 503 and BUSY_TEXT in body and "Traceback" not in body
     assert len(kernel_pids(proc.pid)) == 2
+
+
+def test_preheated_pool_does_not_take_the_pages_slots(tmp_path):
+    # cap 1 page kernel; the pool's kernel comes on top and is handed to the first page
+    (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
+    log = tmp_path.parent / f"{tmp_path.name}.log"
+    proc, base = serve_standalone(tmp_path, log, "--CappedKernelManager.max_kernels=1")
+    try:
+        wait_for(lambda: "is filled with" in log.read_text(), 120, "the pool")
+        status, _, body = get(base + "/voila/render/tiny.ipynb")
+        assert status == 200 and "tiny app" in body
+        assert "Using pre-heated kernel" in log.read_text()
+        status, _, body = get(base + "/voila/render/tiny.ipynb")   # a second page: busy
+        assert status == 503 and BUSY_TEXT in body
+    finally:
+        stop_server(proc)

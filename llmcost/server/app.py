@@ -35,12 +35,12 @@ LANDING = ["index.ipynb", "review.ipynb"]
 #: app (the link a review shares: 8 reviewers opening it at once each get an executed
 #: notebook), two for the landing page, one for each other app = 15 kernels, ~2.6 GB idle
 #: of 24 GiB, warmed in ~40 s of the 2 cores at start-up. A kernel taken from a pool is
-#: replaced FILL_DELAY_S later: a refill costs a full notebook run, and refilling while a
-#: burst is still loading took the 2 cores from its pages (8 visits: p50 34 s with a 10 s
-#: delay and 4 review kernels). A second burst within the minute gets fresh kernels.
+#: replaced FILL_DELAY_S later: a refill costs a full notebook run (~5 CPU-seconds), and
+#: refilling while a burst is still loading takes the 2 cores from its pages; the pages of a
+#: burst the pool covers are drawn well within that delay.
 POOLS = {"default": {"pool_size": 1}, "index.ipynb": {"pool_size": 2},
          "review.ipynb": {"pool_size": 8}}
-FILL_DELAY_S = 60
+FILL_DELAY_S = 20
 
 #: nbclient drops a cell's outputs when the kernel's IOPub lags more than this after its
 #: reply (4 s by default): on 2 busy cores that lost whole pages. Waiting longer costs

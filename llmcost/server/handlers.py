@@ -60,10 +60,32 @@ class NotFound(web.RequestHandler):
 
 
 class CappedVoilaHandler(TornadoVoilaHandler):
-    """Voila's render handler; at the kernel cap it answers a plain "busy" page (503)."""
+    """Voila's render handler; at the kernel cap it answers a plain "busy" page (503).
+
+    A page takes a preheated kernel only if one is ready: Voila would otherwise wait for
+    a pool entry still warming, or still sleeping out ``fill_delay`` before its refill
+    starts, where a fresh kernel is quicker.
+    """
+
+    _notebook = None
+
+    def should_use_rendered_notebook(self, *args, **kwargs):
+        if not super().should_use_rendered_notebook(*args, **kwargs):
+            return False
+        pool = getattr(self.kernel_manager, "_pools", {}).get(self._notebook)
+        ready = [t for t in pool or () if t.done()]
+        if not ready:
+            return False
+        # Voila hands out the pool's first entry: put the ready ones first
+        pool[:] = ready + [t for t in pool if not t.done()]
+        mark = getattr(self.kernel_manager, "mark_taken", None)
+        if mark is not None:
+            mark(ready[0].result()["kernel_id"])
+        return True
 
     @web.authenticated
     async def get(self, path=None):
+        self._notebook = self.notebook_path or path
         km = self.kernel_manager
         prune = getattr(km, "prune_pools", None)
         if prune is not None:

@@ -1,10 +1,13 @@
-"""A kernel manager with a cap on live kernels.
+"""A kernel manager with a cap on the kernels serving pages.
 
-Every page load of a Voila app starts a kernel of ~140 MB; without a cap, a burst of
-requests (or a crawler) can exhaust the machine. At the cap, starting a kernel raises
-:class:`KernelCapReached`, which the render handler turns into a "busy, please retry"
-page (HTTP 503). The kernels of a preheated pool count towards the cap: they are real
-processes holding real memory.
+Every page load of a Voila app starts a kernel of ~150 MB; without a cap, a burst of
+requests (or a crawler) can exhaust the machine. At the cap, starting a page's kernel
+raises :class:`KernelCapReached`, which the render handler turns into a "busy, please
+retry" page (HTTP 503). The preheated pools are not counted: their size is fixed by
+configuration (``VoilaKernelManager.kernel_pools_config``), so the memory bound is
+(``max_kernels`` + pool sizes) kernels. Counting them would let idle pool kernels of
+other apps hold the slots a visitor needs, and a refused refill would leave a failed
+entry in Voila's pool, which breaks Voila's kernel shutdown.
 """
 
 from __future__ import annotations
@@ -15,10 +18,10 @@ from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelMana
 from tornado.web import HTTPError
 from traitlets import Integer
 
-#: Live kernels allowed by default. Sized for the 2-core, 24 GiB machine the workbook is
-#: measured on: 24 kernels x ~150 MB = 3.6 GB of memory is comfortable; CPU is the binding
-#: limit (each page costs a few CPU-seconds to render), and beyond ~24 simultaneous pages
-#: every page would wait longer than the "retry in a minute" the busy page promises.
+#: Page kernels allowed by default. Sized for the 2-core, 24 GiB machine the workbook is
+#: measured on: 24 page kernels + the 15 preheated ones x ~175 MB = 6.8 GB at most;
+#: CPU is the binding limit (a fresh page costs ~5 CPU-seconds), and beyond ~24
+#: simultaneous pages every page would wait longer than the minute the busy page promises.
 DEFAULT_MAX_KERNELS = 24
 
 
@@ -31,18 +34,31 @@ class KernelCapReached(HTTPError):
 
 
 class CappedKernelManager(AsyncMappingKernelManager):
-    """``AsyncMappingKernelManager`` refusing a new kernel when ``max_kernels`` are live."""
+    """``AsyncMappingKernelManager`` refusing a page's new kernel when ``max_kernels``
+    kernels serve pages."""
 
     max_kernels = Integer(
         int(os.environ.get("LLMCOST_MAX_KERNELS", DEFAULT_MAX_KERNELS)), config=True,
-        help="Most kernels alive at once (pages + preheated pool); 0 for no cap. "
-             "Environment: LLMCOST_MAX_KERNELS.")
+        help="Most kernels serving pages at once (the preheated pools come on top); "
+             "0 for no cap. Environment: LLMCOST_MAX_KERNELS.")
 
     _starting = 0
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._pool_ids: set[str] = set()     # started for a preheated pool
+        self._taken: set[str] = set()        # of those, handed to a page
+
+    def mark_taken(self, kernel_id: str) -> None:
+        """A pool's kernel now serves a page (the render handler says which)."""
+        self._taken.add(kernel_id)
+
     def live_kernels(self) -> int:
-        """Kernels running or being started now."""
-        return len(self.list_kernel_ids()) + self._starting
+        """Kernels serving pages, running or being started: all kernels but the pools'."""
+        live = set(self.list_kernel_ids())
+        self._pool_ids &= live
+        self._taken &= live
+        return len(live) + self._starting - len(self._pool_ids - self._taken)
 
     def is_full(self) -> bool:
         return self.max_kernels > 0 and self.live_kernels() >= self.max_kernels
@@ -51,8 +67,14 @@ class CappedKernelManager(AsyncMappingKernelManager):
         kernel_id = kwargs.get("kernel_id")
         if kernel_id is not None and kernel_id in self:
             return await super().start_kernel(*args, **kwargs)
+        if (kwargs.get("env") or {}).get("VOILA_PREHEAT") == "True":
+            # a pool (re)fill: bounded by the pool's configured size, never refused
+            kernel_id = await super().start_kernel(*args, **kwargs)
+            self._pool_ids.add(kernel_id)
+            return kernel_id
+        self.prune_pools()
         if self.is_full():
-            self.log.warning("Kernel cap reached (%d live): refusing a new kernel",
+            self.log.warning("Kernel cap reached (%d page kernels): refusing a new one",
                              self.live_kernels())
             raise KernelCapReached(self.max_kernels)
         # counted while starting, so a burst of requests cannot all pass the check at once
@@ -62,40 +84,19 @@ class CappedKernelManager(AsyncMappingKernelManager):
         finally:
             self._starting -= 1
 
-    async def shutdown_kernel(self, kernel_id, *args, **kwargs):
-        result = await super().shutdown_kernel(kernel_id, *args, **kwargs)
-        if not self._closing:
-            # a pool that could not refill at the cap refills once a kernel is gone
-            self.refill_pools()
-        return result
+    async def cull_kernels(self):
+        # Voila's shutdown reads every pool entry's result: a failed one (a kernel that
+        # died while warming) would make each shutdown raise, so no kernel would be culled
+        self.prune_pools()
+        return await super().cull_kernels()
 
-    _closing = False
-
-    async def shutdown_all(self, *args, **kwargs):
-        self._closing = True
-        return await super().shutdown_all(*args, **kwargs)
-
-    # --- preheated pools. Voila builds its pooling manager as a subclass of this class
-    # (VoilaConfiguration.multi_kernel_manager_class), adding ``_pools``,
-    # ``kernel_pools_config`` and ``fill_if_needed``; without preheating these are no-ops.
-
-    def _pool_size(self, notebook: str) -> int:
-        pools = getattr(self, "kernel_pools_config", {})
-        conf = pools.get(notebook, pools.get("default", {}))
-        return int(conf.get("pool_size", 0))
+    # Voila builds its pooling manager as a subclass of this class
+    # (VoilaConfiguration.multi_kernel_manager_class), adding ``_pools``; without
+    # preheating there are no pools.
 
     def prune_pools(self) -> None:
-        """Drop pool entries whose start failed (at the cap), so no page is handed one."""
+        """Drop pool entries whose start failed, so no page or shutdown is handed one."""
         for pool in getattr(self, "_pools", {}).values():
             keep = [t for t in pool
                     if not t.done() or (not t.cancelled() and t.exception() is None)]
             pool[:] = keep
-
-    def refill_pools(self) -> None:
-        pools = getattr(self, "_pools", None)
-        if not pools:
-            return
-        self.prune_pools()
-        for notebook, pool in list(pools.items()):
-            if len(pool) < self._pool_size(notebook) and not self.is_full():
-                self.fill_if_needed(notebook_name=notebook)
