@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -41,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from llmcost.server.procs import kernel_pids, rss_bytes  # noqa: E402
+from llmcost.server.procs import kernel_pids, rss_bytes, stop_server  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -74,24 +73,6 @@ class Server:
 
     def stop(self):
         stop_server(self.proc)
-
-
-def stop_server(proc: subprocess.Popen):
-    kids = kernel_pids(proc.pid)
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    # kernels run in their own sessions: make sure none outlives its server
-    for pid in kids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def start_server(layout: str, root: Path = ROOT, extra: list[str] = (), log: Path | None = None,

@@ -7,7 +7,6 @@ LLMCOST_REQUIRE_BROWSER is set (CI sets it: there the browser tests must run).
 
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from llmcost.server.procs import stop_server  # noqa: F401 - test modules import it from here
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -56,27 +57,6 @@ def start_server(cmd, cwd, log_path, env=None, port=None, timeout_s=90):
             time.sleep(0.3)
     stop_server(proc)
     raise RuntimeError(f"server did not open port {port} in {timeout_s} s; see {log_path}")
-
-
-def stop_server(proc):
-    """SIGTERM the server's group; kill any kernel that outlives it (kernels run in their
-    own sessions, outside the group)."""
-    from llmcost.server.procs import kernel_pids
-    kernels = kernel_pids(proc.pid)
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    for pid in kernels:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    getattr(proc, "log_file", None) and proc.log_file.close()
 
 
 def workbook_cmd(port, *extra):

@@ -4,6 +4,8 @@ server tests, which must count only their own server's kernels on a shared machi
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 from pathlib import Path
 
 
@@ -54,3 +56,25 @@ def kernel_pid_for(server_pid: int, kernel_id: str) -> int | None:
         except OSError:
             continue
     return None
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """SIGTERM the server's process group; kill any kernel that outlives it (kernels run in
+    their own sessions, outside the group)."""
+    kernels = kernel_pids(proc.pid)
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    for pid in kernels:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    log = getattr(proc, "log_file", None)
+    if log is not None:
+        log.close()
