@@ -765,7 +765,7 @@ def show_page(build: Callable, warm: Callable, first: Callable, whole: Callable)
     try:
         if os.environ.get("VOILA_PREHEAT") == "True":
             warm()
-            from voila.utils import get_query_string
+            from .preheat import get_query_string
             query = get_query_string()
         else:
             query = os.environ.get("QUERY_STRING", "")

@@ -6,7 +6,7 @@ Standalone Voila (``make app``) with the workbook's defaults:
   ``review.ipynb``), keeping the query; the contents API behind the tree is hidden;
 - preheated kernel pools (``--preheat_kernel=True``): kernels wait with their notebook
   executed (see ``POOLS``); the app reads the page's query with
-  ``voila.utils.get_query_string()`` once a page claims it;
+  ``get_query_string()`` (llmcost.apps.preheat, Voila's protocol) once a page claims it;
 - a cap on live kernels with a "busy, retry in a minute" page (:mod:`.kernels`);
 - kernels of closed pages are culled after ``cull_idle_timeout`` (90 s, checked every
   30 s); an open page keeps its kernel however long it idles (``cull_connected=False``).
@@ -31,16 +31,17 @@ from .kernels import CappedKernelManager
 
 LANDING = ["index.ipynb", "review.ipynb"]
 
-#: Preheated kernels per notebook, ~175 MB each once the app is built: eight for the review
+#: Preheated kernels per notebook, ~140 MB each once the app is built: eight for the review
 #: app (the link a review shares: 8 reviewers opening it at once each get an executed
-#: notebook), two for the landing page, one for each other app = 15 kernels, ~2.6 GB idle
+#: notebook), two for the landing page, one for each other app = 15 kernels, ~2.1 GB idle
 #: of 24 GiB, warmed in ~40 s of the 2 cores at start-up. A kernel taken from a pool is
-#: replaced FILL_DELAY_S later: a refill costs a full notebook run (~5 CPU-seconds), and
-#: refilling while a burst is still loading takes the 2 cores from its pages; the pages of a
-#: burst the pool covers are drawn well within that delay.
+#: replaced FILL_DELAY_S later: a refill costs a full notebook run (~3 CPU-seconds), and
+#: refilling while a burst is still loading takes the 2 cores from its pages (measured
+#: 2026-12-01 with a 20 s delay: 8 visits at once drew in 72 s instead of ~20 s, the
+#: server spending 75 CPU-s); a minute covers the burst the pool serves.
 POOLS = {"default": {"pool_size": 1}, "index.ipynb": {"pool_size": 2},
          "review.ipynb": {"pool_size": 8}}
-FILL_DELAY_S = 20
+FILL_DELAY_S = 60
 
 #: nbclient drops a cell's outputs when the kernel's IOPub lags more than this after its
 #: reply (4 s by default): on 2 busy cores that lost whole pages. Waiting longer costs
