@@ -2,9 +2,17 @@
 
 ``python benchmarks/load.py`` (also part of ``make bench``): for each layout, the time
 from navigation to the review app's first plot drawn (``.js-plotly-plot .gtitle``), one
-visit on a warm server, then 1, 4, 8 and 16 simultaneous first visits (one fresh browser
+visit on a warm server (a fresh browser profile, and again as a returning visitor whose
+browser caches are warm), then 1, 4, 8 and 16 simultaneous first visits (one fresh browser
 context each, as a new reviewer): p50/p95, failures (no plot in 90 s, or the "busy" page),
 peak live kernels and their peak resident memory, read from /proc.
+
+Every browser runs on the machine that serves, so the concurrent rounds charge the server
+with its visitors' drawing too (a fresh page costs its browser ~3.4 s of main-thread
+JavaScript here, ~1.4 s of it plotly.js); in a review each reviewer's own machine draws. The
+row "server work for 8 simultaneous first visits" measures the server's part alone: 8 plain
+GETs of the page at once, then until the server and its kernels are idle, every first result
+computed and waiting for its page's websocket.
 
 Layouts:
   today      ``voila .`` in notebooks/ as ``make app`` ran it before the landing page
@@ -167,6 +175,14 @@ def _is_chromium(pid: int) -> bool:
         return False
 
 
+def _machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy since boot (/proc/stat: all but idle and
+    iowait). Browser renderers exit when their page closes, taking their CPU time out of any
+    per-process count: the machine's total keeps it."""
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(f) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def _cpu_delta(before: dict, after: dict) -> float:
     """CPU seconds spent between two snapshots by the processes alive at the second."""
     return sum(t - before.get(pid, 0.0) for pid, t in after.items())
@@ -181,6 +197,8 @@ class Round:
     peak_rss: int = 0
     load_avg: float = 0.0         # the machine's 1-min load: the benchmark may share it
     server_cpu_s: float = 0.0     # server + kernels: what the machine serving pays
+    settled_s: float = float("nan")  # server_round: all the visits' server work done
+    machine_cpu_s: float = 0.0    # the whole machine (browsers whose pages closed included)
     browser_cpu_s: float = 0.0    # chromium: on a reviewer's own machine in real use
 
     def p(self, q):
@@ -223,13 +241,70 @@ async def _visit(browser, url: str, result: Round):
         await ctx.close()
 
 
+async def _returning_visit(browser, url: str, result: Round):
+    """A reviewer opening the link again: the same browser profile (HTTP and compiled-code
+    caches), a new page and a new kernel; the first visit is not timed."""
+    ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        for timed in (False, True):
+            page = await ctx.new_page()
+            t0 = time.perf_counter()
+            try:
+                await page.goto(url, wait_until="commit", timeout=VISIT_TIMEOUT_S * 1000)
+                await page.wait_for_selector(PLOT, timeout=VISIT_TIMEOUT_S * 1000)
+                if timed:
+                    result.times_s.append(time.perf_counter() - t0)
+            except Exception:
+                if timed:
+                    result.failures += 1
+            finally:
+                await page.close()
+    finally:
+        await ctx.close()
+
+
+def server_round(server: "Server", n: int, quiet_cores: float = 0.05) -> Round:
+    """What the server pays for n simultaneous first visits, without the browsers: n plain
+    GETs of the page at once (Voila executes or claims a kernel and renders the page), then
+    until the server and its kernels are idle: the first results are computed and waiting
+    for the pages' websockets (Voila buffers a kernel's messages until its page connects).
+    ``times_s``: when each GET returned; ``settled_s``: when all that work was done."""
+    import urllib.request
+    r = Round()
+    s0 = _server_cpu(server)
+    t0 = time.perf_counter()
+
+    def get():
+        try:
+            with urllib.request.urlopen(server.base, timeout=VISIT_TIMEOUT_S) as resp:
+                resp.read()
+            r.times_s.append(time.perf_counter() - t0)
+        except Exception:
+            r.failures += 1
+
+    threads = [threading.Thread(target=get) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    window = 0.5
+    while time.perf_counter() - t0 < VISIT_TIMEOUT_S:
+        if _server_cpu_share(server, window) < quiet_cores:
+            break
+    r.settled_s = time.perf_counter() - t0 - window
+    r.server_cpu_s = _cpu_delta(s0, _server_cpu(server))
+    r.load_avg = os.getloadavg()[0]
+    return r
+
+
 async def _round(browser, url: str, n: int) -> Round:
     r = Round()
     await asyncio.gather(*(_visit(browser, url, r) for _ in range(n)))
     return r
 
 
-def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16)) -> dict:
+def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16),
+            server_visits=(8,)) -> dict:
     """{"warm": Round, n: Round} for one server."""
     loop, browser = browser_loop
     out = {}
@@ -240,9 +315,17 @@ def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16)) 
         warm.times_s += r.times_s
         warm.failures += r.failures
     out["warm"] = warm
+    back = Round()
+    for _ in range(warm_repeats):
+        wait_quiet(server)
+        loop.run_until_complete(_returning_visit(browser, server.base, back))
+    out["returning"] = back
+    for n in server_visits:
+        wait_quiet(server)
+        out[f"server {n}"] = server_round(server, n)
     for n in visits:
         wait_quiet(server)
-        s0, b0 = _server_cpu(server), _cpu_by_pid(_is_chromium)
+        s0, b0, m0 = _server_cpu(server), _cpu_by_pid(_is_chromium), _machine_busy_s()
         mon = Monitor(server)
         mon.start()
         r = loop.run_until_complete(_round(browser, server.base, n))
@@ -250,6 +333,7 @@ def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16)) 
         mon.join()
         r.server_cpu_s = _cpu_delta(s0, _server_cpu(server))
         r.browser_cpu_s = _cpu_delta(b0, _cpu_by_pid(_is_chromium))
+        r.machine_cpu_s = _machine_busy_s() - m0
         r.peak_kernels, r.peak_rss = mon.kernels, mon.rss
         r.load_avg = os.getloadavg()[0]
         out[n] = r
@@ -310,15 +394,31 @@ def rows(results: dict) -> list[tuple[str, int, float, str]]:
         out.append((f"voila [{layout}] review plots drawn, warm, 1 visit", len(w.times_s),
                     w.p(50), f"p50 {w.p(50):.2f} s (budget 2.5 s), failures {w.failures}"
                     + ("" if layout == "today" else was("warm", lambda r: f"{r.p(50):.2f} s"))))
-        for n in (k for k in res if k != "warm"):
+        back = res.get("returning")
+        if back is not None:
+            out.append((f"voila [{layout}] review plots drawn, warm, returning visitor", len(back.times_s),
+                        back.p(50), f"p50 {back.p(50):.2f} s (the browser's caches warm; budget "
+                        f"2.5 s), failures {back.failures}"
+                        + ("" if layout == "today" else was("returning", lambda r: f"{r.p(50):.2f} s"))))
+        for key in (k for k in res if isinstance(k, str) and k.startswith("server ")):
+            r = res[key]
+            n = int(key.split()[1])
+            out.append((f"voila [{layout}] server work for {n} simultaneous first visits", n,
+                        r.settled_s, f"pages sent p95 {r.p(95):.1f} s, all first results "
+                        f"computed {r.settled_s:.1f} s (no browsers: each reviewer's own "
+                        f"machine draws), server CPU {r.server_cpu_s:.0f} s, failures {r.failures}"
+                        + ("" if layout == "today" else
+                           was(key, lambda r: f"{r.settled_s:.1f} s"))))
+        for n in (k for k in res if isinstance(k, int)):
             r = res[n]
             per = r.peak_rss / max(r.peak_kernels, 1) / 1e6
             out.append((
                 f"voila [{layout}] {n} simultaneous first visit(s)", n, r.p(95),
                 f"p50 {r.p(50):.1f} s, p95 {r.p(95):.1f} s, failures {r.failures} "
                 f"(busy {r.busy}), peak {r.peak_kernels} kernels, "
-                f"{r.peak_rss / 1e9:.2f} GB ({per:.0f} MB each); CPU server {r.server_cpu_s:.0f} s, "
-                f"browsers {r.browser_cpu_s:.0f} s, load avg {r.load_avg:.1f}"
+                f"{r.peak_rss / 1e9:.2f} GB ({per:.0f} MB each); CPU server {r.server_cpu_s:.0f} s "
+                f"of the machine's {r.machine_cpu_s:.0f} s (the rest: the browsers and this "
+                f"harness), load avg {r.load_avg:.1f}"
                 + ("" if layout == "today" else
                    was(n, lambda r: f"p50 {r.p(50):.1f} s, p95 {r.p(95):.1f} s"))))
     return out

@@ -47,6 +47,15 @@ def test_requirements_pin_the_whole_app_stack_exactly():
     assert APP_STACK <= set(p), f"not pinned: {sorted(APP_STACK - set(p))}"
 
 
+def test_binders_python_is_one_pyproject_allows():
+    from packaging.specifiers import SpecifierSet
+    runtime = (ROOT / "binder" / "runtime.txt").read_text().strip()
+    wanted = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert SpecifierSet(wanted).contains(runtime.removeprefix("python-")), (runtime, wanted)
+    # tomllib (these tests) and the pinned numpy need 3.11: the floor says so
+    assert not SpecifierSet(wanted).contains("3.10"), wanted
+
+
 def test_pins_agree_with_pyproject_ranges():
     p = pins()
     reqs = pyproject_requirements()

@@ -294,3 +294,32 @@ def test_qwen3_residuals_on_nvl72_shrink_with_the_recipe_graphs():
             eager.append(val.predict_row(r, m, CAT, None, {"cuda_graphs": "none"})[0]
                          / meas - 1)
         assert abs(np.mean(with_graphs)) < abs(np.mean(eager))
+
+
+def test_deepseek_v3_pretraining_throughput_out_of_sample():
+    """DeepSeek-V3 (arXiv:2412.19437), not used to fit anything: 2.664 M H800 GPU-hours for
+    14.8 T pre-training tokens (Table 1; "180K H800 GPU hours per trillion tokens", §1):
+    14.8e12 / (2.664e6 x 3600) = 1,543 tokens/s per GPU. Layout as §3.2 describes it: 2,048
+    H800, PP16 (61 layers: 3 on the first stage, 2 on the last), EP64 over 8 nodes, ZeRO-1
+    data parallel, FP8 GEMMs (§3.3), global batch 15,360 x 4,096 tokens (§4.2, after the
+    ramp). Assumptions from the paper's words: DualPipe leaves "near-zero all-to-all
+    communication overhead" (overlap 0.95, the middle of "nearly all", 0.9-1.0) and the
+    auxiliary-loss-free balancing keeps experts balanced (imbalance 1.0). The MTP module (one
+    layer more, ~2%) is left out. Within 20%, the issue's target; over overlap 0.9-1.0 the
+    prediction spans 1,549-1,863, so the assumption, not a constant, sets the band."""
+    measured = 14.8e12 / (2.664e6 * 3600)
+    assert measured == pytest.approx(1543, abs=1)
+    m = CAT.model("deepseek-v3")
+    gpu, up, out = _hw("h800")
+
+    def per_gpu(overlap):
+        p = predict_step(m, gpu, up, out, gpus=2048, tp=1, pp=16, ep=64, global_batch=15360,
+                         seq_len=4096, micro_batch=1, zero_stage=1, precision="fp8",
+                         first_stage_layers=3, last_stage_layers=2, with_scaling=False,
+                         options=Options(flash_attention=True, moe_load_imbalance=1.0,
+                                         moe_a2a_overlap=overlap))
+        return float(p.tokens_per_s) / 2048
+
+    assert per_gpu(0.95) / measured - 1 == pytest.approx(0.0, abs=0.20)
+    # the all-to-all is what DualPipe hides: without the overlap the run would take 2x longer
+    assert per_gpu(0.0) < 0.5 * per_gpu(0.95)

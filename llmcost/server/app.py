@@ -37,11 +37,12 @@ LANDING = ["index.ipynb", "review.ipynb"]
 #: of 24 GiB, warmed in ~40 s of the 2 cores at start-up. A kernel taken from a pool is
 #: replaced FILL_DELAY_S later: a refill costs a full notebook run (~3 CPU-seconds), and
 #: refilling while a burst is still loading takes the 2 cores from its pages (measured
-#: 2026-12-01 with a 20 s delay: 8 visits at once drew in 72 s instead of ~20 s, the
-#: server spending 75 CPU-s); a minute covers the burst the pool serves.
+#: 2026-12-01: with a 20 s delay 8 visits at once drew in 72 s, the server spending 75
+#: CPU-s; with 60 s, 66 s and 39 CPU-s, as 8 browsers on the same 2 cores take ~40 s to
+#: draw). Two minutes cover such a burst; a visitor in that window gets a fresh kernel.
 POOLS = {"default": {"pool_size": 1}, "index.ipynb": {"pool_size": 2},
          "review.ipynb": {"pool_size": 8}}
-FILL_DELAY_S = 60
+FILL_DELAY_S = 120
 
 #: nbclient drops a cell's outputs when the kernel's IOPub lags more than this after its
 #: reply (4 s by default): on 2 busy cores that lost whole pages. Waiting longer costs
