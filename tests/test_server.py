@@ -282,3 +282,22 @@ def test_preheated_pool_does_not_take_the_pages_slots(tmp_path):
         assert status == 503 and BUSY_TEXT in body
     finally:
         stop_server(proc)
+
+
+def test_preheat_query_reader_opens_with_defaults_when_the_server_is_gone(monkeypatch):
+    # a preheated kernel whose server vanished (or refuses the handshake) must still render
+    # the app with its defaults instead of failing the cell
+    import socket
+    from llmcost.apps import preheat
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("VOILA_PREHEAT", "True")
+    monkeypatch.setenv("VOILA_APP_PORT", str(port))
+    monkeypatch.setenv("VOILA_KERNEL_ID", "k1")
+    monkeypatch.delenv("QUERY_STRING", raising=False)
+    assert preheat.query_url() == f"ws://127.0.0.1:{port}/voila/query/k1"
+    assert preheat.get_query_string() == ""
+    monkeypatch.setenv("VOILA_PREHEAT", "False")
+    monkeypatch.setenv("QUERY_STRING", "gpus=64")
+    assert preheat.get_query_string() == "gpus=64"

@@ -36,10 +36,12 @@ def query_url() -> str:
 
 async def _receive(url: str) -> str | None:
     from websockets.asyncio.client import connect
+    from websockets.exceptions import WebSocketException
     try:
         async with connect(url, open_timeout=OPEN_TIMEOUT_S) as ws:
             return await ws.recv()
-    except (TimeoutError, OSError):
+    except (TimeoutError, OSError, WebSocketException):
+        # no server, or one that refuses the handshake: the page opens with the defaults
         return None
 
 
