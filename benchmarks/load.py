@@ -26,11 +26,14 @@ Between rounds the closed pages' kernels are culled (the benchmark's servers cul
 30 s idle, instead of 90 s) and the server is left to go quiet, so every round starts
 from the same state: the preheated pools full, nothing else running.
 
-Baseline, measured live by every run as layout ``today``; on 2026-11-30 (2 cores shared
-with other sessions: 1-min load average 1.5-8 during the rounds) it read:
-  today      warm 1 visit p50 2.9 s; 4 visits p50 9.6 s; 8 visits p50 23.8 s / p95 24.4 s;
-             16 visits: 8 of 16 drawn within 90 s (p50 44 s); 143 MB per kernel
-Wall times move with the machine's load; the CPU columns (server + kernels, chromium) do not.
+Baseline, measured live by every run as layout ``today``; on 2026-12-01 (the machine idle
+but for the benchmark) it read:
+  today      warm 1 visit p50 6.1 s; server work for 8 visits 11.6 s (20 CPU-s); 4 visits
+             p50 23.1 s; 8 visits: none drawn within 90 s; 147 MB per kernel
+(on 2026-11-30, 2 cores shared with other sessions, warm 2.9 s and 8 visits p50 23.8 s: the
+figures move between days and machines, so compare layouts within one run.)
+Wall times move with the machine's load; the CPU columns (server + kernels, the whole
+machine) do not.
 """
 
 from __future__ import annotations
@@ -156,23 +159,8 @@ def wait_quiet(server: Server, timeout_s: float = 240) -> None:
                        f"(pool {server.pool}) after {timeout_s:.0f} s")
 
 
-def _cpu_by_pid(match) -> dict[int, float]:
-    out = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and match(int(entry)):
-            out[int(entry)] = _cpu_s([int(entry)])
-    return out
-
-
 def _server_cpu(server: "Server") -> dict[int, float]:
     return {pid: _cpu_s([pid]) for pid in (server.proc.pid, *server.kernels())}
-
-
-def _is_chromium(pid: int) -> bool:
-    try:
-        return b"chromium" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
 
 
 def _machine_busy_s() -> float:
@@ -199,7 +187,6 @@ class Round:
     server_cpu_s: float = 0.0     # server + kernels: what the machine serving pays
     settled_s: float = float("nan")  # server_round: all the visits' server work done
     machine_cpu_s: float = 0.0    # the whole machine (browsers whose pages closed included)
-    browser_cpu_s: float = 0.0    # chromium: on a reviewer's own machine in real use
 
     def p(self, q):
         t = sorted(self.times_s)
@@ -223,42 +210,37 @@ class Monitor(threading.Thread):
             time.sleep(0.2)
 
 
-async def _visit(browser, url: str, result: Round):
-    ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
+async def _timed_load(ctx, url: str, result: Round | None) -> None:
+    """Open ``url`` in a new page of ``ctx`` until the first plot is drawn; its time (or a
+    failure: no plot in time, or the busy page) goes to ``result`` (None: not timed)."""
     page = await ctx.new_page()
     t0 = time.perf_counter()
     try:
         resp = await page.goto(url, wait_until="commit", timeout=VISIT_TIMEOUT_S * 1000)
         if resp is not None and resp.status == 503:
-            result.busy += 1
-            result.failures += 1
+            if result is not None:
+                result.busy += 1
+                result.failures += 1
             return
         await page.wait_for_selector(PLOT, timeout=VISIT_TIMEOUT_S * 1000)
-        result.times_s.append(time.perf_counter() - t0)
+        if result is not None:
+            result.times_s.append(time.perf_counter() - t0)
     except Exception:
-        result.failures += 1
+        if result is not None:
+            result.failures += 1
     finally:
-        await ctx.close()
+        await page.close()
 
 
-async def _returning_visit(browser, url: str, result: Round):
-    """A reviewer opening the link again: the same browser profile (HTTP and compiled-code
-    caches), a new page and a new kernel; the first visit is not timed."""
+async def _visit(browser, url: str, result: Round, returning: bool = False):
+    """A new reviewer (a fresh browser context), or with ``returning`` one opening the link
+    again: the same context's HTTP and compiled-code caches, a new page and a new kernel
+    (the first load is not timed)."""
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
-        for timed in (False, True):
-            page = await ctx.new_page()
-            t0 = time.perf_counter()
-            try:
-                await page.goto(url, wait_until="commit", timeout=VISIT_TIMEOUT_S * 1000)
-                await page.wait_for_selector(PLOT, timeout=VISIT_TIMEOUT_S * 1000)
-                if timed:
-                    result.times_s.append(time.perf_counter() - t0)
-            except Exception:
-                if timed:
-                    result.failures += 1
-            finally:
-                await page.close()
+        if returning:
+            await _timed_load(ctx, url, None)
+        await _timed_load(ctx, url, result)
     finally:
         await ctx.close()
 
@@ -318,21 +300,20 @@ def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16),
     back = Round()
     for _ in range(warm_repeats):
         wait_quiet(server)
-        loop.run_until_complete(_returning_visit(browser, server.base, back))
+        loop.run_until_complete(_visit(browser, server.base, back, returning=True))
     out["returning"] = back
     for n in server_visits:
         wait_quiet(server)
         out[f"server {n}"] = server_round(server, n)
     for n in visits:
         wait_quiet(server)
-        s0, b0, m0 = _server_cpu(server), _cpu_by_pid(_is_chromium), _machine_busy_s()
+        s0, m0 = _server_cpu(server), _machine_busy_s()
         mon = Monitor(server)
         mon.start()
         r = loop.run_until_complete(_round(browser, server.base, n))
         mon.stopped = True
         mon.join()
         r.server_cpu_s = _cpu_delta(s0, _server_cpu(server))
-        r.browser_cpu_s = _cpu_delta(b0, _cpu_by_pid(_is_chromium))
         r.machine_cpu_s = _machine_busy_s() - m0
         r.peak_kernels, r.peak_rss = mon.kernels, mon.rss
         r.load_avg = os.getloadavg()[0]

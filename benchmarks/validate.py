@@ -163,6 +163,9 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
 #: bug, not the hardware and layout the step model describes: they stay in the table and are
 #: listed, but neither fit a constant nor count in the errors.
 SOURCE_FLAGGED_REGRESSION = ("Performance regression", "known issue")
+#: status of such a row, and its words in the README table's "left out: why" column
+REGRESSION_STATUS = "excluded: the source flags a known regression (see notes)"
+REGRESSION_WHY = "source-flagged regression"
 
 
 def source_flagged_regression(row) -> bool:
@@ -176,7 +179,7 @@ def expressibility(row, cat) -> tuple[str, object]:
     if row["task"] != "pretrain":
         return f"not expressible yet: {row['task']} (fine-tuning)", None
     if source_flagged_regression(row):
-        return "excluded: the source flags a known regression (see notes)", None
+        return REGRESSION_STATUS, None
     try:
         model = catalog_model(cat, row)
     except InputError:
@@ -279,9 +282,8 @@ def readme_table(res: pd.DataFrame) -> str:
     for (f, kind, gpu, prec), g in res.assign(family=fam).groupby(
             ["family", "kind", "gpu", "precision"]):
         e = g["error"].dropna().abs()
-        why = sorted({st.replace("not expressible yet: ", "").replace("not expressible: ", "")
-                      .replace("excluded: the source flags a known regression",
-                               "source-flagged regression")
+        why = sorted({REGRESSION_WHY if st == REGRESSION_STATUS else
+                      st.replace("not expressible yet: ", "").replace("not expressible: ", "")
                       .split(" (")[0] for st in g["status"] if st != "ok"})
         why = ["NVFP4" if "nvfp4" in w else w for w in why]
         mean = f"{100 * e.mean():.1f}%" if len(e) else ""

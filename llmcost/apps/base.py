@@ -763,13 +763,10 @@ def show_page(build: Callable, warm: Callable, first: Callable, whole: Callable)
     cell error."""
     from IPython.display import display
     try:
+        from .preheat import get_query_string
         if os.environ.get("VOILA_PREHEAT") == "True":
             warm()
-            from .preheat import get_query_string
-            query = get_query_string()
-        else:
-            query = os.environ.get("QUERY_STRING", "")
-        page = build(query)
+        page = build(get_query_string())
     except catalog_mod.CatalogError as e:
         display(W.HTML(f"<div class='llmc-warning llmc-fatal'>The catalog cannot be read: "
                        f"{esc(str(e))}</div>"))

@@ -34,8 +34,7 @@ def query_url() -> str:
     return f"{protocol}://{ip}:{port}{base}voila/query/{env.get('VOILA_KERNEL_ID', '')}"
 
 
-async def _receive(url: str) -> str | None:
-    from websockets.asyncio.client import connect
+async def _receive(connect, url: str) -> str | None:
     from websockets.exceptions import WebSocketException
     try:
         async with connect(url, open_timeout=OPEN_TIMEOUT_S) as ws:
@@ -48,13 +47,12 @@ async def _receive(url: str) -> str | None:
 def request_info(url: str | None = None) -> dict | None:
     """Wait for the page that claims this kernel; its request's variables, or None when the
     server cannot be reached. Runs on its own thread and loop: the kernel's loop is busy
-    running the cell that waits."""
+    running the cell that waits. Raises ImportError without ``websockets``."""
+    from websockets.asyncio.client import connect
     out: list = []
-
-    def inner():
-        out.append(asyncio.new_event_loop().run_until_complete(_receive(url or query_url())))
-
-    thread = threading.Thread(target=inner, daemon=True)
+    thread = threading.Thread(
+        target=lambda: out.append(asyncio.run(_receive(connect, url or query_url()))),
+        daemon=True)
     thread.start()
     thread.join()
     return json.loads(out[0]) if out and out[0] else None
@@ -62,14 +60,15 @@ def request_info(url: str | None = None) -> dict | None:
 
 def get_query_string(url: str | None = None) -> str:
     """The visitor's query string (``voila.utils.get_query_string``'s contract: the request's
-    variables are also set in ``os.environ``); "" outside a preheated kernel."""
+    variables are also set in ``os.environ``); outside a preheated kernel, the
+    ``QUERY_STRING`` Voila set before the kernel started ("" when none)."""
     if os.environ.get("VOILA_PREHEAT", "False") == "False":
         return os.environ.get("QUERY_STRING", "")
     try:
         info = request_info(url)
     except ImportError:
         from voila.utils import get_query_string as voila_get_query_string
-        return voila_get_query_string(url)
+        return voila_get_query_string(url) or ""
     for key, value in (info or {}).items():
         os.environ[key] = str(value)
     return os.environ.get("QUERY_STRING", "")
