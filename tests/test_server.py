@@ -61,14 +61,20 @@ display(W.VBox([W.HTML('<b class="hb-ready">ready</b>'), b, Heartbeat()]))
 """
 
 
-def get(url, timeout=120):
-    """GET without following redirects: (status, headers, body)."""
+def get(url, timeout=120, log: Path | None = None):
+    """GET without following redirects: (status, headers, body). A page that stalls fails
+    with the end of the server's ``log`` (its kernels' stderr included)."""
     u = urlsplit(url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
-    conn.request("GET", u.path + (f"?{u.query}" if u.query else ""))
-    r = conn.getresponse()
-    body = r.read().decode("utf-8", "replace")
-    conn.close()
+    try:
+        conn.request("GET", u.path + (f"?{u.query}" if u.query else ""))
+        r = conn.getresponse()
+        body = r.read().decode("utf-8", "replace")
+    except TimeoutError as err:
+        tail = log.read_text()[-8000:] if log is not None else "(no log)"
+        raise AssertionError(f"{url} stalled for {timeout} s; server log:\n{tail}") from err
+    finally:
+        conn.close()
     return r.status, {k.lower(): v for k, v in r.getheaders()}, body
 
 
@@ -127,7 +133,7 @@ def test_no_file_tree_or_reports_folder_is_reachable(standalone):
 
 def test_preheated_landing_page_receives_the_share_links_query(standalone):
     base, _, log = standalone
-    status, _, body = get(base + "/voila/render/index.ipynb?model=llama3-70b&gpus=512")
+    status, _, body = get(base + "/voila/render/index.ipynb?model=llama3-70b&gpus=512", log=log)
     assert status == 200
     # the kernel ran before the request; the query reached it through get_query_string
     assert "query=[model=llama3-70b" in body and "gpus=512]" in body
@@ -136,8 +142,8 @@ def test_preheated_landing_page_receives_the_share_links_query(standalone):
 
 
 def test_existing_app_urls_still_render(standalone):
-    base, _, _ = standalone
-    status, _, body = get(base + "/voila/render/review.ipynb?model=llama3-8b&gpus=64")
+    base, _, log = standalone
+    status, _, body = get(base + "/voila/render/review.ipynb?model=llama3-8b&gpus=64", log=log)
     assert status == 200
     assert "application/vnd.jupyter.widget-view+json" in body
     assert "Traceback" not in body
@@ -301,3 +307,50 @@ def test_preheat_query_reader_opens_with_defaults_when_the_server_is_gone(monkey
     monkeypatch.setenv("VOILA_PREHEAT", "False")
     monkeypatch.setenv("QUERY_STRING", "gpus=64")
     assert preheat.get_query_string() == "gpus=64"
+
+
+def test_preheat_query_reader_waits_for_a_busy_server_and_bypasses_proxies(monkeypatch):
+    # A server warming its pools may answer the kernel's handshake late; Voila's own reader
+    # gives up after 5 s and the shared link then opens with the defaults. A proxy named
+    # in the environment (as on CI) must not divert the kernel's call to its own server.
+    import asyncio
+    import threading
+    from websockets.asyncio.server import serve
+    from llmcost.apps import preheat
+    handshake_delay_s = 6                     # > Voila's 5 s open timeout
+    payload = json.dumps({"QUERY_STRING": "model=llama3-70b&gpus=512", "SERVER_PORT": "1"})
+    started, done, ports = threading.Event(), threading.Event(), []
+
+    async def busy(connection, request):
+        await asyncio.sleep(handshake_delay_s)
+
+    async def send_query(ws):
+        await ws.send(payload)
+        await ws.wait_closed()
+
+    async def main():
+        async with serve(send_query, "127.0.0.1", 0, process_request=busy) as server:
+            ports.append(server.sockets[0].getsockname()[1])
+            started.set()
+            await asyncio.to_thread(done.wait, 60)
+
+    thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
+    thread.start()
+    assert started.wait(30)
+    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")        # nothing listens there
+    for var in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("VOILA_PREHEAT", "True")
+    monkeypatch.setenv("VOILA_APP_PORT", str(ports[0]))
+    monkeypatch.setenv("VOILA_KERNEL_ID", "k1")
+    monkeypatch.delenv("QUERY_STRING", raising=False)
+    monkeypatch.delenv("SERVER_PORT", raising=False)
+    t0 = time.monotonic()
+    try:
+        assert preheat.get_query_string() == "model=llama3-70b&gpus=512"
+    finally:
+        done.set()
+    assert time.monotonic() - t0 >= handshake_delay_s - 0.5   # it did wait out the delay
+    assert os.environ["SERVER_PORT"] == "1"                   # the request's variables too
+    thread.join(30)

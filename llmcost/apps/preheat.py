@@ -17,10 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import threading
-
-#: seconds to open the websocket (Voila's own value)
-OPEN_TIMEOUT_S = 5
 
 
 def query_url() -> str:
@@ -37,10 +35,17 @@ def query_url() -> str:
 async def _receive(connect, url: str) -> str | None:
     from websockets.exceptions import WebSocketException
     try:
-        async with connect(url, open_timeout=OPEN_TIMEOUT_S) as ws:
+        # No open timeout (Voila gives up after 5 s): the server that started this kernel
+        # is up but may be busy warming its other pools, and a kernel that gave up would
+        # show its visitor the defaults instead of the shared link. No proxy: the server
+        # is this machine's, never behind the proxy the environment may name.
+        async with connect(url, open_timeout=None, proxy=None) as ws:
             return await ws.recv()
-    except (TimeoutError, OSError, WebSocketException):
-        # no server, or one that refuses the handshake: the page opens with the defaults
+    except (OSError, WebSocketException) as err:
+        # no server, or one that refuses the handshake: the page opens with the defaults;
+        # the server's log (the kernel's stderr) says why
+        print(f"llmcost.apps.preheat: no query from {url}: {err!r}", file=sys.__stderr__,
+              flush=True)
         return None
 
 
