@@ -5,7 +5,7 @@ PY      = $(VENV)/bin/python
 PORT   ?= 8866
 HOST   ?= 127.0.0.1
 
-.PHONY: test lint bench validate app install clean
+.PHONY: test lint bench validate app install clean plotly-bundle
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ app: install
 	@echo "llmcost workbook: http://$(HOST):$(PORT)/"
 	cd notebooks && ../$(PY) -m llmcost.server . --no-browser --port=$(PORT) --Voila.ip=$(HOST) \
 		--CappedKernelManager.max_kernels=$(MAX_KERNELS)
+
+# Rebuilds llmcost/apps/static/plotly-llmcost.min.js, plotly.js with only the trace types the
+# apps draw (llmcost/apps/static/README.md). Needs node and npm; the result is committed, so
+# `make app` and `make test` need neither.
+plotly-bundle: install
+	PY=$(PY) bash llmcost/apps/static/build.sh
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .hypothesis

@@ -10,7 +10,7 @@ import pytest
 
 from llmcost import review
 from llmcost.apps import panels
-from llmcost.apps.base import plotly_output
+from llmcost.apps.plotview import figure_json, shown_figure
 from llmcost.apps.registry import titles
 from llmcost.economics import spot, tco
 from llmcost.scenario import Scenario
@@ -23,9 +23,9 @@ def headline_text(panel, key):
 
 
 def plot_json(panel, name):
-    out = panel.outputs[name].outputs
-    assert len(out) == 1
-    return out[0]["data"]["application/vnd.plotly.v1+json"]
+    fig = shown_figure(panel.outputs[name])
+    assert fig is not None, f"plot {name} empty"
+    return fig
 
 
 def test_review_app_matches_library_and_updates():
@@ -178,7 +178,7 @@ def test_sizing_app_measured_scaling_upload():
     csv = "nodes,tokens_per_s\n1,1000\n2,1950\n4,3800\n8,4800\n"
     p._on_scaling({"new": [{"content": memoryview(csv.encode())}]})
     assert "cliff between 4 and 8" in p.scaling_note.value
-    assert len(p.scaling_out.outputs) == 1
+    assert shown_figure(p.scaling_out) is not None
     from llmcost import plots
     fig = plots.measured_scaling(p.measured)
     np.testing.assert_allclose(fig.data[0].y, [1.0, 0.975, 0.95, 0.6])   # 1950/2/1000 ...
@@ -213,8 +213,8 @@ def test_every_app_builds_without_errors():
         assert p.last_error is None and p.status.value == "" and p.figures
         assert p.name in titles()
         for name, out in p.outputs.items():
-            assert out.outputs, f"{cls.__name__}: plot {name} empty"
-        json.dumps(plotly_output(next(iter(p.figures.values()))))
+            assert shown_figure(out) is not None, f"{cls.__name__}: plot {name} empty"
+        json.dumps(figure_json(next(iter(p.figures.values()))))
 
 
 def test_prices_follow_the_gpu_in_the_app():

@@ -297,3 +297,17 @@ def test_hostile_link_and_csv_are_inert_in_chromium(voila, page, tmp_path):
     assert page.evaluate("window.__xss") is None
     assert page.locator("img[src='x']").count() == 0
     assert payload in page.locator("body").inner_text()      # shown as text, not markup
+
+
+def test_review_plots_draw_with_the_apps_plotly_bundle(voila, page):
+    # under llmcost.server the plots are PlotViews drawn with the apps' own plotly.js
+    # bundle, loaded once from the page's head; plotly's 4.8 MB JupyterLab extension is
+    # never fetched (llmcost.apps.plotview)
+    urls = []
+    page.on("request", lambda r: urls.append(r.url))
+    open_app(page, voila, "review")
+    page.wait_for_function("document.querySelectorAll('.llmc-plotview.js-plotly-plot').length >= 2",
+                           timeout=60_000)
+    assert sum("/llmcost/static/plotly-llmcost.min.js?v=" in u for u in urls) == 1
+    assert not [u for u in urls if "jupyterlab-plotly" in u]
+    assert page.evaluate("document.getElementById('llmc-plotly').dataset.state") == "loaded"

@@ -9,6 +9,7 @@ import pytest
 
 from llmcost import InputError, catalog, review
 from llmcost.apps import panels
+from llmcost.apps.plotview import shown_figure
 from llmcost.cli import main
 from llmcost.scenario import Scenario
 from llmcost.training import comm, planner
@@ -175,10 +176,10 @@ def test_review_app_plans_moe_without_errors(query):
     # the sizing app's memory chart shows the experts' weights, its table EP
     sz = panels.SizingApp(query=query)
     assert sz.last_error is None
-    mem = sz.outputs["memory"].outputs[0]["data"]["application/vnd.plotly.v1+json"]
+    mem = shown_figure(sz.outputs["memory"])
     names = [t["name"] for t in mem["data"]]
     assert "expert weights" in names
-    table = sz.outputs["layouts"].outputs[0]["data"]["application/vnd.plotly.v1+json"]
+    table = shown_figure(sz.outputs["layouts"])
     assert "EP" in table["data"][0]["header"]["values"]
     # the band is the MoE one
     assert "MoE" in r.economics.band.reason

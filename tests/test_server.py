@@ -12,6 +12,7 @@ where a test is about the server, not an app.
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -23,6 +24,7 @@ import pytest
 
 from browser_support import (ROOT, _free_port, browser, page, start_server,  # noqa: F401
                              stop_server, workbook_cmd)
+from llmcost.apps import assets
 from llmcost.server import app as server_app
 from llmcost.server.handlers import BUSY_TEXT
 from llmcost.server.jupyter_config import install
@@ -147,6 +149,23 @@ def test_existing_app_urls_still_render(standalone):
     assert status == 200
     assert "application/vnd.jupyter.widget-view+json" in body
     assert "Traceback" not in body
+    assert_loads_the_apps_plotly_bundle(base, body, "/")
+
+
+def assert_loads_the_apps_plotly_bundle(base, body, base_url):
+    """The page fetches the apps' plotly.js bundle from its head, at the URL the kernels
+    were told (llmcost.apps.plotview), and not plotly's own JupyterLab extension."""
+    url = assets.bundle_url(base_url)
+    head = body[body.index("<head>"):body.index("</head>")]
+    assert f'<script async id="{assets.SCRIPT_ID}" src="{url}"' in head
+    config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">'
+                                  r'(.*?)</script>', body, re.S).group(1))
+    loaded = {e["name"] for e in config["federated_extensions"]}
+    assert "anywidget" in loaded and not loaded & set(server_app.LABEXTENSIONS_NOT_LOADED)
+    status, h, js = get(base + url)
+    assert status == 200 and js.startswith("/*! plotly.js v")
+    max_age = re.search(r"max-age=(\d+)", h.get("cache-control", ""))
+    assert max_age and int(max_age.group(1)) >= 365 * 86400   # versioned: cached for good
 
 
 def test_production_defaults_cull_closed_pages_and_keep_open_ones():
@@ -157,9 +176,11 @@ def test_production_defaults_cull_closed_pages_and_keep_open_ones():
     assert c.VoilaConfiguration.preheat_kernel is True
     pools = c.VoilaKernelManager.kernel_pools_config
     assert pools["review.ipynb"]["pool_size"] >= pools["default"]["pool_size"] >= 1
-    # the Binder layout uses the same culling
-    conf = json.loads((ROOT / "jupyter_config.json").read_text())["MappingKernelManager"]
-    assert conf == {k: getattr(cull, k) for k in conf}
+    # the Binder layout uses the same culling, and leaves out the same JupyterLab extensions
+    conf = json.loads((ROOT / "jupyter_config.json").read_text())
+    assert conf["MappingKernelManager"] == {k: getattr(cull, k) for k in conf["MappingKernelManager"]}
+    assert (conf["VoilaConfiguration"]["extension_denylist"] == c.VoilaConfiguration.extension_denylist
+            == server_app.LABEXTENSIONS_NOT_LOADED)
 
 
 def test_kernel_cap_answers_a_friendly_busy_page(tmp_path):
@@ -267,6 +288,7 @@ def test_extension_binder_launch_url_renders_and_the_cap_holds(extension):
     status, _, body = get(base + "/voila/render/notebooks/review.ipynb?model=llama3-8b&gpus=64")
     assert status == 200
     assert "application/vnd.jupyter.widget-view+json" in body and "Traceback" not in body
+    assert_loads_the_apps_plotly_bundle(base, body, "/")
     status, _, _ = get(base + "/voila/render/notebooks/tco.ipynb")
     assert status == 200
     status, h, body = get(base + "/voila/render/notebooks/spot.ipynb")   # third kernel, cap 2

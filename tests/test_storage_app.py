@@ -12,6 +12,7 @@ import pytest
 
 from llmcost import catalog, review
 from llmcost.apps import panels
+from llmcost.apps.plotview import shown_figure
 from llmcost.apps.registry import titles
 from llmcost.economics import reliability as rel
 from llmcost.economics import storage
@@ -28,9 +29,9 @@ def headline_text(panel, key):
 
 
 def plot_json(panel, name):
-    out = panel.outputs[name].outputs
-    assert len(out) == 1
-    return out[0]["data"]["application/vnd.plotly.v1+json"]
+    fig = shown_figure(panel.outputs[name])
+    assert fig is not None, f"plot {name} empty"
+    return fig
 
 
 def arr(x):

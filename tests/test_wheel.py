@@ -36,14 +36,17 @@ def test_wheel_carries_the_catalogs(tmp_path):
              "'params': c.model('llama3-405b').params, "
              "'report': __import__('llmcost.review.report', fromlist=['x']).render_report("
              "__import__('llmcost.review.report', fromlist=['x']).ReportScenario(), title='t', "
-             "share_url=None)[:15]}))")
+             "share_url=None)[:15], "
+             "'bundle': __import__('llmcost.apps.assets', fromlist=['x']).bundle_version()}))")
     out = subprocess.run([str(py), "-c", probe], cwd=tmp_path, env=env, capture_output=True,
                          text=True, check=True).stdout
     got = json.loads(out)
     assert str(env_dir) in got["file"] and str(env_dir) in got["data"]
     assert got["gpus"] >= 10 and got["h100"] == 989.4 and abs(got["params"] / 405e9 - 1) < 0.01
-    # the report's template travels in the wheel
+    # the report's template travels in the wheel, and the apps' plotly.js bundle
     assert got["report"].lower().startswith("<!doctype html>")
+    from llmcost.apps import assets
+    assert got["bundle"] == assets.bundle_version()
 
     cli = subprocess.run([str(env_dir / "bin" / "llmcost"), "flops", "--model", "llama3-8b", "--json"],
                          cwd=tmp_path, env=env, capture_output=True, text=True)

@@ -7,9 +7,10 @@ panel parses the page's query string strictly, shows warnings, validates each ty
 next to its control (keeping the last good results on screen), pins scenarios to compare
 (A, B, C: one link carries them all), offers a share link, save/load as JSON and a report.
 
-Plots are written kernel-side as one ``application/vnd.plotly.v1+json`` output per Output
-widget: it renders every time under Voila (``clear_output`` + ``show`` stalls voila#1428)
-and ships no plotly.js per figure.
+Plots are widgets from :mod:`.plotview`: under the workbook's servers a ``PlotView`` drawn
+with the apps' own plotly.js bundle, elsewhere an Output holding the figure as plotly's mime
+output (written kernel-side: it renders every time under Voila, where ``clear_output`` +
+``show`` stalls voila#1428). Neither ships plotly.js per figure.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import base64
 import functools
 import inspect
-import json
 import os
 import time
 import traceback
@@ -30,6 +30,9 @@ import ipywidgets as W
 from .. import catalog as catalog_mod
 from ..scenario import (COMPARE_LABELS, CUSTOM_MODE, FIELDS, Scenario, describe, number_text,
                         parse_value, scenarios_from_query, scenarios_to_query)
+from .plotview import plot_widget, show_figure
+from .shared import layout as shared_layout
+from .shared import make
 from .text import esc
 
 CSS = """<style>
@@ -66,13 +69,6 @@ MAX_SCENARIO_BYTES = 200_000
 _NUMERIC_DELTA = {"days", "gpus", "cost_on_demand_usd", "mfu", "effective_utilization",
                   "memory_gb_per_gpu", "goodput", "breakeven_months", "spot_net_savings",
                   "job_mtbf_h"}
-
-
-def plotly_output(fig) -> dict:
-    return {"output_type": "display_data",
-            "data": {"application/vnd.plotly.v1+json": json.loads(fig.to_json()),
-                     "text/plain": f"<plotly figure: {fig.layout.title.text or ''}>"},
-            "metadata": {}}
 
 
 @functools.lru_cache(maxsize=None)
@@ -166,29 +162,29 @@ class Panel:
         self.controls: dict[str, W.Widget] = {}
         self.errors: dict[str, W.HTML] = {}
         self._updating = False
-        self.warning_box = W.HTML(self._warning_html(warnings))
+        self.warning_box = make(W.HTML, self._warning_html(warnings))
         self.warning_box.add_class("llmc-warning-area")
-        self.status = W.HTML("")
+        self.status = make(W.HTML, "")
         self.status.add_class("llmc-status")
-        self.headline_box = W.HBox(layout=W.Layout(flex_flow="row wrap"))
+        self.headline_box = make(W.HBox, layout=dict(flex_flow="row wrap"))
         self.headline_box.add_class("llmc-headline")
         self.headline_values: dict[str, W.HTML] = {}
         self.headline_boxes: dict[str, W.Widget] = {}
         self.flags: dict = {}
-        self.notes = W.HTML("")
+        self.notes = make(W.HTML, "")
         self.notes.add_class("llmc-notes")
-        self.outputs: dict[str, W.Output] = {}
-        self.share = W.HTML("")
+        self.outputs: dict[str, W.Widget] = {}      # plot name -> its plot widget
+        self.share = make(W.HTML, "")
         self.share.add_class("llmc-share")
-        self.nav = W.HTML("")
+        self.nav = make(W.HTML, "")
         self.nav.add_class("llmc-nav")
-        self.download = W.HTML("")
+        self.download = make(W.HTML, "")
         self.download.add_class("llmc-download")
         from .download import Download
-        self.downloader = Download()
+        self.downloader = Download(layout=shared_layout())
         self.downloader.add_class("llmc-report-link")
-        self.report_button = W.Button(description="Download report", icon="download",
-                                      tooltip="A standalone HTML report of every scenario shown")
+        self.report_button = make(W.Button, description="Download report", icon="download",
+                                  tooltip="A standalone HTML report of every scenario shown")
         self.report_button.add_class("llmc-report")
         self.report_button.on_click(lambda _: self.report())
         from .upload import FilePicker
@@ -196,18 +192,18 @@ class Panel:
                                  accept=".json", max_bytes=MAX_SCENARIO_BYTES,
                                  hint="A scenario file saved here (JSON)")
         self.upload.add_class("llmc-load")
-        self.pin_button = W.Button(description="Pin as A", icon="thumb-tack",
-                                   tooltip="Keep these values as a scenario to compare against")
+        self.pin_button = make(W.Button, description="Pin as A", icon="thumb-tack",
+                               tooltip="Keep these values as a scenario to compare against")
         self.pin_button.add_class("llmc-pin")
         self.pin_button.on_click(lambda _: self.pin())
-        self.clear_button = W.Button(description="Clear pinned", icon="times")
+        self.clear_button = make(W.Button, description="Clear pinned", icon="times")
         self.clear_button.add_class("llmc-unpin")
         self.clear_button.on_click(lambda _: self.clear_pins())
-        self.compare_box = W.HTML("")
+        self.compare_box = make(W.HTML, "")
         self.compare_box.add_class("llmc-compare")
         self.extra_widgets: list[W.Widget] = []
         for name in self.plot_names():
-            out = W.Output()
+            out = plot_widget()
             out.add_class(f"llmc-plot-{name}")
             self.outputs[name] = out
         self.widget = self._build()
@@ -270,7 +266,7 @@ class Panel:
         d = describe(name)
         label = field_label(name)
         value = getattr(self.scenario, name)
-        lay = W.Layout(width="190px")
+        lay = dict(width="190px")
         if d["kind"] == "choice":
             table = d["table"]
             df = self.catalog.table(table)
@@ -282,33 +278,33 @@ class Panel:
                     (f"{r.id} ({r.gpus} x {r.gpu})", r.id) for r in df.itertuples()]
             elif value not in opts:
                 opts.append(value)
-            w = W.Dropdown(options=opts, value=value, layout=lay)
+            w = make(W.Dropdown, options=opts, value=value, layout=lay)
         elif d["kind"] == "options":
-            w = W.Dropdown(options=list(d["options"]), value=value, layout=lay)
+            w = make(W.Dropdown, options=list(d["options"]), value=value, layout=lay)
         elif name in self.sliders or _is_share(d):
             # a share reads as a percentage, as the headline shows it
-            w = W.FloatSlider(value=value, min=d["lo"] if d["lo"] is not None else 0,
-                              max=d["hi"] if d["hi"] is not None else 1, step=d["step"] or 0.01,
-                              layout=lay, continuous_update=False, readout_format=".1%")
+            w = make(W.FloatSlider, value=value, min=d["lo"] if d["lo"] is not None else 0,
+                     max=d["hi"] if d["hi"] is not None else 1, step=d["step"] or 0.01,
+                     layout=lay, continuous_update=False, readout_format=".1%")
         elif name in BIG_NUMBER_FIELDS:
             # "2T" reads better than 2000000000000, and parses back to the same number
-            w = W.Text(value=number_text(value), layout=lay, continuous_update=False)
+            w = make(W.Text, value=number_text(value), layout=lay, continuous_update=False)
         elif d["kind"] == "int":
-            w = W.IntText(value=value, layout=lay)
+            w = make(W.IntText, value=value, layout=lay)
         else:
-            w = W.FloatText(value=value, layout=lay)
+            w = make(W.FloatText, value=value, layout=lay)
         w.add_class(f"llmc-ctl-{name}")
         w.observe(lambda ch, n=name: self._on_change(n, ch["new"]), names="value")
         # the label wraps instead of being cut off; its full text is also the tooltip
-        text = W.HTML(f"<div class='llmc-label' title='{esc(label)}'>"
-                      f"{esc(label)}</div>", layout=W.Layout(width="180px"))
-        err = W.HTML("")
+        text = make(W.HTML, f"<div class='llmc-label' title='{esc(label)}'>{esc(label)}</div>",
+                    layout=dict(width="180px"))
+        err = make(W.HTML, "")
         err.add_class("llmc-err")
         err.add_class(f"llmc-err-{name}")
         self.controls[name] = w
         self.errors[name] = err
-        row = W.HBox([text, w], layout=W.Layout(align_items="flex-start"))
-        return W.VBox([row, err], layout=W.Layout(margin="0 0 2px 0"))
+        row = make(W.HBox, [text, w], layout=dict(align_items="flex-start"))
+        return make(W.VBox, [row, err], layout=dict(margin="0 0 2px 0"))
 
     def _shown(self, name: str, value):
         """The control's text for a Scenario value."""
@@ -322,22 +318,22 @@ class Panel:
             groups.setdefault(describe(name)["group"], []).append(self._control(name))
         left = []
         for g, items in groups.items():
-            head = W.HTML(f"<div class='llmc-group'>{esc(self.group_titles.get(g, g))}</div>")
+            head = make(W.HTML, f"<div class='llmc-group'>{esc(self.group_titles.get(g, g))}</div>")
             left += [head, *items]
-        left += [W.HTML("<div class='llmc-group'>Compare, share and save</div>"),
-                 W.HBox([self.pin_button, self.clear_button]), self.share,
+        left += [make(W.HTML, "<div class='llmc-group'>Compare, share and save</div>"),
+                 make(W.HBox, [self.pin_button, self.clear_button]), self.share,
                  self.download, self.upload, self.report_button, self.downloader]
         right = [self.headline_box, self.status, self.compare_box, self.notes,
                  *self.extra_widgets, *self.outputs.values()]
-        header = W.HTML(f"{CSS}<h2 class='llmc-title'>{esc(self.title)}</h2>"
+        header = make(W.HTML, f"{CSS}<h2 class='llmc-title'>{esc(self.title)}</h2>"
                         f"<div class='llmc-intro'>{self.intro}</div>")
-        body = W.HBox([W.VBox(left, layout=W.Layout(width="400px", flex="0 0 400px")),
-                       W.VBox(right, layout=W.Layout(flex="1 1 auto", min_width="0"))])
+        body = make(W.HBox, [make(W.VBox, left, layout=dict(width="400px", flex="0 0 400px")),
+                             make(W.VBox, right, layout=dict(flex="1 1 auto", min_width="0"))])
         parts = [self.nav, header, self.warning_box, body]
         beat = _heartbeat()
         if beat is not None:
             parts.append(beat)
-        root = W.VBox(parts)
+        root = make(W.VBox, parts)
         root.add_class(f"llmc-app-{self.name}")
         return root
 
@@ -452,7 +448,7 @@ class Panel:
                             if lines else "")
         for name, out in self.outputs.items():
             if name in figs:
-                out.outputs = (plotly_output(figs[name]),)
+                show_figure(out, figs[name])
         self.status.value = ""
         self._update_links()
         self.timings.append(time.perf_counter() - t0)
@@ -517,10 +513,11 @@ class Panel:
             self.headline_values = {}
             self.headline_boxes = {}
             for key, (label, *_rest) in head.items():
-                val = W.HTML("")
+                val = make(W.HTML, "")
                 val.add_class(f"llmc-headline-{key}")
                 self.headline_values[key] = val
-                box = W.VBox([W.HTML(f"<div class='llmc-headline-label'>{esc(label)}</div>"), val])
+                box = make(W.VBox, [make(W.HTML, f"<div class='llmc-headline-label'>{esc(label)}</div>"),
+                                    val])
                 box.add_class("llmc-headline-box")
                 self.headline_boxes[key] = box
                 boxes.append(box)
@@ -718,7 +715,7 @@ def _heartbeat():
         from .heartbeat import Heartbeat
     except ImportError:
         return None
-    return Heartbeat()
+    return Heartbeat(layout=shared_layout())
 
 
 def _after_this_cell(fn) -> bool:
@@ -768,7 +765,7 @@ def show_page(build: Callable, warm: Callable, first: Callable, whole: Callable)
             warm()
         page = build(get_query_string())
     except catalog_mod.CatalogError as e:
-        display(W.HTML(f"<div class='llmc-warning llmc-fatal'>The catalog cannot be read: "
+        display(make(W.HTML, f"<div class='llmc-warning llmc-fatal'>The catalog cannot be read: "
                        f"{esc(str(e))}</div>"))
         return None
     display(page.widget)

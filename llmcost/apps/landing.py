@@ -13,6 +13,7 @@ from .. import catalog as catalog_mod
 from ..scenario import scenarios_from_query, scenarios_to_query
 from .base import CSS, _heartbeat, show_page
 from .registry import apps
+from .shared import make
 from .text import esc
 
 LANDING_CSS = """<style>
@@ -48,7 +49,7 @@ class Landing:
         self.figures: dict[str, dict] = {}
         self.cards: dict[str, W.HTML] = {}
         for i, cls in enumerate(apps()):
-            card = W.HTML(self._card_html(cls, None, first=i == 0))
+            card = make(W.HTML, self._card_html(cls, None, first=i == 0))
             card.add_class("llmc-card-widget")
             card.add_class(f"llmc-card-{cls.name}")
             self.cards[cls.name] = card
@@ -57,18 +58,18 @@ class Landing:
             items = "".join(f"<li>{esc(w)}</li>" for w in self.warnings)
             warn = f"<div class='llmc-warning'>Some settings in the link were not used:<ul>{items}</ul></div>"
         s = self.scenario
-        header = W.HTML(f"{CSS}{LANDING_CSS}<h2 class='llmc-title'>llmcost workbook</h2>"
+        header = make(W.HTML, f"{CSS}{LANDING_CSS}<h2 class='llmc-title'>llmcost workbook</h2>"
                         f"<div class='llmc-intro'>{esc(INTRO)}</div>"
                         f"<p class='llmc-scenario'>Scenario: {esc(s.model)} on "
                         f"{s.gpus:,} x {esc(s.gpu)} ({esc(s.fabric)})"
                         + (f", {len(scenarios)} scenarios compared" if len(scenarios) > 1 else "")
                         + f"</p>{warn}")
         parts = [header, W.Box(list(self.cards.values()),
-                               layout=W.Layout(display="flex", flex_flow="row wrap"))]
+                               layout=dict(display="flex", flex_flow="row wrap"))]
         beat = _heartbeat()
         if beat is not None:
             parts.append(beat)
-        self.widget = W.VBox(parts)
+        self.widget = make(W.VBox, parts)
         self.widget.add_class("llmc-landing")
         self.timings: list[float] = []
         if not defer:

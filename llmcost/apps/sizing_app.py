@@ -10,7 +10,9 @@ import pandas as pd
 
 from .. import plots
 from ..training.scaling import analyse_measured_scaling
-from .base import ReviewPanel, plotly_output
+from .base import ReviewPanel
+from .plotview import plot_widget, show_figure
+from .shared import make
 from .text import esc
 
 
@@ -35,18 +37,18 @@ class SizingApp(ReviewPanel):
                      "best_layout", "meets_target")
 
     def __init__(self, *a, **kw):
-        self.scaling_upload = W.FileUpload(accept=".csv", multiple=False,
-                                           description="Measured scaling CSV")
+        self.scaling_upload = make(W.FileUpload, accept=".csv", multiple=False,
+                                   description="Measured scaling CSV")
         self.scaling_upload.add_class("llmc-scaling-upload")
-        self.scaling_note = W.HTML("")
+        self.scaling_note = make(W.HTML, "")
         self.scaling_note.add_class("llmc-scaling-note")
-        self.scaling_out = W.Output()
+        self.scaling_out = plot_widget()
         self.scaling_out.add_class("llmc-plot-measured")
         self.scaling_upload.observe(self._on_scaling, names="value")
         super().__init__(*a, **kw)
 
     def _build(self):
-        self.extra_widgets = [W.HBox([self.scaling_upload]), self.scaling_note, self.scaling_out]
+        self.extra_widgets = [make(W.HBox, [self.scaling_upload]), self.scaling_note, self.scaling_out]
         return super()._build()
 
     def headline(self, res):
@@ -87,5 +89,5 @@ class SizingApp(ReviewPanel):
         warn = "".join(f"<li>{esc(w)}</li>" for w in res.warnings) or "<li>no cliff: gradual</li>"
         self.scaling_note.value = (f"<div>Fitted communication share: {res.comm_share_per_doubling:.1%} "
                                    f"per doubling of nodes.<ul>{warn}</ul></div>")
-        self.scaling_out.outputs = (plotly_output(plots.measured_scaling(res)),)
+        show_figure(self.scaling_out, plots.measured_scaling(res))
         self.measured = res

@@ -26,7 +26,8 @@ from voila.tornado.contentshandler import VoilaContentsHandler
 from voila.tornado.handler import TornadoVoilaHandler
 from voila.tornado.treehandler import TornadoVoilaTreeHandler
 
-from .handlers import CappedVoilaHandler, LandingRedirect, NotFound
+from .handlers import (CappedVoilaHandler, LandingRedirect, NotFound, advertise_bundle,
+                       static_route)
 from .kernels import CappedKernelManager
 
 LANDING = ["index.ipynb", "review.ipynb"]
@@ -49,6 +50,11 @@ FILL_DELAY_S = 120
 #: nothing when the output is on time.
 IOPUB_TIMEOUT_S = 30
 
+#: Voila loads every installed JupyterLab extension into each page; plotly's carries all of
+#: plotly.js (4.8 MB, ~1.6 s of a fresh page's main thread here) and is not needed where
+#: the apps draw with their own bundle (llmcost.apps.plotview, served by these servers).
+LABEXTENSIONS_NOT_LOADED = ["jupyterlab-plotly"]
+
 CULL = {"cull_interval": 30, "cull_idle_timeout": 90, "cull_connected": False}
 
 
@@ -56,6 +62,7 @@ def defaults() -> Config:
     c = Config()
     c.VoilaConfiguration.strip_sources = True
     c.VoilaConfiguration.preheat_kernel = True
+    c.VoilaConfiguration.extension_denylist = LABEXTENSIONS_NOT_LOADED
     c.VoilaConfiguration.multi_kernel_manager_class = CappedKernelManager
     c.VoilaKernelManager.kernel_pools_config = POOLS
     c.VoilaKernelManager.fill_delay = FILL_DELAY_S
@@ -78,7 +85,8 @@ class WorkbookVoila(Voila):
     def init_handlers(self):
         redirect = (LandingRedirect, {"root_dir": self.root_dir, "landing": LANDING,
                                       "base_url": self.base_url})
-        out = [(url_path_join(self.server_url, "/voila/?"), *redirect)]
+        out = [(url_path_join(self.server_url, "/voila/?"), *redirect),
+               static_route(self.server_url)]
         for spec in super().init_handlers():
             pattern, handler, *kw = spec
             if handler is TornadoVoilaTreeHandler:
@@ -96,6 +104,8 @@ class WorkbookVoila(Voila):
         # address we listen on (the default 127.0.0.1 misses a server bound to one LAN IP)
         if self.ip not in ("", "0.0.0.0", "::", "localhost"):
             os.environ.setdefault("VOILA_APP_IP", self.ip)
+        # before the pools start (Voila starts them with its kernel manager)
+        advertise_bundle(self.base_url)
         return super().start()
 
 

@@ -25,7 +25,8 @@ from voila.configuration import VoilaConfiguration
 from voila.paths import collect_template_paths
 from voila.server_extension import load_config_file
 
-from .handlers import CappedVoilaHandler, LandingRedirect, NotFound
+from .handlers import (CappedVoilaHandler, LandingRedirect, NotFound, advertise_bundle,
+                       static_route)
 
 LANDING = ["notebooks/index.ipynb", "notebooks/review.ipynb", "index.ipynb", "review.ipynb"]
 
@@ -45,6 +46,7 @@ def _load_jupyter_server_extension(server_app):
     existing = [nb for nb in LANDING if os.path.isfile(os.path.join(root, nb))]
     redirect = (LandingRedirect, {"root_dir": root, "landing": existing or LANDING[:1],
                                   "base_url": base})
+    advertise_bundle(base)
     web_app.add_handlers(".*$", [
         (url_path_join(base, "/voila/render/(.*)"), CappedVoilaHandler,
          {"config": server_app.config, "template_paths": template_paths,
@@ -52,6 +54,7 @@ def _load_jupyter_server_extension(server_app):
         (url_path_join(base, "/voila/?"), *redirect),
         (url_path_join(base, "/voila/tree" + path_regex), *redirect),
         (url_path_join(base, "/voila/api/contents" + path_regex), NotFound),
+        static_route(base),
     ])
     server_app.log.info("llmcost.server: landing page %s", existing[:1] or LANDING[:1])
 

@@ -11,6 +11,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 from voila.tornado.handler import TornadoVoilaHandler
 
+from ..apps import assets
 from .kernels import KernelCapReached
 
 BUSY_TEXT = "The workbook is busy right now. Please retry in a minute."
@@ -90,8 +91,11 @@ class CappedVoilaHandler(TornadoVoilaHandler):
         prune = getattr(km, "prune_pools", None)
         if prune is not None:
             prune()
+        head = early_scripts()
         try:
             async for chunk in self.get_generator(path=path):
+                if head and "<head>" in chunk:
+                    chunk, head = chunk.replace("<head>", "<head>" + head, 1), ""
                 self.write(chunk)
                 self.flush()
         except KernelCapReached as err:
@@ -106,3 +110,33 @@ class CappedVoilaHandler(TornadoVoilaHandler):
         self.set_header("Retry-After", "60")
         self.set_header("Cache-Control", "no-store")
         self.finish(busy_page(cap, self.request.uri))
+
+
+def static_route(server_url: str):
+    """The route serving the apps' browser assets (the plotly.js bundle) under
+    ``server_url``. Browsers cache the versioned URL for good (tornado's
+    StaticFileHandler, ``?v=``)."""
+    return (url_path_join(server_url, assets.ROUTE, "(.*)"), web.StaticFileHandler,
+            {"path": str(assets.STATIC_DIR)})
+
+
+def early_scripts() -> str:
+    """``<script>`` tags a page loads as its HTML starts to arrive: the plotly.js bundle
+    its plots will draw with, fetched and compiled while the page waits for the rest of
+    its HTML and for its kernel (the main thread is otherwise idle then), instead of once
+    the first plot's widget asks for it. ``id`` lets that widget find it."""
+    url = os.environ.get(assets.URL_ENV)
+    if not url:
+        return ""
+    # its state tells a widget arriving after the load (or the failure) what happened
+    return (f'<script async id="{assets.SCRIPT_ID}" src="{html.escape(url, quote=True)}" '
+            'onload="this.dataset.state=\'loaded\'" onerror="this.dataset.state=\'failed\'">'
+            '</script>')
+
+
+def advertise_bundle(base_url: str) -> None:
+    """Tell the kernels this server will start (they inherit its environment, preheated
+    pools included) where browsers find the bundle: their apps then draw with it instead
+    of plotly's 4.8 MB Jupyter renderer (llmcost.apps.plotview). Call it before the first
+    kernel starts."""
+    os.environ[assets.URL_ENV] = assets.bundle_url(base_url)
