@@ -8,11 +8,11 @@ context each, as a new reviewer): p50/p95, failures (no plot in 90 s, or the "bu
 peak live kernels and their peak resident memory, read from /proc.
 
 Every browser runs on the machine that serves, so the concurrent rounds charge the server
-with its visitors' drawing too (a fresh page costs its browser ~3.4 s of main-thread
-JavaScript here, ~1.4 s of it plotly.js); in a review each reviewer's own machine draws. The
-row "server work for 8 simultaneous first visits" measures the server's part alone: 8 plain
-GETs of the page at once, then until the server and its kernels are idle, every first result
-computed and waiting for its page's websocket.
+with its visitors' drawing too (a fresh page costs its browser ~2 s of main-thread
+JavaScript here, ~0.4 s of it the apps' plotly.js bundle); in a review each reviewer's own
+machine draws. The row "server work for 8 simultaneous first visits" measures the server's
+part alone: 8 plain GETs of the page at once, then until the server and its kernels are
+idle, every first result computed and waiting for its page's websocket.
 
 Layouts:
   today      ``voila .`` in notebooks/ as ``make app`` ran it before the landing page
@@ -26,12 +26,15 @@ Between rounds the closed pages' kernels are culled (the benchmark's servers cul
 30 s idle, instead of 90 s) and the server is left to go quiet, so every round starts
 from the same state: the preheated pools full, nothing else running.
 
-Baseline, measured live by every run as layout ``today``; on 2026-12-01 (the machine idle
-but for the benchmark) it read:
-  today      warm 1 visit p50 6.1 s; server work for 8 visits 11.6 s (20 CPU-s); 4 visits
-             p50 23.1 s; 8 visits: none drawn within 90 s; 147 MB per kernel
-(on 2026-11-30, 2 cores shared with other sessions, warm 2.9 s and 8 visits p50 23.8 s: the
-figures move between days and machines, so compare layouts within one run.)
+Baseline, measured live by every run as layout ``today`` (the current notebooks served by a
+plain ``voila .``); on 2026-12-01 (the machine idle but for the benchmark) it read:
+  today      warm 1 visit p50 6.1 s; server work for 8 visits 9.8 s (18 CPU-s); 8 visits:
+             none drawn within 90 s; 140 MB per kernel
+  workbook   warm 2.5 s; server work for 8 visits 2.4 s (4 CPU-s); 8 visits with their 8
+             browsers on the same 2 cores p50 32.8 s (the machine 69 CPU-s, the server 6)
+(before the apps' own plotly.js bundle and shared widget layouts, the workbook's warm visit
+took 5.0 s; on 2026-11-30, 2 cores shared with other sessions, today's warm visit read
+2.9 s: the figures move between days and machines, so compare layouts within one run.)
 Wall times move with the machine's load; the CPU columns (server + kernels, the whole
 machine) do not.
 """
@@ -51,7 +54,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from llmcost.server.procs import kernel_pids, rss_bytes, stop_server  # noqa: E402
+from llmcost.server.procs import kernel_pids, rss_bytes, stop_server, wait_for_port  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -78,9 +81,16 @@ class Server:
     base: str          # URL of the review app
     log: Path
     pool: int = 0      # kernels a quiet server keeps (its preheated pools)
+    # the kernels alive when the last round ended, and how many pages it opened
+    after_round: tuple[frozenset, int] = (frozenset(), 0)
 
     def kernels(self) -> list[int]:
         return kernel_pids(self.proc.pid)
+
+    def round_ended(self, pages: int) -> None:
+        """A round that opened ``pages`` pages has ended: before the next one, their
+        kernels must be culled (wait_quiet)."""
+        self.after_round = (frozenset(self.kernels()), pages)
 
     def stop(self):
         stop_server(self.proc)
@@ -114,18 +124,7 @@ def start_server(layout: str, root: Path = ROOT, extra: list[str] = (), log: Pat
     fh = open(log, "w")
     proc = subprocess.Popen([*cmd, *extra], cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT,
                             start_new_session=True)
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{layout} server exited; see {log}")
-            time.sleep(0.3)
-    else:
-        stop_server(proc)
-        raise RuntimeError(f"{layout} server did not open its port in 90 s; see {log}")
+    wait_for_port(proc, port, 90, log)
     return Server(layout, proc, base, log)
 
 
@@ -149,11 +148,16 @@ def _server_cpu_share(server: "Server", interval_s: float = 1.0) -> float:
 
 
 def wait_quiet(server: Server, timeout_s: float = 240) -> None:
-    """Until exactly the pools' kernels live (closed pages culled, pools refilled) and
-    they and the server are idle."""
+    """Until the last round's pages' kernels are culled, exactly the pools' kernels live
+    (the pools refilled) and they and the server are idle. Counting kernels alone is not
+    enough: right after a round the pages' kernels, taken from a pool, make up its count."""
     deadline = time.time() + timeout_s
+    ended, pages = server.after_round
     while time.time() < deadline:
-        if len(server.kernels()) == server.pool and _server_cpu_share(server) < 0.1:
+        live = server.kernels()
+        if len(ended - set(live)) < pages or len(live) != server.pool:
+            time.sleep(0.5)           # not a busy loop: it would take a core from the refills
+        elif _server_cpu_share(server) < 0.1:
             return
     raise RuntimeError(f"{server.layout}: still {len(server.kernels())} kernels "
                        f"(pool {server.pool}) after {timeout_s:.0f} s")
@@ -294,6 +298,7 @@ def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16),
     for _ in range(warm_repeats):
         wait_quiet(server)
         r = loop.run_until_complete(_round(browser, server.base, 1))
+        server.round_ended(1)
         warm.times_s += r.times_s
         warm.failures += r.failures
     out["warm"] = warm
@@ -301,16 +306,19 @@ def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16),
     for _ in range(warm_repeats):
         wait_quiet(server)
         loop.run_until_complete(_visit(browser, server.base, back, returning=True))
+        server.round_ended(2)
     out["returning"] = back
     for n in server_visits:
         wait_quiet(server)
         out[f"server {n}"] = server_round(server, n)
+        server.round_ended(n)
     for n in visits:
         wait_quiet(server)
         s0, m0 = _server_cpu(server), _machine_busy_s()
         mon = Monitor(server)
         mon.start()
         r = loop.run_until_complete(_round(browser, server.base, n))
+        server.round_ended(n)
         mon.stopped = True
         mon.join()
         r.server_cpu_s = _cpu_delta(s0, _server_cpu(server))
@@ -351,6 +359,7 @@ def run(layouts=LAYOUTS, visits=(1, 4, 8, 16), warm_repeats=3, server_args=()) -
                     wait_pools(server)
                 # the first render pays for imports and disk caches: not a user's figure
                 loop.run_until_complete(_round(browser, server.base, 1))
+                server.round_ended(1)
                 results[layout] = measure(server, (loop, browser), warm_repeats, visits)
             finally:
                 server.stop()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from llmcost.server.procs import stop_server  # noqa: F401 - test modules import it from here
+from llmcost.server.procs import stop_server, wait_for_port  # noqa: F401 - test modules import stop_server from here
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -45,18 +45,8 @@ def start_server(cmd, cwd, log_path, env=None, port=None, timeout_s=90):
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     proc.log_file = log
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc
-        except OSError:
-            if proc.poll() is not None:
-                log.close()
-                raise RuntimeError(f"server exited; see {log_path}")
-            time.sleep(0.3)
-    stop_server(proc)
-    raise RuntimeError(f"server did not open port {port} in {timeout_s} s; see {log_path}")
+    wait_for_port(proc, port, timeout_s, Path(log_path))
+    return proc
 
 
 def workbook_cmd(port, *extra):

@@ -12,15 +12,13 @@ plots.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from browser_support import _free_port, browser, page  # noqa: F401
+from browser_support import _free_port, browser, page, wait_for_port  # noqa: F401
 
 # the payload the notebook sends, derived the same way here: every byte value, 4096 times
 PAYLOAD = bytes(range(256)) * 4096
@@ -80,17 +78,7 @@ def served(request, tmp_path_factory):
          "--Voila.ip=127.0.0.1", "--MappingKernelManager.cull_interval=30",
          "--MappingKernelManager.cull_idle_timeout=60"],
         cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(f"voila exited: {(root / 'voila.log').read_text()[-2000:]}")
-            time.sleep(0.3)
-    else:
-        raise RuntimeError("voila did not open its port in 60 s")
+    wait_for_port(proc, port, 60, root / "voila.log")
     folder = "notebooks/" if request.param == "repository-root" else ""
     served.log = root / "voila.log"
     yield f"http://127.0.0.1:{port}/voila/render/{folder}download.ipynb"

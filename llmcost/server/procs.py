@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 
@@ -56,6 +58,25 @@ def kernel_pid_for(server_pid: int, kernel_id: str) -> int | None:
         except OSError:
             continue
     return None
+
+
+def wait_for_port(proc: subprocess.Popen, port: int, timeout_s: float, log: Path | None = None) -> None:
+    """Return once ``port`` on the loopback answers; stop ``proc`` and raise (with the end
+    of its ``log``) if it exits first or ``timeout_s`` passes."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.3)
+    exited = proc.poll() is not None
+    stop_server(proc)
+    tail = log.read_text()[-2000:] if log is not None and log.exists() else ""
+    what = "exited" if exited else f"did not open port {port} in {timeout_s:g} s"
+    raise RuntimeError(f"server {what}; log {log}:\n{tail}")
 
 
 def stop_server(proc: subprocess.Popen) -> None:
