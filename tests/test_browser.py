@@ -17,7 +17,18 @@ from browser_support import (ROOT, SHOTS, assert_no_error_text, browser, fill_nu
 
 
 def test_review_number_box(voila, page):
+    urls = []
+    page.on("request", lambda r: urls.append(r.url))
     open_app(page, voila, "review")
+    # under llmcost.server the plots are PlotViews drawn with the apps' own plotly.js
+    # bundle, loaded once from the page's head; plotly's 4.8 MB JupyterLab extension is
+    # never fetched (llmcost.apps.plotview). Checked on this page: the module's pages share
+    # one server and its kernel cap.
+    page.wait_for_function("document.querySelectorAll('.llmc-plotview.js-plotly-plot').length >= 2",
+                           timeout=60_000)
+    assert sum("/llmcost/static/plotly-llmcost.min.js?v=" in u for u in urls) == 1
+    assert not [u for u in urls if "jupyterlab-plotly" in u]
+    assert page.evaluate("document.getElementById('llmc-plotly').dataset.state") == "loaded"
     days, t0 = text_of(page, ".llmc-headline-days"), titles(page)
     fill_number(page, "gpus", 512)
     wait_change(page, lambda: text_of(page, ".llmc-headline-gpus"), "1,024")
@@ -298,16 +309,3 @@ def test_hostile_link_and_csv_are_inert_in_chromium(voila, page, tmp_path):
     assert page.locator("img[src='x']").count() == 0
     assert payload in page.locator("body").inner_text()      # shown as text, not markup
 
-
-def test_review_plots_draw_with_the_apps_plotly_bundle(voila, page):
-    # under llmcost.server the plots are PlotViews drawn with the apps' own plotly.js
-    # bundle, loaded once from the page's head; plotly's 4.8 MB JupyterLab extension is
-    # never fetched (llmcost.apps.plotview)
-    urls = []
-    page.on("request", lambda r: urls.append(r.url))
-    open_app(page, voila, "review")
-    page.wait_for_function("document.querySelectorAll('.llmc-plotview.js-plotly-plot').length >= 2",
-                           timeout=60_000)
-    assert sum("/llmcost/static/plotly-llmcost.min.js?v=" in u for u in urls) == 1
-    assert not [u for u in urls if "jupyterlab-plotly" in u]
-    assert page.evaluate("document.getElementById('llmc-plotly').dataset.state") == "loaded"
