@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -54,7 +53,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from llmcost.server.procs import kernel_pids, rss_bytes, stop_server, wait_for_port  # noqa: E402
+from llmcost.server.procs import (free_port, kernel_pids, rss_bytes, stop_server,  # noqa: E402
+                                  wait_for_port)
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -67,11 +67,6 @@ VISIT_TIMEOUT_S = 90
 BENCH_CULL = ["--MappingKernelManager.cull_interval=5", "--MappingKernelManager.cull_idle_timeout=30"]
 LAYOUTS = ("today", "workbook", "extension")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

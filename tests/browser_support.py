@@ -7,7 +7,6 @@ LLMCOST_REQUIRE_BROWSER is set (CI sets it: there the browser tests must run).
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from llmcost.server.procs import stop_server, wait_for_port  # noqa: F401 - test modules import stop_server from here
+from llmcost.server.procs import free_port, stop_server, wait_for_port  # noqa: F401 - test modules import stop_server from here
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -32,10 +31,7 @@ if not Path(CHROMIUM).exists():
 sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+_free_port = free_port
 
 
 def start_server(cmd, cwd, log_path, env=None, port=None, timeout_s=90):

@@ -10,15 +10,12 @@ plots.
 """
 
 import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from browser_support import _free_port, browser, page, wait_for_port  # noqa: F401
+from browser_support import _free_port, browser, page, start_server, stop_server  # noqa: F401
 
 # the payload the notebook sends, derived the same way here: every byte value, 4096 times
 PAYLOAD = bytes(range(256)) * 4096
@@ -70,25 +67,16 @@ def served(request, tmp_path_factory):
     (root / "notebooks").mkdir()
     (root / "notebooks" / "download.ipynb").write_text(json.dumps(_notebook(CELL)))
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "QUERY_STRING"}
-    log = open(root / "voila.log", "w")
     cwd = root if request.param == "repository-root" else root / "notebooks"
-    proc = subprocess.Popen(
+    proc = start_server(
         [str(Path(sys.executable).parent / "voila"), ".", "--no-browser", f"--port={port}",
          "--Voila.ip=127.0.0.1", "--MappingKernelManager.cull_interval=30",
          "--MappingKernelManager.cull_idle_timeout=60"],
-        cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    wait_for_port(proc, port, 60, root / "voila.log")
+        cwd, root / "voila.log", port=port, timeout_s=60)
     folder = "notebooks/" if request.param == "repository-root" else ""
     served.log = root / "voila.log"
     yield f"http://127.0.0.1:{port}/voila/render/{folder}download.ipynb"
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-    log.close()
-
+    stop_server(proc)
 
 def _open(page, url):
     page.goto(url, wait_until="commit", timeout=60_000)

@@ -166,6 +166,11 @@ def assert_loads_the_apps_plotly_bundle(base, body, base_url):
     assert status == 200 and js.startswith("/*! plotly.js v")
     max_age = re.search(r"max-age=(\d+)", h.get("cache-control", ""))
     assert max_age and int(max_age.group(1)) >= 365 * 86400   # versioned: cached for good
+    # the bundle alone: not the build recipe beside it
+    for other in ("build.sh", "README.md", "plotly-llmcost.entry.js"):
+        assert (assets.STATIC_DIR / other).exists()
+        status, _, _ = get(base + url.split(assets.BUNDLE)[0] + other)
+        assert status == 404, other
 
 
 def test_production_defaults_cull_closed_pages_and_keep_open_ones():

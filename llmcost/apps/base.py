@@ -31,8 +31,7 @@ from .. import catalog as catalog_mod
 from ..scenario import (COMPARE_LABELS, CUSTOM_MODE, FIELDS, Scenario, describe, number_text,
                         parse_value, scenarios_from_query, scenarios_to_query)
 from .plotview import plot_widget, show_figure
-from .shared import layout as shared_layout
-from .shared import make
+from .shared import make, shared_layout
 from .text import esc
 
 CSS = """<style>
@@ -326,7 +325,7 @@ class Panel:
         right = [self.headline_box, self.status, self.compare_box, self.notes,
                  *self.extra_widgets, *self.outputs.values()]
         header = make(W.HTML, f"{CSS}<h2 class='llmc-title'>{esc(self.title)}</h2>"
-                        f"<div class='llmc-intro'>{self.intro}</div>")
+                              f"<div class='llmc-intro'>{self.intro}</div>")
         body = make(W.HBox, [make(W.VBox, left, layout=dict(width="400px", flex="0 0 400px")),
                              make(W.VBox, right, layout=dict(flex="1 1 auto", min_width="0"))])
         parts = [self.nav, header, self.warning_box, body]
@@ -766,7 +765,7 @@ def show_page(build: Callable, warm: Callable, first: Callable, whole: Callable)
         page = build(get_query_string())
     except catalog_mod.CatalogError as e:
         display(make(W.HTML, f"<div class='llmc-warning llmc-fatal'>The catalog cannot be read: "
-                       f"{esc(str(e))}</div>"))
+                             f"{esc(str(e))}</div>"))
         return None
     display(page.widget)
     if not _after_this_cell(first(page)):

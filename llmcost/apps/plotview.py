@@ -26,7 +26,7 @@ import ipywidgets as W
 import traitlets
 
 from .assets import SCRIPT_ID, URL_ENV
-from .shared import layout
+from .shared import shared_layout
 
 MIME = "application/vnd.plotly.v1+json"
 
@@ -112,7 +112,8 @@ def bundle_url() -> str:
 def plot_widget() -> W.Widget:
     """An empty plot: a :class:`PlotView` under a workbook server, else an ``Output``."""
     url = bundle_url()
-    return PlotView(bundle_url=url, layout=layout()) if url else W.Output(layout=layout())
+    lay = shared_layout()
+    return PlotView(bundle_url=url, layout=lay) if url else W.Output(layout=lay)
 
 
 def figure_json(fig) -> dict:

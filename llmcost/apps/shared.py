@@ -10,13 +10,15 @@ views). So a shared layout or style is never changed in place: give the widget a
 
 from __future__ import annotations
 
+import functools
+
 import ipywidgets as W
 
 _layouts: dict[tuple, W.Layout] = {}
 _styles: dict[type, W.Widget] = {}
 
 
-def layout(**kw) -> W.Layout:
+def shared_layout(**kw) -> W.Layout:
     """The kernel's one Layout with these keywords."""
     key = tuple(sorted(kw.items()))
     lay = _layouts.get(key)
@@ -33,12 +35,18 @@ def style(cls: type) -> W.Widget:
     return st
 
 
+@functools.lru_cache(maxsize=None)
+def _style_class(cls: type) -> type | None:
+    trait = cls.class_traits().get("style")
+    return None if trait is None else trait.klass
+
+
 def make(cls: type, *args, layout: dict | W.Layout | None = None, **kw) -> W.Widget:
     """``cls(*args, **kw)`` with a shared layout (``layout`` as keywords) and, unless
     ``style`` is given, the shared default style of its kind."""
     if not isinstance(layout, W.Layout):
-        layout = globals()["layout"](**(layout or {}))
-    trait = cls.class_traits().get("style")
-    if trait is not None and "style" not in kw:
-        kw["style"] = style(trait.klass)
+        layout = shared_layout(**(layout or {}))
+    style_cls = _style_class(cls)
+    if style_cls is not None and "style" not in kw:
+        kw["style"] = style(style_cls)
     return cls(*args, layout=layout, **kw)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 
 from jupyter_server.utils import url_path_join
 from tornado import web
@@ -113,11 +114,11 @@ class CappedVoilaHandler(TornadoVoilaHandler):
 
 
 def static_route(server_url: str):
-    """The route serving the apps' browser assets (the plotly.js bundle) under
-    ``server_url``. Browsers cache the versioned URL for good (tornado's
-    StaticFileHandler, ``?v=``)."""
-    return (url_path_join(server_url, assets.ROUTE, "(.*)"), web.StaticFileHandler,
-            {"path": str(assets.STATIC_DIR)})
+    """The route serving the apps' plotly.js bundle under ``server_url`` (that file alone:
+    its folder also holds the build recipe). Browsers cache the versioned URL for good
+    (tornado's StaticFileHandler, ``?v=``)."""
+    return (url_path_join(server_url, assets.ROUTE, f"({re.escape(assets.BUNDLE)})"),
+            web.StaticFileHandler, {"path": str(assets.STATIC_DIR)})
 
 
 def early_scripts() -> str:

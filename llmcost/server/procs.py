@@ -60,6 +60,13 @@ def kernel_pid_for(server_pid: int, kernel_id: str) -> int | None:
     return None
 
 
+def free_port() -> int:
+    """A free TCP port on the loopback."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def wait_for_port(proc: subprocess.Popen, port: int, timeout_s: float, log: Path | None = None) -> None:
     """Return once ``port`` on the loopback answers; stop ``proc`` and raise (with the end
     of its ``log``) if it exits first or ``timeout_s`` passes."""
