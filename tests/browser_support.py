@@ -74,6 +74,13 @@ def page(browser):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1500})
     pg = ctx.new_page()
     yield pg
+    # leave the page as a reviewer closing the tab does (closing the context skips
+    # beforeunload): Voila's beacon then shuts its kernel down, so the pages of a module
+    # sharing one server do not pile up kernels toward its cap until the idle cull
+    try:
+        pg.goto("about:blank", timeout=10_000)
+    except Exception:   # noqa: BLE001 - a page a test closed or crashed has nothing to leave
+        pass
     ctx.close()
 
 

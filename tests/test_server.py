@@ -77,7 +77,10 @@ def get(url, timeout=120, log: Path | None = None):
         raise AssertionError(f"{url} stalled for {timeout} s; server log:\n{tail}") from err
     finally:
         conn.close()
-    return r.status, {k.lower(): v for k, v in r.getheaders()}, body
+    headers = {}
+    for k, v in r.getheaders():   # repeated headers (Set-Cookie) one per line
+        headers[k.lower()] = f"{headers[k.lower()]}\n{v}" if k.lower() in headers else v
+    return r.status, headers, body
 
 
 def wait_for(pred, timeout, what):
@@ -229,6 +232,31 @@ def test_closed_page_kernel_is_culled_open_page_kernel_is_kept(tmp_path, page):
         stop_server(proc)
 
 
+def test_leaving_a_page_shuts_its_kernel_down_at_once(tmp_path, page):
+    # Voila's page posts /voila/api/shutdown/<kernel> on beforeunload with the _xsrf cookie
+    # as its token. Without the cookie that POST got 403 and the kernel waited for the idle
+    # cull (90 s here, the production default), holding a slot of the cap.
+    (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
+    log = tmp_path.parent / f"{tmp_path.name}.log"
+    proc, base = serve_standalone(tmp_path, log, "--preheat_kernel=False")
+    try:
+        status, h, _ = get(base + "/voila/render/tiny.ipynb")
+        assert status == 200 and "_xsrf=" in h.get("set-cookie", "")
+        wait_for(lambda: len(kernel_pids(proc.pid)) == 1, 30, "the unopened page's kernel")
+        unopened = set(kernel_pids(proc.pid))
+        page.goto(base + "/voila/render/tiny.ipynb", wait_until="commit", timeout=60_000)
+        page.wait_for_selector(".tiny", timeout=60_000)
+        mine = set(kernel_pids(proc.pid)) - unopened
+        assert len(mine) == 1
+        page.goto("about:blank")                       # leaving runs beforeunload
+        wait_for(lambda: not mine & set(kernel_pids(proc.pid)), 20, "the left page's kernel")
+        shutdowns = [ln for ln in log.read_text().splitlines() if "api/shutdown" in ln]
+        assert not any(re.search(r"\b403\b", ln) for ln in shutdowns), shutdowns
+        assert unopened <= set(kernel_pids(proc.pid))  # another page's kernel is not touched
+    finally:
+        stop_server(proc)
+
+
 def test_connection_lost_banner_when_the_kernel_dies(tmp_path, page):
     (tmp_path / "hb.ipynb").write_text(notebook(HEARTBEAT))
     proc, base = serve_standalone(tmp_path, tmp_path.parent / f"{tmp_path.name}.log",
@@ -294,11 +322,37 @@ def test_extension_binder_launch_url_renders_and_the_cap_holds(extension):
     assert status == 200
     assert "application/vnd.jupyter.widget-view+json" in body and "Traceback" not in body
     assert_loads_the_apps_plotly_bundle(base, body, "/")
-    status, _, _ = get(base + "/voila/render/notebooks/tco.ipynb")
+    status, h, body = get(base + "/voila/render/notebooks/tco.ipynb")
     assert status == 200
+    tco_shutdown = shutdown_beacon(base, h, body)
     status, h, body = get(base + "/voila/render/notebooks/spot.ipynb")   # third kernel, cap 2
     assert status == 503 and BUSY_TEXT in body and "Traceback" not in body
     assert len(kernel_pids(proc.pid)) == 2
+    # the tco page is left: Voila's beacon shuts its kernel down and frees its slot
+    assert tco_shutdown() == 204
+    wait_for(lambda: len(kernel_pids(proc.pid)) == 1, 20, "the left page's kernel to go")
+    status, _, _ = get(base + "/voila/render/notebooks/spot.ipynb")
+    assert status == 200
+
+
+def shutdown_beacon(base, headers, body):
+    """What Voila's page sends on ``beforeunload``: a form POST to
+    ``voila/api/shutdown/<its kernel>`` whose ``_xsrf`` is the cookie its response set."""
+    token = re.search(r"(?:^|\n)_xsrf=([^;\n]+)", headers.get("set-cookie", ""))
+    assert token, f"the page sets no _xsrf cookie: {headers.get('set-cookie')}"
+    kernel = re.search(r'"kernelId": *"([0-9a-f-]+)"', body).group(1)
+
+    def send():
+        u = urlsplit(base)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+        try:
+            conn.request("POST", f"/voila/api/shutdown/{kernel}", body=f"_xsrf={token.group(1)}",
+                         headers={"Cookie": f"_xsrf={token.group(1)}",
+                                  "Content-Type": "application/x-www-form-urlencoded"})
+            return conn.getresponse().status
+        finally:
+            conn.close()
+    return send
 
 
 def test_preheated_pool_does_not_take_the_pages_slots(tmp_path):

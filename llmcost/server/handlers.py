@@ -92,6 +92,11 @@ class CappedVoilaHandler(TornadoVoilaHandler):
         prune = getattr(km, "prune_pools", None)
         if prune is not None:
             prune()
+        # Voila's page sends its kernel's shutdown on ``beforeunload`` with the ``_xsrf``
+        # cookie as the form's token; Voila's handler never sets that cookie, so the POST
+        # got 403 and a closed page's kernel lingered until the idle cull (90 s), holding a
+        # cap slot and ~140 MB. Reading the token sets the cookie (tornado).
+        self.xsrf_token  # noqa: B018
         head = early_scripts()
         try:
             async for chunk in self.get_generator(path=path):
