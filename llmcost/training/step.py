@@ -156,7 +156,8 @@ CALIBRATION_BY_GENERATION = {
 #: not in the sources: GB300's larger power budget (1,400 vs 1,200 W) sustaining higher
 #: clocks under dense GEMMs is the likely cause, an assumption. What the rows identify is
 #: the level: fitted apart, GB300_E on its 22 dense rows and BLACKWELL_E on the 26 B200/GB200
-#: rows (``make validate FIT=1``).
+#: rows (``make validate FIT=1``). Every dense Blackwell row runs FP8 or MXFP8: the same lead
+#: for BF16 GEMMs is an assumption (BF16 on Blackwell carries the uncalibrated band).
 CALIBRATION_BY_GPU = {
     "gb300": replace(DEFAULT_CALIBRATION, matmul_efficiency=GB300_E),
 }
