@@ -85,12 +85,13 @@ MOE_A2A_OVERLAP = 0.71
 #: Constants refit per generation. Ampere: e_max and gamma, as benchmarks/calibrate.py fits
 #: them to Table 1. Hopper and Blackwell: e_max only; with all of FIT_PARAMS free their fits
 #: run to the bounds (see llmcost.training.step.CALIBRATION_BY_GENERATION).
+#: GPUs fitted apart from their generation, e_max only: those with their own set in the
+#: library (llmcost.training.step.CALIBRATION_BY_GPU; GB300 runs the same layouts 20-27%
+#: faster than GB200 with the same dense peak on paper).
+FIT_APART = tuple(step.CALIBRATION_BY_GPU)
 GEN_PARAMS = {"ampere": ("matmul_efficiency", "elementwise_traffic"),
               "hopper": ("matmul_efficiency",), "blackwell": ("matmul_efficiency",),
-              "gb300": ("matmul_efficiency",)}
-#: GPUs fitted apart from their generation (llmcost.training.step.CALIBRATION_BY_GPU): GB300
-#: runs the same layouts 20-27% faster than GB200 with the same dense peak on paper.
-FIT_APART = ("gb300",)
+              **{gpu: ("matmul_efficiency",) for gpu in FIT_APART}}
 #: GPU generation of each calibration GPU id; the fit groups rows by it.
 GENERATION = {"a100-80gb": "ampere", "h100-sxm": "hopper", "b200": "blackwell",
               "gb200": "blackwell", "b300": "blackwell", "gb300": "blackwell"}

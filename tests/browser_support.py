@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from llmcost.server.procs import free_port, stop_server, wait_for_port  # noqa: F401 - test modules import stop_server from here
+# test modules import free_port and stop_server from here
+from llmcost.server.procs import free_port, stop_server, wait_for_port  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -30,8 +31,6 @@ if not Path(CHROMIUM).exists():
 
 sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
 
-
-_free_port = free_port
 
 
 def start_server(cmd, cwd, log_path, env=None, port=None, timeout_s=90):
@@ -53,7 +52,7 @@ def workbook_cmd(port, *extra):
 
 @pytest.fixture(scope="module")
 def voila():
-    port = _free_port()
+    port = free_port()
     (ROOT / "artifacts").mkdir(exist_ok=True)
     proc = start_server(workbook_cmd(port), ROOT / "notebooks", ROOT / "artifacts" / "voila.log",
                         port=port)

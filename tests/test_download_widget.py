@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import _free_port, browser, page, start_server, stop_server  # noqa: F401
+from browser_support import free_port, browser, page, start_server, stop_server  # noqa: F401
 
 # the payload the notebook sends, derived the same way here: every byte value, 4096 times
 PAYLOAD = bytes(range(256)) * 4096
@@ -66,7 +66,7 @@ def served(request, tmp_path_factory):
     root = tmp_path_factory.mktemp("repo")
     (root / "notebooks").mkdir()
     (root / "notebooks" / "download.ipynb").write_text(json.dumps(_notebook(CELL)))
-    port = _free_port()
+    port = free_port()
     cwd = root if request.param == "repository-root" else root / "notebooks"
     proc = start_server(
         [str(Path(sys.executable).parent / "voila"), ".", "--no-browser", f"--port={port}",

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from browser_support import (ROOT, _free_port, browser, page, start_server,  # noqa: F401
+from browser_support import (ROOT, free_port, browser, page, start_server,  # noqa: F401
                              stop_server, workbook_cmd)
 from llmcost.apps import assets
 from llmcost.server import app as server_app
@@ -93,7 +93,7 @@ def wait_for(pred, timeout, what):
 
 
 def serve_standalone(folder, log, *extra):
-    port = _free_port()
+    port = free_port()
     proc = start_server(workbook_cmd(port, *extra), folder, log, port=port)
     return proc, f"http://127.0.0.1:{port}"
 
@@ -290,7 +290,7 @@ def extension(tmp_path_factory):
     conf = tmp_path_factory.mktemp("jupyter-config")
     (conf / "jupyter_config.json").write_text('{"ServerApp": {"port_retries": 3}}')
     install(ROOT / "jupyter_config.json", conf)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "JUPYTER_CONFIG_PATH": str(conf)}
     cmd = [str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser", f"--port={port}",
            "--ServerApp.ip=127.0.0.1",
