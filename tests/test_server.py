@@ -371,6 +371,32 @@ def test_preheated_pool_does_not_take_the_pages_slots(tmp_path):
         stop_server(proc)
 
 
+def test_a_pool_kernel_handed_to_a_page_gets_a_fresh_idle_window(tmp_path):
+    # A pool's kernel is spared by the idle cull only while in its pool; it has been idle
+    # since it warmed. Handed to a page that connects a few seconds later (10-20 s when 8
+    # pages load at once on 2 cores), it was culled at the next pass: the page's kernel
+    # was gone (404) and its widgets showed as plain text.
+    (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
+    log = tmp_path.parent / f"{tmp_path.name}.log"
+    proc, base = serve_standalone(tmp_path, log, "--MappingKernelManager.cull_idle_timeout=6",
+                                  "--MappingKernelManager.cull_interval=1")
+    try:
+        wait_for(lambda: "is filled with" in log.read_text(), 120, "the pool")
+        time.sleep(8)                  # the pool's kernel idle for longer than the timeout
+        assert "Culling '" not in log.read_text()        # spared while in its pool
+        status, _, body = get(base + "/voila/render/tiny.ipynb")
+        assert status == 200 and "Using pre-heated kernel" in log.read_text()
+        kernel = re.search(r'"kernelId": *"([0-9a-f-]+)"', body).group(1)
+        time.sleep(3)                  # the page still loading: three cull passes
+        status, _, _ = get(f"{base}/api/kernels/{kernel}")
+        assert status == 200, log.read_text()[-3000:]
+        # not spared for good: a page that never connects is culled after the timeout
+        wait_for(lambda: get(f"{base}/api/kernels/{kernel}")[0] == 404, 30,
+                 "the unopened page's kernel culled")
+    finally:
+        stop_server(proc)
+
+
 def test_preheat_query_reader_opens_with_defaults_when_the_server_is_gone(monkeypatch):
     # a preheated kernel whose server vanished (or refuses the handshake) must still render
     # the app with its defaults instead of failing the cell

@@ -13,6 +13,7 @@ entry in Voila's pool, which breaks Voila's kernel shutdown.
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from tornado.web import HTTPError
@@ -50,8 +51,17 @@ class CappedKernelManager(AsyncMappingKernelManager):
         self._taken: set[str] = set()        # of those, handed to a page
 
     def mark_taken(self, kernel_id: str) -> None:
-        """A pool's kernel now serves a page (the render handler says which)."""
+        """A pool's kernel now serves a page (the render handler says which).
+
+        Its idle clock restarts: a pool's kernel is spared by the idle cull only while in
+        its pool, and it has sat idle since it warmed up, often longer than
+        ``cull_idle_timeout``. Handed to a page that had not yet opened its websocket (a
+        few seconds, 10-20 s with 8 pages loading on 2 cores), it was culled at the next
+        pass and the page showed its widgets as plain text (found 2026-12-01: 7 of 8
+        simultaneous visits, pools warm for 4 minutes, 30 s idle timeout)."""
         self._taken.add(kernel_id)
+        if kernel_id in self:
+            self.get_kernel(kernel_id).last_activity = datetime.now(timezone.utc)
 
     def live_kernels(self) -> int:
         """Kernels serving pages, running or being started: all kernels but the pools'."""
