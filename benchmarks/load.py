@@ -21,6 +21,10 @@ Layouts:
              kernel cap, landing page
   extension  ``jupyter server`` from the repository root with ``jupyter_config.json``
              (the Binder layout: Voila as a server extension, no preheating)
+  floor      the workbook's server and page (its pools, the plotly.js bundle preloaded in
+             the page's head) with review.ipynb replaced by one widget: what the same
+             browsers pay for Voila's lab front end before any app; run for 1 and 8 visits
+             only, the reference for the concurrent rounds
 
 Between rounds the closed pages' kernels are culled (the benchmark's servers cull after
 30 s idle, instead of 90 s) and the server is left to go quiet, so every round starts
@@ -65,7 +69,11 @@ VISIT_TIMEOUT_S = 90
 # 30 s: longer than a loaded page takes to connect to its kernel (a kernel idle and not yet
 # connected for longer is culled under the page), short enough to reset between rounds.
 BENCH_CULL = ["--MappingKernelManager.cull_interval=5", "--MappingKernelManager.cull_idle_timeout=30"]
-LAYOUTS = ("today", "workbook", "extension")
+LAYOUTS = ("today", "workbook", "extension", "floor")
+#: the floor layout's page: Voila's lab front end and one widget, no app
+FLOOR_SOURCE = ("import ipywidgets as W\n"
+                "display(W.HTML('<b class=\"llmc-floor\">one widget, no app</b>'))\n")
+FLOOR_SELECTOR = ".llmc-floor"
 
 
 
@@ -75,6 +83,7 @@ class Server:
     proc: subprocess.Popen
     base: str          # URL of the review app
     log: Path
+    selector: str = PLOT   # drawn: the page is there
     pool: int = 0      # kernels a quiet server keeps (its preheated pools)
     # the kernels alive when the last round ended, and how many pages it opened
     after_round: tuple[frozenset, int] = (frozenset(), 0)
@@ -103,9 +112,11 @@ def start_server(layout: str, root: Path = ROOT, extra: list[str] = (), log: Pat
         cmd = [str(py.parent / "voila"), ".", *common, "--Voila.ip=127.0.0.1",
                "--strip_sources=True", "--MappingKernelManager.cull_connected=True"]
         cwd, base = nbdir, f"http://127.0.0.1:{port}/voila/render/review.ipynb"
-    elif layout == "workbook":
+    elif layout in ("workbook", "floor"):
         cmd = [str(py), "-m", "llmcost.server", ".", *common, "--Voila.ip=127.0.0.1"]
         cwd, base = nbdir, f"http://127.0.0.1:{port}/voila/render/review.ipynb"
+        if layout == "floor":
+            cwd = floor_folder(nbdir)
     elif layout == "extension":
         # the repository's jupyter_config.json, as Binder's postBuild installs it
         env["JUPYTER_CONFIG_PATH"] = str(root)
@@ -120,7 +131,24 @@ def start_server(layout: str, root: Path = ROOT, extra: list[str] = (), log: Pat
     proc = subprocess.Popen([*cmd, *extra], cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT,
                             start_new_session=True)
     wait_for_port(proc, port, 90, log)
-    return Server(layout, proc, base, log)
+    return Server(layout, proc, base, log, FLOOR_SELECTOR if layout == "floor" else PLOT)
+
+
+def floor_folder(nbdir: Path) -> Path:
+    """The workbook's folder (its pools, its voila.json) with review.ipynb replaced by one
+    widget: the workbook's server and Voila's lab front end, none of the apps' work."""
+    import json
+    import shutil
+    import tempfile
+    out = Path(tempfile.gettempdir()) / "llmcost-bench-floor"      # one, reused
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    for f in (*nbdir.glob("*.ipynb"), nbdir / "voila.json"):
+        shutil.copy(f, out)
+    nb = json.loads((nbdir / "review.ipynb").read_text())
+    nb["cells"] = [{**nb["cells"][0], "source": FLOOR_SOURCE}]
+    (out / "review.ipynb").write_text(json.dumps(nb))
+    return out
 
 
 def _cpu_s(pids) -> float:
@@ -209,7 +237,7 @@ class Monitor(threading.Thread):
             time.sleep(0.2)
 
 
-async def _timed_load(ctx, url: str, result: Round | None) -> None:
+async def _timed_load(ctx, url: str, result: Round | None, selector: str = PLOT) -> None:
     """Open ``url`` in a new page of ``ctx`` until the first plot is drawn; its time (or a
     failure: no plot in time, or the busy page) goes to ``result`` (None: not timed)."""
     page = await ctx.new_page()
@@ -221,7 +249,7 @@ async def _timed_load(ctx, url: str, result: Round | None) -> None:
                 result.busy += 1
                 result.failures += 1
             return
-        await page.wait_for_selector(PLOT, timeout=VISIT_TIMEOUT_S * 1000)
+        await page.wait_for_selector(selector, timeout=VISIT_TIMEOUT_S * 1000)
         if result is not None:
             result.times_s.append(time.perf_counter() - t0)
     except Exception:
@@ -231,15 +259,15 @@ async def _timed_load(ctx, url: str, result: Round | None) -> None:
         await page.close()
 
 
-async def _visit(browser, url: str, result: Round, returning: bool = False):
+async def _visit(browser, url: str, result: Round, returning: bool = False, selector: str = PLOT):
     """A new reviewer (a fresh browser context), or with ``returning`` one opening the link
     again: the same context's HTTP and compiled-code caches, a new page and a new kernel
     (the first load is not timed)."""
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         if returning:
-            await _timed_load(ctx, url, None)
-        await _timed_load(ctx, url, result)
+            await _timed_load(ctx, url, None, selector)
+        await _timed_load(ctx, url, result, selector)
     finally:
         await ctx.close()
 
@@ -278,31 +306,33 @@ def server_round(server: "Server", n: int, quiet_cores: float = 0.05) -> Round:
     return r
 
 
-async def _round(browser, url: str, n: int) -> Round:
+async def _round(browser, url: str, n: int, selector: str = PLOT) -> Round:
     r = Round()
-    await asyncio.gather(*(_visit(browser, url, r) for _ in range(n)))
+    await asyncio.gather(*(_visit(browser, url, r, selector=selector) for _ in range(n)))
     return r
 
 
 def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16),
-            server_visits=(8,)) -> dict:
+            server_visits=(8,), returning=True) -> dict:
     """{"warm": Round, n: Round} for one server."""
     loop, browser = browser_loop
     out = {}
     warm = Round()
     for _ in range(warm_repeats):
         wait_quiet(server)
-        r = loop.run_until_complete(_round(browser, server.base, 1))
+        r = loop.run_until_complete(_round(browser, server.base, 1, server.selector))
         server.round_ended(1)
         warm.times_s += r.times_s
         warm.failures += r.failures
     out["warm"] = warm
     back = Round()
-    for _ in range(warm_repeats):
+    for _ in range(warm_repeats if returning else 0):
         wait_quiet(server)
-        loop.run_until_complete(_visit(browser, server.base, back, returning=True))
+        loop.run_until_complete(_visit(browser, server.base, back, returning=True,
+                                       selector=server.selector))
         server.round_ended(2)
-    out["returning"] = back
+    if returning:
+        out["returning"] = back
     for n in server_visits:
         wait_quiet(server)
         out[f"server {n}"] = server_round(server, n)
@@ -312,7 +342,7 @@ def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16),
         s0, m0 = _server_cpu(server), _machine_busy_s()
         mon = Monitor(server)
         mon.start()
-        r = loop.run_until_complete(_round(browser, server.base, n))
+        r = loop.run_until_complete(_round(browser, server.base, n, server.selector))
         server.round_ended(n)
         mon.stopped = True
         mon.join()
@@ -350,12 +380,16 @@ def run(layouts=LAYOUTS, visits=(1, 4, 8, 16), warm_repeats=3, server_args=()) -
         for layout in layouts:
             server = start_server(layout, extra=[*BENCH_CULL, *server_args])
             try:
-                if layout == "workbook":
+                if layout in ("workbook", "floor"):
                     wait_pools(server)
                 # the first render pays for imports and disk caches: not a user's figure
-                loop.run_until_complete(_round(browser, server.base, 1))
+                loop.run_until_complete(_round(browser, server.base, 1, server.selector))
                 server.round_ended(1)
-                results[layout] = measure(server, (loop, browser), warm_repeats, visits)
+                if layout == "floor":    # the reference for the concurrent rounds only
+                    results[layout] = measure(server, (loop, browser), 1, [n for n in visits if n in (1, 8)],
+                                              server_visits=(), returning=False)
+                else:
+                    results[layout] = measure(server, (loop, browser), warm_repeats, visits)
             finally:
                 server.stop()
     finally:
@@ -366,46 +400,56 @@ def run(layouts=LAYOUTS, visits=(1, 4, 8, 16), warm_repeats=3, server_args=()) -
 
 
 def rows(results: dict) -> list[tuple[str, int, float, str]]:
-    """run.py's ROWS: (name, n, seconds, result), the layout today beside each new one."""
+    """run.py's ROWS: (name, n, seconds, result), the layout today beside each new one and,
+    for the concurrent rounds, the floor (Voila's front end with one widget) too."""
     out = []
     today = results.get("today", {})
+    floor = results.get("floor", {})
 
-    def was(key, fmt):
-        r = today.get(key)
-        return f"; today {fmt(r)}" if r is not None else ""
+    def was(key, fmt, ref=today, name="today"):
+        r = ref.get(key)
+        return f"; {name} {fmt(r)}" if r is not None else ""
 
     for layout, res in results.items():
+        plain = layout in ("today", "floor")
+        label = "floor: one widget, no app" if layout == "floor" else layout
+        what = "page drawn" if layout == "floor" else "review plots drawn"
         w = res["warm"]
-        out.append((f"voila [{layout}] review plots drawn, warm, 1 visit", len(w.times_s),
-                    w.p(50), f"p50 {w.p(50):.2f} s (budget 2.5 s), failures {w.failures}"
-                    + ("" if layout == "today" else was("warm", lambda r: f"{r.p(50):.2f} s"))))
+        out.append((f"voila [{label}] {what}, warm, 1 visit", len(w.times_s),
+                    w.p(50), f"p50 {w.p(50):.2f} s"
+                    + ("" if layout == "floor" else " (budget 2.5 s)")
+                    + f", failures {w.failures}"
+                    + ("" if plain else was("warm", lambda r: f"{r.p(50):.2f} s"))))
         back = res.get("returning")
         if back is not None:
-            out.append((f"voila [{layout}] review plots drawn, warm, returning visitor", len(back.times_s),
+            out.append((f"voila [{label}] {what}, warm, returning visitor", len(back.times_s),
                         back.p(50), f"p50 {back.p(50):.2f} s (the browser's caches warm; budget "
                         f"2.5 s), failures {back.failures}"
-                        + ("" if layout == "today" else was("returning", lambda r: f"{r.p(50):.2f} s"))))
+                        + ("" if plain else was("returning", lambda r: f"{r.p(50):.2f} s"))))
         for key in (k for k in res if isinstance(k, str) and k.startswith("server ")):
             r = res[key]
             n = int(key.split()[1])
-            out.append((f"voila [{layout}] server work for {n} simultaneous first visits", n,
+            out.append((f"voila [{label}] server work for {n} simultaneous first visits", n,
                         r.settled_s, f"pages sent p95 {r.p(95):.1f} s, all first results "
                         f"computed {r.settled_s:.1f} s (no browsers: each reviewer's own "
                         f"machine draws), server CPU {r.server_cpu_s:.0f} s, failures {r.failures}"
-                        + ("" if layout == "today" else
+                        + ("" if plain else
                            was(key, lambda r: f"{r.settled_s:.1f} s"))))
         for n in (k for k in res if isinstance(k, int)):
             r = res[n]
             per = r.peak_rss / max(r.peak_kernels, 1) / 1e6
+            both = lambda r: f"p50 {r.p(50):.1f} s, p95 {r.p(95):.1f} s"  # noqa: E731
             out.append((
-                f"voila [{layout}] {n} simultaneous first visit(s)", n, r.p(95),
-                f"p50 {r.p(50):.1f} s, p95 {r.p(95):.1f} s, failures {r.failures} "
+                f"voila [{label}] {n} simultaneous first visit(s)", n, r.p(95),
+                f"p50 {r.p(50):.1f} s, p95 {r.p(95):.1f} s"
+                + (" (budget 15 s)" if n == 8 and layout != "floor" else "")
+                + f", failures {r.failures} "
                 f"(busy {r.busy}), peak {r.peak_kernels} kernels, "
                 f"{r.peak_rss / 1e9:.2f} GB ({per:.0f} MB each); CPU server {r.server_cpu_s:.0f} s "
                 f"of the machine's {r.machine_cpu_s:.0f} s (the rest: the browsers and this "
                 f"harness), load avg {r.load_avg:.1f}"
-                + ("" if layout == "today" else
-                   was(n, lambda r: f"p50 {r.p(50):.1f} s, p95 {r.p(95):.1f} s"))))
+                + ("" if plain else was(n, both)
+                   + was(n, both, floor, "floor (the same browsers, one widget, no app)"))))
     return out
 
 
