@@ -30,6 +30,15 @@ Between rounds the closed pages' kernels are culled (the benchmark's servers cul
 30 s idle, instead of 90 s) and the server is left to go quiet, so every round starts
 from the same state: the preheated pools full, nothing else running.
 
+On 2026-12-01 (22:30) the floor's 8 visits took p50 33.7 s / p95 34.1 s and 70 CPU-s of the
+machine, the workbook's review 33.0 / 33.4 s and 70 CPU-s: with every browser on these 2
+cores, that round measures Voila's front end, not the apps. Known flaw of this harness: a
+page's kernel not yet connected 30 s after its last activity is culled (BENCH_CULL), and
+with 16 pages loading at once (or today's 8, which execute on request) pages take longer
+than that to connect, so those rounds fail by the harness, not by the layout (production
+culls after 90 s); to mend: close pages with ``beforeunload`` (the kernel shut down at
+once) and cull later.
+
 Baseline, measured live by every run as layout ``today`` (the current notebooks served by a
 plain ``voila .``); on 2026-12-01 (the machine idle but for the benchmark) it read:
   today      warm 1 visit p50 6.1 s; server work for 8 visits 9.8 s (18 CPU-s); 8 visits:
