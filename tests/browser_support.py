@@ -32,7 +32,6 @@ if not Path(CHROMIUM).exists():
 sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
 
 
-
 def start_server(cmd, cwd, log_path, env=None, port=None, timeout_s=90):
     """Start a server in its own process group; returns once ``port`` answers."""
     env = {k: v for k, v in (os.environ if env is None else env).items() if k != "QUERY_STRING"}

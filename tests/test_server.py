@@ -335,12 +335,17 @@ def test_extension_binder_launch_url_renders_and_the_cap_holds(extension):
     assert status == 200
 
 
+def page_kernel_id(body: str) -> str:
+    """The kernel a rendered Voila page connects to (its page config's ``kernelId``)."""
+    return re.search(r'"kernelId": *"([0-9a-f-]+)"', body).group(1)
+
+
 def shutdown_beacon(base, headers, body):
     """What Voila's page sends on ``beforeunload``: a form POST to
     ``voila/api/shutdown/<its kernel>`` whose ``_xsrf`` is the cookie its response set."""
     token = re.search(r"(?:^|\n)_xsrf=([^;\n]+)", headers.get("set-cookie", ""))
     assert token, f"the page sets no _xsrf cookie: {headers.get('set-cookie')}"
-    kernel = re.search(r'"kernelId": *"([0-9a-f-]+)"', body).group(1)
+    kernel = page_kernel_id(body)
 
     def send():
         u = urlsplit(base)
@@ -386,7 +391,7 @@ def test_a_pool_kernel_handed_to_a_page_gets_a_fresh_idle_window(tmp_path):
         assert "Culling '" not in log.read_text()        # spared while in its pool
         status, _, body = get(base + "/voila/render/tiny.ipynb")
         assert status == 200 and "Using pre-heated kernel" in log.read_text()
-        kernel = re.search(r'"kernelId": *"([0-9a-f-]+)"', body).group(1)
+        kernel = page_kernel_id(body)
         time.sleep(3)                  # the page still loading: three cull passes
         status, _, _ = get(f"{base}/api/kernels/{kernel}")
         assert status == 200, log.read_text()[-3000:]
