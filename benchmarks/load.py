@@ -26,18 +26,18 @@ Layouts:
              browsers pay for Voila's lab front end before any app; run for 1 and 8 visits
              only, the reference for the concurrent rounds
 
-Between rounds the closed pages' kernels are culled (the benchmark's servers cull after
-30 s idle, instead of 90 s) and the server is left to go quiet, so every round starts
-from the same state: the preheated pools full, nothing else running.
+Between rounds the harness shuts the closed pages' kernels down (Voila's page-left
+shutdown, each kernel's id read from its page's websocket or config) and waits until they
+are gone, the pools are refilled and the server is idle, so every round starts from the
+same state: the preheated pools full, nothing else running. The servers cull a kernel only
+after VISIT_TIMEOUT_S + 30 s idle, so no page loading slowly loses its kernel. (Until
+2026-12-01 the harness relied on a 30 s cull instead: with 16 pages loading at once, or
+today's 8, which execute on request, pages took longer than that to connect and those rounds
+failed by the harness, not by the layout.)
 
 On 2026-12-01 (22:30) the floor's 8 visits took p50 33.7 s / p95 34.1 s and 70 CPU-s of the
 machine, the workbook's review 33.0 / 33.4 s and 70 CPU-s: with every browser on these 2
-cores, that round measures Voila's front end, not the apps. Known flaw of this harness: a
-page's kernel not yet connected 30 s after its last activity is culled (BENCH_CULL), and
-with 16 pages loading at once (or today's 8, which execute on request) pages take longer
-than that to connect, so those rounds fail by the harness, not by the layout (production
-culls after 90 s); to mend: close pages with ``beforeunload`` (the kernel shut down at
-once) and cull later.
+cores, that round measures Voila's front end, not the apps.
 
 Baseline, measured live by every run as layout ``today`` (the current notebooks served by a
 plain ``voila .``); on 2026-12-01 (the machine idle but for the benchmark) it read:
@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -75,15 +76,27 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 PLOT = ".js-plotly-plot .gtitle"
 BUSY = ".llmc-busy"
 VISIT_TIMEOUT_S = 90
-# 30 s: longer than a loaded page takes to connect to its kernel (a kernel idle and not yet
-# connected for longer is culled under the page), short enough to reset between rounds.
-BENCH_CULL = ["--MappingKernelManager.cull_interval=5", "--MappingKernelManager.cull_idle_timeout=30"]
+# A kernel idle (and not yet connected) for longer than cull_idle_timeout is culled under its
+# page: longer than a visit may take (VISIT_TIMEOUT_S), so no page is measured without its
+# kernel. Between rounds the harness shuts the pages' kernels down itself (shutdown_kernels):
+# the cull is only the backstop for a kernel whose page never said which it was.
+BENCH_CULL = ["--MappingKernelManager.cull_interval=5",
+              f"--MappingKernelManager.cull_idle_timeout={VISIT_TIMEOUT_S + 30}"]
 LAYOUTS = ("today", "workbook", "extension", "floor")
 #: the floor layout's page: Voila's lab front end and one widget, no app
 FLOOR_SOURCE = ("import ipywidgets as W\n"
                 "display(W.HTML('<b class=\"llmc-floor\">one widget, no app</b>'))\n")
 FLOOR_SELECTOR = ".llmc-floor"
+#: a kernel's id: in its page's config, its websocket's URL and its process's connection file
+KERNEL_ID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+#: the _xsrf token the harness posts its shutdowns with (form field and cookie alike: tornado
+#: compares the two, so any hex token does, also on a server that never set one)
+XSRF = "6c6c6d636f7374"
 
+
+def page_kernel_ids(html: str) -> set[str]:
+    """The kernel a Voila page uses, from its page config (``"kernelId": "<id>"``)."""
+    return set(re.findall(rf'"kernelId": *"({KERNEL_ID})"', html))
 
 
 @dataclass
@@ -94,16 +107,29 @@ class Server:
     log: Path
     selector: str = PLOT   # drawn: the page is there
     pool: int = 0      # kernels a quiet server keeps (its preheated pools)
-    # the kernels alive when the last round ended, and how many pages it opened
-    after_round: tuple[frozenset, int] = (frozenset(), 0)
+    # the ids of the kernels the last round's pages used: gone before the next round
+    after_round: frozenset = frozenset()
 
     def kernels(self) -> list[int]:
         return kernel_pids(self.proc.pid)
 
-    def round_ended(self, pages: int) -> None:
-        """A round that opened ``pages`` pages has ended: before the next one, their
-        kernels must be culled (wait_quiet)."""
-        self.after_round = (frozenset(self.kernels()), pages)
+    def kernel_ids(self) -> set[str]:
+        """The ids of the live kernels (each process's connection file names it)."""
+        out = set()
+        for pid in self.kernels():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            out.update(re.findall(rf"kernel-({KERNEL_ID})\.json", cmd))
+        return out
+
+    def round_ended(self, page_kernels: set[str]) -> None:
+        """A round has ended whose pages used ``page_kernels``: shut them down, as a page
+        left does (Voila's ``beforeunload``), and before the next round wait until they
+        are gone (wait_quiet)."""
+        shutdown_kernels(self, page_kernels)
+        self.after_round = frozenset(page_kernels)
 
     def stop(self):
         stop_server(self.proc)
@@ -143,6 +169,23 @@ def start_server(layout: str, root: Path = ROOT, extra: list[str] = (), log: Pat
     return Server(layout, proc, base, log, FLOOR_SELECTOR if layout == "floor" else PLOT)
 
 
+def shutdown_kernels(server: Server, ids) -> None:
+    """POST Voila's page-left shutdown (``voila/api/shutdown/<id>``) for each kernel id."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+    origin = "/".join(server.base.split("/", 3)[:3])
+    for kid in ids:
+        req = urllib.request.Request(
+            f"{origin}/voila/api/shutdown/{kid}", data=f"_xsrf={XSRF}".encode(), method="POST",
+            headers={"Cookie": f"_xsrf={XSRF}",
+                     "Content-Type": "application/x-www-form-urlencoded"})
+        try:
+            urllib.request.urlopen(req, timeout=30).close()
+        except (urllib.error.URLError, OSError) as err:   # gone already, or culled: the cull
+            print(f"{server.layout}: shutdown {kid}: {err}", file=sys.stderr)
+
+
 def floor_folder(nbdir: Path) -> Path:
     """The workbook's folder (its pools, its voila.json) with review.ipynb replaced by one
     widget: the workbook's server and Voila's lab front end, none of the apps' work."""
@@ -179,26 +222,29 @@ def _server_cpu_share(server: "Server", interval_s: float = 1.0) -> float:
     return (_cpu_s(pids) - c0) / interval_s
 
 
+def _progress(server: Server, what: str) -> None:
+    """One line on stderr per round: a bench of ~an hour says where it is."""
+    print(f"{time.strftime('%H:%M:%S')} load {server.layout}: {what}", file=sys.stderr, flush=True)
+
+
 def wait_quiet(server: Server, timeout_s: float = 240) -> None:
-    """Until the last round's pages' kernels are culled, exactly the pools' kernels live
-    (the pools refilled) and they and the server are idle. Counting kernels alone is not
-    enough: right after a round the pages' kernels, taken from a pool, make up its count."""
+    """Until the last round's pages' kernels are gone, exactly the pools' kernels live (the
+    pools refilled) and they and the server are idle. Counting kernels alone is not enough:
+    right after a round the pages' kernels, taken from a pool, make up its count; a page
+    that never said its kernel leaves one more kernel than the pools until the cull."""
     deadline = time.time() + timeout_s
-    ended, pages = server.after_round
-    # a page whose kernel died before its round ended (a failed visit) has none to wait for
-    pages = min(pages, len(ended))
+    _progress(server, f"waiting for {len(server.after_round)} page kernel(s) to go, "
+                      f"{server.pool} in the pools")
     while time.time() < deadline:
-        live = server.kernels()
-        if len(ended - set(live)) < pages or len(live) != server.pool:
+        live = server.kernel_ids()
+        if live & server.after_round or len(live) != server.pool:
             time.sleep(0.5)           # not a busy loop: it would take a core from the refills
         elif _server_cpu_share(server) < 0.1:
+            _progress(server, "quiet")
             return
-    # a preheated page's kernel that died early: the pools full and quiet is the state wanted
-    if len(server.kernels()) == server.pool and _server_cpu_share(server) < 0.1:
-        print(f"{server.layout}: fewer page kernels to cull than pages opened", file=sys.stderr)
-        return
     raise RuntimeError(f"{server.layout}: still {len(server.kernels())} kernels "
-                       f"(pool {server.pool}) after {timeout_s:.0f} s")
+                       f"(pool {server.pool}, {len(server.kernel_ids() & server.after_round)} of "
+                       f"the last round's pages) after {timeout_s:.0f} s")
 
 
 def _server_cpu(server: "Server") -> dict[int, float]:
@@ -229,6 +275,7 @@ class Round:
     server_cpu_s: float = 0.0     # server + kernels: what the machine serving pays
     settled_s: float = float("nan")  # server_round: all the visits' server work done
     machine_cpu_s: float = 0.0    # the whole machine (browsers whose pages closed included)
+    kernels: set = field(default_factory=set)   # the ids of the kernels its pages used
 
     def p(self, q):
         t = sorted(self.times_s)
@@ -252,10 +299,14 @@ class Monitor(threading.Thread):
             time.sleep(0.2)
 
 
-async def _timed_load(ctx, url: str, result: Round | None, selector: str = PLOT) -> None:
+async def _timed_load(ctx, url: str, result: Round | None, selector: str = PLOT,
+                      kernels: set | None = None) -> None:
     """Open ``url`` in a new page of ``ctx`` until the first plot is drawn; its time (or a
-    failure: no plot in time, or the busy page) goes to ``result`` (None: not timed)."""
+    failure: no plot in time, or the busy page) goes to ``result`` (None: not timed), the id
+    of the kernel it used to ``kernels``."""
     page = await ctx.new_page()
+    seen = kernels if kernels is not None else set()
+    page.on("websocket", lambda ws: seen.update(re.findall(rf"/api/kernels/({KERNEL_ID})/", ws.url)))
     t0 = time.perf_counter()
     try:
         resp = await page.goto(url, wait_until="commit", timeout=VISIT_TIMEOUT_S * 1000)
@@ -271,6 +322,10 @@ async def _timed_load(ctx, url: str, result: Round | None, selector: str = PLOT)
         if result is not None:
             result.failures += 1
     finally:
+        try:              # a page that failed before its websocket: its config names it
+            seen.update(page_kernel_ids(await asyncio.wait_for(page.content(), 10)))
+        except Exception:  # noqa: BLE001 - the cull is the backstop (wait_quiet)
+            pass
         await page.close()
 
 
@@ -281,8 +336,8 @@ async def _visit(browser, url: str, result: Round, returning: bool = False, sele
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         if returning:
-            await _timed_load(ctx, url, None, selector)
-        await _timed_load(ctx, url, result, selector)
+            await _timed_load(ctx, url, None, selector, result.kernels)
+        await _timed_load(ctx, url, result, selector, result.kernels)
     finally:
         await ctx.close()
 
@@ -301,8 +356,9 @@ def server_round(server: "Server", n: int, quiet_cores: float = 0.05) -> Round:
     def get():
         try:
             with urllib.request.urlopen(server.base, timeout=VISIT_TIMEOUT_S) as resp:
-                resp.read()
+                body = resp.read().decode(errors="replace")
             r.times_s.append(time.perf_counter() - t0)
+            r.kernels.update(page_kernel_ids(body))
         except Exception:
             r.failures += 1
 
@@ -336,7 +392,7 @@ def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16),
     for _ in range(warm_repeats):
         wait_quiet(server)
         r = loop.run_until_complete(_round(browser, server.base, 1, server.selector))
-        server.round_ended(1)
+        server.round_ended(r.kernels)
         warm.times_s += r.times_s
         warm.failures += r.failures
     out["warm"] = warm
@@ -345,20 +401,21 @@ def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16),
         wait_quiet(server)
         loop.run_until_complete(_visit(browser, server.base, back, returning=True,
                                        selector=server.selector))
-        server.round_ended(2)
+        server.round_ended(back.kernels)
+        back.kernels = set()
     if returning:
         out["returning"] = back
     for n in server_visits:
         wait_quiet(server)
         out[f"server {n}"] = server_round(server, n)
-        server.round_ended(n)
+        server.round_ended(out[f"server {n}"].kernels)
     for n in visits:
         wait_quiet(server)
         s0, m0 = _server_cpu(server), _machine_busy_s()
         mon = Monitor(server)
         mon.start()
         r = loop.run_until_complete(_round(browser, server.base, n, server.selector))
-        server.round_ended(n)
+        server.round_ended(r.kernels)
         mon.stopped = True
         mon.join()
         r.server_cpu_s = _cpu_delta(s0, _server_cpu(server))
@@ -398,8 +455,8 @@ def run(layouts=LAYOUTS, visits=(1, 4, 8, 16), warm_repeats=3, server_args=()) -
                 if layout in ("workbook", "floor"):
                     wait_pools(server)
                 # the first render pays for imports and disk caches: not a user's figure
-                loop.run_until_complete(_round(browser, server.base, 1, server.selector))
-                server.round_ended(1)
+                first = loop.run_until_complete(_round(browser, server.base, 1, server.selector))
+                server.round_ended(first.kernels)
                 if layout == "floor":    # the reference for the concurrent rounds only
                     results[layout] = measure(server, (loop, browser), 1, [n for n in visits if n in (1, 8)],
                                               server_visits=(), returning=False)

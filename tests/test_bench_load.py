@@ -1,11 +1,17 @@
 """benchmarks/load.py (``make bench``'s browser rounds): the parts that run without a
-browser: the floor layout's folder and the table's rows."""
+browser: the floor layout's folder, the table's rows, how a round's end is waited for."""
 
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 import tempfile
+import time
+import types
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("load_bench", ROOT / "benchmarks" / "load.py")
@@ -53,3 +59,33 @@ def test_rows_put_today_and_the_floor_beside_the_workbooks_concurrent_round():
     assert "budget" not in floor8 and "today" not in floor8
     assert "(budget 2.5 s)" in rows["voila [workbook] review plots drawn, warm, 1 visit"]
     assert "budget" not in rows["voila [floor: one widget, no app] page drawn, warm, 1 visit"]
+
+
+KID = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
+
+
+def test_a_pages_kernel_id_is_read_from_its_config():
+    html = f'<script id="jupyter-config-data">{{"baseUrl": "/", "kernelId": "{KID}"}}</script>'
+    assert load.page_kernel_ids(html) == {KID}
+    assert load.page_kernel_ids("<html>no kernel</html>") == set()
+
+
+def test_wait_quiet_waits_for_the_last_rounds_page_kernels_to_go(tmp_path):
+    # a stand-in kernel: a child of this process named like one, with Jupyter's
+    # connection file naming its id
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                              "ipykernel_launcher", "-f", str(tmp_path / f"kernel-{KID}.json")])
+    try:
+        server = load.Server("workbook", types.SimpleNamespace(pid=os.getpid()), "", tmp_path / "log")
+        deadline = time.time() + 10
+        while server.kernel_ids() != {KID} and time.time() < deadline:
+            time.sleep(0.1)
+        assert server.kernel_ids() == {KID}
+        server.pool = 1
+        load.wait_quiet(server, timeout_s=5)          # the pools' one kernel, idle: quiet
+        server.after_round = frozenset({KID})         # ...unless a page used that kernel
+        with pytest.raises(RuntimeError, match="1 of the last round's pages"):
+            load.wait_quiet(server, timeout_s=2)
+    finally:
+        child.kill()
+        child.wait()
