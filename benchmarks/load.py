@@ -35,21 +35,30 @@ after VISIT_TIMEOUT_S + 30 s idle, so no page loading slowly loses its kernel. (
 today's 8, which execute on request, pages took longer than that to connect and those rounds
 failed by the harness, not by the layout.)
 
-On 2026-12-01 (22:30) the floor's 8 visits took p50 33.7 s / p95 34.1 s and 70 CPU-s of the
-machine, the workbook's review 33.0 / 33.4 s and 70 CPU-s: with every browser on these 2
-cores, that round measures Voila's front end, not the apps.
+The 8-visit round moves between runs (the floor's read 33.7 s on 2026-12-01 22:30 and 25.8 s
+on 2026-12-02 00:45, the review's 33.0 and 36.6 s), so ``--paired N`` compares the two on
+one machine state: both servers up, their 8-visit rounds alternated (ABBA) N times. On
+2026-12-02 (3 pairs) the floor read p50 23.6, 25.1, 24.7 s (the machine 51, 54, 53 CPU-s),
+the review 46.2, 31.2, 28.1 s (97, 67, 60 CPU-s): most of that round is Voila's front end
+in eight browsers on two cores; the review's pages add 1-5 CPU-s each.
 
 Baseline, measured live by every run as layout ``today`` (the current notebooks served by a
-plain ``voila .``); on 2026-12-01 (the machine idle but for the benchmark) it read:
-  today      warm 1 visit p50 6.1 s; server work for 8 visits 9.8 s (18 CPU-s); 8 visits:
-             none drawn within 90 s; 140 MB per kernel
-  workbook   warm 2.5 s; server work for 8 visits 2.4 s (4 CPU-s); 8 visits with their 8
-             browsers on the same 2 cores p50 32.8 s (the machine 69 CPU-s, the server 6)
+plain ``voila .``); on 2026-12-02 00:00-00:47 (the machine idle but for the benchmark):
+  today      warm 1 visit p50 6.7 s; server work for 8 visits 12.9 s (21 CPU-s); 4 visits
+             27.3 s; 8 and 16 visits: none drawn within 90 s (its log: nbclient's
+             "Timeout waiting for IOPub output" 25 times, outputs dropped); 140 MB per kernel
+  workbook   warm 3.3 s (2.5-3.3 s over the runs of 2026-12-01/02); server work for 8
+             visits 2.2 s (3 CPU-s); with their browsers on the same 2 cores 4 visits 12.9 s,
+             8 visits 36.6 s (the machine 83 CPU-s, the server 4), 16 visits 83.7 s, no
+             failure; 136-138 MB per kernel
+  extension  warm 4.5 s; server work for 8 visits 10.7 s (19 CPU-s); 8 visits 40.5 s,
+             16 visits 71.3 s (1 busy page)
+  floor      warm 1.9 s; 8 visits 25.8 s (57 CPU-s)
 (before the apps' own plotly.js bundle and shared widget layouts, the workbook's warm visit
 took 5.0 s; on 2026-11-30, 2 cores shared with other sessions, today's warm visit read
 2.9 s: the figures move between days and machines, so compare layouts within one run.)
 Wall times move with the machine's load; the CPU columns (server + kernels, the whole
-machine) do not.
+machine) less so.
 """
 
 from __future__ import annotations
@@ -471,6 +480,62 @@ def run(layouts=LAYOUTS, visits=(1, 4, 8, 16), warm_repeats=3, server_args=()) -
     return results
 
 
+def paired(pairs: int = 3, n: int = 8, layouts=("workbook", "floor")) -> dict:
+    """``n`` simultaneous first visits to each of ``layouts`` in turn, ``pairs`` times:
+    both servers up at once, each round from the quiet state, so a drift of the machine
+    between runs (two full runs of this bench read the floor's 8 visits 33.7 s and 25.8 s)
+    falls on both alike. {layout: [Round, ...]}."""
+    from playwright.async_api import async_playwright
+
+    async def launch():
+        pw = await async_playwright().start()
+        return pw, await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+
+    loop = asyncio.new_event_loop()
+    pw, browser = loop.run_until_complete(launch())
+    servers = []
+    out = {layout: [] for layout in layouts}
+    try:
+        for layout in layouts:
+            servers.append(start_server(layout, extra=BENCH_CULL))
+            wait_pools(servers[-1])
+        for server in servers:
+            first = loop.run_until_complete(_round(browser, server.base, 1, server.selector))
+            server.round_ended(first.kernels)
+        for i in range(pairs):
+            for server in servers[::1 if i % 2 == 0 else -1]:     # ABBA: neither always first
+                for other in servers:
+                    wait_quiet(other)
+                m0 = _machine_busy_s()
+                r = loop.run_until_complete(_round(browser, server.base, n, server.selector))
+                r.machine_cpu_s = _machine_busy_s() - m0
+                r.load_avg = os.getloadavg()[0]
+                server.round_ended(r.kernels)
+                out[server.layout].append(r)
+                _progress(server, f"pair {i + 1}: p50 {r.p(50):.1f} s, machine "
+                                  f"{r.machine_cpu_s:.0f} CPU-s, failures {r.failures}")
+    finally:
+        for server in servers:
+            server.stop()
+        loop.run_until_complete(browser.close())
+        loop.run_until_complete(pw.stop())
+        loop.close()
+    return out
+
+
+def paired_rows(results: dict, n: int = 8) -> list[tuple[str, int, float, str]]:
+    """One row per layout: each round's p50 and the machine's CPU, in the order run."""
+    out = []
+    for layout, rounds in results.items():
+        p50 = sorted(r.p(50) for r in rounds)
+        mid = p50[len(p50) // 2] if p50 else float("nan")
+        out.append((f"voila [{layout}] {n} simultaneous first visits, rounds alternated", n, mid,
+                    "p50 by round " + ", ".join(f"{r.p(50):.1f}" for r in rounds) + " s; machine "
+                    + ", ".join(f"{r.machine_cpu_s:.0f}" for r in rounds) + " CPU-s; failures "
+                    + str(sum(r.failures for r in rounds))))
+    return out
+
+
 def rows(results: dict) -> list[tuple[str, int, float, str]]:
     """run.py's ROWS: (name, n, seconds, result), the layout today beside each new one and,
     for the concurrent rounds, the floor (Voila's front end with one widget) too."""
@@ -533,7 +598,16 @@ def main(argv=None):
     ap.add_argument("--warm-repeats", type=int, default=3)
     ap.add_argument("--server-arg", action="append", default=[],
                     help="extra option for every server, e.g. --server-arg=--preheat_kernel=False")
+    ap.add_argument("--paired", type=int, default=0, metavar="PAIRS",
+                    help="instead: the workbook's and the floor's 8-visit rounds alternated "
+                    "PAIRS times")
     a = ap.parse_args(argv)
+    if a.paired:
+        table = paired_rows(paired(a.paired))
+        w = max(len(r[0]) for r in table)
+        for name, n, t, text in table:
+            print(f"{name:<{w}}  {n:>4}  {t:>7.2f}  {text}")
+        return
     res = run(a.layouts.split(","), tuple(int(v) for v in a.visits.split(",")), a.warm_repeats,
               a.server_arg)
     table = rows(res)

@@ -89,3 +89,36 @@ def test_wait_quiet_waits_for_the_last_rounds_page_kernels_to_go(tmp_path):
     finally:
         child.kill()
         child.wait()
+
+
+def test_paired_rows_give_every_rounds_figures_in_the_order_run():
+    res = {"workbook": [_round([30.0 + i for i in range(8)], machine_cpu_s=70.0),
+                        _round([20.0 + i for i in range(8)], machine_cpu_s=60.0),
+                        _round([25.0 + i for i in range(8)], machine_cpu_s=65.0, failures=1)],
+           "floor": [_round([24.0] * 8, machine_cpu_s=55.0)]}
+    rows = load.paired_rows(res)
+    name, n, mid, text = rows[0]
+    assert name == "voila [workbook] 8 simultaneous first visits, rounds alternated" and n == 8
+    # each round's p50 by Round.p (index 4 of 8): 34, 24, 29; their median 29
+    assert mid == 29.0
+    assert "p50 by round 34.0, 24.0, 29.0 s; machine 70, 60, 65 CPU-s; failures 1" in text
+    assert rows[1][2] == 24.0
+
+
+def test_the_readmes_paired_command_runs_the_paired_rounds(monkeypatch, capsys):
+    # the README's `python benchmarks/load.py --paired 3`, with the browser rounds stubbed
+    # (a real run takes ~20 min: make bench's territory)
+    asked = []
+    monkeypatch.setattr(load, "paired", lambda pairs: asked.append(pairs) or {
+        "workbook": [_round([30.0] * 8, machine_cpu_s=60.0)],
+        "floor": [_round([24.0] * 8, machine_cpu_s=50.0)]})
+    readme = (ROOT / "README.md").read_text()
+    argv = "python benchmarks/load.py --paired 3".split()
+    assert " ".join(argv) in readme
+    load.main(argv[2:])
+    out = capsys.readouterr().out.splitlines()
+    assert asked == [3]
+    assert [line.split("  ")[0] for line in out] == [
+        "voila [workbook] 8 simultaneous first visits, rounds alternated",
+        "voila [floor] 8 simultaneous first visits, rounds alternated"]
+    assert "p50 by round 30.0 s; machine 60 CPU-s" in out[0]

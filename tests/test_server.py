@@ -466,3 +466,31 @@ def test_preheat_query_reader_waits_for_a_busy_server_and_bypasses_proxies(monke
     assert time.monotonic() - t0 >= handshake_delay_s - 0.5   # it did wait out the delay
     assert os.environ["SERVER_PORT"] == "1"                   # the request's variables too
     thread.join(30)
+
+
+def test_a_pool_entry_that_failed_to_start_is_dropped_and_its_pool_refilled():
+    # seen in a bench: a preheated kernel died at start ("Address already in use"), Voila's
+    # pool kept the failed entry (pruned at the next cull) and never replaced it
+    import asyncio
+    import logging
+    import types
+
+    from llmcost.server.kernels import CappedKernelManager
+    loop = asyncio.new_event_loop()
+    try:
+        ok, failed, warming, other = (loop.create_future() for _ in range(4))
+        ok.set_result({"kernel_id": "k1"})
+        failed.set_exception(RuntimeError("Address already in use"))
+        refills = []
+        fake = types.SimpleNamespace(
+            _pools={"review.ipynb": [ok, failed, warming], "tco.ipynb": [other]},
+            log=logging.getLogger(__name__),
+            fill_if_needed=lambda notebook_name, **kw: refills.append((notebook_name, kw)))
+        CappedKernelManager.prune_pools(fake)
+        assert fake._pools == {"review.ipynb": [ok, warming], "tco.ipynb": [other]}
+        # Voila's fill_delay (no delay given), only the pool that lost a kernel
+        assert refills == [("review.ipynb", {})]
+        CappedKernelManager.prune_pools(fake)            # nothing failed: nothing refilled
+        assert len(refills) == 1
+    finally:
+        loop.close()

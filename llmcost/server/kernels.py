@@ -105,8 +105,16 @@ class CappedKernelManager(AsyncMappingKernelManager):
     # preheating there are no pools.
 
     def prune_pools(self) -> None:
-        """Drop pool entries whose start failed, so no page or shutdown is handed one."""
-        for pool in getattr(self, "_pools", {}).values():
+        """Drop pool entries whose start failed, so no page or shutdown is handed one, and
+        refill those pools. Voila refills a pool only when a page takes a kernel, so one that
+        lost a kernel while warming (seen: a port taken between jupyter_client choosing it
+        and the kernel binding it) stayed short until its next visit. The refill waits
+        Voila's ``fill_delay``: a kernel that cannot start is retried at that pace."""
+        for name, pool in list(getattr(self, "_pools", {}).items()):
             keep = [t for t in pool
                     if not t.done() or (not t.cancelled() and t.exception() is None)]
-            pool[:] = keep
+            if len(keep) < len(pool):
+                self.log.warning("Kernel pool of %s: %d kernel(s) failed to start; refilling",
+                                 name, len(pool) - len(keep))
+                pool[:] = keep
+                self.fill_if_needed(notebook_name=name)
