@@ -181,7 +181,6 @@ def start_server(layout: str, root: Path = ROOT, extra: list[str] = (), log: Pat
 def shutdown_kernels(server: Server, ids) -> None:
     """POST Voila's page-left shutdown (``voila/api/shutdown/<id>``) for each kernel id."""
     import urllib.error
-    import urllib.parse
     import urllib.request
     origin = "/".join(server.base.split("/", 3)[:3])
     for kid in ids:
