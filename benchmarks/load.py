@@ -39,8 +39,9 @@ The 8-visit round moves between runs (the floor's read 33.7 s on 2026-12-01 22:3
 on 2026-12-02 00:45, the review's 33.0 and 36.6 s), so ``--paired N`` compares the two on
 one machine state: both servers up, their 8-visit rounds alternated (ABBA) N times. On
 2026-12-02 (3 pairs) the floor read p50 23.6, 25.1, 24.7 s (the machine 51, 54, 53 CPU-s),
-the review 46.2, 31.2, 28.1 s (97, 67, 60 CPU-s): most of that round is Voila's front end
-in eight browsers on two cores; the review's pages add 1-5 CPU-s each.
+the review 46.2, 31.2, 28.1 s (97, 67, 60 CPU-s; three rounds in a row on one server read
+36.0, 36.2, 42.0 s, 76-91 CPU-s, the server and kernels 6-8 of them): most of that round is
+Voila's front end in eight browsers on two cores; the review's pages add 1-5 CPU-s each.
 
 Baseline, measured live by every run as layout ``today`` (the current notebooks served by a
 plain ``voila .``); on 2026-12-02 00:00-00:47 (the machine idle but for the benchmark):
