@@ -41,7 +41,8 @@ one machine state: both servers up, their 8-visit rounds alternated (ABBA) N tim
 2026-12-02 (3 pairs) the floor read p50 23.6, 25.1, 24.7 s (the machine 51, 54, 53 CPU-s),
 the review 46.2, 31.2, 28.1 s (97, 67, 60 CPU-s; three rounds in a row on one server read
 36.0, 36.2, 42.0 s, 76-91 CPU-s, the server and kernels 6-8 of them): most of that round is
-Voila's front end in eight browsers on two cores; the review's pages add 1-5 CPU-s each.
+Voila's front end in eight browsers on two cores; the review's pages add 1-6 CPU-s each
+((97 - 51) / 8 = 5.8, (67 - 54) / 8 = 1.6, (60 - 53) / 8 = 0.9 by pair).
 
 Baseline, measured live by every run as layout ``today`` (the current notebooks served by a
 plain ``voila .``); on 2026-12-02 00:00-00:47 (the machine idle but for the benchmark):
@@ -77,8 +78,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from llmcost.server.procs import (free_port, kernel_pids, rss_bytes, stop_server,  # noqa: E402
-                                  wait_for_port)
+from llmcost.server.procs import (KERNEL_ID, free_port, kernel_ids, kernel_pids,  # noqa: E402
+                                  page_kernel_ids, rss_bytes, stop_server, wait_for_port)
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -97,16 +98,9 @@ LAYOUTS = ("today", "workbook", "extension", "floor")
 FLOOR_SOURCE = ("import ipywidgets as W\n"
                 "display(W.HTML('<b class=\"llmc-floor\">one widget, no app</b>'))\n")
 FLOOR_SELECTOR = ".llmc-floor"
-#: a kernel's id: in its page's config, its websocket's URL and its process's connection file
-KERNEL_ID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 #: the _xsrf token the harness posts its shutdowns with (form field and cookie alike: tornado
 #: compares the two, so any hex token does, also on a server that never set one)
 XSRF = "6c6c6d636f7374"
-
-
-def page_kernel_ids(html: str) -> set[str]:
-    """The kernel a Voila page uses, from its page config (``"kernelId": "<id>"``)."""
-    return set(re.findall(rf'"kernelId": *"({KERNEL_ID})"', html))
 
 
 @dataclass
@@ -124,15 +118,7 @@ class Server:
         return kernel_pids(self.proc.pid)
 
     def kernel_ids(self) -> set[str]:
-        """The ids of the live kernels (each process's connection file names it)."""
-        out = set()
-        for pid in self.kernels():
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-            except OSError:
-                continue
-            out.update(re.findall(rf"kernel-({KERNEL_ID})\.json", cmd))
-        return out
+        return kernel_ids(self.proc.pid)
 
     def round_ended(self, page_kernels: set[str]) -> None:
         """A round has ended whose pages used ``page_kernels``: shut them down, as a page
@@ -308,14 +294,13 @@ class Monitor(threading.Thread):
             time.sleep(0.2)
 
 
-async def _timed_load(ctx, url: str, result: Round | None, selector: str = PLOT,
-                      kernels: set | None = None) -> None:
+async def _timed_load(ctx, url: str, result: Round | None, selector: str, kernels: set) -> None:
     """Open ``url`` in a new page of ``ctx`` until the first plot is drawn; its time (or a
     failure: no plot in time, or the busy page) goes to ``result`` (None: not timed), the id
     of the kernel it used to ``kernels``."""
     page = await ctx.new_page()
-    seen = kernels if kernels is not None else set()
-    page.on("websocket", lambda ws: seen.update(re.findall(rf"/api/kernels/({KERNEL_ID})/", ws.url)))
+    page.on("websocket",
+            lambda ws: kernels.update(re.findall(rf"/api/kernels/({KERNEL_ID})/", ws.url)))
     t0 = time.perf_counter()
     try:
         resp = await page.goto(url, wait_until="commit", timeout=VISIT_TIMEOUT_S * 1000)
@@ -332,7 +317,7 @@ async def _timed_load(ctx, url: str, result: Round | None, selector: str = PLOT,
             result.failures += 1
     finally:
         try:              # a page that failed before its websocket: its config names it
-            seen.update(page_kernel_ids(await asyncio.wait_for(page.content(), 10)))
+            kernels.update(page_kernel_ids(await asyncio.wait_for(page.content(), 10)))
         except Exception:  # noqa: BLE001 - the cull is the backstop (wait_quiet)
             pass
         await page.close()
@@ -447,7 +432,8 @@ def wait_pools(server: Server, timeout_s: float = 240) -> None:
     server.pool = len(server.kernels())
 
 
-def run(layouts=LAYOUTS, visits=(1, 4, 8, 16), warm_repeats=3, server_args=()) -> dict:
+def _browser():
+    """(event loop, playwright, chromium) for the rounds; close with ``_close``."""
     from playwright.async_api import async_playwright
 
     async def launch():
@@ -455,7 +441,17 @@ def run(layouts=LAYOUTS, visits=(1, 4, 8, 16), warm_repeats=3, server_args=()) -
         return pw, await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
 
     loop = asyncio.new_event_loop()
-    pw, browser = loop.run_until_complete(launch())
+    return (loop, *loop.run_until_complete(launch()))
+
+
+def _close(loop, pw, browser) -> None:
+    loop.run_until_complete(browser.close())
+    loop.run_until_complete(pw.stop())
+    loop.close()
+
+
+def run(layouts=LAYOUTS, visits=(1, 4, 8, 16), warm_repeats=3, server_args=()) -> dict:
+    loop, pw, browser = _browser()
     results = {}
     try:
         for layout in layouts:
@@ -474,9 +470,7 @@ def run(layouts=LAYOUTS, visits=(1, 4, 8, 16), warm_repeats=3, server_args=()) -
             finally:
                 server.stop()
     finally:
-        loop.run_until_complete(browser.close())
-        loop.run_until_complete(pw.stop())
-        loop.close()
+        _close(loop, pw, browser)
     return results
 
 
@@ -485,14 +479,7 @@ def paired(pairs: int = 3, n: int = 8, layouts=("workbook", "floor")) -> dict:
     both servers up at once, each round from the quiet state, so a drift of the machine
     between runs (two full runs of this bench read the floor's 8 visits 33.7 s and 25.8 s)
     falls on both alike. {layout: [Round, ...]}."""
-    from playwright.async_api import async_playwright
-
-    async def launch():
-        pw = await async_playwright().start()
-        return pw, await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-
-    loop = asyncio.new_event_loop()
-    pw, browser = loop.run_until_complete(launch())
+    loop, pw, browser = _browser()
     servers = []
     out = {layout: [] for layout in layouts}
     try:
@@ -517,9 +504,7 @@ def paired(pairs: int = 3, n: int = 8, layouts=("workbook", "floor")) -> dict:
     finally:
         for server in servers:
             server.stop()
-        loop.run_until_complete(browser.close())
-        loop.run_until_complete(pw.stop())
-        loop.close()
+        _close(loop, pw, browser)
     return out
 
 
@@ -604,13 +589,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.paired:
         table = paired_rows(paired(a.paired))
-        w = max(len(r[0]) for r in table)
-        for name, n, t, text in table:
-            print(f"{name:<{w}}  {n:>4}  {t:>7.2f}  {text}")
-        return
-    res = run(a.layouts.split(","), tuple(int(v) for v in a.visits.split(",")), a.warm_repeats,
-              a.server_arg)
-    table = rows(res)
+    else:
+        table = rows(run(a.layouts.split(","), tuple(int(v) for v in a.visits.split(",")),
+                         a.warm_repeats, a.server_arg))
     w = max(len(r[0]) for r in table)
     for name, n, t, text in table:
         print(f"{name:<{w}}  {n:>4}  {t:>7.2f}  {text}")

@@ -28,7 +28,7 @@ from llmcost.apps import assets
 from llmcost.server import app as server_app
 from llmcost.server.handlers import BUSY_TEXT
 from llmcost.server.jupyter_config import install
-from llmcost.server.procs import kernel_pids
+from llmcost.server.procs import kernel_pids, page_kernel_ids
 
 
 def notebook(source: str) -> str:
@@ -336,8 +336,9 @@ def test_extension_binder_launch_url_renders_and_the_cap_holds(extension):
 
 
 def page_kernel_id(body: str) -> str:
-    """The kernel a rendered Voila page connects to (its page config's ``kernelId``)."""
-    return re.search(r'"kernelId": *"([0-9a-f-]+)"', body).group(1)
+    """The one kernel a rendered Voila page connects to."""
+    (kernel,) = page_kernel_ids(body)
+    return kernel
 
 
 def shutdown_beacon(base, headers, body):

@@ -4,6 +4,7 @@ server tests, which must count only their own server's kernels on a shared machi
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -49,15 +50,26 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
-def kernel_pid_for(server_pid: int, kernel_id: str) -> int | None:
-    """Pid of the kernel ``kernel_id`` (its connection file name holds the id)."""
+#: a kernel's id: in its page's config, its websocket's URL and its connection file's name
+KERNEL_ID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+
+def kernel_ids(server_pid: int) -> set[str]:
+    """Ids of the live kernels started by ``server_pid`` (each connection file names one)."""
+    out = set()
     for pid in kernel_pids(server_pid):
         try:
-            if kernel_id.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                return pid
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-    return None
+        out.update(re.findall(rf"kernel-({KERNEL_ID})\.json", cmd))
+    return out
+
+
+def page_kernel_ids(html: str) -> set[str]:
+    """The kernel a rendered Voila page connects to, from its page config
+    (``"kernelId": "<id>"``); empty when the HTML names none."""
+    return set(re.findall(rf'"kernelId": *"({KERNEL_ID})"', html))
 
 
 def free_port() -> int:
