@@ -41,30 +41,11 @@ class Landing:
                  defer: bool = False):
         self.catalog = catalog_mod.default() if catalog is None else catalog
         query = os.environ.get("QUERY_STRING", "") if query is None else query
-        scenarios, self.warnings = scenarios_from_query(query, self.catalog)
-        self.scenarios = scenarios
-        self.scenario = scenarios[-1]
-        q = scenarios_to_query(scenarios)
-        self.suffix = f"?{q}" if q else ""
         self.figures: dict[str, dict] = {}
         self.cards: dict[str, W.HTML] = {}
-        for i, cls in enumerate(apps()):
-            card = make(W.HTML, self._card_html(cls, None, first=i == 0))
-            card.add_class("llmc-card-widget")
-            card.add_class(f"llmc-card-{cls.name}")
-            self.cards[cls.name] = card
-        warn = ""
-        if self.warnings:
-            items = "".join(f"<li>{esc(w)}</li>" for w in self.warnings)
-            warn = f"<div class='llmc-warning'>Some settings in the link were not used:<ul>{items}</ul></div>"
-        s = self.scenario
-        header = make(W.HTML, f"{CSS}{LANDING_CSS}<h2 class='llmc-title'>llmcost workbook</h2>"
-                        f"<div class='llmc-intro'>{esc(INTRO)}</div>"
-                        f"<p class='llmc-scenario'>Scenario: {esc(s.model)} on "
-                        f"{s.gpus:,} x {esc(s.gpu)} ({esc(s.fabric)})"
-                        + (f", {len(scenarios)} scenarios compared" if len(scenarios) > 1 else "")
-                        + f"</p>{warn}")
-        parts = [header, W.Box(list(self.cards.values()),
+        self.header = make(W.HTML, "")
+        self._set_query(query)
+        parts = [self.header, W.Box(list(self.cards.values()),
                                layout=dict(display="flex", flex_flow="row wrap"))]
         beat = _heartbeat()
         if beat is not None:
@@ -74,6 +55,45 @@ class Landing:
         self.timings: list[float] = []
         if not defer:
             self.refresh()
+
+    def _set_query(self, query: str) -> None:
+        """The link's scenarios, the header that says them and the cards (their figures
+        to compute)."""
+        scenarios, self.warnings = scenarios_from_query(query, self.catalog)
+        self.scenarios = scenarios
+        self.scenario = scenarios[-1]
+        q = scenarios_to_query(scenarios)
+        self.suffix = f"?{q}" if q else ""
+        self.figures = {}
+        for i, cls in enumerate(apps()):
+            card = self.cards.get(cls.name)
+            if card is None:
+                card = self.cards[cls.name] = make(W.HTML, "")
+                card.add_class("llmc-card-widget")
+                card.add_class(f"llmc-card-{cls.name}")
+            card.value = self._card_html(cls, None, first=i == 0)
+        warn = ""
+        if self.warnings:
+            items = "".join(f"<li>{esc(w)}</li>" for w in self.warnings)
+            warn = f"<div class='llmc-warning'>Some settings in the link were not used:<ul>{items}</ul></div>"
+        s = self.scenario
+        self.header.value = (f"{CSS}{LANDING_CSS}<h2 class='llmc-title'>llmcost workbook</h2>"
+                             f"<div class='llmc-intro'>{esc(INTRO)}</div>"
+                             f"<p class='llmc-scenario'>Scenario: {esc(s.model)} on "
+                             f"{s.gpus:,} x {esc(s.gpu)} ({esc(s.fabric)})"
+                             + (f", {len(scenarios)} scenarios compared" if len(scenarios) > 1
+                                else "")
+                             + f"</p>{warn}")
+
+    def apply_query(self, query: str) -> bool:
+        """Make this page (built and computed for the default scenario before a visitor
+        arrived) the page a link's ``query`` opens; True when its cards must be computed
+        again (:meth:`refresh`), False when the link asks for what is on the page."""
+        scenarios, warnings = scenarios_from_query(query, self.catalog)
+        if scenarios == self.scenarios and warnings == self.warnings and self.figures:
+            return False
+        self._set_query(query)
+        return True
 
     def _card_html(self, cls, figures: dict | None, first=False) -> str:
         link = f"{cls.name}.ipynb{self.suffix}"

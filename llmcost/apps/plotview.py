@@ -13,7 +13,8 @@ serve that file and tell their kernels where with ``LLMCOST_PLOTLY_URL``. A plot
 :class:`PlotView` (an anywidget that loads the bundle once per page, browser-cached, and
 draws with ``Plotly.react``); anywhere else (JupyterLab, plain ``voila``, a headless run) it
 is an ``Output`` holding the figure as plotly's own mime output, as before.
-:func:`plot_widget`, :func:`show_figure` and :func:`shown_figure` hide which.
+:func:`plot_widget`, :func:`show_figure`, :func:`clear_figure` and :func:`shown_figure` hide
+which.
 """
 
 from __future__ import annotations
@@ -130,6 +131,14 @@ def show_figure(widget: W.Widget, fig) -> None:
         widget.outputs = ({"output_type": "display_data",
                            "data": {MIME: figure_json(fig), "text/plain": f"<plotly figure: {title}>"},
                            "metadata": {}},)
+
+
+def clear_figure(widget: W.Widget) -> None:
+    """Empty a plot widget (its page waits for new results)."""
+    if isinstance(widget, PlotView):
+        widget.figure = {}
+    else:
+        widget.outputs = ()
 
 
 def shown_figure(widget: W.Widget) -> dict | None:

@@ -36,7 +36,8 @@ class SizingApp(ReviewPanel):
     headline_keys = ("gpus", "days", "cost_on_demand_usd", "mfu", "memory_gb_per_gpu",
                      "best_layout", "meets_target")
 
-    def __init__(self, *a, **kw):
+    def _build(self):
+        # here, not in __init__: a panel made only to compute (a landing card) makes no widget
         self.scaling_upload = make(W.FileUpload, accept=".csv", multiple=False,
                                    description="Measured scaling CSV")
         self.scaling_upload.add_class("llmc-scaling-upload")
@@ -45,9 +46,6 @@ class SizingApp(ReviewPanel):
         self.scaling_out = plot_widget()
         self.scaling_out.add_class("llmc-plot-measured")
         self.scaling_upload.observe(self._on_scaling, names="value")
-        super().__init__(*a, **kw)
-
-    def _build(self):
         self.extra_widgets = [make(W.HBox, [self.scaling_upload]), self.scaling_note, self.scaling_out]
         return super()._build()
 
