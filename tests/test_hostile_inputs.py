@@ -6,6 +6,7 @@ import pytest
 
 from llmcost.apps import panels
 from llmcost.scenario import Scenario
+from test_apps import box_classes
 
 
 def test_scaling_csv_error_is_escaped():
@@ -52,7 +53,7 @@ def test_results_that_cannot_be_true_are_flagged_in_app_cli_and_report(tmp_path,
     # the app marks the boxes, the CLI prints the flags, the report carries them
     p = panels.ReviewApp(query=q)
     for k in ("days", "goodput", "cost_on_demand_usd"):
-        assert "llmc-flag-implausible" in p.headline_boxes[k]._dom_classes
+        assert "llmc-flag-implausible" in box_classes(p, k)
     assert cli.main(["review", "--query", q]) == 0
     out = capsys.readouterr().out
     assert "FLAG goodput: implausible" in out and "FLAG cost_on_demand_usd: implausible" in out

@@ -28,8 +28,7 @@ QUERIES = {
 def page_state(p) -> dict:
     """Everything a visitor sees that a link sets."""
     return {
-        "headline": {k: v.value for k, v in p.headline_values.items()},
-        "flags": {k: b._dom_classes for k, b in p.headline_boxes.items()},
+        "headline": (p.headline_box.value, p.headline_html, p.flags),
         "controls": {k: (w.value, w.disabled) for k, w in p.controls.items()},
         "options": {k: getattr(w, "options", None) for k, w in p.controls.items()},
         "errors": {k: e.value for k, e in p.errors.items()},
@@ -70,7 +69,7 @@ def test_until_its_results_are_computed_a_prebuilt_page_shows_none_of_the_old_on
     assert pre.apply_query(QUERIES["changed"])
     assert pre.results is None
     assert not any(shown_figure(w) for w in pre.outputs.values())
-    assert not any(v.value for v in pre.headline_values.values())
+    assert not pre.headline_box.value and not pre.headline_html and not pre.flags
     assert not pre.notes.value and not pre.compare_box.value
     assert "llmc-progress" in pre.status.value
     # the controls already show the link's values, the share link says them

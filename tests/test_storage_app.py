@@ -24,7 +24,7 @@ S405 = dict(model="llama3-405b", gpu="h100-sxm", gpus=16384, checkpoint_mode="as
 
 
 def headline_text(panel, key):
-    m = re.search(r"<div class='llmc-headline-value'>(.*?)</div>", panel.headline_values[key].value)
+    m = re.search(r"<div class='llmc-headline-value'>(.*?)</div>", panel.headline_html[key])
     return html.unescape(m.group(1))
 
 

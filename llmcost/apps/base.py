@@ -35,11 +35,14 @@ from .shared import make, shared_layout
 from .text import esc
 
 CSS = """<style>
+.llmc-headline-row {display:flex; flex-flow:row wrap}
 .llmc-headline-box {border:1px solid #ddd; border-radius:6px; padding:6px 10px; margin:3px;
   min-width:150px; max-width:320px; background:#fafafa}
 .llmc-headline-label {font-size:11px; color:#555}
 .llmc-headline-value {font-size:18px; font-weight:600; overflow-wrap:anywhere}
 .llmc-err {color:#b00020; font-size:12px; min-height:0}
+.llmc-span {grid-column: 1 / span 2}
+.llmc-form {align-items:start}
 .llmc-warning {background:#fff4e5; border-left:4px solid #f0a500; padding:4px 8px; margin:4px 0;
   overflow-wrap:anywhere}
 .llmc-notes li {margin:2px 0}
@@ -165,10 +168,9 @@ class Panel:
         self.warning_box.add_class("llmc-warning-area")
         self.status = make(W.HTML, "")
         self.status.add_class("llmc-status")
-        self.headline_box = make(W.HBox, layout=dict(flex_flow="row wrap"))
+        self.headline_box = make(W.HTML, "")
         self.headline_box.add_class("llmc-headline")
-        self.headline_values: dict[str, W.HTML] = {}
-        self.headline_boxes: dict[str, W.Widget] = {}
+        self.headline_html: dict[str, str] = {}     # key -> its value's HTML, as shown
         self.flags: dict = {}
         self.notes = make(W.HTML, "")
         self.notes.add_class("llmc-notes")
@@ -234,12 +236,7 @@ class Panel:
             if name in self.controls:
                 self.controls[name].disabled = False
         self.results, self.figures, self.pinned_results = None, {}, []
-        for val in self.headline_values.values():
-            val.value = ""
-        for box in self.headline_boxes.values():
-            for level in ("infeasible", "implausible", "uncalibrated"):
-                box.remove_class(f"llmc-flag-{level}")
-        self.flags = {}
+        self.headline_box.value, self.headline_html, self.flags = "", {}, {}
         self.compare_box.value = ""
         self.notes.value = ""
         for out in self.outputs.values():
@@ -330,15 +327,14 @@ class Panel:
         w.add_class(f"llmc-ctl-{name}")
         w.observe(lambda ch, n=name: self._on_change(n, ch["new"]), names="value")
         # the label wraps instead of being cut off; its full text is also the tooltip
-        text = make(W.HTML, f"<div class='llmc-label' title='{esc(label)}'>{esc(label)}</div>",
-                    layout=dict(width="180px"))
+        text = make(W.HTML, f"<div class='llmc-label' title='{esc(label)}'>{esc(label)}</div>")
         err = make(W.HTML, "")
         err.add_class("llmc-err")
         err.add_class(f"llmc-err-{name}")
+        err.add_class("llmc-span")
         self.controls[name] = w
         self.errors[name] = err
-        row = make(W.HBox, [text, w], layout=dict(align_items="flex-start"))
-        return make(W.VBox, [row, err], layout=dict(margin="0 0 2px 0"))
+        return [text, w, err]
 
     def _shown(self, name: str, value):
         """The control's text for a Scenario value."""
@@ -350,10 +346,16 @@ class Panel:
         groups: dict[str, list] = {}
         for name in self.fields:
             groups.setdefault(describe(name)["group"], []).append(self._control(name))
-        left = []
+        cells = []
         for g, items in groups.items():
             head = make(W.HTML, f"<div class='llmc-group'>{esc(self.group_titles.get(g, g))}</div>")
-            left += [head, *items]
+            head.add_class("llmc-span")
+            cells.append(head)
+            for item in items:
+                cells += item
+        form = make(W.GridBox, cells, layout=dict(grid_template_columns="180px 190px"))
+        form.add_class("llmc-form")
+        left = [form]
         left += [make(W.HTML, "<div class='llmc-group'>Compare, share and save</div>"),
                  make(W.HBox, [self.pin_button, self.clear_button]), self.share,
                  self.download, self.upload, self.report_button, self.downloader]
@@ -545,34 +547,27 @@ class Panel:
 
     # ------------------------------------------------------------ headline and links
     def _show_headline(self, head: dict) -> None:
-        if set(head) != set(self.headline_values):
-            boxes = []
-            self.headline_values = {}
-            self.headline_boxes = {}
-            for key, (label, *_rest) in head.items():
-                val = make(W.HTML, "")
-                val.add_class(f"llmc-headline-{key}")
-                self.headline_values[key] = val
-                box = make(W.VBox, [make(W.HTML, f"<div class='llmc-headline-label'>{esc(label)}</div>"),
-                                    val])
-                box.add_class("llmc-headline-box")
-                self.headline_boxes[key] = box
-                boxes.append(box)
-            self.headline_box.children = boxes
+        """The headline figures, one box per key, as one HTML widget (a widget per box and
+        per label made 33 of the review page's 181 widgets, each a model and a view for the
+        browser to build)."""
         self.flags = {}
-        for key, (_, text, *rest) in head.items():
+        self.headline_html = {}
+        boxes = []
+        for key, (label, text, *rest) in head.items():
             flag = rest[0] if rest else None
-            box = self.headline_boxes[key]
-            for level in ("infeasible", "implausible", "uncalibrated"):
-                box.remove_class(f"llmc-flag-{level}")
+            classes = f"llmc-headline-box llmc-box-{key}"
             note = ""
             if flag is not None:
-                box.add_class(f"llmc-flag-{flag.level}")
+                classes += f" llmc-flag-{flag.level}"
                 self.flags[key] = flag
                 note = (f"<div class='llmc-flag-note'>{esc(flag.level)}: "
                         f"{esc(flag.message)}</div>")
-            self.headline_values[key].value = (f"<div class='llmc-headline-value'>{esc(text)}"
-                                               f"</div>{note}")
+            self.headline_html[key] = (f"<div class='llmc-headline-value'>{esc(text)}</div>"
+                                       f"{note}")
+            boxes.append(f"<div class='{classes}'><div class='llmc-headline-label'>"
+                         f"{esc(label)}</div><div class='llmc-headline-{key}'>"
+                         f"{self.headline_html[key]}</div></div>")
+        self.headline_box.value = f"<div class='llmc-headline-row'>{''.join(boxes)}</div>"
 
     def _sync_resolved(self, res) -> None:
         """Controls whose figure comes from the catalog, a cited default or a derivation show
