@@ -38,24 +38,32 @@ failed by the harness, not by the layout.)
 The 8-visit round moves between runs (the floor's read 33.7 s on 2026-12-01 22:30 and 25.8 s
 on 2026-12-02 00:45, the review's 33.0 and 36.6 s), so ``--paired N`` compares the two on
 one machine state: both servers up, their 8-visit rounds alternated (ABBA) N times. On
-2026-12-02 (3 pairs) the floor read p50 23.6, 25.1, 24.7 s (the machine 51, 54, 53 CPU-s),
-the review 46.2, 31.2, 28.1 s (97, 67, 60 CPU-s; three rounds in a row on one server read
-36.0, 36.2, 42.0 s, 76-91 CPU-s, the server and kernels 6-8 of them): most of that round is
-Voila's front end in eight browsers on two cores; the review's pages add 1-6 CPU-s each
-((97 - 51) / 8 = 5.8, (67 - 54) / 8 = 1.6, (60 - 53) / 8 = 0.9 by pair).
+2026-12-02 00:50 (3 pairs, before the prebuilt pages) the floor read p50 23.6, 25.1,
+24.7 s (the machine 51, 54, 53 CPU-s), the review 46.2, 31.2, 28.1 s (97, 67, 60 CPU-s;
+three rounds in a row on one server read 36.0, 36.2, 42.0 s, 76-91 CPU-s, the server and
+kernels 6-8 of them): most of that round is Voila's front end in eight browsers on two
+cores; the review's pages added 1-6 CPU-s each ((97 - 51) / 8 = 5.8, (67 - 54) / 8 = 1.6,
+(60 - 53) / 8 = 0.9 by pair); since the prebuilt pages, (60 - 54) / 8 = 0.8 in one run
+beside the floor (03:32-04:17).
 
 Baseline, measured live by every run as layout ``today`` (the current notebooks served by a
-plain ``voila .``); on 2026-12-02 00:00-00:47 (the machine idle but for the benchmark):
-  today      warm 1 visit p50 6.7 s; server work for 8 visits 12.9 s (21 CPU-s); 4 visits
-             27.3 s; 8 and 16 visits: none drawn within 90 s (its log: nbclient's
-             "Timeout waiting for IOPub output" 25 times, outputs dropped); 140 MB per kernel
-  workbook   warm 3.3 s (2.5-3.3 s over the runs of 2026-12-01/02); server work for 8
-             visits 2.2 s (3 CPU-s); with their browsers on the same 2 cores 4 visits 12.9 s,
-             8 visits 36.6 s (the machine 83 CPU-s, the server 4), 16 visits 83.7 s, no
-             failure; 136-138 MB per kernel
-  extension  warm 4.5 s; server work for 8 visits 10.7 s (19 CPU-s); 8 visits 40.5 s,
-             16 visits 71.3 s (1 busy page)
-  floor      warm 1.9 s; 8 visits 25.8 s (57 CPU-s)
+plain ``voila .``); on 2026-12-02 03:32-04:17 (the machine idle but for the benchmark):
+  today      warm 1 visit p50 6.0 s; server work for 8 visits 9.8 s (18 CPU-s); 4 visits
+             18.7 s; 8 visits 41.0 s with 4 failures, 16 visits all failed (its kernels drop
+             outputs under load: nbclient's "Timeout waiting for IOPub output"); 139 MB per
+             kernel
+  workbook   warm 2.4 s (1.8-2.6 s over 6 visits profiled the same day); server work for
+             8 visits 0.2 s (every preheated kernel holds its page built and computed for
+             the default scenario); with their browsers on the same 2 cores 4 visits
+             11.8 s, 8 visits 25.7 s (the machine 60 CPU-s, the server 2), 16 visits 73.9 s,
+             no failure; 137-138 MB per kernel
+  extension  warm 4.4 s; server work for 8 visits 8.4 s (15 CPU-s); 8 visits 33.4 s,
+             16 visits 64.0 s, no failure
+  floor      warm 1.8 s; 8 visits 24.3 s (54 CPU-s)
+Before the prebuilt pages and the leaner pages (105 widgets instead of 181), on 2026-12-02
+00:00-00:47: workbook warm 3.3 s (2.5-3.3 s over the runs of 2026-12-01/02), server work
+for 8 visits 2.2 s (3 CPU-s), 8 visits 36.6 s (83 CPU-s); extension warm 4.5 s, 8 visits
+40.5 s; today warm 6.7 s; floor warm 1.9 s, 8 visits 25.8 s.
 (before the apps' own plotly.js bundle and shared widget layouts, the workbook's warm visit
 took 5.0 s; on 2026-11-30, 2 cores shared with other sessions, today's warm visit read
 2.9 s: the figures move between days and machines, so compare layouts within one run.)
