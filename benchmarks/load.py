@@ -12,7 +12,9 @@ with its visitors' drawing too (a fresh page costs its browser ~2 s of main-thre
 JavaScript here, ~0.4 s of it the apps' plotly.js bundle); in a review each reviewer's own
 machine draws. The row "server work for 8 simultaneous first visits" measures the server's
 part alone: 8 plain GETs of the page at once, then until the server and its kernels are
-idle, every first result computed and waiting for its page's websocket.
+idle, every first result computed and waiting for its page's websocket; its twin "... of a
+shared link" GETs a link with other values than the defaults (LINK_QUERY), whose results a
+preheated kernel computes only when the link is opened.
 
 Layouts:
   today      ``voila .`` in notebooks/ as ``make app`` ran it before the landing page
@@ -95,6 +97,9 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 PLOT = ".js-plotly-plot .gtitle"
 BUSY = ".llmc-busy"
 VISIT_TIMEOUT_S = 90
+#: a shared link whose values differ from the defaults: a preheated kernel's page is built
+#: and computed for the defaults, so this link's results are computed when it is opened
+LINK_QUERY = "model=llama3-405b&gpus=2048&fabric=roce-400"
 # A kernel idle (and not yet connected) for longer than cull_idle_timeout is culled under its
 # page: longer than a visit may take (VISIT_TIMEOUT_S), so no page is measured without its
 # kernel. Between rounds the harness shuts the pages' kernels down itself (shutdown_kernels):
@@ -344,20 +349,22 @@ async def _visit(browser, url: str, result: Round, returning: bool = False, sele
         await ctx.close()
 
 
-def server_round(server: "Server", n: int, quiet_cores: float = 0.05) -> Round:
+def server_round(server: "Server", n: int, quiet_cores: float = 0.05, query: str = "") -> Round:
     """What the server pays for n simultaneous first visits, without the browsers: n plain
-    GETs of the page at once (Voila executes or claims a kernel and renders the page), then
-    until the server and its kernels are idle: the first results are computed and waiting
-    for the pages' websockets (Voila buffers a kernel's messages until its page connects).
+    GETs of the page (with ``query``, a shared link's) at once (Voila executes or claims a
+    kernel and renders the page), then until the server and its kernels are idle: the first
+    results are computed and waiting for the pages' websockets (Voila buffers a kernel's
+    messages until its page connects).
     ``times_s``: when each GET returned; ``settled_s``: when all that work was done."""
     import urllib.request
     r = Round()
+    url = f"{server.base}?{query}" if query else server.base
     s0 = _server_cpu(server)
     t0 = time.perf_counter()
 
     def get():
         try:
-            with urllib.request.urlopen(server.base, timeout=VISIT_TIMEOUT_S) as resp:
+            with urllib.request.urlopen(url, timeout=VISIT_TIMEOUT_S) as resp:
                 body = resp.read().decode(errors="replace")
             r.times_s.append(time.perf_counter() - t0)
             r.kernels.update(page_kernel_ids(body))
@@ -408,9 +415,10 @@ def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16),
     if returning:
         out["returning"] = back
     for n in server_visits:
-        wait_quiet(server)
-        out[f"server {n}"] = server_round(server, n)
-        server.round_ended(out[f"server {n}"].kernels)
+        for key, query in ((f"server {n}", ""), (f"server {n} link", LINK_QUERY)):
+            wait_quiet(server)
+            out[key] = server_round(server, n, query=query)
+            server.round_ended(out[key].kernels)
     for n in visits:
         wait_quiet(server)
         s0, m0 = _server_cpu(server), _machine_busy_s()
@@ -559,7 +567,8 @@ def rows(results: dict) -> list[tuple[str, int, float, str]]:
         for key in (k for k in res if isinstance(k, str) and k.startswith("server ")):
             r = res[key]
             n = int(key.split()[1])
-            out.append((f"voila [{label}] server work for {n} simultaneous first visits", n,
+            link = " of a shared link (not the defaults)" if key.endswith(" link") else ""
+            out.append((f"voila [{label}] server work for {n} simultaneous first visits{link}", n,
                         r.settled_s, f"pages sent p95 {r.p(95):.1f} s, all first results "
                         f"computed {r.settled_s:.1f} s (no browsers: each reviewer's own "
                         f"machine draws), server CPU {r.server_cpu_s:.0f} s, failures {r.failures}"

@@ -61,6 +61,33 @@ def test_rows_put_today_and_the_floor_beside_the_workbooks_concurrent_round():
     assert "budget" not in rows["voila [floor: one widget, no app] page drawn, warm, 1 visit"]
 
 
+def test_the_server_rounds_of_the_default_page_and_of_a_shared_link_are_two_rows():
+    res = {"today": {"warm": _round([6.0]),
+                     "server 8": _round([9.0] * 8, settled_s=9.8, server_cpu_s=18),
+                     "server 8 link": _round([9.1] * 8, settled_s=9.9, server_cpu_s=18)},
+           "workbook": {"warm": _round([2.4]),
+                        "server 8": _round([0.1] * 8, settled_s=0.2, server_cpu_s=0),
+                        "server 8 link": _round([0.2] * 8, settled_s=1.4, server_cpu_s=2)}}
+    rows = {name: (n, sec, text) for name, n, sec, text in load.rows(res)}
+    link = rows["voila [workbook] server work for 8 simultaneous first visits of a shared link "
+                "(not the defaults)"]
+    assert link[:2] == (8, 1.4)
+    assert "all first results computed 1.4 s" in link[2] and "today 9.9 s" in link[2]
+    assert rows["voila [workbook] server work for 8 simultaneous first visits"][1] == 0.2
+
+
+def test_a_link_round_gets_the_link():
+    assert "=" in load.LINK_QUERY
+    from llmcost import catalog
+    from llmcost.scenario import Scenario, scenarios_from_query
+    scenarios, warnings = scenarios_from_query(load.LINK_QUERY, catalog.default())
+    # every value is used, and none is the default: the page's results must be computed
+    assert warnings == [] and len(scenarios) == 1
+    default = Scenario()
+    for key in ("model", "gpus", "fabric"):
+        assert getattr(scenarios[0], key) != getattr(default, key)
+
+
 KID = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
 
 
