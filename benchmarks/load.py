@@ -56,7 +56,8 @@ plain ``voila .``); on 2026-12-02 03:32-04:17 (the machine idle but for the benc
              kernel
   workbook   warm 2.4 s (1.8-2.6 s over 6 visits profiled the same day); server work for
              8 visits 0.2 s (every preheated kernel holds its page built and computed for
-             the default scenario); with their browsers on the same 2 cores 4 visits
+             the default scenario), of a shared link 1.4 s, 2 CPU-s (today 9.6 s; a second
+             run, 04:44-04:56); with their browsers on the same 2 cores 4 visits
              11.8 s, 8 visits 25.7 s (the machine 60 CPU-s, the server 2), 16 visits 73.9 s,
              no failure; 137-138 MB per kernel
   extension  warm 4.4 s; server work for 8 visits 8.4 s (15 CPU-s); 8 visits 33.4 s,
