@@ -44,7 +44,7 @@ class Landing:
         self.figures: dict[str, dict] = {}
         self.cards: dict[str, W.HTML] = {}
         self.header = make(W.HTML, "")
-        self._set_query(query)
+        self._set_scenarios(*scenarios_from_query(query, self.catalog))
         parts = [self.header, W.Box(list(self.cards.values()),
                                layout=dict(display="flex", flex_flow="row wrap"))]
         beat = _heartbeat()
@@ -56,11 +56,10 @@ class Landing:
         if not defer:
             self.refresh()
 
-    def _set_query(self, query: str) -> None:
-        """The link's scenarios, the header that says them and the cards (their figures
-        to compute)."""
-        scenarios, self.warnings = scenarios_from_query(query, self.catalog)
-        self.scenarios = scenarios
+    def _set_scenarios(self, scenarios: list, warnings: list) -> None:
+        """A link's scenarios (as ``scenarios_from_query`` reads them), the header that
+        says them and the cards (their figures to compute)."""
+        self.scenarios, self.warnings = scenarios, warnings
         self.scenario = scenarios[-1]
         q = scenarios_to_query(scenarios)
         self.suffix = f"?{q}" if q else ""
@@ -92,7 +91,7 @@ class Landing:
         scenarios, warnings = scenarios_from_query(query, self.catalog)
         if scenarios == self.scenarios and warnings == self.warnings and self.figures:
             return False
-        self._set_query(query)
+        self._set_scenarios(scenarios, warnings)
         return True
 
     def _card_html(self, cls, figures: dict | None, first=False) -> str:
