@@ -2,6 +2,8 @@
 figure is the app's own headline text for the link's scenario, and each card's link
 carries the link's query (every compared scenario)."""
 
+import pytest
+
 from llmcost.apps.landing import Landing
 from llmcost.apps.registry import app, apps, titles
 from llmcost.review import evaluate
@@ -31,6 +33,22 @@ def test_cards_show_each_apps_own_headline_for_the_linked_scenario():
     # the review card's days are the review's figure for that scenario
     days = evaluate(Scenario(model="llama3-8b", gpus=64)).headline["days"]
     assert page.figures["review"]["days"][1].startswith(f"{days:,.1f}")
+
+
+def test_utilization_card_names_the_measured_run_its_figure_is_of():
+    # the measured run is the app's own inputs, not the scenario's cluster: the card says
+    # which run, and its figure is the seed's formula for that run
+    q = "model=llama3-8b&gpus=64&measured_gpus=64&measured_wall_clock_s=5400"
+    page = Landing(query=q)
+    fig = page.figures["utilization"]
+    s = Scenario(model="llama3-8b")
+    tokens = 512 * 8192 * 1000                       # the app's default batch, length, steps
+    # 6 (N - V d) + 12 L d s: the input embedding is a lookup, no FLOPs (Narayanan et al. 2021)
+    fpt = 6 * (8.03e9 - 128256 * 4096) + 12 * 32 * 4096 * 8192
+    u = fpt * tokens / (989.4e12 * 64 * 5400)
+    assert float(fig["effective_utilization"][1].rstrip("%")) / 100 == pytest.approx(u, abs=0.0006)
+    assert fig["run"] == ("Measured run", "llama3-8b, 4.19 B tokens on 64 GPUs in 1.5 h")
+    assert s.measured_gpus == 512 and "on 64 GPUs" in page.cards["utilization"].value
 
 
 def test_compare_link_carries_over_and_bad_values_warn_without_breaking_cards():

@@ -80,6 +80,51 @@ def test_failing_405b_has_sizes_off_the_scale(results):
     assert t["days"].max() > 1e6 and (t["days"] > MAX_PLOT_DAYS).sum() > 0
 
 
+@pytest.mark.parametrize("case", ["default", "sized", "small-async"])
+def test_sizing_curve_passes_through_the_headline(results, case):
+    # the curve is days to train, as the headline: at the review's own size it is the
+    # headline's figure (it once drew the sizing's days with the 10% schedule headroom,
+    # 10% above the point it was plotted beside); sized by GPUs, it still spans every size
+    r = results[case]
+    t = review.series.sizing_series(r)
+    g, d = r.headline["gpus"], r.headline["days"]
+    assert t["on_scale"].sum() >= 100
+    assert t.loc[t["gpus"] == g, "days"].tolist() == [pytest.approx(d, rel=1e-9)]
+    h = r.scenario.headroom
+    assert t["days_with_headroom"].to_numpy() == pytest.approx(t["days"].to_numpy() * (1 + h),
+                                                               nan_ok=True)
+    fig = plots.sizing_curve(r)
+    line = fig.data[0]
+    assert line.mode == "lines" and len(line.x) == t["on_scale"].sum()
+    assert fig.data[1].x == (g,) and fig.data[1].y == pytest.approx((d,))
+
+
+def test_sizing_line_is_where_the_target_is_tested(results):
+    # size_cluster: the smallest N with days(N) (1 + h) <= target; on the curve of days to
+    # train that is the line at target / (1 + h), and every smaller size lies above it
+    r = results["sized"]
+    bar = 30 / 1.10
+    t = review.series.sizing_series(r)
+    g = r.headline["gpus"]
+    assert r.size.meets_target and r.headline["days"] <= bar
+    smaller = t.loc[t["gpus"] < g, "days"].to_numpy()
+    assert np.all(~np.isfinite(smaller) | (smaller > bar))
+    fig = plots.sizing_curve(r)
+    assert [s.y0 for s in fig.layout.shapes] == [pytest.approx(bar)]
+    assert "target 30 days less 10% schedule headroom: 27.3 days" in \
+        [a.text for a in fig.layout.annotations]
+
+
+def test_sizing_by_gpus_reuses_one_sweep_across_gpu_counts():
+    # sizing by days does not read the GPU count: moving it must not rerun the sweep
+    a = review.evaluate(Scenario(model="llama3-8b", gpus=64))
+    b = review.evaluate(Scenario(model="llama3-8b", gpus=256))
+    assert a.size is None and b.size is None
+    assert review.series.sizing_sweep(a) is review.series.sizing_sweep(b)
+    t = review.series.sizing_series(b)
+    assert t.loc[t["gpus"] == 256, "days"].tolist() == [pytest.approx(b.headline["days"], rel=1e-9)]
+
+
 @pytest.mark.parametrize("case", ["default", "small-async"])
 def test_cost_axes_start_at_zero_with_rounded_aligned_ticks(results, case):
     r = results[case]

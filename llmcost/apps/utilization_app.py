@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import plots
+from ..review.format import measured_run_text
 from .base import Panel
 
 
@@ -11,7 +12,10 @@ class UtilizationApp(Panel):
     title = "Effective utilization of a measured run"
     question = "Is the utilization a running cluster reports plausible, and what does it mean?"
     order = 50
-    card_keys = ("effective_utilization",)
+    #: the card says which run its figure is of: the measured run's inputs are the app's own,
+    #: not the scenario's cluster (a card reading 4.8% beside "llama3-8b on 64 GPUs" was of
+    #: a run of 512 GPUs)
+    card_keys = ("effective_utilization", "run")
     intro = ("The seed article's formula: model FLOPs per token x batch x sequence x steps over "
              "peak x GPUs x wall clock. Enter a run; the figure comes with what is plausible "
              "about it, next to published large runs (Megatron-LM, PaLM, Llama 3). Peaks are "
@@ -38,7 +42,8 @@ class UtilizationApp(Panel):
                 "achieved_tflops": ("Achieved TFLOP/s per GPU", f"{res.achieved_tflops_per_gpu:,.0f}"),
                 "tokens_per_s": ("Tokens per second", f"{res.tokens_per_s:,.0f}"),
                 "peak": ("Peak used (TFLOP/s)", f"{res.peak_tflops:,.1f}"),
-                "hfu": ("HFU if fully recomputed", f"{res.hfu_if_full_recompute:.1%}")}
+                "hfu": ("HFU if fully recomputed", f"{res.hfu_if_full_recompute:.1%}"),
+                "run": ("Measured run", measured_run_text(res))}
 
     def note_lines(self, res):
         return [f"[{f.level}] {f.message}" for f in res.findings] or ["plausible: within published ranges"]

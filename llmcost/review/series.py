@@ -190,21 +190,56 @@ MAX_PLOT_DAYS = 100 * 365.25
 
 @_cached
 def sizing_series(results: Results, max_days: float = MAX_PLOT_DAYS) -> pd.DataFrame | None:
-    """The sizing table's days vs GPUs (None when the review did not size by target days),
-    with ``on_scale``: finite days of at most ``max_days``; the rest (no layout that fits, or
-    centuries of training) is counted by the plot, not drawn.
+    r"""Days to train vs GPUs at every size the sizing evaluated, with ``on_scale``: finite
+    days of at most ``max_days``; the rest (no layout that fits, or centuries of training) is
+    counted by the plot, not drawn.
+
+    ``days`` is the review's "days to train" at each size (the headline's figure where the
+    size is the review's); the sizing's own table carries the schedule headroom h, and a
+    size meets the target when
+
+    .. math:: t(N) \le \frac{t_\mathrm{target}}{1 + h}
+
+    (``days_with_headroom`` = t(N) (1 + h)). A review sized by GPUs has no sizing table of
+    its own: the table is then the one of the same scenario sized by its target days
+    (:func:`sizing_sweep`), so the curve shows every size around the one chosen. None only
+    when no size was evaluated.
 
     Returns
     -------
     DataFrame or None
-        gpus [-], days [days] (NaN: no layout), on_scale [bool].
+        gpus [-], days [days] (NaN: no layout), days_with_headroom [days], on_scale [bool].
     """
-    if results.size is None:
+    size = sizing_sweep(results)
+    if size is None:
         return None
-    t = results.size.sizing.table
-    days = t["days"].to_numpy(dtype=float)
+    t = size.sizing.table
+    with_headroom = t["days"].to_numpy(dtype=float)
+    days = with_headroom / (1 + results.scenario.headroom)
     return pd.DataFrame({"gpus": t["gpus"].to_numpy(), "days": days,
+                         "days_with_headroom": with_headroom,
                          "on_scale": np.isfinite(days) & (days <= max_days)})
+
+
+def sizing_sweep(results: Results):
+    """The size stage's result for this scenario sized by its target days (its own when it
+    is): days at every candidate size, from the same models as the review's days.
+
+    A review sized by GPUs evaluates the scenario with ``sizing="days"`` (the cached chain,
+    :func:`llmcost.review.evaluate`); the GPU count is set to the default there, since sizing
+    by days does not read it, so moving the GPU count reuses one sweep.
+
+    Returns
+    -------
+    SizeResult or None
+        None only if the sized review has none.
+    """
+    if results.size is not None:
+        return results.size
+    from .chain import evaluate
+    s = results.scenario
+    sized = replace(s, sizing="days", gpus=Scenario.__dataclass_fields__["gpus"].default)
+    return evaluate(sized, results.inputs.catalog).size
 
 
 #: goodput curves: one per checkpoint mode (storage.checkpoint_goodput)
@@ -394,6 +429,11 @@ class MeasuredRun:
     hfu_if_full_recompute: float
     published_mfu: float | None
     findings: tuple
+    #: the run measured: its model, tokens trained [tokens], GPUs and wall clock [s]
+    model: str = ""
+    tokens: float = float("nan")
+    gpus: float = float("nan")
+    wall_clock_s: float = float("nan")
 
 
 def measured_utilization(s: Scenario, cat=None) -> MeasuredRun:
@@ -415,4 +455,6 @@ def measured_utilization(s: Scenario, cat=None) -> MeasuredRun:
     return MeasuredRun(u, tps, fpt, peak,
                        float(ut.achieved_tflops_per_gpu(tps, fpt, s.measured_gpus)),
                        float(ut.hfu(tps, hw, peak, s.measured_gpus)), published,
-                       tuple(verdict.findings))
+                       tuple(verdict.findings), m.id,
+                       s.measured_global_batch * s.measured_seq_len * s.measured_steps,
+                       s.measured_gpus, s.measured_wall_clock_s)
