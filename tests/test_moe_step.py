@@ -324,3 +324,27 @@ def test_deepseek_v3_pretraining_throughput_out_of_sample():
     assert per_gpu(0.95) / measured - 1 == pytest.approx(0.0, abs=0.20)
     # the all-to-all is what DualPipe hides: without the overlap the run would take 2x longer
     assert per_gpu(0.0) < 0.5 * per_gpu(0.95)
+
+
+def test_review_notes_an_exposed_all_to_all_with_its_share_of_the_step():
+    """DeepSeek-V3 on 2,048 H800 with nothing hidden: the note gives the exposed
+    all-to-all and the step from the same prediction, and its share; stating the overlap
+    DualPipe reaches (0.95) removes it, and dense models never get it."""
+    from llmcost.review.stages import a2a_note
+    s = Scenario(model="deepseek-v3", gpu="h800", gpus=2048, precision="fp8", tokens=14.8e12,
+                 moe_load_imbalance=1.0)
+    r = review.evaluate(s)
+    a2a, step = float(r.predict.step.ep_comm_s), r.predict.step_time_s
+    notes = [w for w in r.warnings if w.startswith("MoE all-to-all")]
+    assert a2a / step > 0.10
+    assert notes == [f"MoE all-to-all: {a2a:,.2f} s of the {step:,.2f} s step "
+                     f"({a2a / step:.0%}), none of it hidden; DeepSeek-V3's DualPipe leaves "
+                     "\"near-zero all-to-all communication overhead\" (arXiv:2412.19437, "
+                     "\u00a73.2.1) and Megatron-LM's expert-parallel overlap hides part of it: if "
+                     "your stack overlaps it, set 'MoE all-to-all hidden'"]
+    hidden = review.evaluate(Scenario(**{**s.__dict__, "moe_a2a_overlap": 0.95}))
+    assert not [w for w in hidden.warnings if w.startswith("MoE all-to-all")]
+    assert not [w for w in review.evaluate(Scenario()).warnings if w.startswith("MoE")]
+    # the threshold: more than 10% of the step
+    assert a2a_note(1.0, 10.0, 0.0) is None
+    assert "(11%), 50% of it hidden" in a2a_note(1.1, 10.0, 0.5)

@@ -556,6 +556,10 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
                                 "micro-batches per replica for PP "
                                 f"{pl.layout.pp}; interleave deeper, use less PP or a larger "
                                 "global batch")
+    if pr is not None and pl.layout is not None and pl.layout.ep > 1:
+        note = a2a_note(float(pr.step.ep_comm_s), pr.step_time_s, s.moe_a2a_overlap)
+        if note:
+            warnings.append(note)
     if e is not None and e.band is not None and not e.band.calibrated:
         _put(flags, Flag("days", "uncalibrated", e.band.reason))
         warnings.append(f"step model: {e.band.reason}; days and dollars carry that band")
@@ -588,6 +592,43 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
         warnings.append("spot: preemptions x hours lost per preemption fill the day, the spot "
                         "run never finishes; spot is not costed")
     return warnings, flags
+
+
+#: an exposed expert all-to-all above this share of the step gets a note [-]
+A2A_NOTE_SHARE = 0.10
+
+
+def a2a_note(ep_comm_s: float, step_time_s: float, overlap: float) -> str | None:
+    """A note when the experts' all-to-all left in the step takes more than
+    :data:`A2A_NOTE_SHARE` of it, saying what published MoE runs hide.
+
+    Parameters
+    ----------
+    ep_comm_s : float
+        Exposed all-to-all per step, after the stated overlap [s].
+    step_time_s : float
+        Step time [s].
+    overlap : float
+        Share of the all-to-all the scenario states hidden [-].
+
+    Returns
+    -------
+    str or None
+        The note; None when the exposed all-to-all is at most 10% of the step.
+
+    References
+    ----------
+    .. [1] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024, §3.2.1.
+    """
+    share = ep_comm_s / step_time_s if step_time_s > 0 else 0.0
+    if share <= A2A_NOTE_SHARE:
+        return None
+    hidden = f"{overlap:.0%} of it hidden" if overlap > 0 else "none of it hidden"
+    return (f"MoE all-to-all: {ep_comm_s:,.2f} s of the {step_time_s:,.2f} s step "
+            f"({share:.0%}), {hidden}; DeepSeek-V3's DualPipe leaves \"near-zero all-to-all "
+            "communication overhead\" (arXiv:2412.19437, §3.2.1) and Megatron-LM's "
+            "expert-parallel overlap hides part of it: if your stack overlaps it, set "
+            "'MoE all-to-all hidden'")
 
 
 #: a headline keeps its most severe flag
