@@ -157,3 +157,21 @@ def test_cli_review_gives_the_same_numbers(capsys):
         for k in ("days", "gpus", "mfu", "costs_usd", "goodput", "job_mtbf_h",
                   "checkpoint_interval_s", "spot_net_savings", "breakeven_months"):
             assert j[k] == ref[k], (s, k)
+
+
+@pytest.mark.parametrize("i,gpu", list(enumerate(GPUS)))
+def test_sizing_curve_by_gpus_passes_through_the_review_on_every_gpu(i, gpu):
+    # sized by GPUs, the sizing app's days-vs-GPUs curve comes from the same scenario sized
+    # by days (another chain run): on every GPU (models rotating) it exists and, at the
+    # review's own size, is the review's days to train
+    from llmcost import plots
+    from llmcost.review.series import sizing_series
+    g = CAT.gpu(gpu)
+    s = Scenario(model=MODELS[(3 * i) % len(MODELS)], gpu=gpu, fabric=USUAL_FABRIC[g.generation],
+                 gpus=512)
+    r = evaluate(s)
+    t = sizing_series(r)
+    assert r.size is None and t["on_scale"].sum() > 0
+    assert t.loc[t["gpus"] == 512, "days"].tolist() == [pytest.approx(r.headline["days"], rel=1e-9)]
+    lo, hi = plots.sizing_curve(r).layout.yaxis.range
+    assert math.isfinite(lo) and math.isfinite(hi)
