@@ -6,6 +6,7 @@ import inspect
 import math
 
 import numpy as np
+import plotly.io as pio
 import pytest
 
 from llmcost import plots, review
@@ -217,6 +218,13 @@ def test_every_figure_is_finite_titled_and_clear_of_colorbars(results, case):
         if any(getattr(t, "showscale", None) for t in fig.data):
             assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0, name
         fig.to_json()
+        # the lean template has the defaults of every trace type drawn, plotly_white's own
+        full = pio.templates["plotly_white"]
+        for t in fig.data:
+            assert t.type in plots.TRACE_TYPES, (name, t.type)
+            assert fig.layout.template.data[t.type] == full.data[t.type], (name, t.type)
+        assert fig.layout.template.layout.plot_bgcolor == full.layout.plot_bgcolor
+        assert fig.layout.template.layout.xaxis == full.layout.xaxis
 
 
 @pytest.mark.parametrize("name", FIGURES)
