@@ -54,7 +54,8 @@ plain ``voila .``); on 2026-12-02 03:32-04:17 (the machine idle but for the benc
              18.7 s; 8 visits 41.0 s with 4 failures, 16 visits all failed (its kernels drop
              outputs under load: nbclient's "Timeout waiting for IOPub output"); 139 MB per
              kernel
-  workbook   warm 2.4 s (1.8-2.6 s over 6 visits profiled the same day); server work for
+  workbook   warm 2.4 s (1.8-2.6 s over 6 visits profiled the same day; 2.6 s in a later
+             run, 07:25-07:46, whose 8 visits read 27.4 s, 63 CPU-s); server work for
              8 visits 0.2 s (every preheated kernel holds its page built and computed for
              the default scenario), of a shared link 1.4 s, 2 CPU-s (today 9.6 s; a second
              run, 04:44-04:56); with their browsers on the same 2 cores 4 visits
