@@ -289,3 +289,23 @@ def test_cost_compare_groups_bars_by_scenario(results):
     # one zero-based axis for both: it holds the larger of the two
     top = max(max(cur.economics.costs_usd.values()), max(other.economics.costs_usd.values()))
     assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] >= top
+
+
+def test_a_scenario_sizing_refuses_keeps_its_point(monkeypatch):
+    # the curve is extra to a review by GPUs: if sizing by days refuses the scenario, the
+    # plot keeps the review's point and the app its other figures
+    from llmcost.review.chain import ReviewChain
+    from llmcost._validate import InputError
+
+    def refuse(inp):
+        if inp.scenario.sizing == "days":
+            raise InputError("target_days", "refused for the test")
+        return None
+
+    chain = ReviewChain(size=refuse)
+    monkeypatch.setattr("llmcost.review.chain.DEFAULT_CHAIN", chain)
+    monkeypatch.setattr("llmcost.review.chain._CACHE", type(review.chain._CACHE)())
+    r = review.evaluate(Scenario(model="llama3-8b", gpus=96))
+    assert review.series.sizing_series(r) is None
+    fig = plots.sizing_curve(r)
+    assert [t.mode for t in fig.data] == ["markers"] and fig.data[0].x == (96,)

@@ -232,14 +232,17 @@ def sizing_sweep(results: Results):
     Returns
     -------
     SizeResult or None
-        None only if the sized review has none.
+        None when sizing by days refuses the scenario (the review by GPUs keeps its point).
     """
     if results.size is not None:
         return results.size
     from .chain import evaluate
     s = results.scenario
     sized = replace(s, sizing="days", gpus=Scenario.__dataclass_fields__["gpus"].default)
-    return evaluate(sized, results.inputs.catalog).size
+    try:
+        return evaluate(sized, results.inputs.catalog).size
+    except ValueError:   # a scenario sizing refuses: the review by GPUs stands without a curve
+        return None
 
 
 #: goodput curves: one per checkpoint mode (storage.checkpoint_goodput)
