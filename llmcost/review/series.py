@@ -202,8 +202,8 @@ def sizing_series(results: Results, max_days: float = MAX_PLOT_DAYS) -> pd.DataF
 
     (``days_with_headroom`` = t(N) (1 + h)). A review sized by GPUs has no sizing table of
     its own: the table is then the one of the same scenario sized by its target days
-    (:func:`sizing_sweep`), so the curve shows every size around the one chosen. None only
-    when no size was evaluated.
+    (:func:`sizing_sweep`), so the curve shows every size around the one chosen; None when
+    sizing by days refuses the scenario.
 
     Returns
     -------
