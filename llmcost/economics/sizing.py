@@ -413,7 +413,9 @@ class Sizing:
     memory_floor_gpus: int | None
     total_flops: float
     tokens: float
-    table: pd.DataFrame               # per candidate size: gpus, days, mfu, fits, layout...
+    # per candidate size: gpus, days [days] (with the headroom), days_to_train [days]
+    # (without it), mfu, fits, layout...
+    table: pd.DataFrame
     cost_usd: dict = field(default_factory=dict)
     notes: tuple = ()
     global_batch: int | None = None   # sequences per step at the chosen size (rounded)
@@ -655,7 +657,8 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
 
     best, info = _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
                                  prec)
-    days = np.full(len(gpus), np.inf)
+    days = np.full(len(gpus), np.inf)       # with the schedule headroom: the target's test
+    train_days = np.full(len(gpus), np.inf)  # without it: the review's "days to train"
     cols = {k: np.full(len(gpus), np.nan) for k in ("mfu", "global_batch", "tokens_per_s",
                                                     "memory_gb", "bubble_share")}
     lay = {k: np.full(len(gpus), None, dtype=object) for k in LAYOUT_KEYS}
@@ -664,7 +667,8 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
         stall = data_stall(best["tokens_per_s"], gpus[i]) if callable(data_stall) else \
             np.full(len(i), float(data_stall))
         stall = v.fraction("data_stall", stall, allow_zero=True, allow_one=False)
-        days[i] = D / best["tokens_per_s"] / G[i] / (1 - stall) / SECONDS_PER_DAY * (1 + h)
+        train_days[i] = D / best["tokens_per_s"] / G[i] / (1 - stall) / SECONDS_PER_DAY
+        days[i] = train_days[i] * (1 + h)
         cols["mfu"][i] = best["mfu"]
         cols["global_batch"][i] = best["global_batch"]
         cols["tokens_per_s"][i] = best["tokens_per_s"]
@@ -676,7 +680,8 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     fits = np.isfinite(days)
     in_power = np.ones(len(gpus), bool) if cap_gpus is None else gpus <= cap_gpus
     table = pd.DataFrame({"gpus": gpus, "nodes": nodes, "days": np.where(fits, days, np.nan),
-                          "fits": fits, "within_power": in_power, **cols, **lay})
+                          "days_to_train": np.where(fits, train_days, np.nan), "fits": fits,
+                          "within_power": in_power, **cols, **lay})
     if cap_gpus is not None or power_kw_per_gpu is not None:
         table["power_mw"] = gpus * kw * PUE / 1000
 
@@ -749,10 +754,10 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     # days without the headroom first: the figure a review shows as "days to train"
     notes.insert(0, f"no size up to {top:,} GPUs meets {target:g} days (with the {h:.0%} "
                     f"schedule headroom): the fastest, {int(gpus[f]):,} GPUs, takes "
-                    f"{days[f] / (1 + h):.1f} days ({days[f]:.1f} with headroom; a target of "
+                    f"{train_days[f]:.1f} days ({days[f]:.1f} with headroom; a target of "
                     f"{np.ceil(days[f] * 10) / 10:.1f} days is met), or trains {within:.3g} "
                     f"tokens in {target:g} days; the fewest GPUs that fit, {int(gpus[sm]):,}, "
-                    f"take {days[sm] / (1 + h):.1f} days")
+                    f"take {train_days[sm]:.1f} days")
     if adv.too_small:
         notes += [adv.message, *adv.proposals]
     elif cap_gpus is None or int(gpus[np.argmin(days)]) <= cap_gpus:

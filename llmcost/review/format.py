@@ -101,8 +101,8 @@ def minutes_text(seconds) -> str:
 def measured_run_text(run) -> str:
     """A measured run in a few words: "llama3-70b, 4.19 B tokens on 512 GPUs in 2.8 h"
     (:class:`llmcost.review.series.MeasuredRun`)."""
-    h = float(run.wall_clock_s) / 3600
-    took = f"{h * 60:,.1f} min" if h < 1 else (f"{h:,.1f} h" if h < 48 else f"{h / 24:,.1f} days")
+    sec = float(run.wall_clock_s)
+    took = minutes_text(sec) if sec < 3600 else days_text(sec / 86400)
     return (f"{run.model}, {human_count(run.tokens)} tokens on {human_count(run.gpus)} GPUs "
             f"in {took}")
 

@@ -195,8 +195,8 @@ def sizing_series(results: Results, max_days: float = MAX_PLOT_DAYS) -> pd.DataF
     counted by the plot, not drawn.
 
     ``days`` is the review's "days to train" at each size (the headline's figure where the
-    size is the review's); the sizing's own table carries the schedule headroom h, and a
-    size meets the target when
+    size is the review's: the sizing table's ``days_to_train``); its ``days`` carry the
+    schedule headroom h, and a size meets the target when
 
     .. math:: t(N) \le \frac{t_\mathrm{target}}{1 + h}
 
@@ -214,10 +214,9 @@ def sizing_series(results: Results, max_days: float = MAX_PLOT_DAYS) -> pd.DataF
     if size is None:
         return None
     t = size.sizing.table
-    with_headroom = t["days"].to_numpy(dtype=float)
-    days = with_headroom / (1 + results.scenario.headroom)
+    days = t["days_to_train"].to_numpy(dtype=float)
     return pd.DataFrame({"gpus": t["gpus"].to_numpy(), "days": days,
-                         "days_with_headroom": with_headroom,
+                         "days_with_headroom": t["days"].to_numpy(dtype=float),
                          "on_scale": np.isfinite(days) & (days <= max_days)})
 
 
@@ -433,10 +432,10 @@ class MeasuredRun:
     published_mfu: float | None
     findings: tuple
     #: the run measured: its model, tokens trained [tokens], GPUs and wall clock [s]
-    model: str = ""
-    tokens: float = float("nan")
-    gpus: float = float("nan")
-    wall_clock_s: float = float("nan")
+    model: str
+    tokens: float
+    gpus: float
+    wall_clock_s: float
 
 
 def measured_utilization(s: Scenario, cat=None) -> MeasuredRun:
@@ -449,7 +448,8 @@ def measured_utilization(s: Scenario, cat=None) -> MeasuredRun:
     u = float(ut.effective_utilization(fpt, s.measured_global_batch, s.measured_seq_len,
                                        s.measured_steps, peak, s.measured_gpus,
                                        s.measured_wall_clock_s))
-    tps = s.measured_global_batch * s.measured_seq_len * s.measured_steps / s.measured_wall_clock_s
+    tokens = s.measured_global_batch * s.measured_seq_len * s.measured_steps
+    tps = tokens / s.measured_wall_clock_s
     hw = m.flops_per_token("full", int(s.measured_seq_len))
     runs = cat.published_runs()
     same = runs[(runs["model"] == m.id) & runs["mfu"].notna()]
@@ -458,6 +458,5 @@ def measured_utilization(s: Scenario, cat=None) -> MeasuredRun:
     return MeasuredRun(u, tps, fpt, peak,
                        float(ut.achieved_tflops_per_gpu(tps, fpt, s.measured_gpus)),
                        float(ut.hfu(tps, hw, peak, s.measured_gpus)), published,
-                       tuple(verdict.findings), m.id,
-                       s.measured_global_batch * s.measured_seq_len * s.measured_steps,
-                       s.measured_gpus, s.measured_wall_clock_s)
+                       tuple(verdict.findings), m.id, tokens, s.measured_gpus,
+                       s.measured_wall_clock_s)
