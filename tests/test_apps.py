@@ -14,6 +14,7 @@ from llmcost.apps.plotview import figure_json, shown_figure
 from llmcost.apps.registry import titles
 from llmcost.economics import spot, tco
 from llmcost.scenario import Scenario
+from test_storage_app import arr
 
 
 def headline_text(panel, key):
@@ -303,3 +304,20 @@ def test_a_file_with_one_bad_value_loads_the_rest_and_names_it():
     p._on_upload({"new": [{"content": memoryview(b'{"model": "llama3-8b", "gpus": 1' + b"0" * 400 + b"}")}]})
     assert p.scenario.model == "llama3-8b" and p.controls["model"].value == "llama3-8b"
     assert "gpus: expected a number" in p.warning_box.value and len(p.warning_box.value) < 400
+
+
+@pytest.mark.parametrize("query", ["", "model=llama3-8b&gpus=96&sizing=days&target_days=20"])
+def test_sizing_app_days_curve_passes_through_its_headline(query):
+    # through the app: the shown days-vs-GPUs curve (sized by GPUs or by days) goes through
+    # the point the app plots, which is the headline's days at the headline's GPUs
+    p = panels.SizingApp(query=query)
+    r = review.evaluate(p.scenario)
+    fig = plot_json(p, "days")
+    line, point = fig["data"][0], fig["data"][1]
+    x, y = arr(line["x"]), arr(line["y"])
+    assert line["mode"] == "lines" and len(x) >= 100
+    g, d = r.headline["gpus"], r.headline["days"]
+    assert list(arr(point["x"])) == [g] and list(arr(point["y"])) == pytest.approx([d])
+    on_curve = list(y[x == g])
+    assert on_curve == [pytest.approx(d, rel=1e-9)]
+    assert headline_text(p, "days").startswith(review.format_headline("days", d))
