@@ -38,6 +38,19 @@ after VISIT_TIMEOUT_S + 30 s idle, so no page loading slowly loses its kernel. (
 today's 8, which execute on request, pages took longer than that to connect and those rounds
 failed by the harness, not by the layout.)
 
+A visit is timed by the page itself (DRAWN_SCRIPT, since 2026-12-02): from navigation until
+the frame that paints the last of the review's plots. Before, the time was when Playwright's
+``wait_for_selector`` returned for the first plot: its polling backs off to 500 ms between
+looks, so those figures were up to 0.5 s late and one plot short (the second plot draws in
+~0.15-0.2 s). The concurrent rounds also pay for the harness: in the 8-visit round of
+2026-12-02 10:20 the Playwright driver used 1.7 CPU-s and chromium's browser process 26
+(its main thread 9.6, its display compositor 9.5); the same 8 visits through a bare
+DevTools client (no domain enabled, one evaluate per page every 250 ms) read 25.7-29.7 s
+and 59 CPU-s, against 30.6-34.2 s and 71 CPU-s through Playwright. One warm visit alone
+costs the machine 5.3 CPU-s through Playwright and 3.8 through the bare client (the server
+0.3 of it), so 8 visits need 30-42 CPU-s before any contention: 15-21 s on 2 cores at best,
+with the browsers on the serving machine.
+
 The 8-visit round moves between runs (the floor's read 33.7 s on 2026-12-01 22:30 and 25.8 s
 on 2026-12-02 00:45, the review's 33.0 and 36.6 s), so ``--paired N`` compares the two on
 one machine state: both servers up, their 8-visit rounds alternated (ABBA) N times. On
@@ -110,7 +123,10 @@ PLOTS_DRAWN = len(ReviewApp.figures_from)
 # harness also starts from.
 DRAWN_SCRIPT = """(() => {
   const sel = %(sel)s, want = %(want)d;
-  const seen = () => document.querySelectorAll(sel).length >= want;
+  // a live list of the selector's last class: an O(1) look on each of the page's many
+  // mutations, the whole selector only once enough of them are there
+  const last = document.getElementsByClassName(sel.split(" ").pop().replace(/^[.]/, ""));
+  const seen = () => last.length >= want && document.querySelectorAll(sel).length >= want;
   const obs = new MutationObserver(() => {
     if (!seen()) return;
     obs.disconnect();
