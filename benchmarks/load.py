@@ -63,7 +63,22 @@ cores; the review's pages added 1-6 CPU-s each ((97 - 51) / 8 = 5.8, (67 - 54) /
 beside the floor (03:32-04:17).
 
 Baseline, measured live by every run as layout ``today`` (the current notebooks served by a
-plain ``voila .``); on 2026-12-02 03:32-04:17 (the machine idle but for the benchmark):
+plain ``voila .``). On 2026-12-02 11:16-12:05, visits timed by the page (DRAWN_SCRIPT):
+  today      warm 7.13 s; server work for 8 visits 10.4 s (18 CPU-s); 4 visits 22.9 s,
+             8 visits 55.8 s (124 CPU-s), 16 visits all failed; 132 MB per kernel
+  workbook   warm 2.53 s (2.51 s at 10:26; medians of 8 warm visits 2.64 and 2.77 s at
+             11:06-11:13), returning 2.04 s; server work for 8 visits 0.2 s, of a shared
+             link 1.1 s; 4 visits 15.4 s, 8 visits 25.0 s (59 CPU-s; 32.6 s and 75 CPU-s at
+             10:26), 16 visits 69.6 s, no failure; 135 MB per kernel
+  extension  warm 4.05 s; server work for 8 visits 9.1 s (16 CPU-s); 8 visits 36.1 s,
+             16 visits 78.8 s, no failure
+  floor      warm 2.17 s (1.75 s at 10:26); 8 visits 26.6 s (59 CPU-s; 24.7 s at 10:26)
+Tried and dropped that day: drawing a small off-screen plot when the page is first idle, to
+pay plotly.js's first-plot cost (~170 ms) before the results arrive, made warm visits slower
+(median of 8: 3.18 s against 2.64 and 2.77 s without it): the idle moments fall between
+Voila's own script loads, not while the page waits for its kernel.
+Earlier, timed by Playwright's polling of the first plot, on 2026-12-02 03:32-04:17 (the
+machine idle but for the benchmark):
   today      warm 1 visit p50 6.0 s; server work for 8 visits 9.8 s (18 CPU-s); 4 visits
              18.7 s; 8 visits 41.0 s with 4 failures, 16 visits all failed (its kernels drop
              outputs under load: nbclient's "Timeout waiting for IOPub output"); 139 MB per
