@@ -131,8 +131,8 @@ PLOT = ".js-plotly-plot .gtitle"
 #: the review app's plots: its page is drawn when all of them are
 PLOTS_DRAWN = len(ReviewApp.figures_from)
 # The page itself notes when it is drawn: Playwright's wait polls with a backoff that reaches
-# 500 ms between looks, so the time it returns at is up to half a second late (2.6 s against
-# 2.0 s for the same warm visit, 2026-12-02). A MutationObserver sees the last title arrive;
+# 500 ms between looks, so the time it returns at is up to half a second late (its polls at
+# 0, 20, 70, 170, 270, 770, 1270 ms...: tests/test_bench_timing.py). A MutationObserver sees the last title arrive;
 # the time is taken after the frame that paints it (a timeout queued from that frame's
 # requestAnimationFrame runs once the frame is done), as the machine's wall clock, which the
 # harness also starts from.
@@ -369,8 +369,8 @@ def drawn_script(selector: str) -> str:
 
 
 async def _timed_load(ctx, url: str, result: Round | None, selector: str, kernels: set) -> None:
-    """Open ``url`` in a new page of ``ctx`` until the first plot is drawn; its time (or a
-    failure: no plot in time, or the busy page) goes to ``result`` (None: not timed), the id
+    """Open ``url`` in a new page of ``ctx`` until it is drawn (``drawn_script``); its time
+    (or a failure: not drawn in time, or the busy page) goes to ``result`` (None: not timed), the id
     of the kernel it used to ``kernels``."""
     page = await ctx.new_page()
     await page.add_init_script(drawn_script(selector))

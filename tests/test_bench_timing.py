@@ -5,8 +5,7 @@ import asyncio
 import importlib.util
 import sys
 
-
-from browser_support import ARGS, CHROMIUM, ROOT
+from browser_support import ROOT
 
 spec = importlib.util.spec_from_file_location("load_bench_timing", ROOT / "benchmarks" / "load.py")
 load = importlib.util.module_from_spec(spec)
@@ -28,7 +27,8 @@ def _time(url: str) -> load.Round:
 
     async def go():
         async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            # the harness's own browser and flags
+            browser = await pw.chromium.launch(executable_path=load.CHROMIUM, args=load.ARGS)
             r = load.Round()
             ctx = await browser.new_context()
             await load._timed_load(ctx, url, r, load.PLOT, set())
