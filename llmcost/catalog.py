@@ -36,7 +36,7 @@ from .economics import reliability
 from .economics.reliability import FailureRate
 
 TABLES = ("gpus", "models", "fabrics", "prices", "published_runs", "failure_rates",
-          "step_model_errors")
+          "step_model_errors", "published_batches")
 
 
 class CatalogError(v.InputError):
@@ -141,6 +141,11 @@ COLUMNS: dict[str, dict[str, Col]] = {
         "generation": _text(True), "precision": _text(True), "rows": _count(0, True),
         "mean_abs_error": _nonneg(), "max_abs_error": _nonneg(True), "method": _text(True),
         "band_abs_error": _nonneg()},
+    # global batch of published pre-training runs (training/batch.py); compute = 6 x active x tokens
+    "published_batches": {
+        "model": _text(True), "params_b": _pos(True), "active_params_b": _pos(True),
+        "tokens": _pos(True), "compute_flops": _pos(True), "seq_len": _count(required=True),
+        "batch_sequences": _count(), "batch_tokens": _pos(True), "batch_tokens_start": _pos()},
 }
 _ALWAYS = ("id", "source", "as_of")
 _TRUE, _FALSE = ("true", "1", "1.0", "yes"), ("false", "0", "0.0", "no")
@@ -429,6 +434,9 @@ class Catalog:
     def step_model_errors(self) -> pd.DataFrame:
         return self.table("step_model_errors")
 
+    def published_batches(self) -> pd.DataFrame:
+        return self.table("published_batches")
+
     def price_offer(self, gpu_id: str, offer: str | None = None) -> pd.Series | None:
         """The prices.csv row priced for ``gpu_id``: ``offer`` (an id) if given, else the
         catalog's first offer for the GPU; None when the GPU has no offer."""
@@ -641,6 +649,10 @@ def prices() -> pd.DataFrame:
 
 def published_runs() -> pd.DataFrame:
     return default().published_runs()
+
+
+def published_batches() -> pd.DataFrame:
+    return default().published_batches()
 
 
 def failure_rates() -> pd.DataFrame:

@@ -38,6 +38,7 @@ COUNTS = {
     "published_runs": {"gpus", "tp", "pp", "cp", "global_batch", "seq_len"},
     "failure_rates": set(),
     "step_model_errors": {"rows"},
+    "published_batches": {"seq_len", "batch_sequences"},
 }
 #: whole numbers in every shipped row, yet real-valued quantities (a fraction is fine)
 WHOLE_BUT_REAL = {
@@ -45,6 +46,7 @@ WHOLE_BUT_REAL = {
              "exp_per_s"},
     "fabrics": {"link_gbit_per_s", "bandwidth_gbps_per_gpu", "oversubscription"},
     "published_runs": {"achieved_tflops_per_gpu"},
+    "published_batches": {"tokens", "compute_flops", "batch_tokens", "batch_tokens_start"},
 }
 #: true/false columns
 FLAGS = {"models": {"gated_ffn", "tied_embeddings", "dropout", "moe_expert_biases",
@@ -68,6 +70,8 @@ REQUIRED = {
     "published_runs": ["model"],
     "failure_rates": ["failures_per_1000_gpu_days", "counts"],
     "step_model_errors": ["generation", "precision", "rows", "max_abs_error", "method"],
+    "published_batches": ["model", "params_b", "active_params_b", "tokens", "compute_flops",
+                          "seq_len", "batch_tokens"],
 }
 ROW = 2     # the data row corrupted (1-based; line 3 of the file)
 
