@@ -21,7 +21,7 @@ import functools
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Mapping
@@ -127,7 +127,9 @@ COLUMNS: dict[str, dict[str, Col]] = {
         "provider": _text(True), "instance": _text(), "gpu": _text(True),
         "gpus": _count(required=True), "region": _text(),
         "on_demand_usd_per_hour": _pos(True), "spot_usd_per_hour": _nonneg(),
-        "reserved_1y_usd_per_hour": _nonneg(), "reserved_3y_usd_per_hour": _nonneg()},
+        "reserved_1y_usd_per_hour": _nonneg(), "reserved_3y_usd_per_hour": _nonneg(),
+        # the fabrics.csv id of the offer's scale-out network
+        "fabric": _text()},
     "published_runs": {
         "model": _text(True), "gpu": _text(), "gpus": _count(), "tp": _count(), "pp": _count(),
         "cp": _count(), "global_batch": _count(), "seq_len": _count(),
@@ -578,7 +580,21 @@ class Catalog:
             latency_us=float(r["latency_us"]),
             oversubscription=num("oversubscription", 1.0),
             efficiency=num("efficiency", 1.0),
-            congestion_per_doubling=num("congestion_per_doubling", 0.0)))
+            congestion_per_doubling=num("congestion_per_doubling", 0.0),
+            technology=None if pd.isna(r.get("technology")) else str(r["technology"])))
+
+    def custom_fabric(self, gb_per_s_per_gpu: float, technology: str = "ib") -> FabricSpec:
+        """A scale-out fabric given by its numbers: ``gb_per_s_per_gpu`` [GB/s, 1e9 bytes/s,
+        per GPU per direction] on a ``technology`` ("ib", "roce" or "efa"), its latency,
+        efficiency, congestion and oversubscription those of the technology's reference row
+        (:data:`FABRIC_TECHNOLOGIES`). Its id is "custom"."""
+        tech = v.choice("fabric_technology", technology, tuple(FABRIC_TECHNOLOGIES))
+        bw = float(v.positive("fabric_gb_per_s_per_gpu", gb_per_s_per_gpu))
+        family, ref_id = FABRIC_TECHNOLOGIES[tech]
+        ref = self.fabric(ref_id)
+        return replace(ref, id="custom", bandwidth_gbps_per_gpu=bw, technology=family,
+                       name=f"custom {tech} fabric, {bw:g} GB/s per GPU (other constants of "
+                            f"{ref.id})")
 
     def with_rows(self, name: str, rows, replace: bool = False) -> "Catalog":
         """A new catalog with ``rows`` added to table ``name``.
@@ -677,6 +693,18 @@ def model(key: str) -> ModelSpec:
 
 def fabric(key: str) -> FabricSpec:
     return default().fabric(key)
+
+
+#: a fabric given by its numbers (``custom_fabric``, the Scenario's ``fabric=custom``):
+#: technology -> (its spelling in data/fabrics.csv, the row whose latency, efficiency,
+#: congestion and oversubscription it takes). ib-ndr and roce-400 are the rows the review
+#: compares by default; aws-efa-p5 is the EFA generation most published cloud runs used.
+FABRIC_TECHNOLOGIES = {"ib": ("infiniband", "ib-ndr"), "roce": ("roce", "roce-400"),
+                       "efa": ("efa", "aws-efa-p5")}
+
+
+def custom_fabric(gb_per_s_per_gpu: float, technology: str = "ib") -> FabricSpec:
+    return default().custom_fabric(gb_per_s_per_gpu, technology)
 
 
 def ids(name: str) -> list[str]:

@@ -86,3 +86,6 @@ class FabricSpec:
     efficiency: float = 1.0
     #: bandwidth loss per doubling of nodes (see comm.congestion_factor)
     congestion_per_doubling: float = 0.0
+    #: link family as data/fabrics.csv spells it ("infiniband", "roce", "efa", "nvlink", ...);
+    #: None when unknown. No formula reads it: each fabric's constants carry its behaviour.
+    technology: str | None = None
