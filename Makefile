@@ -5,7 +5,7 @@ PY      = $(VENV)/bin/python
 PORT   ?= 8866
 HOST   ?= 127.0.0.1
 
-.PHONY: test lint bench validate app install clean plotly-bundle
+.PHONY: test test-fast lint bench validate app install clean plotly-bundle
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,11 @@ install: $(VENV)/.installed
 
 test: install
 	$(PY) -m pytest -q
+
+# The developer's loop: everything but the browser tests and the slow grids, servers, notebook
+# runs and wheel builds (markers in tests/conftest.py); under 2 minutes on a 2-core machine.
+test-fast: install
+	$(PY) -m pytest -q -m "not slow and not browser"
 
 # pyflakes and pycodestyle errors (pyproject.toml [tool.ruff]); CI runs it before the tests
 lint: install

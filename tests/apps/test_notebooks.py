@@ -9,7 +9,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+pytestmark = pytest.mark.slow
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 
 
 def run(path: Path, query: str = "") -> nbformat.NotebookNode:
@@ -90,7 +92,7 @@ def test_a_corrupt_catalog_is_named_on_the_page_not_a_traceback(name, tmp_path, 
     # issue 13: file, row and column on the page instead of Voila's "error executing cell"
     import shutil
     data = tmp_path / "data"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "data", data)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data", data)
     gpus = (data / "gpus.csv").read_text().splitlines()
     head = gpus[0].split(",")
     row = gpus[1].split(",")

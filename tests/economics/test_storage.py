@@ -13,7 +13,7 @@ from llmcost import InputError, catalog
 from llmcost.economics import reliability as rel
 from llmcost.economics import storage as sto
 
-TIERS = pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "storage_tiers.csv")
+TIERS = pd.read_csv(Path(__file__).resolve().parents[2] / "data" / "storage_tiers.csv")
 TIER = TIERS.set_index("id")
 
 P_70B = catalog.model("llama3-70b").published_params      # 70.55e9 (Llama 3 Table 3)

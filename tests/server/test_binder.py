@@ -15,7 +15,11 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parents[1]
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 BINDER = ROOT / "binder"
 APP_STACK = {"numpy", "pandas", "scipy", "jupyterlab", "ipywidgets", "plotly", "anywidget",
              "voila", "ipykernel", "jinja2"}

@@ -11,7 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from llmcost import catalog
+
+ROOT = Path(__file__).resolve().parents[2]
 ROWS = pd.read_csv(ROOT / "data" / "calibration_runs.csv")
 MB = ROWS[ROWS["source_table"].str.startswith("megatron-bridge")]
 
@@ -91,8 +93,13 @@ def test_megatron_bridge_tflops_count_causal_attention_at_half():
     # full:   2.42249e12 + 2.02937e11 = 2.62543e12 -> x 326 = 855.9 TFLOP/s (4% off)
     r = ROWS.set_index("id").loc["mb-26.06-pretrain-llama3.1-405b-h100-sxm-fp8"]
     assert r["tokens_per_s_per_gpu"] == 326 and r["model_tflops_per_gpu"] == 822
-    assert 326 * 2.52396e12 / 1e12 == pytest.approx(822, rel=3e-3)
-    assert 326 * 2.62543e12 / 1e12 != pytest.approx(822, rel=3e-2)
+    m = catalog.default().model("llama3-405b")
+    full = m.flops_per_token("none", 8192)            # the project's count: full attention
+    attention = 12 * m.layers * 8192 * m.heads * m.head_dim
+    assert full == pytest.approx(2.62543e12, rel=1e-5)
+    halved = full - attention / 2
+    assert 326 * halved / 1e12 == pytest.approx(822, rel=3e-3)
+    assert 326 * full / 1e12 != pytest.approx(822, rel=3e-2)
     assert "causal attention at half" in r["notes"]
 
 

@@ -17,6 +17,8 @@ import pytest
 
 from browser_support import free_port, browser, page, start_server, stop_server  # noqa: F401
 
+pytestmark = pytest.mark.browser
+
 # the payload the notebook sends, derived the same way here: every byte value, 4096 times
 PAYLOAD = bytes(range(256)) * 4096
 

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("load_bench", ROOT / "benchmarks" / "load.py")
 load = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = load          # its dataclasses look their module up

@@ -13,16 +13,10 @@ stays bound by its matmuls.
 
 import pytest
 
-from llmcost import catalog
 from llmcost._validate import InputError
 from llmcost.training.attention import flash_attention_time_s, flash_score_elements_per_token
 
 E = 0.33
-
-
-@pytest.fixture(scope="module")
-def cat():
-    return catalog.default()
 
 
 def test_exp_rates_follow_sm_count_and_clock(cat):

@@ -7,6 +7,10 @@ import sys
 
 from browser_support import ROOT
 
+import pytest  # noqa: E402  (after browser_support, which skips without chromium)
+
+pytestmark = pytest.mark.browser
+
 spec = importlib.util.spec_from_file_location("load_bench_timing", ROOT / "benchmarks" / "load.py")
 load = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = load

@@ -29,12 +29,7 @@ from llmcost.training.step import Options, predict_step
 P_MM_70B = 855_638_016
 #: Megatron-Bridge performance-recipe options (as benchmarks/validate.py states them)
 MB_OPTIONS = Options(flash_attention=True, tp_comm_overlap=True)
-RUNS = Path(__file__).resolve().parents[1] / "data" / "calibration_runs.csv"
-
-
-@pytest.fixture(scope="module")
-def cat():
-    return catalog.default()
+RUNS = Path(__file__).resolve().parents[2] / "data" / "calibration_runs.csv"
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,8 @@ from llmcost.server.handlers import BUSY_TEXT
 from llmcost.server.jupyter_config import install
 from llmcost.server.procs import kernel_pids, page_kernel_ids
 
+pytestmark = pytest.mark.slow
+
 
 def notebook(source: str) -> str:
     return json.dumps({
@@ -210,6 +212,7 @@ def test_kernel_cap_answers_a_friendly_busy_page(tmp_path):
         stop_server(proc)
 
 
+@pytest.mark.browser
 def test_closed_page_kernel_is_culled_open_page_kernel_is_kept(tmp_path, page):
     (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
     proc, base = serve_standalone(tmp_path, tmp_path.parent / f"{tmp_path.name}.log",
@@ -232,6 +235,7 @@ def test_closed_page_kernel_is_culled_open_page_kernel_is_kept(tmp_path, page):
         stop_server(proc)
 
 
+@pytest.mark.browser
 def test_leaving_a_page_shuts_its_kernel_down_at_once(tmp_path, page):
     # Voila's page posts /voila/api/shutdown/<kernel> on beforeunload with the _xsrf cookie
     # as its token. Without the cookie that POST got 403 and the kernel waited for the idle
@@ -257,6 +261,7 @@ def test_leaving_a_page_shuts_its_kernel_down_at_once(tmp_path, page):
         stop_server(proc)
 
 
+@pytest.mark.browser
 def test_connection_lost_banner_when_the_kernel_dies(tmp_path, page):
     (tmp_path / "hb.ipynb").write_text(notebook(HEARTBEAT))
     proc, base = serve_standalone(tmp_path, tmp_path.parent / f"{tmp_path.name}.log",

@@ -14,6 +14,8 @@ from llmcost.cli import main
 from llmcost.review import evaluate, tco_series
 from llmcost.scenario import Scenario
 
+pytestmark = pytest.mark.slow
+
 CAT = catalog.default()
 MODELS = CAT.ids("models")
 GPUS = CAT.ids("gpus")

@@ -16,6 +16,10 @@ from browser_support import (ROOT, SHOTS, assert_no_error_text, browser, fill_nu
                              open_app, page, shot, text_of, titles, voila, wait_change)
 
 
+import pytest  # noqa: E402  (after browser_support, which skips without chromium)
+
+pytestmark = pytest.mark.browser
+
 def test_review_number_box(voila, page):
     urls = []
     page.on("request", lambda r: urls.append(r.url))

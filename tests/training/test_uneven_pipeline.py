@@ -186,7 +186,7 @@ def test_cli_predict_llama31_405b_as_meta_ran_it(capsys):
                  "--tp", "8", "--pp", "16", "--global-batch", "2048", "--sequence-parallel",
                  "--zero", "1", "--recompute", "none", "--json"])
     r = json.loads(capsys.readouterr().out)
-    assert code in (0, None)
+    assert code == 0
     assert r["layout"]["stage_layers"] == {"first": 7, "middle": 8, "middle_stages": 14,
                                            "last": 7}
     assert r["layout"]["dp"] == 64 and r["layout"]["num_microbatches"] == 32
@@ -212,7 +212,7 @@ def test_llama31_405b_as_meta_ran_it_fits_and_predicts_published_mfu(capsys, gpu
                  "--sequence-parallel", "--zero", "2", "--recompute", "none",
                  "--fabric", "roce-400-tuned", "--json"])
     r = json.loads(capsys.readouterr().out)
-    assert code in (0, None)
+    assert code == 0
     assert r["layout"]["stage_layers"]["first"] == 7 and r["layout"]["interleave"] == 8
     assert r["fits"] and r["memory_gb_per_gpu"] * 1e9 <= 80 * GIB
     assert r["mfu"] == pytest.approx(published_mfu, rel=0.15)
@@ -222,7 +222,7 @@ def test_llama31_405b_as_meta_ran_it_fits_and_predicts_published_mfu(capsys, gpu
     assert r["mfu"] == pytest.approx(r["tokens_per_s"] * per_token / (gpus * 989.4e12),
                                      rel=1e-6)
     # the README quotes these figures
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     key = "predicts" if gpus == 16384 else "41%;"
     assert f"{key} {100 * r['mfu']:.1f}% " in readme
 

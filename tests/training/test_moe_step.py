@@ -143,13 +143,13 @@ def test_cli_predict_and_plan_accept_ep(capsys, prec):
                  "--pp", "4", "--ep", "8", "--etp", "1", "--global-batch", "512",
                  "--precision", prec, "--json"])
     r = json.loads(capsys.readouterr().out)
-    assert code in (0, None) and r["layout"]["ep"] == 8 and r["precision"] == prec
+    assert code == 0 and r["layout"]["ep"] == 8 and r["precision"] == prec
     assert r["active_params"] < r["params"] and r["breakdown_s"]["ep_comm_s"] > 0
     code = main(["plan", "--model", "qwen3-30b-a3b", "--gpu", gpu, "--gpus", "16",
                  "--global-batch", "256", "--ep", "8", "16", "--etp", "1", "--precision", prec,
                  "--top", "3", "--json"])
     r = json.loads(capsys.readouterr().out)
-    assert code in (0, None)
+    assert code == 0
     assert r["layouts"] and all(x["layout"]["ep"] in (8, 16) for x in r["layouts"])
     assert all("EP" in x["description"] for x in r["layouts"])
 
@@ -243,7 +243,7 @@ def test_cuda_graphs_leave_dense_models_alone_and_name_a_bad_value():
 def _validate_module():
     import importlib.util
     from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "validate.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "validate.py"
     spec = importlib.util.spec_from_file_location("validate_graphs", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

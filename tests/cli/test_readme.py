@@ -8,7 +8,7 @@ import pytest
 
 from llmcost.cli import main
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_commands() -> list[list[str]]:
