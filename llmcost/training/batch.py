@@ -38,8 +38,8 @@ import pandas as pd
 from .. import _validate as v
 
 #: DeepSeek LLM's batch law, B_opt = 0.2920 C^0.3271 tokens ([1] §3.1), fitted by DeepSeek to
-#: their grid of small runs (Fig. 3, below 1e21 FLOPs), taken as published. The near-optimal band
-#: around it is broad (batches within 0.25% of the best loss span about 2x): it places a region.
+#: their grid of small runs (Fig. 3, below 1e21 FLOPs), taken as published. Fig. 3 marks a broad
+#: band of batches within 0.25% of the best loss around it: the law places a region, not a point.
 LAW_COEFFICIENT_TOKENS = 0.2920
 LAW_EXPONENT = 0.3271
 
