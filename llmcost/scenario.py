@@ -47,7 +47,15 @@ class Scenario:
     model: str = _choice("llama3-70b", "models", label="Model")
     tokens: float = _f(2e12, 1e6, 1e15, label="Training tokens", unit="tokens")
     gpu: str = _choice("h100-sxm", "gpus", label="GPU")
-    fabric: str = _choice("ib-ndr", "fabrics", label="Scale-out fabric")
+    #: a scale-out fabrics.csv id, or "custom": the bandwidth and technology below, with the
+    #: other constants of the technology's reference row (catalog.FABRIC_TECHNOLOGIES)
+    fabric: str = _choice("ib-ndr", "fabrics", label="Scale-out fabric", special=("custom",))
+    #: GB/s = 1e9 bytes/s per GPU per direction; 0.1 is 0.8 Gb/s, 1000 is 8 Tb/s
+    fabric_gb_per_s_per_gpu: float = _f(50.0, 0.1, 1000,
+                                        label="Fabric bandwidth per GPU, each way (custom)",
+                                        unit="GB/s", step=0.5)
+    fabric_technology: str = _options("ib", tuple(catalog.FABRIC_TECHNOLOGIES),
+                                      label="Fabric technology (custom)")
     #: GEMMs in FP8 (Transformer Engine, per-tensor current scaling) or MXFP8 (Blackwell),
     #: the rest in BF16; MFU is stated against the BF16 dense peak whatever the precision
     precision: str = _options("bf16", ("bf16", "fp8", "mxfp8"), label="Precision")
@@ -320,6 +328,7 @@ CUSTOM_MODE = {
     "reserved_3y_usd_per_gpu_hour": ("price_source", "custom"),
     "spot_discount": ("price_source", "custom"),
     "data_stall_share": ("data_stall", "custom"),
+    "fabric_gb_per_s_per_gpu": ("fabric", "custom"),
     "onprem_capex_usd_per_gpu": ("price_source", "custom"),
     "onprem_power_kw_per_gpu": ("price_source", "custom"),
     "onprem_opex_usd_per_gpu_month": ("price_source", "custom"),

@@ -165,7 +165,9 @@ def scaling_series(results: Results, fabrics=("ib-ndr", "roce-400")) -> pd.DataF
     out = []
     for f in dict.fromkeys((s.fabric, *fabrics)):
         try:
-            t, _ = weak_scaling(m, g, inp.scale_up, cat.fabric(f), nodes, L.tp, L.pp, L.cp, seqs,
+            # the scenario's own fabric as resolved (a custom fabric has no catalog row)
+            spec = inp.scale_out if f == s.fabric else cat.fabric(f)
+            t, _ = weak_scaling(m, g, inp.scale_up, spec, nodes, L.tp, L.pp, L.cp, seqs,
                                 L.micro_batch, L.zero_stage, L.recompute, L.sequence_parallel,
                                 L.interleave, options_for(s))
         except ValueError:

@@ -54,12 +54,16 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
     """Catalog rows for the scenario's ids, and the prices, capex, power and failure rate
     it takes from the catalog (or from its own custom figures)."""
     m, g = cat.model(s.model), cat.gpu(s.gpu)
-    up, out = cat.fabric(g.scale_up), cat.fabric(s.fabric)
+    up = cat.fabric(g.scale_up)
+    # "custom": a fabric given by its numbers, its other constants the technology's catalog row
+    out = (cat.custom_fabric(s.fabric_gb_per_s_per_gpu, s.fabric_technology)
+           if s.fabric == "custom" else cat.fabric(s.fabric))
     if out.kind != "scale_out":
         raise v.InputError("fabric", f"fabric {s.fabric!r} links GPUs inside a node; pick a "
                                      "scale-out fabric (InfiniBand or RoCE)")
     check_precision(s.precision, g)
     warnings, resolved = [], {}
+    resolved["fabric_gb_per_s_per_gpu"] = out.bandwidth_gbps_per_gpu
     if s.price_source == "catalog":
         prices, offer, billing, discount, w = _catalog_prices(s, cat, g)
         warnings += w
