@@ -68,6 +68,12 @@ class ModelSpec:
     #: vocabulary matrices the published active count includes: "embedding+head" (Mixtral,
     #: Qwen3, DeepSeek-V3, Llama 4) or "head" (gpt-oss)
     active_params_counts: str = "embedding+head"
+    # ---- layer plumbing of older architectures (llmcost.training.hf_config reads them)
+    #: norms per layer: 2 (before attention and before the FFN); 1 where attention and FFN
+    #: run in parallel on one shared norm (Falcon-7B)
+    norms_per_layer: int = 2
+    #: a norm on the word embeddings (BLOOM's word_embeddings_layernorm)
+    embedding_norm: bool = False
 
     def __post_init__(self):
         for field in ("layers", "hidden", "heads", "vocab", "seq_len"):
@@ -87,9 +93,11 @@ class ModelSpec:
         v.choice("biases", self.biases, flops.BIAS_MODES)
         v.choice("attention", self.attention, moe.ATTENTIONS)
         v.choice("active_params_counts", self.active_params_counts, moe.ACTIVE_CONVENTIONS)
+        object.__setattr__(self, "embedding_norm", bool(v.boolean("embedding_norm",
+                                                                  self.embedding_norm)))
         for field in ("moe_experts", "moe_top_k", "moe_shared_ffn_hidden", "moe_dense_layers",
                       "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "mtp_layers",
-                      "attention_window", "window_layers"):
+                      "attention_window", "window_layers", "norms_per_layer"):
             object.__setattr__(self, field, int(v.integer(field, getattr(self, field), minimum=0)))
         object.__setattr__(self, "moe_layer_step", int(v.integer("moe_layer_step",
                                                                    self.moe_layer_step)))
@@ -160,6 +168,11 @@ class ModelSpec:
         return int(p) + (2 * self.head_dim if self.qk_norm else 0) + \
             (self.heads if self.attention_sinks else 0)
 
+    @property
+    def _layer_norms(self) -> int:
+        """Norm parameters of one layer [-]."""
+        return self.norms_per_layer * self._per_norm
+
     def _dense_ffn_params(self) -> tuple[int, int]:
         """(matmul weights, biases) of one dense FFN [-]."""
         kg = 3 if self.gated_ffn else 2
@@ -197,12 +210,11 @@ class ModelSpec:
     def _general_params(self) -> tuple[int, int]:
         """(total, active with embedding and head) of the main model [-]."""
         L, Lm = self.layers, self.moe_layers
-        attn = self._attention_params() + 2 * self._per_norm
+        attn = self._attention_params() + self._layer_norms
         mm, bias = self._dense_ffn_params()
         dense = (L - Lm) * (mm + bias)
         mt, ma = self._moe_ffn() if self.is_moe else (0, 0)
-        pos = self.seq_len * self.hidden if self.position_embedding == "learned" else 0
-        vocab = self.vocab * self.hidden * (1 if self.tied_embeddings else 2) + pos
+        vocab = self.embedding_params + self.vocab * self.hidden * (0 if self.tied_embeddings else 1)
         total = L * attn + dense + Lm * mt + self._per_norm + vocab
         active = L * attn + dense + Lm * ma + self._per_norm + vocab
         return total, active
@@ -224,7 +236,8 @@ class ModelSpec:
         return int(flops.parameter_count(
             self.layers, vocab=self.vocab, seq_len=self.seq_len,
             tied_embeddings=self.tied_embeddings, position_embedding=self.position_embedding,
-            norm=self.norm, biases=self.biases, **self.shape))
+            norm=self.norm, biases=self.biases, norms_per_layer=self.norms_per_layer,
+            embedding_norm=self.embedding_norm, **self.shape))
 
     @property
     def active_params(self) -> int:
@@ -255,9 +268,10 @@ class ModelSpec:
 
     @property
     def embedding_params(self) -> int:
-        """Input embedding (+ learned positions) parameters [-], held by the first stage."""
+        """Input embedding (+ learned positions, + an embedding norm) parameters [-], held
+        by the first stage."""
         pos = self.seq_len * self.hidden if self.position_embedding == "learned" else 0
-        return self.vocab * self.hidden + pos
+        return self.vocab * self.hidden + pos + (self._per_norm if self.embedding_norm else 0)
 
     @property
     def output_params(self) -> int:

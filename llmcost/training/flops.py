@@ -28,8 +28,10 @@ from .. import _validate as v
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 BIAS_MODES = ("all", "qkv", "none")
-NORMS = ("layernorm", "rmsnorm")
-POSITION_EMBEDDINGS = ("learned", "rope", "none")
+#: LayerNorm (scale and bias, 2h), RMSNorm (scale, h), LayerNorm without bias (scale, h; MPT)
+NORMS = ("layernorm", "rmsnorm", "layernorm_nobias")
+#: ALiBi (BLOOM, MPT, Falcon's option) biases the scores by distance and has no parameters
+POSITION_EMBEDDINGS = ("learned", "rope", "none", "alibi")
 
 
 def _shape(layers, hidden, heads, kv_heads, ffn_hidden, head_dim):
@@ -91,16 +93,19 @@ def matmul_params_per_layer(hidden, heads, kv_heads=None, ffn_hidden=None, gated
 
 def parameter_count(layers, hidden, heads, vocab, seq_len=0, kv_heads=None, ffn_hidden=None,
                     gated_ffn=False, tied_embeddings=True, position_embedding="learned",
-                    norm="layernorm", biases="all", head_dim=None):
+                    norm="layernorm", biases="all", head_dim=None, norms_per_layer=2,
+                    embedding_norm=False):
     r"""Total parameters of a decoder-only transformer from its architecture.
 
-    .. math:: P = l\,(P_{mm} + P_{bias} + P_{norm}) + P_{norm,final} + V h\,(1 + [\text{untied}])
-              + s h\,[\text{learned positions}]
+    .. math:: P = l\,(P_{mm} + P_{bias} + n_{norm} P_{norm}) + P_{norm}\,(1 + [\text{embedding norm}])
+              + V h\,(1 + [\text{untied}]) + s h\,[\text{learned positions}]
 
-    with LayerNorm 2h per norm (scale and bias) and RMSNorm h, two norms per layer; biases
-    "all" = QKV, output projection and both FFN projections, "qkv" = query/key/value only
-    (Qwen2), "none" (Llama). For a GPT layout (MHA, f = 4h, biases, LayerNorm, tied
-    embeddings, learned positions) this is Eq. 2 of [1] plus the final LayerNorm (2h).
+    with LayerNorm 2h per norm (scale and bias), RMSNorm and bias-free LayerNorm h;
+    n_norm = 2 norms per layer (1 where attention and FFN read one shared norm in parallel,
+    Falcon-7B); biases "all" = QKV, output projection and both FFN projections, "qkv" =
+    query/key/value only (Qwen2), "none" (Llama). For a GPT layout (MHA, f = 4h, biases,
+    LayerNorm, tied embeddings, learned positions) this is Eq. 2 of [1] plus the final
+    LayerNorm (2h); BLOOM adds a LayerNorm on the word embeddings ([2]: 176,247,271,424).
 
     Parameters
     ----------
@@ -113,8 +118,12 @@ def parameter_count(layers, hidden, heads, vocab, seq_len=0, kv_heads=None, ffn_
     tied_embeddings : bool
         Output projection shares the input embedding matrix.
     position_embedding : {"learned", "rope", "none"}
-    norm : {"layernorm", "rmsnorm"}
+    norm : {"layernorm", "rmsnorm", "layernorm_nobias"}
     biases : {"all", "qkv", "none"}
+    norms_per_layer : int or array
+        n_norm [-], 2 by default.
+    embedding_norm : bool
+        A norm on the word embeddings (BLOOM's ``word_embeddings_layernorm``).
 
     Returns
     -------
@@ -125,6 +134,9 @@ def parameter_count(layers, hidden, heads, vocab, seq_len=0, kv_heads=None, ffn_
     ----------
     .. [1] Narayanan et al. 2021, arXiv:2104.04473, Eq. 2:
        P = 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)).
+    .. [2] BigScience, BLOOM model card (https://huggingface.co/bigscience/bloom, v1.3,
+       2022-07): 176,247,271,424 parameters, 70 layers, h = 14336, LayerNorm on the
+       embeddings; BLOOM paper arXiv:2211.05100, §3.2.
     """
     layers, hidden, heads, kv_heads, ffn_hidden, head_dim = _shape(
         layers, hidden, heads, kv_heads, ffn_hidden, head_dim)
@@ -146,11 +158,13 @@ def parameter_count(layers, hidden, heads, vocab, seq_len=0, kv_heads=None, ffn_
         bias = qkv_bias
     else:
         bias = 0
+    n_norms = v.integer("norms_per_layer", norms_per_layer, minimum=0)
+    emb_norm = v.boolean("embedding_norm", embedding_norm)
     per_norm = 2 * hidden if norm == "layernorm" else hidden
-    per_layer = mm + bias + 2 * per_norm
+    per_layer = mm + bias + n_norms * per_norm
     embed = vocab * hidden * np.where(tied, 1, 2)
     pos = seq_len * hidden if position_embedding == "learned" else 0
-    return v.result(layers * per_layer + per_norm + embed + pos)
+    return v.result(layers * per_layer + per_norm * (1 + emb_norm) + embed + pos)
 
 
 def megatron_parameter_count(layers, hidden, vocab, seq_len):
