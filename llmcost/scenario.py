@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlencode
 
 from . import _validate as v
 from . import catalog
+from .economics import reliability as _rel
 
 
 def _f(default, lo=None, hi=None, *, label, unit="", lo_open=False, hi_open=False, step=None,
@@ -124,10 +125,20 @@ class Scenario:
     observed_net_savings: float = _f(0.22, -1, 1, hi_open=True, label="Observed net savings",
                                      group="spot", step=0.01)
     # ---- reliability
-    checkpoint_mode: str = _options("sync", ("sync", "async"), label="Checkpoint writes",
+    #: async: the loop waits for the copy to host memory or local NVMe and the write to shared
+    #: storage runs behind training, as NeMo 2.0's Llama 3.1 405B pre-training recipe sets
+    #: (ckpt_async_save=True) with Megatron-Core's distributed checkpointing
+    checkpoint_mode: str = _options("async", ("sync", "async"), label="Checkpoint writes",
                                     group="reliability")
-    shared_storage_gb_per_s: float = _f(20.0, 0, 1e5, lo_open=True, label="Shared storage write",
-                                    unit="GB/s", group="reliability")
+    #: the shared tier's bandwidth per node, for writes and reads: Llama 3's Tectonic, 2 TB/s
+    #: sustained for 2,048 nodes (llmcost.economics.reliability.STORAGE_GB_PER_S_PER_NODE)
+    storage_gb_per_s_per_node: float = _f(_rel.STORAGE_GB_PER_S_PER_NODE, 0, 1e3, lo_open=True,
+                                          label="Shared storage per node", unit="GB/s",
+                                          group="reliability", step=0.01)
+    #: the tier's own aggregate figure, whatever the job's size (0: per node x nodes); a link
+    #: or file that sets it keeps the aggregate it always meant
+    shared_storage_gb_per_s: float = _f(0.0, 0, 1e5, label="Shared storage total (0: per node)",
+                                        unit="GB/s", group="reliability")
     local_write_gb_per_s: float = _f(5.0, 0, 1e3, lo_open=True, label="Local NVMe write per node",
                                  unit="GB/s", group="reliability")
     failure_rate: str = _choice("by-gpu", "failure_rates", label="Failure rate from",
@@ -137,7 +148,16 @@ class Scenario:
                                            group="reliability", step=0.01)
     mtbf_h: float = _f(0.0, 0, 1e6, label="Job MTBF (0: from the rate)", unit="h",
                        group="reliability")
-    restart_s: float = _f(600.0, 0, 86400, label="Restart per interruption", unit="s",
+    #: restart per interruption from its terms (detection, rescheduling, checkpoint load,
+    #: warm-up: llmcost.economics.reliability.restart_terms) or your own figure (custom); a
+    #: link or file giving restart_s means that figure, as it always did
+    restart: str = _options("from-terms", ("from-terms", "custom"),
+                            label="Restart per interruption from", group="reliability")
+    failure_detection: str = _options(_rel.DEFAULT_DETECTOR, tuple(_rel.DETECTORS),
+                                      label="Hangs seen by", group="reliability")
+    reschedule: str = _options(_rel.DEFAULT_RESCHEDULE, tuple(_rel.RESCHEDULE_FITS),
+                               label="Failed node replaced by", group="reliability")
+    restart_s: float = _f(600.0, 0, 86400, label="Restart per interruption (custom)", unit="s",
                           group="reliability")
     checkpoint_interval_s: float = _f(0.0, 0, 1e6, label="Checkpoint interval (0: Daly)",
                                       unit="s", group="reliability")
@@ -334,6 +354,7 @@ CUSTOM_MODE = {
     "onprem_opex_usd_per_gpu_month": ("price_source", "custom"),
     "lost_hours_per_preemption": ("spot_lost_work", "custom"),
     "failures_per_1000_gpu_days": ("failure_rate", "custom"),
+    "restart_s": ("restart", "custom"),
 }
 
 #: old key -> (new key, factor): before 0.2 prices, capex, power and failure rates were

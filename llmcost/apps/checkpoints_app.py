@@ -103,7 +103,7 @@ class CheckpointApp(ReviewPanel):
                  f"{c['seed_stall_for_hours_s'][1]:.0f} s each). A 30-60 s sync stall of this "
                  f"{f['checkpoint_gb']:,.0f} GB checkpoint needs {b60:,.1f}-{b30:,.1f} GB/s of "
                  f"shared write; here it stalls {f['sync_stall_s']:,.1f} s at "
-                 f"{s.shared_storage_gb_per_s:,.3g} GB/s, so 500 sync checkpoints would cost "
+                 f"{res.reliability.storage_gb_per_s:,.3g} GB/s, so 500 sync checkpoints would cost "
                  f"{c['run_hours_for_500']:,.1f} h."]
         if "full_gb" in c:
             n5, n3 = c["nodes_for_seed"]

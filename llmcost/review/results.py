@@ -139,6 +139,11 @@ class ReliabilityResult:
     #: async checkpoints: the upload to shared storage that must end before a snapshot is
     #: durable [s] (0 for sync); the interval is never shorter than it
     upload_s: float = 0.0
+    #: the restart per interruption term by term [s] (detect_s, reschedule_s, load_s,
+    #: warmup_s, total_s; empty when the scenario gives its own restart)
+    restart_terms_s: dict = field(default_factory=dict)
+    #: the shared storage tier's aggregate bandwidth the job gets [GB/s]
+    storage_gb_per_s: float = 0.0
 
 
 @dataclass(frozen=True)

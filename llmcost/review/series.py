@@ -291,7 +291,8 @@ def goodput_series(results: Results, points: int = 200) -> pd.DataFrame:
     parts = []
     for mode in GOODPUT_MODES:
         t = terms[mode]
-        good = storage.checkpoint_goodput(mode, taus, t["stall_s"], M, s.restart_s, t["upload_s"],
+        good = storage.checkpoint_goodput(mode, taus, t["stall_s"], M, r.restart_h * 3600,
+                                          t["upload_s"],
                                           peer_copy_s=t["peer_copy_s"], peer_share=1.0)
         parts.append(pd.DataFrame({"interval_s": taus, "mode": mode,
                                    "goodput": np.asarray(good, float), **t,
@@ -361,7 +362,7 @@ def notice_checks(results: Results) -> pd.DataFrame:
     s, r = results.scenario, results.reliability
     node_bytes = r.checkpoint_bytes / r.nodes
     targets = (("local NVMe", s.local_write_gb_per_s),
-               ("shared tier (one node)", min(s.shared_storage_gb_per_s, NODE_NETWORK_GB_PER_S)))
+               ("shared tier (one node)", min(r.storage_gb_per_s, NODE_NETWORK_GB_PER_S)))
     rows = []
     for target, bw in targets:
         for cloud, notice, detect in notices:

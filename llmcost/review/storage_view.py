@@ -42,10 +42,11 @@ def storage_summary(results: Results) -> dict:
     # the reliability stage's figure, the other one is what switching would give
     by_mode = {}
     for m in ("sync", "async"):
-        _, M, _, _, stall, tau, up = (float(x) for x in
-                                      interruption_terms(inp, results.plan.gpus, m))
+        t = interruption_terms(inp, results.plan.gpus, m)
+        M, stall, tau, up, R = (float(x) for x in (t.mtbf_s, t.stall_s, t.interval_s,
+                                                   t.upload_s, t.restart_s))
         by_mode[m] = {"stall_s": stall, "upload_s": up, "interval_s": tau,
-                      "goodput": float(mode_goodput(inp, tau, stall, M, up, m)),
+                      "goodput": float(mode_goodput(inp, tau, stall, M, up, m, R)),
                       "rework_s_per_failure": float(storage.rework_s(m, tau, stall, up))}
     stalls = {m: by_mode[m]["stall_s"] for m in by_mode}
     upload = by_mode["async"]["upload_s"]
@@ -65,7 +66,7 @@ def storage_summary(results: Results) -> dict:
                  "write_burst_gb_per_s": size / SYNC_TARGET_STALL_S / 1e9
                  if s.checkpoint_mode == "sync" else size / max(durable_s, 1.0) / 1e9,
                  "read_gb_per_s": float(read.aggregate_gb_per_s),
-                 "offered_write_gb_per_s": s.shared_storage_gb_per_s},
+                 "offered_write_gb_per_s": r.storage_gb_per_s},
     }
     # a need equal to the offer by construction (the async stall is set by the local write)
     # meets it: compare with a relative tolerance, not exact floats

@@ -43,8 +43,11 @@ def test_results_that_cannot_be_true_are_flagged_in_app_cli_and_report(tmp_path,
     from llmcost.review import evaluate
     from llmcost.review.stages import COST_BOUND_USD, GOODPUT_FLOOR
     from llmcost.scenario import Scenario
+    # a 10-minute restart and sync checkpoints to a 20 GB/s tier, given (the defaults restart,
+    # checkpoint and store faster)
     q = ("model=llama3-405b&gpus=1024&tokens=1e15&failure_rate=custom"
-         "&failures_per_1000_gpu_days=50")
+         "&failures_per_1000_gpu_days=50&restart_s=600&checkpoint_mode=sync"
+         "&shared_storage_gb_per_s=20")
     r = evaluate(Scenario.from_query(q)[0])
     assert r.headline["days"] > 3650 and r.headline["goodput"] < GOODPUT_FLOOR
     assert max(r.economics.costs_usd.values()) > COST_BOUND_USD

@@ -19,8 +19,11 @@ from llmcost.economics import storage
 from llmcost.review.storage_view import storage_summary
 from llmcost.scenario import Scenario
 
-Q405 = "model=llama3-405b&gpu=h100-sxm&gpus=16384&checkpoint_mode=async"
-S405 = dict(model="llama3-405b", gpu="h100-sxm", gpus=16384, checkpoint_mode="async")
+# a 20 GB/s shared tier (given as its total; the default scales with the nodes) makes the
+# upload outlast Daly's interval, which the tests below need
+Q405 = "model=llama3-405b&gpu=h100-sxm&gpus=16384&checkpoint_mode=async&shared_storage_gb_per_s=20"
+S405 = dict(model="llama3-405b", gpu="h100-sxm", gpus=16384, checkpoint_mode="async",
+            shared_storage_gb_per_s=20.0)
 
 
 def headline_text(panel, key):
@@ -136,21 +139,21 @@ def test_goodput_plot_has_three_mode_curves_and_marks_the_headline():
 
 
 def test_goodput_series_keeps_the_sync_curve_and_the_wide_columns():
-    res = review.evaluate(Scenario())
+    res = review.evaluate(Scenario(checkpoint_mode="sync"))     # async is the default
     df = review.goodput_series(res)
     for col in ("interval_s", "mode", "goodput", "sync", "async", "sync_stall_s", "async_stall_s"):
         assert col in df
     sync = df[df["mode"] == "sync"]
-    r, s = res.reliability, res.scenario
+    r = res.reliability
     expect = rel.goodput(sync["interval_s"].to_numpy(), r.checkpoint_stall_s,
-                         r.job_mtbf_h * 3600, s.restart_s)   # sync: Daly's model, unchanged
+                         r.job_mtbf_h * 3600, r.restart_h * 3600)   # sync: Daly's model, unchanged
     np.testing.assert_allclose(sync["goodput"], expect, rtol=1e-12)
     np.testing.assert_allclose(sync["sync"], expect, rtol=1e-12)
     assert (df["sync_stall_s"] == r.checkpoint_stall_s).all()
 
 
 def test_switching_the_mode_changes_the_headline():
-    p = panels.CheckpointApp(query="")
+    p = panels.CheckpointApp(query="checkpoint_mode=sync")     # async is the default
     before = {k: headline_text(p, k) for k in ("stall", "interval", "goodput", "shared")}
     p.set(checkpoint_mode="async")
     after = {k: headline_text(p, k) for k in before}
@@ -162,7 +165,9 @@ def test_switching_the_mode_changes_the_headline():
 
 
 def test_tiers_table_has_hot_and_warm_needed_vs_offered():
-    p = panels.CheckpointApp(query="")     # llama3-70b, 1,024 GPUs, sync, 20 GB/s shared
+    # llama3-70b, 1,024 GPUs, sync, a 20 GB/s shared tier (the defaults are async and a tier
+    # scaling with the nodes)
+    p = panels.CheckpointApp(query="checkpoint_mode=sync&shared_storage_gb_per_s=20")
     cells = plot_json(p, "tiers")["data"][0]
     head = cells["header"]["values"]
     cols = dict(zip(head, cells["cells"]["values"]))
@@ -224,4 +229,4 @@ def test_data_stall_control_moves_the_useful_share():
     p.set(data_stall="custom", data_stall_share=0.1)     # a measured share
     assert p.last_error is None and p.scenario.data_stall == "custom"
     assert headline_text(p, "useful") == f"{g * 0.9:.2%}"
-    assert headline_text(p, "goodput") == f"{g:.2%} (sync)"      # checkpoints unchanged
+    assert headline_text(p, "goodput") == f"{g:.2%} (async)"     # checkpoints unchanged

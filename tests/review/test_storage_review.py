@@ -57,10 +57,13 @@ def test_slow_upload_costs_goodput_and_days():
 
 
 def test_sync_goodput_unchanged_by_the_storage_layer():
-    r = review.evaluate(Scenario(model="llama3-70b", gpu="h100-sxm", gpus=1024))
+    # sync is no longer the default (async is, as NeMo's 405B recipe sets): asked for here
+    r = review.evaluate(Scenario(model="llama3-70b", gpu="h100-sxm", gpus=1024,
+                                 checkpoint_mode="sync"))
     rr = r.reliability
+    # the restart is the review's, summed from its terms at this size
     expect = rel.goodput(rr.interval_s, rr.checkpoint_stall_s, rr.job_mtbf_h * 3600,
-                         r.scenario.restart_s)
+                         rr.restart_h * 3600)
     assert rr.goodput == pytest.approx(float(expect), rel=1e-12) and rr.upload_s == 0
 
 
@@ -77,8 +80,10 @@ def test_cli_storage_json_has_the_contract_keys(capsys):
     res = review.evaluate(Scenario(model="llama3-405b", gpu="h100-sxm", gpus=16384,
                                    checkpoint_mode="async"))
     assert r["goodput"] == pytest.approx(res.reliability.goodput, rel=1e-12)
+    # the default shared tier scales with the nodes: Llama 3's Tectonic, 2 TB/s sustained
+    # for these 2,048 nodes (arXiv:2407.21783, Sec. 3.3.1), each node's link 50 GB/s
     assert r["upload_s"] == pytest.approx(float(storage.upload_s(
-        r["checkpoint_gb"] * 1e9, 2048, 20.0, 50.0)), rel=1e-9)
+        r["checkpoint_gb"] * 1e9, 2048, 2000.0, 50.0)), rel=1e-9)
 
 
 def test_data_stall_from_the_dataset_tier():
