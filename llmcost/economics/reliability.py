@@ -1,5 +1,6 @@
 """Failures and checkpoints: job failure rate, checkpoint size and stall, optimal interval,
-goodput, and the work one interruption (failure or spot preemption) costs.
+goodput, the work one interruption (failure or spot preemption) costs, and the restart after
+it as named terms (detection, rescheduling, checkpoint load, warm-up: :func:`restart_terms`).
 
 Failure rates are per 1000 **GPU**-days: the GPU is the failure unit, so a 4-GPU GB200 tray
 and an 8-GPU DGX compare directly. The shipped rates (``data/failure_rates.csv``, read by
@@ -515,7 +516,7 @@ def goodput(interval_s, checkpoint_s, mtbf_s, restart_s=0.0):
     mtbf_s : float or array
         M [s].
     restart_s : float or array
-        R, time to detect, restart and reload [s].
+        R, time to detect, restart and reload [s] (:func:`restart_time_s` sums its terms).
 
     Returns
     -------
