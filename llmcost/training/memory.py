@@ -27,8 +27,8 @@ import numpy as np
 from .. import _validate as v
 from .arch import ModelSpec
 from .flops import RECOMPUTE_MODES, matmul_params_per_layer
-from .precision import (PRECISIONS, fp8_activation_saving_bytes_per_layer, _layer_dims,
-                        fp8_weight_copy_bytes)
+from .precision import PRECISIONS, _layer_dims, _saved_input_bytes, fp8_weight_copy_bytes
+from .recompute import RECOMPUTE_MODULES, check_recompute_modules  # noqa: F401 (re-exported)
 
 GB = 1e9
 
@@ -45,6 +45,19 @@ OPTIMIZER_BYTES_PER_PARAM = {
     "adam-fp32": (4.0, 4.0, 8.0),
 }
 OPTIMIZERS = tuple(OPTIMIZER_BYTES_PER_PARAM)
+#: moments each optimizer keeps in FP32 (Adam: momentum and variance; SGD: momentum), which
+#: ``optimizer_moments="bf16"`` stores in 2 bytes instead of 4; 8-bit Adam's are 1 byte already.
+FP32_MOMENTS = {"adam": 2, "adam-8bit": 0, "sgd": 1, "adam-fp32": 2}
+#: storage of the optimizer's moments: "fp32" (as the optimizer keeps them) or "bf16"
+#: (Megatron's ``--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype
+#: bf16``; DeepSeek-V3 §3.3.3)
+OPTIMIZER_MOMENTS = ("fp32", "bf16")
+#: cached inputs of the linear layers: "bf16", or "fp8" (quantized, as FP8 GEMMs save them)
+ACTIVATION_PRECISIONS = ("bf16", "fp8")
+#: where an MoE layer applies the router's probabilities: on the expert outputs in the
+#: combine (which then keeps them for the probabilities' gradient) or inside the expert
+#: activation function (Megatron-Core since April 2025: the combine keeps nothing)
+MOE_PROBS_AT = ("combine", "activation")
 ZERO_STAGES = (0, 1, 2, 3)
 FINETUNE_MODES = ("full", "lora", "qlora")
 LORA_TARGETS = ("qv", "attention", "all")
@@ -54,7 +67,7 @@ SCHEDULES = ("1f1b", "gpipe")
 FROZEN_BYTES_PER_PARAM = {"lora": 2.0, "qlora": (4 + 0.127) / 8}
 
 
-def model_state_bytes(params, dp=1, zero_stage=0, optimizer="adam"):
+def model_state_bytes(params, dp=1, zero_stage=0, optimizer="adam", optimizer_moments="fp32"):
     r"""Weights, gradients and optimizer states per GPU under ZeRO.
 
     .. math::
@@ -62,7 +75,13 @@ def model_state_bytes(params, dp=1, zero_stage=0, optimizer="adam"):
         M_2 = 2\Psi + \frac{(2 + K)\Psi}{N_d},\quad M_3 = \frac{(2 + 2 + K)\Psi}{N_d}
 
     with K = 12 for mixed-precision Adam (other optimizers by name change the three byte
-    counts, not the sharding).
+    counts, not the sharding). BF16 moments store each of the optimizer's n_m FP32 moments
+    (:data:`FP32_MOMENTS`) in 2 bytes: K' = K - 2 n_m, so mixed-precision Adam keeps
+    2 + 2 + (4 + 2 + 2) = 12 bytes per parameter instead of 16 (FP32 master weights, as
+    Megatron's precision-aware optimizer with ``--exp-avg-dtype bf16 --exp-avg-sq-dtype
+    bf16`` and DeepSeek-V3 keep them). DeepSeek-V3 also accumulates its gradients in FP32
+    ([2]: 4 bytes where this count, after ZeRO, has 2); give that as its own optimizer if
+    it matters.
 
     Parameters
     ----------
@@ -74,6 +93,9 @@ def model_state_bytes(params, dp=1, zero_stage=0, optimizer="adam"):
     zero_stage : int or array
         0 (none), 1 (optimizer states), 2 (+ gradients), 3 (+ parameters).
     optimizer : {"adam", "adam-8bit", "sgd", "adam-fp32"}
+    optimizer_moments : {"fp32", "bf16"}
+        Storage of the optimizer's moments; "bf16" is refused for "adam-8bit" (its moments
+        are 8-bit already).
 
     Returns
     -------
@@ -84,22 +106,58 @@ def model_state_bytes(params, dp=1, zero_stage=0, optimizer="adam"):
     ----------
     .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §5 and Figure 1 (Psi = 7.5B,
        N_d = 64: 120, 31.4, 16.6 and 1.88 GB).
+    .. [2] DeepSeek-AI, arXiv:2412.19437, §3.3.3 ("BF16 ... to track the first and second
+       moments in the AdamW optimizer ... the master weights ... and gradients ... are
+       still retained in FP32").
+    .. [3] Megatron-LM (commit d98e8a6), megatron/training/arguments.py
+       (``--use-precision-aware-optimizer``, ``--exp-avg-dtype``, ``--exp-avg-sq-dtype``)
+       and megatron/core/optimizer/optimizer_config.py.
     """
     v.choice("optimizer", optimizer, OPTIMIZERS)
+    v.choice("optimizer_moments", optimizer_moments, OPTIMIZER_MOMENTS)
     psi = v.nonnegative("params", params)
     nd = v.integer("dp", dp)
     stage = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
     bw, bg, bo = OPTIMIZER_BYTES_PER_PARAM[optimizer]
+    if optimizer_moments == "bf16":
+        if not FP32_MOMENTS[optimizer]:
+            raise v.InputError("optimizer_moments", f"optimizer_moments 'bf16' would widen the "
+                                                    f"8-bit moments of {optimizer!r}: use 'fp32'")
+        bo = bo - 2.0 * FP32_MOMENTS[optimizer]
     weights = bw * psi / np.where(stage >= 3, nd, 1)
     grads = bg * psi / np.where(stage >= 2, nd, 1)
     opt = bo * psi / np.where(stage >= 1, nd, 1)
     return v.result(weights), v.result(grads), v.result(opt)
 
 
+def _linear_input_bytes(linear_input_bytes):
+    return v.in_range("linear_input_bytes", linear_input_bytes, 0.5, 4.0)
+
+
+def _gqa_attention_block(s, h, a, t, d_q, d_kv_gpu, sp_div, drop, flash, rec, mods, lin):
+    """Per-token bytes of a GQA attention block (see :func:`activation_bytes_per_layer`)."""
+    norm = (2.0 * h + h * drop + lin * h * ("layernorm" not in mods)) / sp_div
+    qkv = 2.0 * d_q / t + 4.0 * d_kv_gpu
+    out = np.where(flash, 2.0 * d_q / t + np.where(lin < 2.0, lin, 0.0) * d_q / t,
+                   lin * d_q / t)
+    scores = np.where(drop, 5.0, 2.0) * a * s / t
+    scores = np.where((rec == "none") & ~flash & ("core_attn" not in mods), scores, 0.0)
+    return norm + qkv + out + scores
+
+
+def _ffn_block(h, f, t, sp_div, drop, gated, mods, lin, inner=True):
+    """Per-token bytes of a dense FFN block; ``inner=False``: its norm part only."""
+    norm = (2.0 * h + h * drop + lin * h * ("layernorm" not in mods)) / sp_div
+    if not inner or "mlp" in mods:
+        return norm
+    return norm + (np.where(gated, 4.0, 2.0) * f + lin * f) / t
+
+
 def activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp=1, cp=1, kv_heads=None,
                                ffn_hidden=None, gated_ffn=False, head_dim=None, dropout=True,
                                sequence_parallel=False, recompute="none",
-                               flash_attention=False):
+                               flash_attention=False, recompute_modules=(),
+                               linear_input_bytes=2.0):
     r"""Activation memory one transformer layer keeps for its backward pass, per GPU.
 
     Per token and layer, with 16-bit activations and 1-byte dropout masks (Korthikanti §4.1):
@@ -120,6 +178,25 @@ def activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp=1, cp=1, 
     f = 4h and dropout this is Table 2 of [1]: s b h (10 + 24/t + 5as/(ht)) with TP,
     s b h (34/t + 5as/(ht)) with TP + SP, s b h 34/t with SP + selective, 2 s b h with full.
 
+    Tensor by tensor, the inputs of the linear layers are the two norm outputs (QKV and
+    FFN-up inputs, h each), the projection input (d_q / t, the attention output) and the
+    FFN-down input (f / t, the activation output). Cached at q bytes per element instead of
+    2 (``linear_input_bytes``: 1 for FP8, 1 + 1/32 for MXFP8, as Transformer Engine saves
+    the column-wise quantized input), each costs q instead of 2 bytes, except that fused
+    attention keeps its BF16 output for its own backward, so the projection's quantized
+    copy comes on top: 2 d_q/t + q d_q/t ([3] fusion 1). This equals the BF16 count less
+    :func:`llmcost.training.precision.fp8_activation_saving_bytes_per_layer`.
+
+    Named modules recomputed (``recompute_modules``, Megatron-Core's names,
+    :data:`llmcost.training.recompute.RECOMPUTE_MODULES`) free what they would save:
+    "layernorm" the two norm outputs, 2 q h / t^[SP] (Megatron discards the norm output and
+    the linear keeps no quantized copy of it: ``set_save_original_input``); "mlp" the FFN
+    inner tensors, (2 k_g' f + q f)/t with k_g' = 2 gated, 1 plain (normal checkpoint: its
+    input, the norm output, is kept); "core_attn" the scores A (nothing with flash
+    attention, which keeps only Q, K, V and its output). ``recompute="selective"`` is
+    "core_attn". The MoE and MLA modules act on :func:`moe_ffn_activation_bytes` and
+    :func:`mla_attention_activation_bytes`.
+
     Parameters
     ----------
     seq_len, micro_batch : int or array
@@ -138,6 +215,12 @@ def activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp=1, cp=1, 
     recompute : {"none", "selective", "full"} or array of these names
     flash_attention : bool or array
         Fused attention that never stores the s x s scores (drops A).
+    recompute_modules : str or sequence of str
+        Named modules recomputed in the backward ("core_attn", "layernorm", "mlp" here; the
+        MLA/MoE names are refused for this dense layer). Ignored where ``recompute="full"``.
+    linear_input_bytes : float or array
+        q, bytes per cached element of a linear layer's input [bytes]: 2 (BF16), 1 (FP8),
+        1 + 1/32 (MXFP8).
 
     Returns
     -------
@@ -147,26 +230,134 @@ def activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp=1, cp=1, 
     References
     ----------
     .. [1] Korthikanti et al. 2022, arXiv:2205.05198, §4.1-4.2, Table 2.
+    .. [2] Megatron-LM (commit d98e8a6), megatron/core/transformer/transformer_config.py
+       (``recompute_modules``) and transformer_layer.py (layernorm recompute,
+       ``set_save_original_input`` under FP8).
+    .. [3] Transformer Engine docs, "Low precision training: Performance Considerations"
+       (Handling transposes, Memory usage).
     """
     rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    mods = check_recompute_modules(recompute_modules)
     s, b, h, a, t, c, kv, f, d, gated, sp = _layer_dims(
         seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gated_ffn,
         head_dim, sequence_parallel)
     drop = v.boolean("dropout", dropout)
     flash = v.boolean("flash_attention", flash_attention)
+    lin = _linear_input_bytes(linear_input_bytes)
 
     d_q = a * d
     # Beyond t = kv_heads, Megatron replicates KV heads: each GPU keeps one head's K and V.
     d_kv_gpu = kv * d / np.minimum(t, kv)
     tokens = s / c * b
-    replicated = 8.0 * h + 2.0 * h * drop
-    ffn_inner = np.where(gated, 6.0, 4.0) * f
-    sharded = (2.0 * d_q + 2.0 * d_q + ffn_inner) / t + 4.0 * d_kv_gpu
-    scores = np.where(drop, 5.0, 2.0) * a * s / t
-    scores = np.where((rec == "none") & ~flash, scores, 0.0)
-    per_token = replicated / np.where(sp, t, 1) + sharded + scores
-    per_token = np.where(rec == "full", 2.0 * h / np.where(sp, t, 1), per_token)
+    sp_div = np.where(sp, t, 1)
+    per_token = (_gqa_attention_block(s, h, a, t, d_q, d_kv_gpu, sp_div, drop, flash, rec,
+                                      mods, lin)
+                 + _ffn_block(h, f, t, sp_div, drop, gated, mods, lin))
+    per_token = np.where(rec == "full", 2.0 * h / sp_div, per_token)
     return v.result(tokens * per_token)
+
+
+def mla_attention_activation_bytes(seq_len, micro_batch, hidden, heads, q_lora_rank,
+                                   kv_lora_rank, qk_head_dim, qk_rope_head_dim, v_head_dim,
+                                   tp=1, cp=1, dropout=False, sequence_parallel=False,
+                                   recompute="none", flash_attention=True, recompute_modules=(),
+                                   linear_input_bytes=2.0):
+    r"""Activation memory of one multi-head latent attention block (DeepSeek-V2/V3), per GPU:
+    the attention half of a layer, in the accounting of :func:`activation_bytes_per_layer`.
+
+    Per token, the tensors the block keeps for its backward (Megatron-Core's MLA: queries
+    compressed to r_q, keys and values to r_kv plus a shared RoPE key of d_r; a heads of
+    d_n + d_r query/key dims and d_v value dims; q bytes per cached linear-input element):
+
+    .. math::
+        M = \frac{s b}{c}\Big[\underbrace{\frac{2h + h\,[\text{drop}]}{t^{[SP]}}}_{\text{norm input, mask}}
+            + \underbrace{\frac{q\,h}{t^{[SP]}}}_{\text{norm output}\ (\text{layernorm})}
+            + \underbrace{\frac{2 (r_q + r_{kv} + d_r)}{t^{[SP]}}}_{\text{latents}}
+            + \underbrace{\frac{q\,(r_q + r_{kv})}{t^{[SP]}}
+              + \frac{2a\,(2 (d_n + d_r) + d_v)}{t}}_{\text{up-projection inputs; Q, K, V}\
+              (\text{mla\_up\_proj})}
+            + O + A\Big]
+
+    The down-projections read the norm output (one fused down-projection, Megatron's
+    ``linear_qkv_down_proj``: one cached copy); the latents (down-projection outputs) are the
+    inputs of the up-projections' fused latent norms; the up-projection inputs are the
+    normed latents; Q, K (the shared RoPE key broadcast to every head) and V are what the
+    attention core keeps. The attention output O = 2 a d_v / t with fused attention (which
+    keeps it), plus the output projection's quantized copy q a d_v / t when q < 2; q a d_v / t
+    without (only the projection keeps it). A = (5 or 2) a s / t, the scores, only for
+    unfused attention without recomputation. With r_q = 0 the queries are projected from the
+    norm output directly (no query latent).
+
+    "layernorm" frees the norm output; "mla_up_proj" (an output-discarding checkpoint of the
+    up-projections, latent norms and RoPE) frees the normed latents and Q, K, V, keeping the
+    latents it recomputes them from: 2 a (2 (d_n + d_r) + d_v) / t + q (r_q + r_kv) / t^[SP].
+    DeepSeek-V3 (h 7168, a 128, r_q 1536, r_kv 512, d_n 128, d_r 64, d_v 128, t = 1, BF16):
+    2 x 128 x 512 + 2 x 2048 = 135,168 bytes per token, 554 MB per layer for 4,096 tokens.
+    Full recomputation keeps 2h / t^[SP].
+
+    Parameters
+    ----------
+    seq_len, micro_batch : int or array
+        s [tokens], b [sequences].
+    hidden, heads : int or array
+        h, a [-].
+    q_lora_rank, kv_lora_rank : int or array
+        r_q (0: no query compression), r_kv [-].
+    qk_head_dim, qk_rope_head_dim, v_head_dim : int or array
+        d_n, d_r, d_v [-].
+    tp, cp : int or array
+        t, c [-].
+    dropout : bool
+    sequence_parallel : bool or array
+    recompute : {"none", "selective", "full"} or array of these names
+    flash_attention : bool or array
+    recompute_modules : str or sequence of str
+        "core_attn", "layernorm", "mla_up_proj" act here.
+    linear_input_bytes : float or array
+        q [bytes] (:func:`activation_bytes_per_layer`).
+
+    Returns
+    -------
+    bytes : float or array
+        Activation bytes of the attention block per GPU [bytes].
+
+    References
+    ----------
+    .. [1] DeepSeek-AI, arXiv:2412.19437, §2.1.1 (MLA, Eq. 1-11), §3.2.3 (recomputation of
+       RMSNorm and MLA up-projections), §4.2 (hyper-parameters).
+    .. [2] Megatron-LM (commit d98e8a6), megatron/core/transformer/multi_latent_attention.py
+       (``get_query_key_value_tensors``: down-projections, latent norms, up-projections and
+       RoPE; ``CheckpointWithoutOutput`` for "mla_up_proj").
+    .. [3] Korthikanti et al. 2022, arXiv:2205.05198, §4.1 (per-tensor accounting).
+    """
+    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    mods = check_recompute_modules(recompute_modules, attention="mla")
+    s = v.integer("seq_len", seq_len)
+    b = v.integer("micro_batch", micro_batch)
+    h = v.integer("hidden", hidden)
+    a = v.integer("heads", heads)
+    rq = v.integer("q_lora_rank", q_lora_rank, minimum=0)
+    rkv = v.integer("kv_lora_rank", kv_lora_rank)
+    dn = v.integer("qk_head_dim", qk_head_dim)
+    dr = v.integer("qk_rope_head_dim", qk_rope_head_dim, minimum=0)
+    dv = v.integer("v_head_dim", v_head_dim)
+    t = v.integer("tp", tp)
+    c = v.integer("cp", cp)
+    drop = v.boolean("dropout", dropout)
+    sp_div = np.where(v.boolean("sequence_parallel", sequence_parallel), t, 1)
+    flash = v.boolean("flash_attention", flash_attention)
+    lin = _linear_input_bytes(linear_input_bytes)
+
+    norm = (2.0 * h + h * drop + lin * h * ("layernorm" not in mods)) / sp_div
+    latents = 2.0 * (rq + rkv + dr) / sp_div
+    up = 0.0 if "mla_up_proj" in mods else (lin * (rq + rkv) / sp_div
+                                            + 2.0 * a * (2.0 * (dn + dr) + dv) / t)
+    out = np.where(flash, 2.0 * a * dv / t + np.where(lin < 2.0, lin, 0.0) * a * dv / t,
+                   lin * a * dv / t)
+    scores = np.where(drop, 5.0, 2.0) * a * s / t
+    scores = np.where((rec == "none") & ~flash & ("core_attn" not in mods), scores, 0.0)
+    per_token = np.where(rec == "full", 2.0 * h / sp_div, norm + latents + up + out + scores)
+    return v.result(s / c * b * per_token)
 
 
 def inflight_layers(layers, pp, num_microbatches=None, interleave=1, stage="first",
@@ -384,11 +575,13 @@ def _stage_layers(layers, pp, first=None, last=None):
     if first is None and last is None:
         Lp = -(-L // np.maximum(p, 1))
         d = p * Lp - L
-        f, mid, l = Lp - (d + 1) // 2, Lp, Lp - d // 2
-        # beyond one layer short at each end the automatic split is no longer Megatron-Core's
-        # (and no longer obviously balanced): the user says what he runs
-        ok = (f >= 1) & (d <= 2) & (p <= L)
-        slots = np.ones(np.shape(ok), dtype=bool)
+        # d <= 2: Megatron-Core's embedding and loss slots (the first end first); a larger
+        # deficit alternates on, the odd layer to the last stage, which computes the LM head
+        f_short = np.where(d <= 2, (d + 1) // 2, d // 2)
+        f, mid, l = Lp - f_short, Lp, Lp - (d - f_short)
+        ok = (f >= 1) & (l >= 1) & (p <= L)
+        # only Megatron-Core's slots split interleaved chunks by L' alone
+        slots = ok & (d <= 2)
     else:
         fg, lg = first is not None, last is not None
         f0 = np.asarray(first if fg else 0)
@@ -401,8 +594,8 @@ def _stage_layers(layers, pp, first=None, last=None):
         f = f0 if fg else mid
         l = l0 if lg else mid
         ok = ok & (f >= 1) & (l >= 1)
-        fa, _, la, auto_ok, _ = _stage_layers(L, p)
-        slots = auto_ok & (f == fa) & (l == la)
+        fa, _, la, _, auto_slots = _stage_layers(L, p)
+        slots = auto_slots & (f == fa) & (l == la)
     one = p == 1
     f, mid, l = (np.where(one, L, x) for x in (f, mid, l))
     return f, mid, l, ok | one, slots | one
@@ -453,17 +646,26 @@ def pipeline_stage_layers(layers, pp, first_stage_layers=None, last_stage_layers
     flags).
 
     Automatic (neither given): every stage gets L' = ceil(l / p) layers and the deficit
-    p L' - l is taken from the first and the last stage alternately, first first:
+    d = p L' - l is taken from the first and the last stage alternately, first first for
+    the first two layers, then the last:
 
     .. math:: n_{mid} = L',\quad n_{first} = L' - \lceil d/2 \rceil,\quad
-              n_{last} = L' - \lfloor d/2 \rfloor,\quad d = p L' - l \le 2
+              n_{last} = L' - \lfloor d/2 \rfloor\quad (d \le 2);\qquad
+              n_{first} = L' - \lfloor d/2 \rfloor,\quad
+              n_{last} = L' - \lceil d/2 \rceil\quad (d \ge 3)
 
     (126 layers on 16 stages: 7, 14 x 8, 7; 70 on 12: 5, 10 x 6, 5; on an even split d = 0
-    and every stage holds l/p). This is Megatron-Core's
+    and every stage holds l/p). For d <= 2 this is Megatron-Core's
     ``account_for_embedding_in_pipeline_split`` (d = 1) and
     ``account_for_loss_in_pipeline_split`` (d = 2): the embedding and the LM head each fill
-    one layer's slot. A larger deficit (60 layers on 7 stages: d = 3) is refused: give the
-    ends explicitly.
+    one layer's slot. Beyond, the ends stay within one layer of each other and the odd
+    layer goes to the last stage, which computes the LM head and the loss (and holds
+    DeepSeek-V3's multi-token-prediction module): DeepSeek-V3's 61 layers on 16 stages split
+    3, 14 x 4, 2 (Megatron-Bridge's DeepSeek-V3 recipe puts all three on the last stage
+    with the MTP layer, 4, 14 x 4, 1 + MTP [3]; the first stage, which holds the most
+    micro-batches in flight, is then the heaviest). No middle stage holds more than L', so
+    the slowest stage is that of any split. An end left with no layer (13 layers on 8
+    stages: 1, 6 x 2, 0) is refused: give the ends explicitly.
 
     Explicit: the given end stage(s) hold what is given and the other stages split the
     rest evenly, n_mid = (l - n_first - n_last) / (p - 2), which must be whole and >= 1
@@ -503,6 +705,10 @@ def pipeline_stage_layers(layers, pp, first_stage_layers=None, last_stage_layers
        transformer_block.py (``get_num_layers_to_build``).
     .. [2] A. Grattafiori et al., "The Llama 3 Herd of Models", arXiv:2407.21783, §3.3.2
        (first and last stages one layer short: 126 layers on 16 stages).
+    .. [3] NVIDIA-NeMo Megatron-Bridge (commit 067f987, 2026-08-22),
+       src/megatron/bridge/recipes/deepseek/h100/deepseek_v3.py,
+       ``_get_deepseek_v3_pipeline_layout`` ((16, 1): embedding + 4 decoder layers, 14 x 4,
+       1 decoder layer + MTP + loss).
     """
     L = int(v.integer("layers", layers))
     p = v.integer("pp", pp)
@@ -520,9 +726,9 @@ def pipeline_stage_layers(layers, pp, first_stage_layers=None, last_stage_layers
             if pi > L:
                 raise v.InputError("pp", f"pp must be at most the layers ({L}), got pp={pi}")
             Lp = -(-L // pi)
-            raise v.InputError("pp", f"pp must divide the layers ({L}) or leave the first "
-                                     "and last stages at most one layer short (layers + 1 "
-                                     f"or + 2 divisible by pp), got pp={pi} ({pi * Lp - L} "
+            raise v.InputError("pp", f"pp must leave at least one layer on the first and last "
+                                     f"stages when the other stages hold ceil(layers / pp) = "
+                                     f"{Lp} each ({L} layers), got pp={pi} ({pi * Lp - L} "
                                      f"layers short of {Lp} per stage): give "
                                      "first_stage_layers and last_stage_layers to split it "
                                      "otherwise")
@@ -688,7 +894,8 @@ def check_expert_layout(model: ModelSpec, gpus, tp, pp, cp, ep=1, etp=1):
 
 def moe_ffn_activation_bytes(seq_len, micro_batch, hidden, experts, top_k, expert_ffn_hidden,
                              shared_ffn_hidden=0, tp=1, cp=1, etp=1, gated=True,
-                             capacity_factor=1.0):
+                             capacity_factor=1.0, recompute_modules=(), linear_input_bytes=2.0,
+                             probs_at="combine", sequence_parallel=True):
     r"""Activation memory of one MoE feed-forward block per GPU (what replaces a dense FFN's
     inner activations).
 
@@ -703,6 +910,25 @@ def moe_ffn_activation_bytes(seq_len, micro_batch, hidden, experts, top_k, exper
         M = \frac{s b}{c\,t}\left(4E + k c_f \left(4h + \frac{F_e}{t_e}\right)\right)
             + \frac{s b}{c} \frac{F_s}{t}
 
+    Tensor by tensor, with q bytes per cached linear-input element (2 BF16, 1 FP8): per
+    expert copy the fc1 input q h (the dispatched token; DeepSeek-V3 dispatches it in FP8
+    already), the fc1 output (2 k_g' f_e / t_e, k_g' = 2 gated, 1 plain, BF16: the
+    activation's input), the fc2 input q f_e / t_e (the activation's output), and the expert
+    output 2h if the combine applies the router's probabilities (``probs_at="combine"``; it
+    keeps the outputs for their gradient), or instead the copy's FP32 probability, 4 bytes,
+    if the activation applies them (``probs_at="activation"``: Megatron-Core's grouped MLP
+    since April 2025, whose unpermute then keeps nothing). The shared experts keep
+    (2 k_g' f_s + q f_s) / t. The router keeps its own BF16 input, so with q < 2 the FFN
+    input (the pre-FFN norm output, counted as q h / t^[SP] in the dense FFN's part) is kept
+    twice: 2h for the router and q h for the shared experts' fc1 (2h alone without shared
+    experts, or when they or the whole block are recomputed, whose checkpoint keeps the BF16
+    input): this function adds that difference.
+
+    Recomputed modules free: "moe_act" the fc2 inputs (q f_e / t_e per copy; Megatron keeps
+    no quantized copy, ``set_save_original_input``); "shared_experts" the shared experts'
+    inner tensors; "moe" everything of the block (a normal checkpoint that keeps only its
+    input); "layernorm" the router's copy of the norm output.
+
     Parameters
     ----------
     seq_len, micro_batch : int or array
@@ -716,6 +942,14 @@ def moe_ffn_activation_bytes(seq_len, micro_batch, hidden, experts, top_k, exper
     gated : bool
     capacity_factor : float or array
         c_f >= 1: tokens the busiest expert rank holds over the mean [-].
+    recompute_modules : str or sequence of str
+        Named modules recomputed ("layernorm", "moe_act", "shared_experts", "moe" act here).
+    linear_input_bytes : float or array
+        q [bytes] (:func:`activation_bytes_per_layer`).
+    probs_at : {"combine", "activation"}
+        Where the router's probabilities scale the experts' work (:data:`MOE_PROBS_AT`).
+    sequence_parallel : bool or array
+        Whether the norm output the router keeps is sharded over t (as the routed tokens are).
 
     Returns
     -------
@@ -728,7 +962,16 @@ def moe_ffn_activation_bytes(seq_len, micro_batch, hidden, experts, top_k, exper
        bytes per 16-bit element); Megatron-Core MoE token dispatcher (permute, expert
        compute, unpermute); W. Fedus et al., "Switch Transformers", arXiv:2101.03961, §2.2
        (capacity factor).
+    .. [2] Megatron-LM commit 2659630 (2025-04-09, "perf(MoE): Memory efficient token
+       permutation"): the probabilities move into the experts' activation
+       (``activation_func_with_probs``), the unpermute takes none; at commit d98e8a6,
+       megatron/core/transformer/moe/experts.py ("moe_act" recompute,
+       ``set_save_original_input``), moe_layer.py ("shared_experts", "moe"), router.py
+       (``router_gating_linear`` keeps its input).
+    .. [3] DeepSeek-AI, arXiv:2412.19437, §3.3.3 (FP8 dispatch of the up-projection input).
     """
+    mods = check_recompute_modules(recompute_modules, moe=True, shared_experts=True)
+    v.choice("probs_at", probs_at, MOE_PROBS_AT)
     s = v.integer("seq_len", seq_len)
     b = v.integer("micro_batch", micro_batch)
     h = v.integer("hidden", hidden)
@@ -740,11 +983,112 @@ def moe_ffn_activation_bytes(seq_len, micro_batch, hidden, experts, top_k, exper
     c = v.integer("cp", cp)
     te = v.integer("etp", etp)
     cf = v.in_range("capacity_factor", capacity_factor, 1.0, 16.0)
-    inner = np.where(v.boolean("gated", gated), 6.0, 4.0)
+    lin = _linear_input_bytes(linear_input_bytes)
+    sp_div = np.where(v.boolean("sequence_parallel", sequence_parallel), t, 1)
+    act_in = np.where(v.boolean("gated", gated), 4.0, 2.0)
     tokens = s * b / c
-    routed = tokens / t * (4.0 * E + k * cf * (4.0 * h + inner * fe / te))
-    shared = tokens * inner * fs / t
-    return v.result(routed + shared)
+    whole = "moe" in mods
+    combine = 2.0 * h if probs_at == "combine" else 4.0
+    copy = lin * h + (act_in * fe + lin * fe * ("moe_act" not in mods)) / te + combine
+    routed = 0.0 if whole else tokens / t * (4.0 * E + k * cf * copy)
+    shared_kept = not whole and "shared_experts" not in mods
+    shared = tokens * (act_in + lin) * fs / t * shared_kept
+    # the FFN input beyond the dense FFN's q h: the router's BF16 copy (with q < 2)
+    fc1_copy = np.where(fs > 0, lin * h, 0.0) * shared_kept
+    router = np.where(lin < 2.0, 2.0 * h + fc1_copy - lin * h, 0.0) * ("layernorm" not in mods)
+    return v.result(routed + shared + tokens * router / sp_div)
+
+
+def layer_activation_bytes(model: ModelSpec, seq_len=None, micro_batch=1, tp=1, cp=1, etp=1,
+                           sequence_parallel=False, recompute="none", flash_attention=True,
+                           recompute_modules=(), linear_input_bytes=2.0, moe_capacity_factor=1.0,
+                           moe_probs_at="combine"):
+    r"""Activation bytes one layer of a model keeps per micro-batch, the mean over its layers.
+
+    .. math:: \bar M = \frac{(l - l_m)\,(M_{attn} + M_{FFN}) + l_m\,(M_{attn} + M_{norm}
+              + M_{MoE})}{l}
+
+    with M_attn the attention block (:func:`activation_bytes_per_layer`'s GQA part, or
+    :func:`mla_attention_activation_bytes` for multi-head latent attention), M_FFN the dense
+    FFN block and M_norm its norm part alone, M_MoE :func:`moe_ffn_activation_bytes`, l_m the
+    MoE layers; full recomputation keeps 2h / t^[SP] per layer. A dense GQA model gives
+    :func:`activation_bytes_per_layer` exactly.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Architecture.
+    seq_len : int or array, optional
+        s [tokens]; default the model's.
+    micro_batch, tp, cp, etp : int or array
+        b [sequences]; t, c, t_e [-].
+    sequence_parallel, flash_attention : bool or array
+    recompute : {"none", "selective", "full"} or array of these names
+    recompute_modules : str or sequence of str
+        Named modules recomputed (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`),
+        checked against the model.
+    linear_input_bytes : float or array
+        q, bytes per cached linear-input element [bytes].
+    moe_capacity_factor : float or array
+        c_f [-] (:func:`moe_ffn_activation_bytes`).
+    moe_probs_at : {"combine", "activation"}
+
+    Returns
+    -------
+    bytes : float or array
+        Mean activation bytes per layer per micro-batch per GPU [bytes].
+
+    References
+    ----------
+    .. [1] Korthikanti et al. 2022, arXiv:2205.05198, §4.1, Table 2.
+    .. [2] DeepSeek-AI, arXiv:2412.19437, §2.1, §3.2.3, §3.3.3.
+    """
+    mods = check_recompute_modules(recompute_modules, model.attention, model.is_moe,
+                                   model.moe_shared_ffn_hidden > 0)
+    s = model.seq_len if seq_len is None else v.integer("seq_len", seq_len)
+    b = v.integer("micro_batch", micro_batch)
+    t = v.integer("tp", tp)
+    c = v.integer("cp", cp)
+    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    sp = v.boolean("sequence_parallel", sequence_parallel)
+    flash = v.boolean("flash_attention", flash_attention)
+    lin = _linear_input_bytes(linear_input_bytes)
+    h = model.hidden
+    dense_mods = tuple(m for m in mods if m in ("core_attn", "layernorm", "mlp"))
+    kv_act, hd_act = model.attention_shape
+    dense = activation_bytes_per_layer(s, b, h, model.heads, t, c, kv_act, model.ffn_hidden,
+                                       model.gated_ffn, hd_act, model.dropout, sp, rec, flash,
+                                       dense_mods, lin)
+    tokens = s / c * b
+    sp_div = np.where(sp, t, 1)
+    drop = float(model.dropout)
+    if model.attention == "mla":
+        attn_mods = tuple(m for m in mods if m in ("core_attn", "layernorm", "mla_up_proj"))
+        attn = mla_attention_activation_bytes(
+            s, b, h, model.heads, model.q_lora_rank, model.kv_lora_rank, model.head_dim,
+            model.qk_rope_head_dim, model.v_head_dim, t, c, model.dropout, sp, rec, flash,
+            attn_mods, lin)
+        dense = attn + tokens * _ffn_block(h, model.ffn_hidden, t, sp_div, drop,
+                                           model.gated_ffn, mods, lin)
+    else:
+        d = hd_act
+        attn = tokens * _gqa_attention_block(s, h, model.heads, t, model.heads * d,
+                                             kv_act * d / np.minimum(t, kv_act), sp_div, drop,
+                                             flash, rec, mods, lin)
+    per_layer = dense
+    if model.is_moe:
+        moe_mods = tuple(m for m in mods if m in ("layernorm", "moe_act", "shared_experts",
+                                                  "moe"))
+        block = moe_ffn_activation_bytes(
+            s, b, h, model.moe_experts, model.moe_top_k, model.moe_ffn_hidden,
+            model.moe_shared_ffn_hidden, t, c, etp, model.gated_ffn, moe_capacity_factor,
+            moe_mods, lin, moe_probs_at, sp)
+        moe_layer = attn + tokens * _ffn_block(h, model.ffn_hidden, t, sp_div, drop,
+                                               model.gated_ffn, mods, lin, inner=False) + block
+        share = model.moe_layers / model.layers
+        per_layer = (1.0 - share) * dense + share * moe_layer
+    per_layer = np.where(rec == "full", tokens * 2.0 * h / sp_div, per_layer)
+    return v.result(per_layer)
 
 
 def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro_batch=1,
@@ -755,7 +1099,8 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                    qlora_16bit_embeddings=True, first_stage_layers=None,
                    last_stage_layers=None, precision="bf16",
                    generation="hopper", ep=1, etp=1,
-                   moe_capacity_factor=1.0) -> MemoryBreakdown:
+                   moe_capacity_factor=1.0, recompute_modules=(), activation_precision=None,
+                   optimizer_moments="fp32", moe_probs_at="combine") -> MemoryBreakdown:
     r"""Peak memory per GPU of a training layout, by component.
 
     Pipeline stage r holds n_r layers (l/p on an even split; uneven splits from
@@ -784,7 +1129,19 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
 
     .. math:: M_{act} = M_{act}^{BF16} - \Delta M_{FP8}
 
-    (:func:`llmcost.training.precision.fp8_activation_saving_bytes_per_layer`).
+    (:func:`llmcost.training.precision.fp8_activation_saving_bytes_per_layer` for a dense
+    GQA layer; every layer's linear inputs, MoE experts' and MLA projections' included, by
+    :func:`layer_activation_bytes` with ``linear_input_bytes`` q).
+
+    Recipes of 2025 that fit DeepSeek-V3 on 80 GB GPUs ([5], [6]): named modules recomputed
+    (``recompute_modules``, e.g. ("layernorm", "mla_up_proj"), what each frees in
+    :func:`activation_bytes_per_layer`, :func:`mla_attention_activation_bytes`,
+    :func:`moe_ffn_activation_bytes`), linear inputs cached in FP8
+    (``activation_precision="fp8"``), AdamW moments in BF16 (``optimizer_moments="bf16"``,
+    :func:`model_state_bytes`) and the router's probabilities applied in the experts'
+    activation (``moe_probs_at="activation"``). Not modelled: DualPipe's two copies of the
+    parameters and PP + 1 micro-batches in flight, the EMA kept in CPU memory (no GPU bytes
+    here either), FP8 parameter all-gather (``--fp8-param-gather``: no BF16 weight copy).
 
     Parameters
     ----------
@@ -834,6 +1191,21 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     moe_capacity_factor : float or array
         Tokens the busiest expert rank holds over the mean [-]
         (:func:`moe_ffn_activation_bytes`).
+    recompute_modules : str or sequence of str
+        Named modules recomputed in the backward
+        (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`); with ``recompute="selective"``
+        "core_attn" is implied; ignored where ``recompute="full"``.
+    activation_precision : {"bf16", "fp8"} or array of these names, optional
+        How the linear layers cache their inputs: "fp8" quantized (1 byte per element, 1 +
+        1/32 with MXFP8), as Transformer Engine's FP8 linears and DeepSeek-V3 do; "bf16" the
+        original 16-bit input (Megatron's ``save_original_input``). None: "fp8" where the
+        GEMMs run FP8 or MXFP8, "bf16" otherwise. "fp8" needs FP8 or MXFP8 GEMMs.
+    optimizer_moments : {"fp32", "bf16"}
+        Storage of the optimizer's moments (:func:`model_state_bytes`).
+    moe_probs_at : {"combine", "activation"}
+        Where MoE layers apply the router's probabilities (:func:`moe_ffn_activation_bytes`):
+        "combine" keeps each expert output for their gradient; "activation" (Megatron-Core
+        since April 2025) does not.
 
     Returns
     -------
@@ -847,10 +1219,33 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     .. [3] Dettmers et al. 2023, arXiv:2305.14314, §3.
     .. [4] NVIDIA Transformer Engine documentation, "Low precision training: Performance
        Considerations" (Memory usage: FP8 weight copies, quantized saved inputs).
+    .. [5] DeepSeek-AI, arXiv:2412.19437, §3.2.3 (recomputation of RMSNorm and MLA
+       up-projections, EMA in CPU, shared embedding and output head), §3.3.3 (FP8 cached
+       activations, BF16 AdamW moments).
+    .. [6] Megatron-LM (commit d98e8a6), megatron/training/arguments.py
+       (``--recompute-modules``, ``--use-precision-aware-optimizer``, ``--exp-avg-dtype``),
+       megatron/core/transformer/transformer_config.py (``recompute_modules``).
     """
     v.choice("finetune", finetune, FINETUNE_MODES)
     prec = v.choices("precision", precision, PRECISIONS)
     fp8 = bool(np.any(prec != "bf16"))
+    if activation_precision is None:
+        act_prec = np.where(prec == "bf16", "bf16", "fp8")
+    else:
+        act_prec = v.choices("activation_precision", activation_precision, ACTIVATION_PRECISIONS)
+        bad = np.broadcast_to((act_prec == "fp8") & (prec == "bf16"),
+                              np.broadcast(act_prec, prec).shape)
+        if bad.any():
+            raise v.InputError("activation_precision", "activation_precision 'fp8' caches the "
+                                                       "quantized inputs of FP8 GEMMs; with "
+                                                       "precision 'bf16' there are none: use "
+                                                       "precision 'fp8' or 'mxfp8', or "
+                                                       "activation_precision 'bf16'")
+    lin = np.where(act_prec == "fp8", _saved_input_bytes(prec), 2.0)
+    v.choice("moe_probs_at", moe_probs_at, MOE_PROBS_AT)
+    v.choice("optimizer_moments", optimizer_moments, OPTIMIZER_MOMENTS)
+    mods = check_recompute_modules(recompute_modules, model.attention, model.is_moe,
+                                   model.moe_shared_ffn_hidden > 0)
     if fp8 and finetune != "full":
         raise v.InputError("precision", f"precision {str(prec[prec != 'bf16'].flat[0])!r} is "
                                         f"modelled for full training only, not "
@@ -885,27 +1280,10 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
             pp == 1, model.embedding_params + model.output_params * (
                 0 if model.tied_embeddings else 1), model.output_params) + final_norm,
     }
-    kv_act, hd_act = model.attention_shape
-    per_layer = activation_bytes_per_layer(
-        s, b, model.hidden, model.heads, tp, cp, kv_act, model.ffn_hidden,
-        model.gated_ffn, hd_act, model.dropout, sequence_parallel, recompute,
-        flash_attention)
-    if model.is_moe:
-        # MoE layers keep the expert block's activations instead of a dense FFN's inner ones
-        rec_arr = v.choices("recompute", recompute, RECOMPUTE_MODES)
-        dense_inner = (s / cp * b) * (6.0 if model.gated_ffn else 4.0) * model.ffn_hidden / tp
-        moe_block = moe_ffn_activation_bytes(
-            s, b, model.hidden, model.moe_experts, model.moe_top_k, model.moe_ffn_hidden,
-            model.moe_shared_ffn_hidden, tp, cp, etp, model.gated_ffn, moe_capacity_factor)
-        moe_layer = np.where(rec_arr == "full", per_layer, per_layer - dense_inner + moe_block)
-        share = model.moe_layers / model.layers
-        per_layer = (1.0 - share) * per_layer + share * moe_layer
+    per_layer = layer_activation_bytes(model, s, b, tp, cp, etp, sequence_parallel, recompute,
+                                       flash_attention, mods, lin, moe_capacity_factor,
+                                       moe_probs_at)
     if fp8:
-        # the linear layers save their inputs quantized (BF16 runs skip this: bit-identical)
-        per_layer = per_layer - fp8_activation_saving_bytes_per_layer(
-            s, b, model.hidden, model.heads, tp, cp, model.kv_heads, model.ffn_hidden,
-            model.gated_ffn, model.head_dim, sequence_parallel, recompute, flash_attention,
-            prec)
         p_mm = matmul_params_per_layer(model.hidden, model.heads, model.kv_heads,
                                        model.ffn_hidden, model.gated_ffn, model.head_dim)
         # ZeRO-3 gathers (and quantizes) one layer at a time
@@ -928,14 +1306,15 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
         ew = 0.0
         if finetune == "full":
             w, g, o = model_state_bytes((stage_params[stage] - experts) / tp, dp * cp,
-                                        zero_stage, optimizer)
+                                        zero_stage, optimizer, optimizer_moments)
             if model.is_moe:
                 we, ge, oe = model_state_bytes(experts / (ep * etp), edp, zero_stage,
-                                               optimizer)
+                                               optimizer, optimizer_moments)
                 w, g, o, ew = w + we, g + ge, o + oe, we
         else:
             trainable = adapters * n / model.layers / tp
-            w_a, g, o = model_state_bytes(trainable, dp * cp, zero_stage, optimizer)
+            w_a, g, o = model_state_bytes(trainable, dp * cp, zero_stage, optimizer,
+                                          optimizer_moments)
             frozen = FROZEN_BYTES_PER_PARAM[finetune] * psi
             if finetune == "qlora" and qlora_16bit_embeddings:
                 blocks = n * model.layer_params / tp

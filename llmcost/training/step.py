@@ -41,7 +41,8 @@ from .flops import RECOMPUTE_MODES, matmul_params_per_layer
 from .hardware import FabricSpec, GPUSpec
 from .memory import (OPTIMIZER_BYTES_PER_PARAM, MemoryBreakdown, _stage_layers,
                      activation_bytes_per_layer, check_expert_layout, check_layout,
-                     memory_per_gpu, moe_ffn_activation_bytes)
+                     layer_activation_bytes, memory_per_gpu, moe_ffn_activation_bytes)
+from .recompute import check_recompute_modules, recompute_flops_per_token
 from .precision import (FP8_SCALINGS, check_precision, fp8_cast_bytes_per_layer,
                         fp8_weight_cast_bytes, peak_tflops_by_part)
 
@@ -620,7 +621,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                  options: Options = Options(), calibration: Calibration | None = None,
                  seq_len=None, memory_kwargs=None, with_scaling=True,
                  flash_attention=None, tp_comm_overlap=None, first_stage_layers=None,
-                 last_stage_layers=None, precision=None, ep=1, etp=1) -> StepPrediction:
+                 last_stage_layers=None, precision=None, ep=1, etp=1,
+                 recompute_modules=()) -> StepPrediction:
     r"""Predict the step time of one or many layouts, with its breakdown and MFU/HFU.
 
     Per micro-batch, on the slowest pipeline stage (stage r holds n_r layers: l/p on an
@@ -722,6 +724,21 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         GEMM precision per layout; None: ``options.precision``. FP8 needs FP8 tensor cores
         (not A100), MXFP8 the Blackwell generation
         (:func:`llmcost.training.precision.check_precision`).
+    recompute_modules : str or sequence of str
+        Named modules recomputed in the backward (Megatron-Core's ``--recompute-modules``,
+        :data:`llmcost.training.recompute.RECOMPUTE_MODULES`), on the layouts whose
+        ``recompute`` is not "full"; passed to the memory model with ``memory_kwargs``
+        (which also carries ``activation_precision``, ``optimizer_moments`` and
+        ``moe_probs_at``, :func:`llmcost.training.memory.memory_per_gpu`). Each recomputed
+        module runs its forward once more: its GEMMs
+        (:func:`llmcost.training.recompute.recompute_flops_per_token`, F_rc per token) take
+        F_rc / (6 P_mm) of the layer's linear-GEMM time, at the layer's own GEMM speed and
+        precision; its element-wise work moves gamma / 3 bytes per byte of BF16 activations
+        it frees (:func:`llmcost.training.memory.layer_activation_bytes`), a third of what
+        a stored byte costs over forward and backward, as full recomputation's 4/3 counts
+        it; "moe" also repeats the dispatch and combine all-to-alls and the MoE layer's
+        host overhead once. "core_attn" is ``recompute="selective"``. Hardware FLOPs (HFU)
+        add F_rc per token and layer; model FLOPs (MFU) do not change.
 
     Returns
     -------
@@ -746,6 +763,10 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         None if first_stage_layers is None else np.asarray(first_stage_layers),
         None if last_stage_layers is None else np.asarray(last_stage_layers))
     rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    mods = check_recompute_modules(recompute_modules, model.attention, model.is_moe,
+                                   model.moe_shared_ffn_hidden > 0)
+    # the attention core recomputed by name is selective recomputation
+    rec_attn = np.where((rec == "none") & ("core_attn" in mods), "selective", rec)
     sp = v.boolean("sequence_parallel", sequence_parallel)
     zero = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
     cal = calibration_for(gpu) if calibration is None else calibration
@@ -781,7 +802,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     mem = memory_per_gpu(model, gpus, tp, pp, cp, zero, b, B, rec, sp, flash,
                          interleave=vv, seq_len=s, first_stage_layers=first_stage_layers,
                          last_stage_layers=last_stage_layers, precision=prec,
-                         generation=gpu.generation, ep=ep, etp=etp, **mkw)
+                         generation=gpu.generation, ep=ep, etp=etp, recompute_modules=mods,
+                         **mkw)
     ep, etp, edp = check_expert_layout(model, gpus, tp, pp, cp, ep, etp)
 
     # ---- compute per micro-batch per layer (one GPU)
@@ -812,8 +834,12 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         d_bar = model.head_dim
         scores = flash_score_elements_per_token(s, model.heads)
     layer_model = 6.0 * p_model + attn
+    # named modules' second forward (GEMMs; the attention core goes with rec_attn)
+    rc_mods = tuple(x for x in mods if x != "core_attn")
+    on_rc = (rec != "full") & bool(rc_mods)
     layer_hw = np.where(rec == "full", layer_model * 4.0 / 3.0,
-                        layer_model + np.where(rec == "selective", attn, 0.0))
+                        layer_model + np.where(rec_attn == "selective", attn, 0.0)
+                        + np.where(on_rc, recompute_flops_per_token(model, rc_mods, s), 0.0))
     rec_f = np.where(rec == "full", 4.0 / 3.0, 1.0)
     penalty = np.where(tpo, 1.0 - opt.tp_overlap_gemm_penalty, 1.0)
     # linear layers: a roofline in series per GEMM (gemm_efficiency), summed over QKV,
@@ -831,12 +857,12 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         # fused attention: the causal scores (windows in whole tiles) at FlashAttention's own
         # efficiency, each pass bounded by its matmuls or its softmax exponentials
         t_flash = flash_attention_time_s(scores * tokens / tp, d_bar, peak, gpu.exp_per_s,
-                                         cal.attention_efficiency, rec) / penalty
+                                         cal.attention_efficiency, rec_attn) / penalty
     else:
         t_flash = 0.0
     # unfused attention (Megatron 2021): batched GEMMs over the full s x s scores, at e_max;
     # their softmax and score traffic is in the memory-bound term (activations)
-    t_unfused = (attn * rec_f + np.where(rec == "selective", attn, 0.0)) * tokens / tp / (
+    t_unfused = (attn * rec_f + np.where(rec_attn == "selective", attn, 0.0)) * tokens / tp / (
         peak * cal.matmul_efficiency * penalty)
     t_attn = np.where(flash, t_flash, t_unfused)
     t_mm = t_lin + t_attn
@@ -869,6 +895,17 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         t_elem = t_elem + fp8_cast_bytes_per_layer(
             s, b, h, model.heads, tp, cp, model.kv_heads, model.ffn_hidden, model.gated_ffn,
             model.head_dim, sp, rec, prec, gpu.generation, opt.fp8_scaling) / hbm
+    if rc_mods:
+        # the recomputed GEMMs at the layer's own GEMM speed and precision, their element-wise
+        # work a third (one forward) of what the bytes they free cost over a whole step
+        f_rc = recompute_flops_per_token(model, rc_mods, s, imb if moe_on else 1.0)
+        t_mm = t_mm + np.where(on_rc, f_rc / (6.0 * p_mm), 0.0) * (t_mm - t_attn)
+        kept = [layer_activation_bytes(model, s, b, tp, cp, etp, sp, "none", flash, x, 2.0,
+                                       imb if moe_on else 1.0) for x in ((), rc_mods)]
+        t_elem = t_elem + np.where(on_rc, cal.elementwise_traffic / 3.0 * (kept[0] - kept[1])
+                                   / hbm, 0.0)
+        if moe_on and "moe" in rc_mods:
+            t_elem = t_elem + np.where(on_rc, share * cal.moe_layer_overhead_s * host / 3.0, 0.0)
     # LM head: M = tokens, N = V/t, K = h
     logit_elems = tokens * h + h * V / tp + tokens * V / tp
     t_logits = 6.0 * V * h * tokens / tp / (peak * cal.matmul_efficiency) + \
@@ -913,7 +950,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
             cal.nvlink_efficiency, scale_out.efficiency,
             comm.congestion_factor(ep_nodes, scale_out.congestion_per_doubling,
                                    scale_out.oversubscription))
-        n_a2a = 4.0 + 2.0 * (rec == "full")
+        n_a2a = 4.0 + 2.0 * ((rec == "full") | (on_rc & ("moe" in rc_mods)))
         t_ep = share * n_a2a * t_a2a_one * (1.0 - opt.moe_a2a_overlap)
     else:
         t_ep = 0.0
@@ -1040,7 +1077,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
           or scale_out.congestion_per_doubling > 0 or scale_out.oversubscription > 1):
         ideal = _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
                             zero, opt, cal, s, memory_kwargs, flash, tpo,
-                            first_stage_layers, last_stage_layers, prec, ep, etp)
+                            first_stage_layers, last_stage_layers, prec, ep, etp, mods)
     else:
         ideal = step
     tokens_step = B * s
@@ -1068,10 +1105,11 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
 
 def _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp, zero, opt,
                 cal, s, memory_kwargs, flash, tpo, first_stage_layers, last_stage_layers,
-                precision, ep=1, etp=1):
+                precision, ep=1, etp=1, recompute_modules=()):
     return predict_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
                         zero, opt, cal, s, memory_kwargs, with_scaling=False,
                         flash_attention=flash, tp_comm_overlap=tpo,
                         first_stage_layers=first_stage_layers,
                         last_stage_layers=last_stage_layers,
-                        precision=precision, ep=ep, etp=etp).step_time_s
+                        precision=precision, ep=ep, etp=etp,
+                        recompute_modules=recompute_modules).step_time_s

@@ -44,10 +44,12 @@ def test_automatic_split_by_hand(layers, pp, expected):
     assert (int(f) + n_mid * int(mid) + int(last) if pp > 1 else int(f)) == layers
 
 
-def test_automatic_split_refuses_a_deficit_beyond_one_layer_per_end():
-    # 126 on PP5: L' = 26, 130 - 126 = 4 layers short: not Megatron-Core's embedding/loss split
+def test_automatic_split_beyond_one_layer_per_end():
+    # 126 on PP5: L' = 26, 130 - 126 = 4 layers short, two from each end: 24 + 3 x 26 + 24
+    assert [int(x) for x in mem.pipeline_stage_layers(126, 5)] == [24, 26, 24]
+    # 13 on PP8: L' = 2, 3 short: 2 - 1 = 1 first, 2 - 2 = 0 last: no layer left, refused
     with pytest.raises(InputError) as e:
-        mem.pipeline_stage_layers(126, 5)
+        mem.pipeline_stage_layers(13, 8)
     assert e.value.param == "pp" and "first_stage_layers" in str(e.value)
 
 

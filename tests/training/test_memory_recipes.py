@@ -1,0 +1,329 @@
+"""Memory of 2025 training recipes: named-module recomputation, FP8 activation caching, BF16
+optimizer moments, and DeepSeek-V3's published layout (arXiv:2412.19437 §3.2-3.3, §4.2:
+2,048 H800, TP1 PP16 EP64, ZeRO-1, micro-batch 1, 15,360 x 4,096 tokens) in 80 GB."""
+
+import json
+
+import numpy as np
+import pytest
+
+from llmcost import catalog
+from llmcost._validate import InputError
+from llmcost.cli import main
+from llmcost.training import memory as mem
+from llmcost.training.precision import fp8_activation_saving_bytes_per_layer
+from llmcost.training.recompute import (RECOMPUTE_MODULES, check_recompute_modules,
+                                        recompute_flops_per_token)
+from llmcost.training.step import Options, predict_step
+
+CAT = catalog.default()
+DSV3 = CAT.model("deepseek-v3")
+H800 = CAT.gpu("h800")
+GIB = 2 ** 30
+
+# DeepSeek-V3 (arXiv:2412.19437 §4.2): h 7168, 128 heads, r_q 1536, r_kv 512, d_n 128,
+# d_r 64, d_v 128; 256 routed experts of 2048, top-8, one shared expert of 2048
+H, A, RQ, RKV, DN, DR, DV = 7168, 128, 1536, 512, 128, 64, 128
+E, K, FE, FS = 256, 8, 2048, 2048
+S = 4096
+MLA = (S, 1, H, A, RQ, RKV, DN, DR, DV)
+MOE = (S, 1, H, E, K, FE, FS)
+
+#: DeepSeek-V3's recipe, as Megatron-Core 2025 names it
+RECIPE_MODULES = ("layernorm", "mla_up_proj")
+RECIPE = dict(activation_precision="fp8", optimizer_moments="bf16", moe_probs_at="activation")
+LAYOUT = dict(gpus=2048, tp=1, pp=16, ep=64, micro_batch=1, global_batch=15360, seq_len=S,
+              zero_stage=1, precision="fp8")
+
+
+# ------------------------------------------------------------------ optimizer moments
+
+def test_bf16_moments_give_twelve_bytes_per_parameter():
+    # mixed-precision Adam: BF16 weights 2 + grads 2 + FP32 master 4 + moments 4 + 4 = 16;
+    # moments in BF16: 2 + 2 + 4 + 2 + 2 = 12. (DeepSeek-V3 §3.3.3 also keeps its gradients
+    # in FP32 for accumulation: 2 + 4 + 4 + 2 + 2 = 14 with its own gradient bytes.)
+    assert sum(mem.model_state_bytes(1.0)) == 16
+    w, g, o = mem.model_state_bytes(1.0, optimizer_moments="bf16")
+    assert (w, g, o) == (2, 2, 8) and w + g + o == 12
+    # ZeRO-1 over 128 ranks shards only the 4 + 2 + 2
+    assert mem.model_state_bytes(1e9, 128, 1, optimizer_moments="bf16")[2] == 8e9 / 128
+    # SGD with momentum: master 4 + momentum 4 -> 4 + 2
+    assert mem.model_state_bytes(1.0, optimizer="sgd", optimizer_moments="bf16")[2] == 6
+    with pytest.raises(InputError) as e:
+        mem.model_state_bytes(1.0, optimizer="adam-8bit", optimizer_moments="bf16")
+    assert e.value.param == "optimizer_moments" and "'fp32'" in str(e.value)
+    with pytest.raises(InputError) as e:
+        mem.model_state_bytes(1.0, optimizer_moments="fp8")
+    assert e.value.param == "optimizer_moments"
+
+
+# ------------------------------------------------------------------ module by module
+
+def test_mla_block_and_its_up_projection_by_hand():
+    # BF16, t = 1, flash: norm input 2h + norm output 2h + latents 2 (r_q + r_kv + d_r)
+    # + normed latents 2 (r_q + r_kv) + Q, K 2 a (d_n + d_r) each + V 2 a d_v
+    # + attention output 2 a d_v
+    per_token = (2 * H + 2 * H + 2 * (RQ + RKV + DR) + 2 * (RQ + RKV)
+                 + 2 * A * (DN + DR) * 2 + 2 * A * DV + 2 * A * DV)
+    assert per_token == 200_832
+    assert mem.mla_attention_activation_bytes(*MLA) == S * per_token
+    # mla_up_proj frees the normed latents and Q, K, V: 2 x 2048 + 2 x 128 x 512 = 135,168
+    # bytes per token, 554 MB per layer of 4,096 tokens
+    freed = mem.mla_attention_activation_bytes(*MLA) - mem.mla_attention_activation_bytes(
+        *MLA, recompute_modules=("mla_up_proj",))
+    assert freed == S * (2 * (RQ + RKV) + 2 * A * (2 * (DN + DR) + DV)) == 553_648_128
+    # TP 4 with SP: the heads split over t, the latents over the sequence shard; FP8 cache:
+    # the normed latents at 1 byte
+    kw = dict(tp=4, sequence_parallel=True, linear_input_bytes=1.0)
+    freed = mem.mla_attention_activation_bytes(*MLA, **kw) - mem.mla_attention_activation_bytes(
+        *MLA, recompute_modules="mla_up_proj", **kw)
+    assert freed == pytest.approx(S * ((RQ + RKV) / 4 + 2 * A * (2 * (DN + DR) + DV) / 4))
+    # full recomputation keeps the layer input, named modules or not
+    full = mem.mla_attention_activation_bytes(*MLA, recompute="full",
+                                              recompute_modules=("mla_up_proj",))
+    assert full == S * 2 * H
+
+
+def test_layernorm_frees_the_norm_outputs():
+    # dense GQA layer (Llama 3 70B: h 8192, 64 heads, 8 KV heads, f 28672, gated), TP 8 + SP,
+    # FP8 cache: the two norm outputs, 1 byte x h / t each
+    args = (8192, 1, 8192, 64, 8, 1, 8, 28672, True, 128, False, True)
+    for q in (2.0, 1.0):
+        freed = (mem.activation_bytes_per_layer(*args, linear_input_bytes=q)
+                 - mem.activation_bytes_per_layer(*args, recompute_modules=("layernorm",),
+                                                  linear_input_bytes=q))
+        assert freed == pytest.approx(8192 * 2 * q * 8192 / 8)
+    # MLA: the one norm output the down-projections read, q h / t^SP
+    freed = mem.mla_attention_activation_bytes(*MLA) - mem.mla_attention_activation_bytes(
+        *MLA, recompute_modules=("layernorm",))
+    assert freed == S * 2 * H
+
+
+def test_mlp_and_core_attn_on_a_dense_layer():
+    args = (8192, 1, 8192, 64, 8, 1, 8, 28672, True, 128, False, True)
+    # mlp: the fc1 output (gate and up, 2 x 2f) and the fc2 input (q f), over t
+    for q in (2.0, 1.0):
+        freed = (mem.activation_bytes_per_layer(*args, linear_input_bytes=q)
+                 - mem.activation_bytes_per_layer(*args, recompute_modules="mlp",
+                                                  linear_input_bytes=q))
+        assert freed == pytest.approx(8192 * (4 + q) * 28672 / 8)
+    # core_attn is selective recomputation: unfused attention without dropout frees the
+    # softmax output, 2 a s / t per token
+    unfused = (2048, 1, 2048, 16, 1, 1, None, None, False, None, False, False, "none", False)
+    freed = (mem.activation_bytes_per_layer(*unfused)
+             - mem.activation_bytes_per_layer(*unfused, recompute_modules=("core_attn",)))
+    assert freed == 2048 * 2 * 16 * 2048
+    assert mem.activation_bytes_per_layer(*unfused, recompute_modules=("core_attn",)) == \
+        mem.activation_bytes_per_layer(*unfused[:-2], "selective", False)
+    # with flash attention there are no scores to free
+    flash = unfused[:-1] + (True,)
+    assert mem.activation_bytes_per_layer(*flash, recompute_modules=("core_attn",)) == \
+        mem.activation_bytes_per_layer(*flash)
+
+
+def test_moe_modules_by_hand():
+    # per token on the SP shard (t = 1): router probs 4E; per copy fc1 input q h, fc1 output
+    # 2 x 2 f_e, fc2 input q f_e, expert output 2h (probs at the combine); shared experts
+    # (4 + q) f_s
+    per_copy = 2 * H + 4 * FE + 2 * FE + 2 * H
+    base = mem.moe_ffn_activation_bytes(*MOE)
+    assert base == S * (4 * E + K * per_copy + 6 * FS)
+    # moe_act: the fc2 inputs of the k copies
+    assert base - mem.moe_ffn_activation_bytes(*MOE, recompute_modules=("moe_act",)) == \
+        S * K * 2 * FE
+    # shared_experts: their fc1 output and fc2 input
+    assert base - mem.moe_ffn_activation_bytes(*MOE, recompute_modules=("shared_experts",)) == \
+        S * 6 * FS
+    # moe: the whole block (its input, the norm output, is counted with the dense FFN's part)
+    assert mem.moe_ffn_activation_bytes(*MOE, recompute_modules=("moe", "shared_experts")) == 0
+    # probabilities in the activation: each copy keeps a 4-byte probability instead of its
+    # 2h output
+    act = mem.moe_ffn_activation_bytes(*MOE, probs_at="activation")
+    assert base - act == S * K * (2 * H - 4)
+    # capacity factor 1.25: the busiest rank holds 1.25 x the copies
+    hot = mem.moe_ffn_activation_bytes(*MOE, capacity_factor=1.25, probs_at="activation")
+    assert hot - act == pytest.approx(0.25 * S * K * (2 * H + 6 * FE + 4))
+    with pytest.raises(InputError) as e:
+        mem.moe_ffn_activation_bytes(*MOE, probs_at="router")
+    assert e.value.param == "probs_at"
+
+
+def test_fp8_moe_block_keeps_the_routers_bf16_input():
+    # q = 1: per copy fc1 input h and fc2 input f_e; shared fc2 input f_s; and the pre-FFN
+    # norm output, counted q h with the dense FFN's part, is also kept by the router in BF16:
+    # 2h + q h (shared fc1's copy) - q h
+    fp8 = mem.moe_ffn_activation_bytes(*MOE, linear_input_bytes=1.0)
+    per_copy = H + 4 * FE + FE + 2 * H
+    assert fp8 == S * (4 * E + K * per_copy + 5 * FS + 2 * H)
+    # layernorm recomputation frees the router's copy too
+    assert fp8 - mem.moe_ffn_activation_bytes(*MOE, linear_input_bytes=1.0,
+                                              recompute_modules=("layernorm",)) == S * 2 * H
+    # the whole block recomputed: its checkpoint keeps the BF16 input, 2h, in place of q h
+    assert mem.moe_ffn_activation_bytes(*MOE, linear_input_bytes=1.0,
+                                        recompute_modules=("moe",)) == S * (2 * H - H)
+
+
+# ------------------------------------------------------------------ FP8 caching, counted once
+
+def test_fp8_caching_of_a_dense_layer_is_the_precision_models_saving_once():
+    # Llama 3 8B, TP 2 + SP, flash: caching linear inputs in FP8 saves exactly what
+    # precision.fp8_activation_saving_bytes_per_layer counts (norm outputs, FFN-down input,
+    # minus the projection's copy beside flash attention's BF16 output), and memory_per_gpu
+    # subtracts it once
+    m = CAT.model("llama3-8b")
+    args = (8192, 1, m.hidden, m.heads, 2, 1, m.kv_heads, m.ffn_hidden, True, m.head_dim, False,
+            True, "none", True)
+    bf, f8 = (mem.activation_bytes_per_layer(*args, linear_input_bytes=q) for q in (2.0, 1.0))
+    assert bf - f8 == pytest.approx(fp8_activation_saving_bytes_per_layer(
+        8192, 1, m.hidden, m.heads, 2, 1, m.kv_heads, m.ffn_hidden, True, m.head_dim, True,
+        "none", True, "fp8"), rel=1e-12)
+    kw = dict(gpus=16, tp=2, pp=1, zero_stage=1, sequence_parallel=True, seq_len=8192)
+    default, explicit, kept = (mem.memory_per_gpu(m, precision="fp8", activation_precision=a, **kw)
+                               for a in (None, "fp8", "bf16"))
+    assert float(default.activations_bytes) == float(explicit.activations_bytes)
+    assert float(kept.activations_bytes) == pytest.approx(float(mem.memory_per_gpu(
+        m, precision="bf16", **kw).activations_bytes), rel=1e-12)
+    assert float(kept.activations_bytes - default.activations_bytes) == pytest.approx(
+        32 * (bf - f8), rel=1e-12)
+    with pytest.raises(InputError) as e:
+        mem.memory_per_gpu(m, precision="bf16", activation_precision="fp8", **kw)
+    assert e.value.param == "activation_precision"
+
+
+def test_fp8_caching_of_deepseek_v3_layers_by_hand():
+    # per token, t = 1, flash, q = 1. Dense layer (f 18432): attention norm output h, normed
+    # latents r_q + r_kv, minus the projection's copy a d_v, FFN norm output h, FFN-down
+    # input f = 18,432. MoE layer: the same attention part; the FFN input now kept twice
+    # (router BF16 2h and shared fc1's h, against 2h: -h); per copy fc1 input h and fc2 input
+    # f_e; shared fc2 input f_s = 61,440
+    attn = H + (RQ + RKV) - A * DV
+    dense = attn + H + 18432
+    moe = attn - H + K * (H + FE) + FS
+    assert (dense, moe) == (18_432, 61_440)
+    bf, f8 = (mem.layer_activation_bytes(DSV3, S, linear_input_bytes=q) for q in (2.0, 1.0))
+    assert bf - f8 == pytest.approx(S * (3 * dense + 58 * moe) / 61, rel=1e-12)
+
+
+# ------------------------------------------------------------------ DeepSeek-V3 in 80 GB
+
+def test_h800_capacity_is_80_gib():
+    # the catalog stores the HBM's binary size: 80 GiB = 85.9e9 bytes
+    assert H800.memory_bytes == 80 * GIB == 85_899_345_920
+
+
+def test_deepseek_v3_published_layout_fits_only_with_its_recipe():
+    """TP1 PP16 EP64 ZeRO-1 on 2,048 H800, 61 layers split 3/4/2: the peak is the second
+    stage, 4 layers x 15 micro-batches in flight. Balanced routing (auxiliary-loss-free,
+    §2.1.2: capacity factor 1)."""
+    plain = mem.memory_per_gpu(DSV3, moe_capacity_factor=1.0, **LAYOUT)
+    recipe = mem.memory_per_gpu(DSV3, moe_capacity_factor=1.0, recompute_modules=RECIPE_MODULES,
+                                **RECIPE, **LAYOUT)
+    assert float(plain.total_bytes) > 1.5 * H800.memory_bytes
+    assert float(recipe.total_bytes) < H800.memory_bytes
+    assert (int(recipe.peak_stage), int(recipe.peak_stage_layers)) == (1, 4)
+    # with the probabilities at the combine, each MoE layer keeps its 8 expert outputs of
+    # 2h: 58/61 x 4,096 x 8 x (2 x 7168 - 4) bytes per layer, x 60 layer-micro-batches, plus
+    # 2% fragmentation; too much for 80 GiB
+    combine = mem.memory_per_gpu(DSV3, moe_capacity_factor=1.0, recompute_modules=RECIPE_MODULES,
+                                 **{**RECIPE, "moe_probs_at": "combine"}, **LAYOUT)
+    extra = 58 / 61 * S * K * (2 * H - 4) * 60
+    assert float(combine.activations_bytes - recipe.activations_bytes) == pytest.approx(extra)
+    assert float(combine.total_bytes - recipe.total_bytes) == pytest.approx(extra * 1.02)
+    assert float(combine.total_bytes) > H800.memory_bytes
+    # FP8 caching and BF16 moments without the recomputation do not fit either
+    no_rc = mem.memory_per_gpu(DSV3, moe_capacity_factor=1.0, **RECIPE, **LAYOUT)
+    assert float(no_rc.total_bytes) > H800.memory_bytes
+    # BF16 moments: 2 of Adam's 12 optimizer bytes become 4 + 2 + 2 = 8, sharded by ZeRO-1
+    plain_bf16 = mem.memory_per_gpu(DSV3, moe_capacity_factor=1.0, optimizer_moments="bf16",
+                                    **LAYOUT)
+    assert float(plain_bf16.optimizer_bytes) == pytest.approx(
+        float(plain.optimizer_bytes) * 8 / 12, rel=1e-12)
+
+
+def test_deepseek_v3_recipe_through_predict_step():
+    up, out = CAT.fabric(H800.scale_up), CAT.fabric("ib-ndr")
+    opts = Options(flash_attention=True, moe_load_imbalance=1.0, moe_a2a_overlap=0.95)
+    kw = dict(LAYOUT, with_scaling=False, options=opts)
+    plain = predict_step(DSV3, H800, up, out, **kw)
+    recipe = predict_step(DSV3, H800, up, out, recompute_modules=RECIPE_MODULES,
+                          memory_kwargs=RECIPE, **kw)
+    assert not bool(plain.fits) and bool(recipe.fits)
+    assert float(recipe.memory_bytes) == float(mem.memory_per_gpu(
+        DSV3, moe_capacity_factor=1.0, flash_attention=True, recompute_modules=RECIPE_MODULES,
+        **RECIPE, **LAYOUT).total_bytes)
+    # the up-projections' second forward: 2 (r_q a (d_n + d_r) + r_kv a (d_n + d_v)) per
+    # token and layer = 2 (1536 x 128 x 192 + 512 x 128 x 256) = 109,051,904 FLOPs; the
+    # norms recompute no matmul. HFU counts them, MFU does not: the model FLOPs per step
+    # (MFU x step time) are unchanged, HFU / MFU = 1 + 61 F_rc / model FLOPs per token
+    f_rc = 2 * (RQ * A * (DN + DR) + RKV * A * (DN + DV))
+    assert f_rc == 109_051_904
+    assert recompute_flops_per_token(DSV3, RECIPE_MODULES) == f_rc
+    assert float(plain.hfu) == float(plain.mfu)
+    assert float(recipe.hfu / recipe.mfu) == pytest.approx(
+        1 + 61 * f_rc / DSV3.flops_per_token(seq_len=S), rel=1e-9)
+    assert float(recipe.mfu * recipe.step_time_s) == pytest.approx(
+        float(plain.mfu * plain.step_time_s), rel=1e-12)
+    # recomputation costs time: DeepSeek's "minor overhead" (a few percent here)
+    assert 1.0 < float(recipe.step_time_s / plain.step_time_s) < 1.05
+
+
+def test_recomputed_mlp_raises_hfu_by_its_forward():
+    # Llama 3 8B (h 4096, f 14336, gated, 32 layers): the dense FFN's forward is 2 x 3 h f
+    # = 352,321,536 FLOPs per token per layer, added to the hardware FLOPs only
+    m = CAT.model("llama3-8b")
+    g = CAT.gpu("h100-sxm")
+    up, out = CAT.fabric(g.scale_up), CAT.fabric("ib-ndr")
+    kw = dict(gpus=64, tp=2, pp=1, global_batch=512, seq_len=8192, zero_stage=1,
+              sequence_parallel=True, with_scaling=False, options=Options(flash_attention=True))
+    plain = predict_step(m, g, up, out, **kw)
+    rc = predict_step(m, g, up, out, recompute_modules=("mlp",), **kw)
+    f_rc = 2 * 3 * 4096 * 14336
+    assert f_rc == 352_321_536 == recompute_flops_per_token(m, ("mlp",))
+    assert float(rc.hfu / rc.mfu) == pytest.approx(
+        1 + 32 * f_rc / m.flops_per_token(seq_len=8192), rel=1e-9)
+    assert float(rc.step_time_s) > float(plain.step_time_s)
+    assert float(rc.memory.activations_bytes) < float(plain.memory.activations_bytes)
+    # the attention core by name is recompute="selective", in time, FLOPs and memory
+    by_name = predict_step(m, g, up, out, recompute_modules="core_attn", **kw)
+    sel = predict_step(m, g, up, out, recompute="selective", **kw)
+    for f in ("step_time_s", "hfu", "mfu", "memory_bytes"):
+        assert float(getattr(by_name, f)) == float(getattr(sel, f)), f
+    # vectorized: the modules apply to the layouts not fully recomputed
+    arr = predict_step(m, g, up, out, recompute_modules=("mlp",),
+                       **{**kw, "recompute": np.array(["none", "full"])})
+    assert float(arr.hfu[0]) == pytest.approx(float(rc.hfu))
+    full = predict_step(m, g, up, out, recompute="full", **kw)
+    assert float(arr.hfu[1]) == pytest.approx(float(full.hfu))
+
+
+def test_module_names_are_checked_against_the_model():
+    assert check_recompute_modules("mla_up_proj, layernorm", "mla") == ("layernorm", "mla_up_proj")
+    assert set(RECOMPUTE_MODULES) >= {"core_attn", "layernorm", "mla_up_proj", "moe_act"}
+    m = CAT.model("llama3-8b")
+    for bad, word in (("mla_up_proj", "latent"), ("moe_act", "mixture"), ("norm", "layernorm")):
+        with pytest.raises(InputError) as e:
+            mem.memory_per_gpu(m, 8, recompute_modules=(bad,))
+        assert e.value.param == "recompute_modules" and word in str(e.value)
+
+
+# ------------------------------------------------------------------ 61 layers on 16 stages
+
+def test_deepseek_v3_61_layers_on_16_stages_balance_automatically():
+    # L' = ceil(61/16) = 4, 64 - 61 = 3 short: one from the first stage (embedding), two from
+    # the last (LM head; Megatron-Bridge's recipe puts all three there with the MTP layer:
+    # 4, 14 x 4, 1 + MTP): 3 + 14 x 4 + 2 = 61
+    assert [int(x) for x in mem.pipeline_stage_layers(61, 16)] == [3, 4, 2]
+    # interleaving beyond Megatron's embedding/loss slots: every stage divisible by v
+    with pytest.raises(InputError) as e:
+        mem.pipeline_stage_layers(61, 16, interleave=2)
+    assert e.value.param == "interleave"
+
+
+def test_cli_predicts_deepseek_v3_published_layout(capsys):
+    code = main(["predict", "--model", "deepseek-v3", "--gpu", "h800", "--gpus", "2048",
+                 "--tp", "1", "--pp", "16", "--ep", "64", "--global-batch", "15360",
+                 "--micro-batch", "1", "--seq-len", "4096", "--precision", "fp8", "--json"])
+    r = json.loads(capsys.readouterr().out)
+    assert code in (0, None)
+    assert r["layout"]["stage_layers"] == {"first": 3, "middle": 4, "middle_stages": 14,
+                                           "last": 2}
