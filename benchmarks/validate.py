@@ -39,8 +39,39 @@ DATA = ROOT / "data" / "calibration_runs.csv"
 #: Scale-out fabric per source (not in the tables): Selene ran HDR InfiniBand (Narayanan
 #: et al. 2021 §5); Meta's 405B cluster RoCE at 400 Gb/s (Llama 3 paper §3.3.1); DGX systems
 #: in the Megatron-Bridge runs, NDR InfiniBand (assumption: DGX H100/B200 ship ConnectX-7).
-SCALE_OUT = {"narayanan2021 table 1": "ib-hdr", "llama3 table 4": "roce-400-tuned"}
+SCALE_OUT = {"narayanan2021 table 1": "ib-hdr", "llama3 table 4": "roce-400-tuned",
+             # llm-foundry's A100 tables: "1600 Gbps node-node interconnect (RoCE)", 200 Gb/s
+             # per GPU; its MFU does not fall from 32 to 128 GPUs (30B on A100 40GB: 51.7% ->
+             # 52.3%), so a tuned fabric (FABRIC_TUNED), not roce-200's congested seed anecdote.
+             # Its H100 tables do not name the fabric: NDR InfiniBand (ib-ndr, assumption).
+             "llm-foundry a100-80gb bf16": "roce-200-tuned",
+             "llm-foundry a100-40gb bf16": "roce-200-tuned",
+             # torchtitan's Grand Teton hosts: "400 Gb/s per GPU" RDMA, Meta's RoCE as in Llama 3
+             "torchtitan h100 2024-12": "roce-400-tuned"}
 SCALE_OUT_DEFAULT = "ib-ndr"
+#: Fabrics named here but not in the catalog: a catalog fabric tuned as roce-400-tuned is
+#: (NCCL at 90% of line rate, no congestion growth; assumption stated per source above).
+FABRIC_TUNED = {"roce-200-tuned": "roce-200"}
+
+#: Sources that ran PyTorch FSDP: predicted with ``Options(stack="fsdp")``. Only
+#: llm-foundry's tables fit the fsdp constants (fit_fsdp); torchtitan's rows check them out
+#: of sample.
+FSDP_SOURCES = ("llm-foundry", "torchtitan")
+FSDP_FIT_SOURCE = "llm-foundry"
+
+
+def row_stack(row) -> str:
+    """"fsdp" for a row of an FSDP source (FSDP_SOURCES), else "megatron"."""
+    return "fsdp" if str(row["source_table"]).startswith(FSDP_SOURCES) else "megatron"
+
+
+def scale_out_fabric(row, cat):
+    """The scale-out FabricSpec a row ran on (SCALE_OUT, FABRIC_TUNED)."""
+    name = SCALE_OUT.get(row["source_table"], SCALE_OUT_DEFAULT)
+    if name in FABRIC_TUNED:
+        return replace(cat.fabric(FABRIC_TUNED[name]), id=name, efficiency=0.9,
+                       congestion_per_doubling=0.0)
+    return cat.fabric(name)
 
 #: Calibration constants the fit may move, with bounds (the fit runs in log space).
 FIT_PARAMS = ("matmul_efficiency", "gemm_traffic", "elementwise_traffic",
@@ -93,7 +124,7 @@ GEN_PARAMS = {"ampere": ("matmul_efficiency", "elementwise_traffic"),
               "hopper": ("matmul_efficiency",), "blackwell": ("matmul_efficiency",),
               **{gpu: ("matmul_efficiency",) for gpu in FIT_APART}}
 #: GPU generation of each calibration GPU id; the fit groups rows by it.
-GENERATION = {"a100-80gb": "ampere", "h100-sxm": "hopper", "b200": "blackwell",
+GENERATION = {"a100-80gb": "ampere", "a100-40gb": "ampere", "h100-sxm": "hopper", "b200": "blackwell",
               "gb200": "blackwell", "b300": "blackwell", "gb300": "blackwell"}
 
 
@@ -139,6 +170,26 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
         note = ("mb 1, V 8 with 7/8/7 layers (derived from §3.3.2), no recompute, ZeRO-2 "
                 "(FSDP shards gradients and optimizer, §3.3.2), sequence parallel, flash "
                 "attention, DP overlap 0.9, tuned RoCE (roce-400-tuned; assumption)")
+    elif row_stack(row) == "fsdp":
+        # tp = pp = cp = 1: sharding strategy FULL_SHARD (ZeRO-3, the fsdp column holds the
+        # shard group) or SHARD_GRAD_OP (ZeRO-2); activation checkpointing wraps each block
+        # (full recomputation); gradients reduced in fp32 under Composer's DEFAULT mixed
+        # precision and torchtitan's default, in bf16 under PURE
+        notes = str(row["notes"])
+        if src.startswith("torchtitan"):
+            rec = "selective"
+        else:
+            rec = "full" if "Activation Checkpointing True" in notes else "none"
+        kw.update(micro_batch=int(row["micro_batch"]), recompute=rec,
+                  zero_stage=3 if _int(row["fsdp"], 0) > 0 else 2)
+        # FP8 (llm-foundry's fc_type "te"): Transformer Engine's te.Linear, in 2023 with its
+        # only recipe, DelayedScaling (per-tensor amax history)
+        opts = Options(stack="fsdp", flash_attention=True, fp8_scaling="delayed",
+                       grad_bytes=2.0 if "PURE" in str(row["precision_printed"]) else 4.0)
+        note = ("stack fsdp: no TP, FULL_SHARD as ZeRO-3 (SHARD_GRAD_OP as ZeRO-2), "
+                "activation checkpointing as full recompute (torchtitan's per-op selective "
+                "checkpointing as selective), flash attention, fp32 gradient reduce-scatter "
+                "unless MP Mode PURE")
     else:
         vp = _int(row["vp"], 1)
         kw.update(micro_batch=int(row["micro_batch"]), interleave=vp, recompute="none",
@@ -204,7 +255,7 @@ def predict_row(row, model, cat, calibration: Calibration | None = None, options
     if options:
         opts = replace(opts, **options)
     up = cat.fabric(gpu.scale_up)
-    out = cat.fabric(SCALE_OUT.get(row["source_table"], SCALE_OUT_DEFAULT))
+    out = scale_out_fabric(row, cat)
     try:
         p = predict_step(model, gpu, up, out, options=opts, calibration=calibration,
                          with_scaling=False, **kw)
@@ -282,6 +333,8 @@ def readme_table(res: pd.DataFrame) -> str:
                                           regex=True)
     fam = fam.replace({"narayanan2021 table 1": "Narayanan 2021 Table 1",
                        "llama3 table 4": "Llama 3 Table 4"})
+    fam = fam.str.replace(r"llm-foundry .*", "llm-foundry (stack fsdp)", regex=True)
+    fam = fam.str.replace(r"torchtitan .*", "torchtitan (stack fsdp, not fitted)", regex=True)
     lines = ["| source | kind | GPU | precision | rows predicted / listed | mean abs. error "
              "| max abs. error | left out: why |", "|---|---|---|---|---|---|---|---|"]
     for (f, kind, gpu, prec), g in res.assign(family=fam).groupby(
@@ -470,8 +523,10 @@ def fit(rows=None, cat=None, out=None, free="per-generation"):
     # a GPU with its own constant set is fitted on its own rows
     rows = rows.assign(generation=rows["generation"].where(~rows["gpu"].isin(FIT_APART),
                                                            rows["gpu"]))
-    # dense rows: the MoE rows fit their own constants (fit_moe)
-    ok = _expressible(rows[rows["model_kind"] == "dense"], cat)
+    # dense rows: the MoE rows fit their own constants (fit_moe); the FSDP stack's rows fit
+    # theirs (fit_fsdp)
+    megatron = rows.apply(row_stack, axis=1) == "megatron"
+    ok = _expressible(rows[(rows["model_kind"] == "dense") & megatron], cat)
     print("\nFit of Calibration per GPU generation (scipy.optimize.least_squares on "
           "log(predicted / measured tokens/s); prints only: the library's sets are "
           "llmcost.training.step.CALIBRATION_BY_GENERATION)", file=out)
@@ -592,6 +647,127 @@ def fit_moe(rows=None, cat=None, out=None):
     return dict(zip(MOE_PARAMS, np.exp(sol.x))), held
 
 
+# ------------------------------------------------------------------ the fsdp stack
+
+#: Constants of the fsdp stack fitted per GPU generation (properties of the GPU and of the
+#: kernel libraries the stack calls: cuBLAS GEMMs, flash-attn) and shared by every generation
+#: (properties of the software: bytes moved by its unfused eager kernels, its fixed cost per
+#: wrapped block); see llmcost.training.step.CALIBRATION_BY_STACK.
+FSDP_GEN_PARAMS = ("matmul_efficiency", "attention_efficiency")
+FSDP_SHARED_PARAMS = ("elementwise_traffic", "layer_host_overhead_s")
+FSDP_GENERATIONS = ("ampere", "hopper")
+FSDP_BOUNDS = {"matmul_efficiency": (0.2, 0.98), "attention_efficiency": (0.05, 0.9),
+               "elementwise_traffic": (0.1, 40.0), "layer_host_overhead_s": (1e-6, 0.05)}
+
+
+def _fsdp_names(gens=FSDP_GENERATIONS):
+    return [f"{p}@{g}" for p in FSDP_GEN_PARAMS for g in gens] + list(FSDP_SHARED_PARAMS)
+
+
+def _fsdp_calibrations(x_log, names) -> dict:
+    """{generation: Calibration} from fitted log-constants: Table 1's set with the fsdp
+    constants replaced (the NVLink efficiency and the GEMM traffic k stay measured / fixed)."""
+    vals = dict(zip(names, np.exp(x_log)))
+    gens = sorted({n.split("@")[1] for n in names if "@" in n})
+    return {g: replace(DEFAULT_CALIBRATION,
+                       **{p: float(vals[f"{p}@{g}"]) for p in FSDP_GEN_PARAMS},
+                       **{p: float(vals[p]) for p in FSDP_SHARED_PARAMS}) for g in gens}
+
+
+def _fsdp_residuals(x_log, rows, models, cat, names):
+    cals = _fsdp_calibrations(x_log, names)
+    return np.array([np.log(predict_row(r, m, cat, cals[GENERATION[r["gpu"]]])[0]
+                            / float(r["tokens_per_s_per_gpu"]))
+                     for (_, r), m in zip(rows.iterrows(), models)])
+
+
+def fsdp_rows(rows=None, cat=None, source=FSDP_FIT_SOURCE) -> pd.DataFrame:
+    """The expressible rows of one FSDP source (default: the fitted one, llm-foundry)."""
+    cat = cat or catalog.default()
+    rows = load_rows() if rows is None else rows
+    return _expressible(rows[rows["source_table"].str.startswith(source)], cat)
+
+
+def fit_fsdp_constants(rows, cat=None) -> dict:
+    """Least-squares fit of the fsdp stack's constants (FSDP_GEN_PARAMS per generation,
+    FSDP_SHARED_PARAMS once) on log(predicted / measured tokens/s) of ``rows``; returns the
+    values, their log-standard errors, the constants the rows do not identify, the
+    residuals and the per-generation Calibrations."""
+    from scipy.optimize import least_squares
+    cat = cat or catalog.default()
+    gens = [g for g in FSDP_GENERATIONS if (rows["gpu"].map(GENERATION) == g).any()]
+    names = _fsdp_names(gens)
+    models = [catalog_model(cat, r) for _, r in rows.iterrows()]
+    start = {n: float(getattr(step.CALIBRATION_BY_STACK["fsdp"][n.split("@")[1]]
+                              if "@" in n else step.CALIBRATION_BY_STACK["fsdp"][gens[0]],
+                              n.split("@")[0])) for n in names}
+    lo = np.log([FSDP_BOUNDS[n.split("@")[0]][0] for n in names])
+    hi = np.log([FSDP_BOUNDS[n.split("@")[0]][1] for n in names])
+    x0 = np.clip(np.log(np.maximum([start[n] for n in names], np.exp(lo))), lo + 1e-6, hi - 1e-6)
+    sol = least_squares(_fsdp_residuals, x0, bounds=(lo, hi), args=(rows, models, cat, names),
+                        diff_step=1e-3)
+    J = sol.jac
+    s2 = float(np.sum(sol.fun ** 2) / max(len(sol.fun) - len(names), 1))
+    std = np.sqrt(np.clip(np.diag(np.linalg.pinv(J.T @ J) * s2), 0, None))
+    at_bound = np.isclose(sol.x, lo, atol=1e-4) | np.isclose(sol.x, hi, atol=1e-4)
+    unidentified = [n for n, sd, b in zip(names, std, at_bound) if sd > 1.0 or b]
+    return dict(values={n: float(np.exp(x)) for n, x in zip(names, sol.x)},
+                log_std=dict(zip(names, std)), unidentified=unidentified,
+                residuals=sol.fun, calibrations=_fsdp_calibrations(sol.x, names))
+
+
+def _errors_text(e) -> str:
+    e = np.abs(np.asarray(e))
+    return f"mean |err| {100 * e.mean():.1f}%, max {100 * e.max():.1f}% ({len(e)} rows)"
+
+
+def fit_fsdp(rows=None, cat=None, out=None, hold_out=True):
+    """Fit the fsdp stack's constants on llm-foundry's rows; print them beside the library's
+    (CALIBRATION_BY_STACK["fsdp"]), their identification, the in-sample error per table, the
+    error of each table when it is left out of the fit (``hold_out``), and the error on the
+    rows of the other FSDP sources (torchtitan), which no fit sees."""
+    out = out or sys.stdout
+    cat = cat or catalog.default()
+    rows = load_rows() if rows is None else rows
+    fit_rows = fsdp_rows(rows, cat)
+    r = fit_fsdp_constants(fit_rows, cat)
+    print(f"\n[fsdp] {len(fit_rows)} expressible {FSDP_FIT_SOURCE} rows (stack fsdp; "
+          "scipy least_squares on log(predicted / measured tokens/s))", file=out)
+    lib = step.CALIBRATION_BY_STACK["fsdp"]
+    for n, val in r["values"].items():
+        p, _, g = n.partition("@")
+        print(f"  {n:34s} {val:10.4g}  (library {getattr(lib[g or 'hopper'], p):.4g}, "
+              f"log-std {r['log_std'][n]:.2g})", file=out)
+    print("  not identified by these rows: " + (", ".join(r["unidentified"]) or "none"),
+          file=out)
+    e = np.exp(r["residuals"]) - 1
+    print(f"  in-sample: {_errors_text(e)}", file=out)
+    for t, idx in fit_rows.groupby("source_table").indices.items():
+        print(f"    {t:40s} {_errors_text(e[idx])}", file=out)
+    if hold_out:
+        held = []
+        print("  leave-one-table-out (each table predicted with the constants fitted on the "
+              "others):", file=out)
+        for t in sorted(fit_rows["source_table"].unique()):
+            train, test = fit_rows[fit_rows["source_table"] != t], fit_rows[
+                fit_rows["source_table"] == t]
+            cals = fit_fsdp_constants(train, cat)["calibrations"]
+            err = [predict_row(x, catalog_model(cat, x), cat, cals[GENERATION[x["gpu"]]])[0]
+                   / float(x["tokens_per_s_per_gpu"]) - 1 for _, x in test.iterrows()]
+            held += err
+            print(f"    {t:40s} {_errors_text(err)}", file=out)
+        print(f"    overall held-out: {_errors_text(held)}", file=out)
+    other = _expressible(rows[rows["source_table"].str.startswith(FSDP_SOURCES)
+                              & ~rows["source_table"].str.startswith(FSDP_FIT_SOURCE)], cat)
+    for _, x in other.iterrows():
+        cal = r["calibrations"].get(GENERATION.get(x["gpu"]))
+        pred = predict_row(x, catalog_model(cat, x), cat, cal)[0]
+        print(f"  out of sample {x['id']:40s} measured {x['tokens_per_s_per_gpu']:8.0f}, "
+              f"predicted {pred:8.0f} ({100 * (pred / x['tokens_per_s_per_gpu'] - 1):+.1f}%)",
+              file=out)
+    return r
+
+
 ERRORS = ROOT / "data" / "step_model_errors.csv"
 
 
@@ -689,6 +865,7 @@ def main(argv=None):
         _, moe_held = fit_moe()
         fit_mxfp8()
         results = fit()
+        fit_fsdp()
         if "--write-errors" in argv:
             import datetime
             import subprocess

@@ -12,7 +12,6 @@ import json
 import math
 import sys
 import time
-from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -20,7 +19,6 @@ import numpy as np
 from . import _validate as v
 from . import catalog
 from .training import flops as fl
-from .training import hf_config
 from .economics import reliability as rel
 from .economics import sizing
 from .economics import spot as spot_mod
@@ -30,7 +28,6 @@ from .training import planner
 from .training import step as step_mod
 from .training.precision import PRECISIONS
 from .training.arch import ModelSpec
-from .training.layout import Layout
 from . import utilization as ut
 
 
@@ -46,8 +43,6 @@ class _Parser(argparse.ArgumentParser):
 def _add_model_args(p: argparse.ArgumentParser, required_seq=False) -> None:
     g = p.add_argument_group("model (a catalog id, or an architecture)")
     g.add_argument("--model", help="catalog id, e.g. llama3-70b (see `llmcost list models`)")
-    g.add_argument("--model-config", metavar="FILE",
-                   help="a Hugging Face config.json (read as JSON, never run)")
     g.add_argument("--layers", type=int)
     g.add_argument("--hidden", type=int)
     g.add_argument("--heads", type=int)
@@ -60,15 +55,6 @@ def _add_model_args(p: argparse.ArgumentParser, required_seq=False) -> None:
 
 def _model_from_args(a) -> ModelSpec:
     arch = dict(layers=a.layers, hidden=a.hidden, heads=a.heads, vocab=a.vocab)
-    if getattr(a, "model_config", None):
-        given = [k for k, x in {"model": a.model, **arch}.items() if x is not None]
-        if given:
-            raise v.InputError("model_config", f"give --model-config or --{given[0]}, not both")
-        m, notes = hf_config.model_from_config(hf_config.read_config_file(a.model_config),
-                                               seq_len=a.seq_len)
-        for note in notes:
-            print(f"note: {note}", file=sys.stderr)
-        return m
     if a.model:
         given = [k for k, x in arch.items() if x is not None]
         if given:
@@ -220,9 +206,7 @@ DEFAULT_FABRIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-xdr",
 
 
 def _options(a) -> step_mod.Options:
-    extra = {"stack": a.stack} if hasattr(a, "stack") and "stack" in step_mod.Options.__dataclass_fields__ else {}
     return step_mod.Options(
-        **extra,
         flash_attention=not a.no_flash_attention,
         dp_overlap=float(v.in_range("dp_overlap", a.dp_overlap, 0, 1)),
         tp_comm_overlap=a.tp_comm_overlap,
@@ -241,23 +225,24 @@ def _fit_reason(total_gb, cap_gb, parts) -> str:
 def cmd_predict(a) -> dict:
     m = _model_from_args(a)
     gpu, up, out = _hardware(a)
-    lay = Layout(gpus=a.gpus, tp=a.tp, pp=a.pp, interleave=a.interleave, cp=a.cp, ep=a.ep,
-                 etp=a.etp, micro_batch=a.micro_batch, global_batch=a.global_batch,
-                 zero_stage=a.zero, recompute=a.recompute, sequence_parallel=a.sequence_parallel,
-                 flash_attention=not a.no_flash_attention, tp_comm_overlap=a.tp_comm_overlap,
-                 first_stage_layers=a.first_stage_layers, last_stage_layers=a.last_stage_layers,
-                 precision=a.precision)
-    p = step_mod.predict_step(m, gpu, up, out, options=_options(a), **lay.step_kwargs())
+    p = step_mod.predict_step(m, gpu, up, out, a.gpus, a.tp, a.pp, a.global_batch, a.cp,
+                              a.micro_batch, a.interleave, a.recompute, a.sequence_parallel,
+                              a.zero, _options(a), first_stage_layers=a.first_stage_layers,
+                              last_stage_layers=a.last_stage_layers, precision=a.precision,
+                              ep=a.ep, etp=a.etp)
     split = [int(x) for x in (p.first_stage_layers, p.middle_stage_layers, p.last_stage_layers)]
     parts = {k: float(x) for k, x in p.memory.to_gb().items() if k != "total_gb"}
     cap = gpu.memory_bytes / mem.GB
     res = {
         "model": m.id, "params": m.params, "active_params": m.active_params,
         "gpu": gpu.id, "fabric": out.id, "precision": a.precision,
-        "layout": {**replace(lay, first_stage_layers=split[0], middle_stage_layers=split[1],
-                             last_stage_layers=split[2]).to_dict(),
+        "layout": {"gpus": a.gpus, "tp": a.tp, "pp": a.pp, "cp": a.cp, "ep": a.ep,
+                   "etp": a.etp, "dp": int(p.dp),
+                   "micro_batch": a.micro_batch, "num_microbatches": int(p.num_microbatches),
+                   "interleave": a.interleave, "zero_stage": a.zero, "recompute": a.recompute,
+                   "sequence_parallel": a.sequence_parallel,
+                   "first_stage_layers": split[0], "last_stage_layers": split[2],
                    "stage_layers": planner.stage_layers_summary(a.pp, *split)},
-        "stack": getattr(a, "stack", "megatron"),
         "slowest_stage": int(p.slowest_stage),
         "step_time_s": float(p.step_time_s),
         "model_tflops_per_gpu": float(p.model_tflops_per_gpu),
@@ -586,10 +571,6 @@ def _scenarios_from_args(a):
         raise v.InputError("query", "give --query \"model=...&gpus=...\" and/or --scenario file.json")
     cat = catalog.default()
     s = Scenario()
-    config = None
-    if getattr(a, "model_config", None):
-        from .scenario import config_text
-        config = config_text(hf_config.config_fields(hf_config.read_config_file(a.model_config)))
     if a.scenario is not None:
         try:
             with open(a.scenario, encoding="utf-8") as fh:
@@ -600,20 +581,10 @@ def _scenarios_from_args(a):
         s, notes = Scenario.from_json(text, cat, strict=True)
     else:
         notes = []
-    if config is not None:
-        # the file's model, under whatever the link or scenario file says
-        s = replace(s, model="config", model_config=config)
     if a.query is None:
         return [s], cat, notes
     from urllib.parse import urlencode
     query = a.query.lstrip("?")
-    if config is not None and a.scenario is None:
-        from urllib.parse import parse_qsl
-        link = dict(parse_qsl(query, keep_blank_values=True))
-        if "model" in link:
-            raise v.InputError("model_config", "give --model-config or model= in the query, "
-                                               "not both")
-        query = s.to_query() + ("&" + query if query else "")
     if a.scenario is not None:
         # the file's values are A's starting point: the link's A keys go on top of them
         from urllib.parse import parse_qsl
@@ -862,9 +833,6 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--tp-comm-overlap", action="store_true",
                         help="TP communication overlapped with GEMMs (TransformerEngine)")
         _add_precision_arg(sp)
-        sp.add_argument("--stack", choices=("megatron", "fsdp"), default="megatron",
-                        help="training stack: Megatron-LM/NeMo/Megatron-Bridge with Transformer "
-                             "Engine (default) or PyTorch FSDP/FSDP2 (torchtitan, llm-foundry)")
         sp.add_argument("--moe-load-imbalance", type=float,
                         default=step_mod.Options.moe_load_imbalance,
                         help="MoE: tokens on the busiest expert rank over the mean (>= 1; "
@@ -990,16 +958,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "reliability and the cash cost of each pricing option.")
     sp.add_argument("--query", help='the apps\' query string, e.g. "model=llama3-405b&gpus=16384"')
     sp.add_argument("--scenario", help="a scenario file saved by an app (JSON)")
-    sp.add_argument("--model-config", metavar="FILE",
-                    help="a Hugging Face config.json: review that model (model=config)")
 
     sp = add("storage", cmd_storage, "Checkpoint size, stalls, upload, durable interval, "
                                      "goodput and data read rate of a scenario.")
     sp.add_argument("--query", help='the apps\' query string, e.g. '
                                     '"model=llama3-405b&gpus=16384&checkpoint_mode=async"')
     sp.add_argument("--scenario", help="a scenario file saved by an app (JSON)")
-    sp.add_argument("--model-config", metavar="FILE",
-                    help="a Hugging Face config.json: that model's checkpoints and reads")
 
     sp = add("list", cmd_list, "List a catalog table.")
     sp.add_argument("table", choices=catalog.TABLES)

@@ -451,7 +451,7 @@ def candidate_sizes(gpus_per_node: int, max_nodes: int) -> np.ndarray:
 
 
 def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
-                    precision="bf16", simplest_within=0.0):
+                    precision="bf16"):
     """Per size, the fastest fitting layout over the batches within BATCH_TOLERANCE of B.
 
     One vectorized pass: structural layouts (t, p, c, b, v) per size, the batches they
@@ -540,15 +540,6 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
     # throughput across batches: the first row of each size is the plan's best there
     key = np.lexsort((L["tp"], L["zero_stage"], L["interleave"], L["cp"], L["memory_gb"],
                       -L["tokens_per_s"], L["si"]))
-    if simplest_within > 0:
-        # as planner.plan(simplest_within=...): the fewest parallel dimensions among the
-        # layouts within that share of each size's fastest, then the fastest of those
-        best_tps = np.zeros(len(gpus))
-        np.maximum.at(best_tps, L["si"], L["tokens_per_s"])
-        near = L["tokens_per_s"] * (1 + simplest_within) >= best_tps[L["si"]]
-        dims = np.where(near, planner.parallel_dimensions(L), 99)
-        key = np.lexsort((L["tp"], L["zero_stage"], L["interleave"], L["cp"], L["memory_gb"],
-                          -L["tokens_per_s"], dims, L["si"]))
     first = key[np.r_[True, L["si"][key][1:] != L["si"][key][:-1]]]
     return {name: a[first] for name, a in L.items()}, dict(evaluated=evaluated)
 
@@ -564,7 +555,7 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
                  max_nodes=4096, options: Options = Options(flash_attention=True),
                  seq_len=None, space: planner.Space = SIZING_SPACE, max_power_mw=None,
                  power_kw_per_gpu=None, pue=DEFAULT_PUE, max_batch_tokens=None,
-                 precision=None, simplest_within=0.0) -> Sizing:
+                 precision=None) -> Sizing:
     r"""GPUs and nodes needed to train ``tokens`` within ``target_days``.
 
     For every candidate size N (:func:`candidate_sizes`) the layouts of ``space`` valid at
@@ -620,9 +611,6 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
         the model size.
     precision : {"bf16", "fp8", "mxfp8"}, optional
         GEMM precision of every layout (not searched); None: ``options.precision``.
-    simplest_within : float, optional
-        At each size, the layout with the fewest parallel dimensions among those within this
-        share of the fastest (as :func:`llmcost.training.planner.plan`) [-]; 0: the fastest.
         Refused where the GPU cannot run it.
 
     Returns
@@ -668,7 +656,7 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     total_flops = model.flops_per_token("none", s) * D
 
     best, info = _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
-                                 prec, simplest_within)
+                                 prec)
     days = np.full(len(gpus), np.inf)       # with the schedule headroom: the target's test
     train_days = np.full(len(gpus), np.inf)  # without it: the review's "days to train"
     cols = {k: np.full(len(gpus), np.nan) for k in ("mfu", "global_batch", "tokens_per_s",

@@ -399,8 +399,7 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
          global_batch: int, space: Space = Space(), options: Options = Options(),
          calibration: Calibration | None = None, seq_len: int | None = None,
          usd_per_gpu_hour: float | None = None, heuristic: str = "none",
-         rank_by: str = "time", memory_kwargs=None, precision: str | None = None,
-         simplest_within: float = 0.0) -> Plan:
+         rank_by: str = "time", memory_kwargs=None, precision: str | None = None) -> Plan:
     r"""Evaluate every valid layout in one vectorized call and rank them.
 
     Ranking: layouts that fit first, then by step time (``rank_by="time"``) or by dollars
@@ -433,10 +432,6 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
     precision : {"bf16", "fp8", "mxfp8"}, optional
         GEMM precision of every layout; None: ``options.precision``. Refused where the GPU
         cannot run it (:func:`llmcost.training.precision.check_precision`).
-    simplest_within : float, optional
-        Among the fitting layouts within this share of the best (by ``rank_by``), the one
-        with the fewest parallel dimensions (:func:`parallel_dimensions`) ranks first [-];
-        0 (the default) ranks by time or cost alone.
 
     Returns
     -------
@@ -483,26 +478,7 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
     df = df.sort_values(["fits", key, "memory_gb", "cp", "interleave", "zero_stage", "tp"],
                         ascending=[False, True, True, True, True, True, True],
                         kind="stable").reset_index(drop=True)
-    if simplest_within > 0 and bool(df["fits"].iloc[0]):
-        df = _simplest_first(df, key, float(v.in_range("simplest_within", simplest_within, 0, 1)))
     return Plan(df, n, int(df["fits"].sum()), cand, pareto_front(df))
-
-
-def parallel_dimensions(df) -> np.ndarray:
-    """How many ways a layout splits the work, the measure of its complexity [-]: one per
-    size above 1 among TP, PP, interleaving, CP, EP and expert TP, plus one for ZeRO-3
-    (parameter gathers every layer) and one for recomputation."""
-    n = sum((np.asarray(df[k]) > 1).astype(int) for k in ("tp", "pp", "interleave", "cp", "ep", "etp"))
-    return n + (np.asarray(df["zero_stage"]) >= 3) + (np.asarray(df["recompute"]) != "none")
-
-
-def _simplest_first(df: pd.DataFrame, key: str, within: float) -> pd.DataFrame:
-    """The fitting layouts within ``within`` of the best, simplest first (then by ``key``),
-    ahead of the rest in their order."""
-    near = df["fits"].to_numpy() & (df[key].to_numpy() <= df[key].iloc[0] * (1 + within))
-    head = df[near].assign(_dims=parallel_dimensions(df[near]))
-    head = head.sort_values(["_dims", key], kind="stable").drop(columns="_dims")
-    return pd.concat([head, df[~near]]).reset_index(drop=True)
 
 
 def _sizes_text(gpus) -> str:

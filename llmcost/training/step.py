@@ -118,6 +118,14 @@ class Calibration:
     #: over-predicted on GB200/GB300 (+37..+40% per group held out), which no MoE constant
     #: here explains.
     moe_layer_overhead_s: float = 0.0055
+    #: Time per transformer layer per micro-batch that does not scale with its tokens [s]
+    #: (forward and backward; x 4/3 with full recomputation, which runs the forward again):
+    #: the host's share of an eager stack, FSDP's hooks around every wrapped block (unshard,
+    #: reshard, issuing the collectives, stream waits) and the rate limiter's CPU-GPU sync
+    #: (``limit_all_gathers``, Zhao et al. 2023 §3.4), with the Python launches of the block's
+    #: many unfused kernels behind it. 0 in the megatron sets (not fitted there); fitted for
+    #: the fsdp stack (CALIBRATION_BY_STACK).
+    layer_host_overhead_s: float = 0.0
 
 
 DEFAULT_CALIBRATION = Calibration()
@@ -164,14 +172,72 @@ CALIBRATION_BY_GPU = {
 }
 
 
-def calibration_for(gpu) -> Calibration:
-    """The constant set of a GPU: its own (:data:`CALIBRATION_BY_GPU`) or its generation's
-    (:data:`CALIBRATION_BY_GENERATION`).
+#: Training stacks (:attr:`Options.stack`).
+STACKS = ("megatron", "fsdp")
+
+#: The fsdp stack's constants, fitted jointly (scipy least_squares on log(predicted /
+#: measured tokens/s), benchmarks/validate.py ``fit_fsdp``, ``make validate FIT=1``) to the
+#: 216 rows of MosaicML llm-foundry's benchmark tables (scripts/train/benchmarking/README.md
+#: at mosaicml/llm-foundry@8c8dd48: MPT 125M-70B on A100 40/80GB and H100, sequences
+#: 512-65536, 8-512 GPUs, with and without activation checkpointing, 7 rows FP8), and only
+#: to them; in-sample mean 4.3%, max 39.6% (A100 40GB 70B on 64 GPUs with micro-batch 2,
+#: 27% slower per GPU than on 128 with 4). gamma and the host overhead are properties of the software
+#: (eager kernels, FSDP's per-block hooks) and shared by every GPU: gamma 4.357, log-std 0.13;
+#: host overhead 3.50 ms, log-std 0.12, identified by micro-batches of 4k against 40k+ tokens
+#: (13B on H100 with mb 2 at 2048: 39.8% MFU, mb 40 at 1024: 44.3%, HFU 59.0%); without it
+#: gamma fits 7.8 and the 209 BF16 rows 5.1% (small micro-batches over-predicted). gamma is below
+#: Table 1's 5.005, whose rows also move unfused softmax over s x s scores (no flash
+#: attention): the two multiply different byte counts.
+FSDP_ELEMENTWISE_TRAFFIC = 4.357
+FSDP_LAYER_HOST_OVERHEAD_S = 0.003504
+
+#: Constant sets of the training stacks other than "megatron", by GPU generation. For fsdp,
+#: e_max and e_attn are refit per generation (cuBLAS and flash-attn 2 as the stack called
+#: them), with gamma and the host overhead above; the NVLink efficiency and the GEMM traffic
+#: k keep Table 1's values (measured / not identified, as for megatron).
+#: - ampere: e_max 0.7689 (log-std 0.013), e_attn 0.3205 (0.016) on the 139 A100 rows.
+#: - hopper: e_max 0.6567 (0.017), e_attn 0.1814 (0.022) on the 77 H100 rows, e_attn
+#:   identified by the 16k-65k sequences (7B at 65536: 28.6% MFU). The megatron sets keep
+#:   0.33, FlashAttention-2's own H100 benchmark; llm-foundry's 2023 runs (flash-attn 2 called
+#:   through its varlen interface on unpadded tokens) reached about half of it.
+#: Each of the five tables predicted with the constants refit on the other four: mean 4.8%,
+#: max 41.8% (H100 tables 3.4-5.1%, A100 4.4-5.6%). Out of sample, torchtitan's eager FSDP2
+#: Llama 3.1 8B rows on 8 and 128 H100 (pytorch/torchtitan
+#: benchmarks/llama3_h100_202412_torchtitan.md, never fitted) are over-predicted by 22% and
+#: 26% on h100-sxm; they ran 500 W H100s with 2.4 TB/s HBM2e, with which the prediction is
+#: 2-22% high. Generations without fsdp rows (Blackwell, CDNA3, Ada) take their megatron set
+#: with the fsdp gamma and host overhead.
+CALIBRATION_BY_STACK = {
+    "fsdp": {
+        "ampere": replace(DEFAULT_CALIBRATION, matmul_efficiency=0.7689,
+                          attention_efficiency=0.3205, elementwise_traffic=FSDP_ELEMENTWISE_TRAFFIC,
+                          layer_host_overhead_s=FSDP_LAYER_HOST_OVERHEAD_S),
+        "hopper": replace(DEFAULT_CALIBRATION, matmul_efficiency=0.6567,
+                          attention_efficiency=0.1814, elementwise_traffic=FSDP_ELEMENTWISE_TRAFFIC,
+                          layer_host_overhead_s=FSDP_LAYER_HOST_OVERHEAD_S),
+    },
+}
+
+
+def _stack_calibration(gpu, stack):
+    own = CALIBRATION_BY_STACK[stack].get(getattr(gpu, "generation", None))
+    if own is not None:
+        return own
+    return replace(calibration_for(gpu), elementwise_traffic=FSDP_ELEMENTWISE_TRAFFIC,
+                   layer_host_overhead_s=FSDP_LAYER_HOST_OVERHEAD_S)
+
+
+def calibration_for(gpu, stack="megatron") -> Calibration:
+    """The constant set of a GPU on a training stack: for "megatron" the GPU's own
+    (:data:`CALIBRATION_BY_GPU`) or its generation's (:data:`CALIBRATION_BY_GENERATION`); for
+    "fsdp" its generation's in :data:`CALIBRATION_BY_STACK`.
 
     Parameters
     ----------
     gpu : GPUSpec
         Any object with an ``id`` and a ``generation`` name [-].
+    stack : {"megatron", "fsdp"}
+        The training stack (:data:`STACKS`).
 
     Returns
     -------
@@ -182,8 +248,12 @@ def calibration_for(gpu) -> Calibration:
     References
     ----------
     .. [1] data/calibration_runs.csv: Narayanan et al. 2021 Table 1; Llama 3 (arXiv:2407.21783)
-       Table 4; NVIDIA Megatron-Bridge performance summary 25.11-26.08 (commit 067f987).
+       Table 4; NVIDIA Megatron-Bridge performance summary 25.11-26.08 (commit 067f987);
+       MosaicML llm-foundry benchmark tables (commit 8c8dd48) for the fsdp stack.
     """
+    stack = v.choice("stack", stack, STACKS)
+    if stack != "megatron":
+        return _stack_calibration(gpu, stack)
     own = CALIBRATION_BY_GPU.get(getattr(gpu, "id", None))
     if own is not None:
         return own
@@ -237,6 +307,12 @@ class Options:
     #: ``moe_paged_stash``): no device-to-host sync and no host launches inside the step, so
     #: no overhead. Default "none" (an assumption the user states; dense models ignore it).
     cuda_graphs: str = "none"
+    #: training stack (:data:`STACKS`): "megatron" (Megatron-LM / NeMo / Megatron-Bridge with
+    #: Transformer Engine; the default) or "fsdp" (PyTorch FSDP / FSDP2 in eager mode, e.g.
+    #: MosaicML llm-foundry, torchtitan without torch.compile). It picks the constant set
+    #: (:func:`calibration_for`) and, for "fsdp", turns TP communication overlap off;
+    #: :func:`predict_step` says what each term of the fsdp stack models.
+    stack: str = "megatron"
 
 
 #: CUDA-graph coverage of a training step (:attr:`Options.cuda_graphs`).
@@ -679,6 +755,30 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     B200/GB200), while MFU keeps crediting 12 s d_q of full attention (the tool's one
     convention); unfused attention runs its full s x s GEMMs at e_max.
 
+    Training stack (``options.stack``, :data:`STACKS`). "megatron" is the model above with
+    the megatron constant sets (:func:`calibration_for`). "fsdp" is PyTorch FSDP / FSDP2 in
+    eager mode (MosaicML llm-foundry, torchtitan without torch.compile) [5]; the same terms,
+    with these differences:
+
+    - no Transformer Engine: LayerNorm, GELU, bias and residual adds, casts run as separate
+      eager kernels, each reading and writing its tensors: gamma is the stack's own, fitted
+      on its rows (:data:`FSDP_ELEMENTWISE_TRAFFIC`); GEMMs (cuBLAS) and fused attention
+      (flash-attn 2) reach the shares of peak its rows identify per GPU generation
+      (:data:`CALIBRATION_BY_STACK`); FP8 only where stated (Transformer Engine linears);
+    - no TP communication overlap (no userbuffers): with t > 1 the TP collectives stay in
+      the critical path whatever ``tp_comm_overlap`` says;
+    - sharding as the layout gives it: ``zero_stage`` 3 is FULL_SHARD (FSDP2's default),
+      whose per-layer parameter all-gathers before forward and backward and gradient
+      reduce-scatter after backward are prefetched behind the neighbouring layer's compute
+      ([5] §3.3; :func:`zero3_exposed_comm_s`), 2 is SHARD_GRAD_OP; the reduce-scatter
+      moves ``options.grad_bytes`` per parameter (4 under mixed precision that reduces in
+      fp32, the default of Composer and torchtitan);
+    - a fixed time per layer and micro-batch, t_host (``Calibration.layer_host_overhead_s``,
+      x 4/3 with full recomputation), added to the layer's memory-bound time: FSDP's hooks
+      around each wrapped block and its rate limiter's CPU-GPU sync ([5] §3.4), with the
+      block's eager kernel launches, which the GPU waits for when a micro-batch is small;
+    - activation checkpointing as configured: a checkpointed block is ``recompute="full"``.
+
     Parameters
     ----------
     model : ModelSpec
@@ -692,9 +792,11 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     sequence_parallel : bool or array
     zero_stage : int or array
     options : Options
-        Its overlap shares (dp_overlap, tp_overlap, tp_overlap_gemm_penalty) in [0, 1].
+        Its overlap shares (dp_overlap, tp_overlap, tp_overlap_gemm_penalty) in [0, 1]; its
+        ``stack`` ("megatron" or "fsdp") picks the constant set and the stack's terms.
     calibration : Calibration, optional
-        Default: the set of the GPU's generation (:func:`calibration_for`).
+        Default: the set of the GPU's generation on ``options.stack``
+        (:func:`calibration_for`).
     seq_len : int, optional
         Default: the model's.
     memory_kwargs : dict, optional
@@ -753,6 +855,10 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     .. [3] Rajbhandari et al. 2019, arXiv:1910.02054, §7.
     .. [4] NVIDIA Transformer Engine documentation, "Low precision training: Performance
        Considerations"; Micikevicius et al. 2022, arXiv:2209.05433, §4.
+    .. [5] Y. Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data
+       Parallel", VLDB 2023, arXiv:2304.11277, §3.3 (overlap, backward and forward
+       prefetch), §3.4 (rate limiter); constants fitted to MosaicML llm-foundry's benchmark
+       tables (scripts/train/benchmarking/README.md, mosaicml/llm-foundry@8c8dd48).
     """
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
     gpus, tp, pp, cp, b, B, vv, dp, m = _check(model, gpus, tp, pp, cp, micro_batch,
@@ -769,8 +875,9 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     rec_attn = np.where((rec == "none") & ("core_attn" in mods), "selective", rec)
     sp = v.boolean("sequence_parallel", sequence_parallel)
     zero = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
-    cal = calibration_for(gpu) if calibration is None else calibration
     opt = options
+    stack = v.choice("stack", opt.stack, STACKS)
+    cal = calibration_for(gpu, stack) if calibration is None else calibration
     # shares outside [0, 1] give negative exposed times and an MFU above 1
     for share in ("dp_overlap", "tp_overlap", "tp_overlap_gemm_penalty"):
         v.in_range(share, getattr(opt, share), 0, 1)
@@ -779,7 +886,9 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                       opt.flash_attention if flash_attention is None else flash_attention)
     tpo = v.boolean("tp_comm_overlap",
                     opt.tp_comm_overlap if tp_comm_overlap is None else tp_comm_overlap)
-    tpo = tpo & (tp > 1)
+    # PyTorch's tensor parallelism runs its collectives in the critical path (no
+    # Transformer Engine userbuffers): the fsdp stack never hides them
+    tpo = tpo & (tp > 1) & (stack == "megatron")
     prec = check_precision(opt.precision if precision is None else precision, gpu)
     v.choice("fp8_scaling", opt.fp8_scaling, FP8_SCALINGS)
     fp8 = bool(np.any(prec != "bf16"))
@@ -883,6 +992,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         # CUDA graph with a sync-free dispatcher removes
         host = 0.0 if graphs == "full" else 1.0
         t_elem = t_elem + share * cal.moe_layer_overhead_s * host * rec_f
+    # fixed per layer and micro-batch (0 for megatron): the eager stack's host work
+    t_elem = t_elem + cal.layer_host_overhead_s * rec_f
     if fp8:
         # the linear GEMMs move from the BF16 to the FP8 peak with 1-byte operands
         # (attention stays); BF16 layouts keep their exact figures
