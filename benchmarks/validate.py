@@ -533,7 +533,7 @@ def fit(rows=None, cat=None, out=None, free="per-generation"):
     results = {}
     for gen in ("ampere", "hopper", "blackwell", *FIT_APART):
         sub = ok[ok["generation"] == gen]
-        total = int((rows["generation"] == gen).sum())
+        total = int(((rows["generation"] == gen) & megatron).sum())
         print(f"\n[{gen}] {len(sub)} expressible of {total} rows", file=out)
         if len(sub) == 0:
             print("  nothing to fit: no row of this generation is expressible today", file=out)
