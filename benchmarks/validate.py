@@ -32,6 +32,7 @@ if str(ROOT) not in sys.path:
 from llmcost import catalog  # noqa: E402
 from llmcost._validate import InputError  # noqa: E402
 from llmcost.training import step  # noqa: E402
+from llmcost.training.moe import A2A_OVERLAP  # noqa: E402
 from llmcost.training.step import DEFAULT_CALIBRATION, Calibration, Options, predict_step  # noqa: E402
 
 DATA = ROOT / "data" / "calibration_runs.csv"
@@ -112,7 +113,7 @@ def recipe_cuda_graphs(row) -> str:
 
 #: Share of the expert all-to-all the Megatron-Bridge MoE recipes hide behind compute [-]
 #: (fitted with the MoE constants by fit_moe; an Options value, not a library default).
-MOE_A2A_OVERLAP = 0.71
+MOE_A2A_OVERLAP = A2A_OVERLAP["1f1b"]
 #: Constants refit per generation. Ampere: e_max and gamma, as benchmarks/calibrate.py fits
 #: them to Table 1. Hopper and Blackwell: e_max only; with all of FIT_PARAMS free their fits
 #: run to the bounds (see llmcost.training.step.CALIBRATION_BY_GENERATION).

@@ -12,6 +12,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -19,6 +20,7 @@ import numpy as np
 from . import _validate as v
 from . import catalog
 from .training import flops as fl
+from .training import hf_config
 from .economics import reliability as rel
 from .economics import sizing
 from .economics import spot as spot_mod
@@ -28,6 +30,10 @@ from .training import planner
 from .training import step as step_mod
 from .training.precision import PRECISIONS
 from .training.arch import ModelSpec
+from .training.layout import Layout
+from .training.moe import A2A_OVERLAP
+from .training.recompute import RECOMPUTE_MODULES
+from .scenario import FIELDS as SCENARIO_FIELDS, MOE_LOAD_IMBALANCE_DEFAULT
 from . import utilization as ut
 
 
@@ -43,6 +49,8 @@ class _Parser(argparse.ArgumentParser):
 def _add_model_args(p: argparse.ArgumentParser, required_seq=False) -> None:
     g = p.add_argument_group("model (a catalog id, or an architecture)")
     g.add_argument("--model", help="catalog id, e.g. llama3-70b (see `llmcost list models`)")
+    g.add_argument("--model-config", metavar="FILE",
+                   help="a Hugging Face config.json (read as JSON, never run)")
     g.add_argument("--layers", type=int)
     g.add_argument("--hidden", type=int)
     g.add_argument("--heads", type=int)
@@ -55,6 +63,15 @@ def _add_model_args(p: argparse.ArgumentParser, required_seq=False) -> None:
 
 def _model_from_args(a) -> ModelSpec:
     arch = dict(layers=a.layers, hidden=a.hidden, heads=a.heads, vocab=a.vocab)
+    if getattr(a, "model_config", None):
+        given = [k for k, x in {"model": a.model, **arch}.items() if x is not None]
+        if given:
+            raise v.InputError("model_config", f"give --model-config or --{given[0]}, not both")
+        m, notes = hf_config.model_from_config(hf_config.read_config_file(a.model_config),
+                                               seq_len=a.seq_len)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        return m
     if a.model:
         given = [k for k, x in arch.items() if x is not None]
         if given:
@@ -165,7 +182,7 @@ def cmd_memory(a) -> dict:
             a.sequence_parallel, not a.no_flash_attention, a.optimizer, a.interleave,
             finetune=a.finetune, lora_rank=a.lora_rank,
             first_stage_layers=a.first_stage_layers, last_stage_layers=a.last_stage_layers,
-            ep=a.ep, etp=a.etp)
+            ep=a.ep, etp=a.etp, recompute_modules=a.recompute_modules, **_recipe_memory_kwargs(a))
         out = {k: float(x) for k, x in br.to_gb().items()}
         rank, depth = int(br.peak_stage), int(a.pp)
         out["peak_stage"] = "first" if rank == 0 else "last" if rank == depth - 1 else "middle"
@@ -206,14 +223,43 @@ DEFAULT_FABRIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-xdr",
 
 
 def _options(a) -> step_mod.Options:
+    extra = {"stack": a.stack} if hasattr(a, "stack") and "stack" in step_mod.Options.__dataclass_fields__ else {}
     return step_mod.Options(
+        **extra,
         flash_attention=not a.no_flash_attention,
         dp_overlap=float(v.in_range("dp_overlap", a.dp_overlap, 0, 1)),
         tp_comm_overlap=a.tp_comm_overlap,
         moe_load_imbalance=float(v.in_range("moe_load_imbalance", getattr(
-            a, "moe_load_imbalance", step_mod.Options.moe_load_imbalance), 1, 16)),
-        moe_a2a_overlap=float(v.in_range("moe_a2a_overlap", getattr(
-            a, "moe_a2a_overlap", step_mod.Options.moe_a2a_overlap), 0, 1)))
+            a, "moe_load_imbalance", MOE_LOAD_IMBALANCE_DEFAULT), 1, 16)),
+        moe_a2a_overlap=_a2a_overlap(a))
+
+
+def _a2a_overlap(a) -> float:
+    """The all-to-all share hidden: the flag's own figure, else the named recipe's."""
+    share = getattr(a, "moe_a2a_overlap", None)
+    if share is None:
+        return A2A_OVERLAP[getattr(a, "moe_overlap", MOE_OVERLAP_DEFAULT)]
+    return float(v.in_range("moe_a2a_overlap", share, 0, 1))
+
+
+#: the CLI's MoE overlap default: the Scenario's (one claim, llmcost.scenario)
+MOE_OVERLAP_DEFAULT = SCENARIO_FIELDS["moe_overlap"].default
+
+
+def _add_recipe_args(sp) -> None:
+    """The memory recipe of a 2025 run (llmcost.training.memory, llmcost.training.recompute)."""
+    sp.add_argument("--recompute-modules", default="",
+                    help="modules recomputed by name, comma-separated (Megatron-Core's "
+                         "--recompute-modules: " + ", ".join(RECOMPUTE_MODULES) + ")")
+    sp.add_argument("--optimizer-moments", choices=mem.OPTIMIZER_MOMENTS, default="fp32",
+                    help="AdamW moments in fp32 (default) or bf16 (DeepSeek-V3)")
+    sp.add_argument("--moe-probs-at", choices=("combine", "activation"), default="activation",
+                    help="MoE: router probabilities applied in the expert activation (Megatron-"
+                         "Core since 2025, the default) or at the combine (keeps expert outputs)")
+
+
+def _recipe_memory_kwargs(a) -> dict:
+    return {"optimizer_moments": a.optimizer_moments, "moe_probs_at": a.moe_probs_at}
 
 
 def _fit_reason(total_gb, cap_gb, parts) -> str:
@@ -225,24 +271,25 @@ def _fit_reason(total_gb, cap_gb, parts) -> str:
 def cmd_predict(a) -> dict:
     m = _model_from_args(a)
     gpu, up, out = _hardware(a)
-    p = step_mod.predict_step(m, gpu, up, out, a.gpus, a.tp, a.pp, a.global_batch, a.cp,
-                              a.micro_batch, a.interleave, a.recompute, a.sequence_parallel,
-                              a.zero, _options(a), first_stage_layers=a.first_stage_layers,
-                              last_stage_layers=a.last_stage_layers, precision=a.precision,
-                              ep=a.ep, etp=a.etp)
+    lay = Layout(gpus=a.gpus, tp=a.tp, pp=a.pp, interleave=a.interleave, cp=a.cp, ep=a.ep,
+                 etp=a.etp, micro_batch=a.micro_batch, global_batch=a.global_batch,
+                 zero_stage=a.zero, recompute=a.recompute, sequence_parallel=a.sequence_parallel,
+                 flash_attention=not a.no_flash_attention, tp_comm_overlap=a.tp_comm_overlap,
+                 first_stage_layers=a.first_stage_layers, last_stage_layers=a.last_stage_layers,
+                 precision=a.precision, recompute_modules=a.recompute_modules,
+                 optimizer_moments=a.optimizer_moments)
+    p = step_mod.predict_step(m, gpu, up, out, options=_options(a),
+                              memory_kwargs=_recipe_memory_kwargs(a), **lay.step_kwargs())
     split = [int(x) for x in (p.first_stage_layers, p.middle_stage_layers, p.last_stage_layers)]
     parts = {k: float(x) for k, x in p.memory.to_gb().items() if k != "total_gb"}
     cap = gpu.memory_bytes / mem.GB
     res = {
         "model": m.id, "params": m.params, "active_params": m.active_params,
         "gpu": gpu.id, "fabric": out.id, "precision": a.precision,
-        "layout": {"gpus": a.gpus, "tp": a.tp, "pp": a.pp, "cp": a.cp, "ep": a.ep,
-                   "etp": a.etp, "dp": int(p.dp),
-                   "micro_batch": a.micro_batch, "num_microbatches": int(p.num_microbatches),
-                   "interleave": a.interleave, "zero_stage": a.zero, "recompute": a.recompute,
-                   "sequence_parallel": a.sequence_parallel,
-                   "first_stage_layers": split[0], "last_stage_layers": split[2],
+        "layout": {**replace(lay, first_stage_layers=split[0], middle_stage_layers=split[1],
+                             last_stage_layers=split[2]).to_dict(),
                    "stage_layers": planner.stage_layers_summary(a.pp, *split)},
+        "stack": getattr(a, "stack", "megatron"),
         "slowest_stage": int(p.slowest_stage),
         "step_time_s": float(p.step_time_s),
         "model_tflops_per_gpu": float(p.model_tflops_per_gpu),
@@ -571,6 +618,10 @@ def _scenarios_from_args(a):
         raise v.InputError("query", "give --query \"model=...&gpus=...\" and/or --scenario file.json")
     cat = catalog.default()
     s = Scenario()
+    config = None
+    if getattr(a, "model_config", None):
+        from .scenario import config_text
+        config = config_text(hf_config.config_fields(hf_config.read_config_file(a.model_config)))
     if a.scenario is not None:
         try:
             with open(a.scenario, encoding="utf-8") as fh:
@@ -581,10 +632,20 @@ def _scenarios_from_args(a):
         s, notes = Scenario.from_json(text, cat, strict=True)
     else:
         notes = []
+    if config is not None:
+        # the file's model, under whatever the link or scenario file says
+        s = replace(s, model="config", model_config=config)
     if a.query is None:
         return [s], cat, notes
     from urllib.parse import urlencode
     query = a.query.lstrip("?")
+    if config is not None and a.scenario is None:
+        from urllib.parse import parse_qsl
+        link = dict(parse_qsl(query, keep_blank_values=True))
+        if "model" in link:
+            raise v.InputError("model_config", "give --model-config or model= in the query, "
+                                               "not both")
+        query = s.to_query() + ("&" + query if query else "")
     if a.scenario is not None:
         # the file's values are A's starting point: the link's A keys go on top of them
         from urllib.parse import parse_qsl
@@ -820,6 +881,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--gpu", help="catalog id: report capacity and whether it fits")
     sp.add_argument("--ep", type=int, default=1, help="expert-parallel size (MoE models)")
     sp.add_argument("--etp", type=int, default=1, help="expert tensor-parallel size (MoE)")
+    _add_recipe_args(sp)
 
     def layout_common(sp):
         _add_model_args(sp)
@@ -833,14 +895,21 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--tp-comm-overlap", action="store_true",
                         help="TP communication overlapped with GEMMs (TransformerEngine)")
         _add_precision_arg(sp)
+        sp.add_argument("--stack", choices=("megatron", "fsdp"), default="megatron",
+                        help="training stack: Megatron-LM/NeMo/Megatron-Bridge with Transformer "
+                             "Engine (default) or PyTorch FSDP/FSDP2 (torchtitan, llm-foundry)")
         sp.add_argument("--moe-load-imbalance", type=float,
-                        default=step_mod.Options.moe_load_imbalance,
+                        default=MOE_LOAD_IMBALANCE_DEFAULT,
                         help="MoE: tokens on the busiest expert rank over the mean (>= 1; "
-                             "default 1.25, Switch Transformer's capacity factor)")
-        sp.add_argument("--moe-a2a-overlap", type=float,
-                        default=step_mod.Options.moe_a2a_overlap,
-                        help="MoE: share of the expert all-to-all hidden behind compute "
-                             "(0-1; DualPipe / DeepEP-style overlap is an assumption you make)")
+                             f"default {MOE_LOAD_IMBALANCE_DEFAULT}, auxiliary-loss-free "
+                             "balancing as 2025 recipes route)")
+        sp.add_argument("--moe-overlap", choices=tuple(A2A_OVERLAP), default=MOE_OVERLAP_DEFAULT,
+                        help="MoE: how the expert all-to-all is hidden, a named recipe ("
+                             + ", ".join(f"{k} {x:g}" for k, x in A2A_OVERLAP.items())
+                             + f"; default {MOE_OVERLAP_DEFAULT})")
+        sp.add_argument("--moe-a2a-overlap", type=float, default=None,
+                        help="MoE: your own share of the all-to-all hidden (0-1), instead of "
+                             "--moe-overlap")
 
     sp = add("predict", cmd_predict, "Step time, MFU/HFU and memory of one layout, each term explained.")
     layout_common(sp)
@@ -855,6 +924,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--zero", type=int, default=0)
     sp.add_argument("--ep", type=int, default=1, help="expert-parallel size (MoE models)")
     sp.add_argument("--etp", type=int, default=1, help="expert tensor-parallel size (MoE)")
+    _add_recipe_args(sp)
 
     sp = add("plan", cmd_plan, "Every layout evaluated and ranked; the best first.")
     layout_common(sp)
@@ -958,12 +1028,16 @@ def build_parser() -> argparse.ArgumentParser:
                                    "reliability and the cash cost of each pricing option.")
     sp.add_argument("--query", help='the apps\' query string, e.g. "model=llama3-405b&gpus=16384"')
     sp.add_argument("--scenario", help="a scenario file saved by an app (JSON)")
+    sp.add_argument("--model-config", metavar="FILE",
+                    help="a Hugging Face config.json: review that model (model=config)")
 
     sp = add("storage", cmd_storage, "Checkpoint size, stalls, upload, durable interval, "
                                      "goodput and data read rate of a scenario.")
     sp.add_argument("--query", help='the apps\' query string, e.g. '
                                     '"model=llama3-405b&gpus=16384&checkpoint_mode=async"')
     sp.add_argument("--scenario", help="a scenario file saved by an app (JSON)")
+    sp.add_argument("--model-config", metavar="FILE",
+                    help="a Hugging Face config.json: that model's checkpoints and reads")
 
     sp = add("list", cmd_list, "List a catalog table.")
     sp.add_argument("table", choices=catalog.TABLES)

@@ -37,6 +37,13 @@ def _options(default, options, *, label, group="run"):
                                                 label=label, unit="", group=group))
 
 
+#: tokens on the busiest expert rank over the mean, for routers balanced as 2025 MoE recipes
+#: balance them (DeepSeek-V3's auxiliary-loss-free bias, arXiv:2412.19437 §2.1.2; Wang et al.
+#: 2024, arXiv:2408.15664, Table 1: MaxVio under 0.1 per batch with it, against ~0.2-0.7 with an
+#: auxiliary loss); assumption: 1.1 on the busiest EP rank. Switch Transformer's capacity
+#: factor 1.25 (Fedus et al. 2021 §2.2) is the pre-2024 figure.
+MOE_LOAD_IMBALANCE_DEFAULT = 1.1
+
 #: space, staff, storage and maintenance per GPU-month: the cited defaults of
 #: :class:`llmcost.economics.tco.OnPrem` (a test keeps the two equal).
 ONPREM_OPEX_DEFAULT = 50_000.0 / 8 / 48    # $50k per node over a 4-year life
@@ -45,7 +52,11 @@ ONPREM_OPEX_DEFAULT = 50_000.0 / 8 / 48    # $50k per node over a 4-year life
 @dataclass(frozen=True)
 class Scenario:
     # ---- the run
-    model: str = _choice("llama3-70b", "models", label="Model")
+    #: a catalog id, or "config": the architecture in ``model_config`` (a Hugging Face
+    #: config.json's fields, carried by a link as ``cfg.<field>=`` keys)
+    model: str = _choice("llama3-70b", "models", label="Model", special=("config",))
+    model_config: str = field(default="", metadata=dict(kind="text", label="Model config.json fields",
+                                                        unit="", group="model"))
     tokens: float = _f(2e12, 1e6, 1e15, label="Training tokens", unit="tokens")
     gpu: str = _choice("h100-sxm", "gpus", label="GPU")
     #: a scale-out fabrics.csv id, or "custom": the bandwidth and technology below, with the
@@ -64,12 +75,48 @@ class Scenario:
     #: capacity factor 1.25 by default; 1.0 is perfectly balanced routing) and the share of
     #: the expert all-to-all hidden behind compute (0: none; DualPipe / DeepEP-style overlap
     #: is an assumption the reviewer makes). Dense models ignore both.
-    moe_load_imbalance: float = _f(1.25, 1.0, 16.0, label="MoE load imbalance", step=0.05)
-    moe_a2a_overlap: float = _f(0.0, 0, 1, label="MoE all-to-all hidden", step=0.05)
+    moe_load_imbalance: float = _f(MOE_LOAD_IMBALANCE_DEFAULT, 1.0, 16.0,
+                                   label="MoE load imbalance", step=0.05)
+    #: how the expert all-to-all is hidden: a named recipe (llmcost.training.moe.A2A_OVERLAP)
+    #: or "custom" (the share below). Default "dualpipe": 2025-26 MoE pre-training hides the
+    #: dispatch and combine behind the other micro-batch's compute (DeepSeek-V3's DualPipe,
+    #: arXiv:2412.19437 §3.2.1; Megatron-Core's DualPipe-style EP overlap,
+    #: --overlap-moe-expert-parallel-comm with DeepEP); "1f1b" is the level the Megatron-Bridge
+    #: benchmark recipes reach (fitted)
+    moe_overlap: str = _options("dualpipe", ("none", "1f1b", "dualpipe", "custom"),
+                                label="MoE all-to-all overlap")
+    moe_a2a_overlap: float = _f(0.0, 0, 1, label="MoE all-to-all hidden (custom)", step=0.05)
     sizing: str = _options("gpus", ("gpus", "days"), label="Size by")
     gpus: int = _f(1024, 1, 131072, label="GPUs", kind="int", step=8)
     target_days: float = _f(30.0, 0.1, 3650, label="Target days", unit="days")
+    #: "rule": the batch a team would choose for the run's compute (llmcost.training.batch:
+    #: DeepSeek LLM's batch law within the batches published runs of that compute used);
+    #: "custom": the figure below
+    batch: str = _options("rule", ("rule", "custom"), label="Global batch from")
     global_batch_tokens: float = _f(4_194_304, 1024, 1e9, label="Global batch", unit="tokens")
+    #: 0: the model's training length (a config.json model: min(max positions, 8192))
+    seq_len: int = _f(0, 0, 1_048_576, label="Sequence length (0: the model's)", kind="int",
+                      unit="tokens")
+    #: Megatron-LM / NeMo / Megatron-Bridge with Transformer Engine, or PyTorch FSDP/FSDP2
+    #: stacks (torchtitan, llm-foundry): llmcost.training.step.STACKS
+    stack: str = _options("megatron", ("megatron", "fsdp"), label="Training stack")
+    # ---- a given layout (0 or auto: the planner chooses; llmcost.training.layout.LINK_KEYS)
+    tp: int = _f(0, 0, 1024, label="TP (0: planner)", kind="int", group="layout")
+    pp: int = _f(0, 0, 1024, label="PP (0: planner)", kind="int", group="layout")
+    vp: int = _f(0, 0, 1024, label="Interleave v (0: planner)", kind="int", group="layout")
+    cp: int = _f(0, 0, 1024, label="CP (0: planner)", kind="int", group="layout")
+    ep: int = _f(0, 0, 4096, label="EP (0: planner)", kind="int", group="layout")
+    etp: int = _f(0, 0, 1024, label="Expert TP (0: planner)", kind="int", group="layout")
+    micro_batch: int = _f(0, 0, 4096, label="Micro-batch (0: planner)", kind="int",
+                          unit="sequences", group="layout")
+    zero: str = _options("auto", ("auto", "0", "1", "2", "3"), label="ZeRO stage",
+                         group="layout")
+    recompute: str = _options("auto", ("auto", "none", "selective", "full"),
+                              label="Recomputation", group="layout")
+    first_stage_layers: int = _f(0, 0, 100_000, label="First stage layers (0: balanced)",
+                                 kind="int", group="layout")
+    last_stage_layers: int = _f(0, 0, 100_000, label="Last stage layers (0: balanced)",
+                                kind="int", group="layout")
     headroom: float = _f(0.10, 0, 1, label="Schedule headroom", hi_open=True, step=0.01)
     max_power_mw: float = _f(0.0, 0, 1e4, label="Power limit (0: none)", unit="MW")
     #: tokens a fine-tune sees, epochs included (the ladder's adapt/LoRA/QLoRA/full rungs;
@@ -243,6 +290,19 @@ class Scenario:
         known = {f.name: f for f in fields(cls)}
         data, warnings = _migrate(dict(data))
         good = {}
+        cfg = {str(k): data.pop(k) for k in list(data) if str(k).startswith(CONFIG_PREFIX)}
+        if cfg:
+            text = config_text({k[len(CONFIG_PREFIX):]: x for k, x in cfg.items()})
+            try:
+                _check_config_text("model_config", text)
+            except v.InputError as e:
+                if strict:
+                    raise
+                warnings.append(f"{e}; the config model ignored")
+            else:
+                good["model_config"] = text
+                if "model" not in data:
+                    good["model"] = "config"
         for key, raw in data.items():
             if key not in known:
                 msg = f"unknown setting {_short(key)!r} ignored"
@@ -269,7 +329,7 @@ class Scenario:
         base = Scenario()
         items = {k: val for k, val in self.to_dict().items()
                  if not only_changed or val != getattr(base, k)}
-        return urlencode({k: _fmt(val) for k, val in items.items()})
+        return urlencode(_expand_config({k: _fmt(val) for k, val in items.items()}))
 
     @classmethod
     def from_query(cls, query: str, cat: catalog.Catalog | None = None,
@@ -278,6 +338,52 @@ class Scenario:
         the compared scenarios' ``b.``/``c.`` keys (:func:`scenarios_from_query` reads them)."""
         scenarios, warnings = scenarios_from_query(query, cat, strict=strict)
         return scenarios[0], warnings
+
+
+#: a link carries a config.json model's fields as cfg.<field>=<value> keys
+CONFIG_PREFIX = "cfg."
+#: the most config fields and characters a scenario carries (a config.json reader reads ~40)
+MAX_CONFIG_FIELDS = 200
+MAX_CONFIG_CHARS = 20_000
+
+
+def config_text(fields_: dict) -> str:
+    """The ``model_config`` text of config fields: JSON of field -> value as a link writes it
+    (lists ``a,b``, booleans ``true``/``false``), sorted, so equal models compare equal."""
+    def text(x):
+        if isinstance(x, bool):
+            return "true" if x else "false"
+        if isinstance(x, (list, tuple)):
+            return ",".join(text(y) for y in x)
+        if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
+            return str(int(x))
+        return "null" if x is None else str(x)
+    return json.dumps({str(k): text(x) for k, x in sorted(fields_.items())},
+                      separators=(",", ":"))
+
+
+def _check_config_text(name, value) -> None:
+    if not isinstance(value, str) or len(value) > MAX_CONFIG_CHARS:
+        raise v.InputError(name, f"{name} must be the fields of a config.json (at most "
+                                 f"{MAX_CONFIG_CHARS:,} characters)")
+    if not value:
+        return
+    try:
+        d = json.loads(value)
+    except (json.JSONDecodeError, RecursionError, ValueError):
+        raise v.InputError(name, f"{name} must be a JSON object of config fields") from None
+    if not isinstance(d, dict) or len(d) > MAX_CONFIG_FIELDS or \
+            not all(isinstance(x, str) for x in d.values()):
+        raise v.InputError(name, f"{name} must be a JSON object of at most {MAX_CONFIG_FIELDS} "
+                                 "config fields with text values")
+
+
+def _expand_config(items: dict) -> dict:
+    """A query's items with ``model_config`` written as ``cfg.<field>`` keys."""
+    text = items.pop("model_config", "")
+    if text:
+        items.update({CONFIG_PREFIX + k: x for k, x in json.loads(text).items()})
+    return items
 
 
 #: a scenario file holds ~60 short values: anything far larger is not one
@@ -305,7 +411,8 @@ def scenarios_to_query(scenarios) -> str:
         diff = {k: x for k, x in s.to_dict().items() if x != getattr(a, k)}
         # an identical scenario still needs one key to exist in the link
         diff = diff or {"model": s.model}
-        parts.append(urlencode({prefix + k: _fmt(x) for k, x in diff.items()}))
+        parts.append(urlencode({prefix + k: x for k, x in
+                                _expand_config({k: _fmt(x) for k, x in diff.items()}).items()}))
     return "&".join(p for p in parts if p)
 
 
@@ -349,6 +456,8 @@ CUSTOM_MODE = {
     "spot_discount": ("price_source", "custom"),
     "data_stall_share": ("data_stall", "custom"),
     "fabric_gb_per_s_per_gpu": ("fabric", "custom"),
+    "moe_a2a_overlap": ("moe_overlap", "custom"),
+    "global_batch_tokens": ("batch", "custom"),
     "onprem_capex_usd_per_gpu": ("price_source", "custom"),
     "onprem_power_kw_per_gpu": ("price_source", "custom"),
     "onprem_opex_usd_per_gpu_month": ("price_source", "custom"),
@@ -505,6 +614,10 @@ def parse_value(f, raw: Any, cat: catalog.Catalog | None = None):
             raise v.InputError(f.name, f"{f.metadata['label']} must be {range_text(f.name)}, "
                                        f"got {shown}") from None
         return int(x) if kind == "int" else x
+    if kind == "text":
+        s = str(raw)
+        _check_config_text(f.name, s)
+        return s
     if kind == "options":
         s = str(raw)
         if s not in f.metadata["options"]:
@@ -546,6 +659,8 @@ def check_value(name: str, value) -> None:
             v.integer(name, x, minimum=int(md["lo"]))
     elif kind == "options":
         v.choice(name, value, md["options"])
+    elif kind == "text":
+        _check_config_text(name, value)
     else:
         if not isinstance(value, str) or not value.strip() or len(value) > 100:
             raise v.InputError(name, f"{name} must be a catalog id (a short name), got "

@@ -18,8 +18,9 @@ class ReviewApp(ReviewPanel):
              "predicts MFU, and failures, checkpoints and data stalls turn it into days and "
              "dollars. Prices, capex and power follow the GPU from the catalog unless you set "
              "them. Costs are cash: a reservation is billed for its whole term.")
-    fields = ("model", "tokens", "gpu", "fabric", "precision", "sizing", "gpus", "target_days",
-              "global_batch_tokens", "moe_load_imbalance", "moe_a2a_overlap",
+    fields = ("model", "tokens", "gpu", "fabric", "fabric_gb_per_s_per_gpu", "fabric_technology",
+              "precision", "stack", "sizing", "gpus", "target_days", "seq_len",
+              "batch", "global_batch_tokens", "moe_load_imbalance", "moe_overlap", "moe_a2a_overlap",
               "data_stall", "data_stall_share", "checkpoint_mode",
               "price_source", "price_offer", "on_demand_usd_per_gpu_hour",
               "reserved_3y_usd_per_gpu_hour", "spot_discount", "onprem_capex_usd_per_gpu",

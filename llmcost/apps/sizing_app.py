@@ -28,8 +28,10 @@ class SizingApp(ReviewPanel):
              "LoRA, full fine-tune, pretrain), cheapest first. Upload your own measured throughput at several node "
              "counts (CSV with columns nodes, tokens_per_s) to see efficiency, the fitted "
              "communication share and where the curve breaks.")
-    fields = ("model", "tokens", "gpu", "fabric", "precision", "sizing", "gpus", "target_days",
-              "global_batch_tokens", "moe_load_imbalance", "moe_a2a_overlap", "headroom",
+    fields = ("model", "tokens", "gpu", "fabric", "fabric_gb_per_s_per_gpu", "fabric_technology",
+              "precision", "stack", "sizing", "gpus", "target_days", "seq_len",
+              "batch", "global_batch_tokens", "moe_load_imbalance", "moe_overlap", "moe_a2a_overlap",
+              "headroom",
               "max_power_mw", "price_source",
               "on_demand_usd_per_gpu_hour", "finetune_tokens")
     sliders = ("headroom",)

@@ -450,8 +450,47 @@ def candidate_sizes(gpus_per_node: int, max_nodes: int) -> np.ndarray:
     return nodes * node
 
 
+def _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space, options, precision,
+                         mods, moments, memory_kwargs=None):
+    """The layouts of ``L`` that fit with one memory recipe, with their predictions; and how
+    many were evaluated."""
+    mk = {**(memory_kwargs or {}), "optimizer_moments": moments}
+    if model.is_moe:
+        mk.setdefault("moe_capacity_factor", options.moe_load_imbalance)
+    mem = memory_per_gpu(model, L["gpus"], L["tp"], L["pp"], L["cp"], L["zero_stage"],
+                         L["micro_batch"], L["global_batch"], L["recompute"],
+                         L["sequence_parallel"], L["flash_attention"],
+                         interleave=L["interleave"], seq_len=s,
+                         first_stage_layers=space.first_stage_layers,
+                         last_stage_layers=space.last_stage_layers, precision=precision,
+                         generation=gpu.generation, ep=L["ep"], etp=L["etp"],
+                         recompute_modules=mods, **mk)
+    fit = np.asarray(mem.total_bytes) <= gpu.memory_bytes
+    L = {key: a[fit] for key, a in L.items()}
+    L["memory_gb"] = np.asarray(mem.total_bytes)[fit] / 1e9
+    if len(L["tp"]) == 0:
+        return None, len(fit)
+    pred = predict_step(model, gpu, scale_up, scale_out, L["gpus"], L["tp"], L["pp"],
+                        L["global_batch"], L["cp"], L["micro_batch"], L["interleave"],
+                        L["recompute"], L["sequence_parallel"], L["zero_stage"], options,
+                        seq_len=s, memory_kwargs=memory_kwargs or None, with_scaling=False,
+                        flash_attention=L["flash_attention"],
+                        tp_comm_overlap=L["tp_comm_overlap"],
+                        first_stage_layers=space.first_stage_layers,
+                        last_stage_layers=space.last_stage_layers, precision=precision,
+                        ep=L["ep"], etp=L["etp"], recompute_modules=mods)
+    L["tokens_per_s"] = np.asarray(pred.tokens_per_s)
+    L["step_time_s"] = np.asarray(pred.step_time_s)
+    L["mfu"] = np.asarray(pred.mfu)
+    L["pp_bubble_s"] = np.asarray(pred.pp_bubble_s)
+    n = len(L["tp"])
+    L["recompute_modules"] = np.full(n, ",".join(mods), dtype=object)
+    L["optimizer_moments"] = np.full(n, moments, dtype=object)
+    return L, len(fit)
+
+
 def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
-                    precision="bf16"):
+                    precision="bf16", simplest_within=0.0, memory_kwargs=None):
     """Per size, the fastest fitting layout over the batches within BATCH_TOLERANCE of B.
 
     One vectorized pass: structural layouts (t, p, c, b, v) per size, the batches they
@@ -509,43 +548,40 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
     L["dp"], L["num_microbatches"] = dp[ok], m[ok]
     if len(L["tp"]) == 0:
         return None, empty
-    mem = memory_per_gpu(model, L["gpus"], L["tp"], L["pp"], L["cp"], L["zero_stage"],
-                         L["micro_batch"], L["global_batch"], L["recompute"],
-                         L["sequence_parallel"], L["flash_attention"],
-                         interleave=L["interleave"], seq_len=s,
-                         first_stage_layers=space.first_stage_layers,
-                         last_stage_layers=space.last_stage_layers, precision=precision,
-                         generation=gpu.generation, ep=L["ep"], etp=L["etp"],
-                         **({"moe_capacity_factor": options.moe_load_imbalance}
-                            if model.is_moe else {}))
-    fit = np.asarray(mem.total_bytes) <= gpu.memory_bytes
-    evaluated = len(fit)
-    L = {key: a[fit] for key, a in L.items()}
-    L["memory_gb"] = np.asarray(mem.total_bytes)[fit] / 1e9
-    if len(L["tp"]) == 0:
+    parts, evaluated = [], 0
+    # one vectorized pass per memory recipe (planner.Space.recompute_modules x
+    # optimizer_moments: a handful), every layout in each
+    for mods in space.recompute_modules:
+        for moments in space.optimizer_moments:
+            part, n = _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space,
+                                           options, precision, tuple(mods), moments,
+                                           memory_kwargs)
+            evaluated += n
+            if part is not None:
+                parts.append(part)
+    if not parts:
         return None, dict(evaluated=evaluated)
-    pred = predict_step(model, gpu, scale_up, scale_out, L["gpus"], L["tp"], L["pp"],
-                        L["global_batch"], L["cp"], L["micro_batch"], L["interleave"],
-                        L["recompute"], L["sequence_parallel"], L["zero_stage"], options,
-                        seq_len=s, with_scaling=False, flash_attention=L["flash_attention"],
-                        tp_comm_overlap=L["tp_comm_overlap"],
-                        first_stage_layers=space.first_stage_layers,
-                        last_stage_layers=space.last_stage_layers, precision=precision,
-                        ep=L["ep"], etp=L["etp"])
-    L["tokens_per_s"] = np.asarray(pred.tokens_per_s)
-    L["step_time_s"] = np.asarray(pred.step_time_s)
-    L["mfu"] = np.asarray(pred.mfu)
-    L["pp_bubble_s"] = np.asarray(pred.pp_bubble_s)
+    L = {key: np.concatenate([q[key] for q in parts]) for key in parts[0]}
     # the planner's order within a batch (step time, memory, cp, interleave, ZeRO, TP),
     # throughput across batches: the first row of each size is the plan's best there
     key = np.lexsort((L["tp"], L["zero_stage"], L["interleave"], L["cp"], L["memory_gb"],
                       -L["tokens_per_s"], L["si"]))
+    if simplest_within > 0:
+        # as planner.plan(simplest_within=...): the fewest parallel dimensions among the
+        # layouts within that share of each size's fastest, then the fastest of those
+        best_tps = np.zeros(len(gpus))
+        np.maximum.at(best_tps, L["si"], L["tokens_per_s"])
+        near = L["tokens_per_s"] * (1 + simplest_within) >= best_tps[L["si"]]
+        dims = np.where(near, planner.parallel_dimensions(L), 99)
+        key = np.lexsort((L["tp"], L["zero_stage"], L["interleave"], L["cp"], L["memory_gb"],
+                          -L["tokens_per_s"], dims, L["si"]))
     first = key[np.r_[True, L["si"][key][1:] != L["si"][key][:-1]]]
     return {name: a[first] for name, a in L.items()}, dict(evaluated=evaluated)
 
 
 LAYOUT_KEYS = ("tp", "pp", "cp", "dp", "micro_batch", "interleave", "zero_stage", "recompute",
-               "sequence_parallel", "flash_attention", "tp_comm_overlap")
+               "sequence_parallel", "flash_attention", "tp_comm_overlap", "recompute_modules",
+               "optimizer_moments")
 
 
 def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
@@ -555,7 +591,7 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
                  max_nodes=4096, options: Options = Options(flash_attention=True),
                  seq_len=None, space: planner.Space = SIZING_SPACE, max_power_mw=None,
                  power_kw_per_gpu=None, pue=DEFAULT_PUE, max_batch_tokens=None,
-                 precision=None) -> Sizing:
+                 precision=None, simplest_within=0.0, memory_kwargs=None) -> Sizing:
     r"""GPUs and nodes needed to train ``tokens`` within ``target_days``.
 
     For every candidate size N (:func:`candidate_sizes`) the layouts of ``space`` valid at
@@ -611,6 +647,11 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
         the model size.
     precision : {"bf16", "fp8", "mxfp8"}, optional
         GEMM precision of every layout (not searched); None: ``options.precision``.
+    simplest_within : float, optional
+        At each size, the layout with the fewest parallel dimensions among those within this
+        share of the fastest (as :func:`llmcost.training.planner.plan`) [-]; 0: the fastest.
+    memory_kwargs : dict, optional
+        Options of the memory model for every layout (e.g. ``moe_probs_at``).
         Refused where the GPU cannot run it.
 
     Returns
@@ -656,7 +697,7 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     total_flops = model.flops_per_token("none", s) * D
 
     best, info = _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
-                                 prec)
+                                 prec, simplest_within, memory_kwargs)
     days = np.full(len(gpus), np.inf)       # with the schedule headroom: the target's test
     train_days = np.full(len(gpus), np.inf)  # without it: the review's "days to train"
     cols = {k: np.full(len(gpus), np.nan) for k in ("mfu", "global_batch", "tokens_per_s",

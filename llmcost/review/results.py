@@ -18,6 +18,7 @@ from ..economics.tco import CloudPrices, OnPrem
 from ..scenario import Scenario
 from ..training.arch import ModelSpec
 from ..training.hardware import FabricSpec, GPUSpec
+from ..training.layout import Layout
 from ..training.step import StepPrediction
 from ..training.uncertainty import Band
 
@@ -43,34 +44,10 @@ class Inputs:
     #: scenario field -> the value the review uses for it (shown by the apps' controls)
     resolved: dict = field(default_factory=dict)
     warnings: tuple = ()
-
-
-@dataclass(frozen=True)
-class Layout:
-    gpus: int
-    tp: int
-    pp: int
-    cp: int
-    dp: int
-    micro_batch: int
-    num_microbatches: int
-    interleave: int
-    zero_stage: int
-    recompute: str
-    sequence_parallel: bool
-    flash_attention: bool
-    global_batch: int               # sequences per step
-    description: str
-    #: layers on the first and last pipeline stages (fewer when they carry the embedding
-    #: and the LM head and the layers do not divide by PP)
-    first_stage_layers: int | None = None
-    last_stage_layers: int | None = None
-    #: expert-parallel and expert tensor-parallel sizes (MoE models; 1 for dense)
-    ep: int = 1
-    etp: int = 1
-
-    def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+    #: the global batch the run uses [tokens]: the scenario's, or the batch rule's choice
+    global_batch_tokens: float = 0.0
+    #: the batch rule's choice and its reason (None when the scenario gives the batch)
+    batch: Any = None
 
 
 @dataclass(frozen=True)
@@ -190,6 +167,12 @@ class EconomicsResult:
     costs_usd_range: dict = field(default_factory=dict)
     #: share of time waiting for data [-] (computed from the dataset tier, or the scenario's)
     data_stall_share: float = 0.0
+    #: GPUs x wall-clock hours of the run, goodput losses and stalls in, schedule headroom out
+    gpu_hours: float | None = None
+    #: 6 x active params x tokens at 40% of the dense BF16 peak (economics.napkin)
+    napkin_gpu_hours: float | None = None
+    #: the factors from the napkin to gpu_hours (economics.napkin.napkin_factors)
+    napkin_factors: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -269,6 +252,15 @@ class Results:
             "memory_gb_per_gpu": p.memory_gb_per_gpu if p else None,
             "capacity_gb": self.headline["capacity_gb"],
             "layout": self.plan.layout.to_dict() if self.plan.layout else None,
+            "seq_len": self.inputs.model.seq_len,
+            "global_batch_tokens": (self.plan.layout.global_batch * self.inputs.model.seq_len
+                                    if self.plan.layout else self.inputs.global_batch_tokens),
+            "global_batch_reason": self.inputs.batch.reason if self.inputs.batch else
+            "given by the scenario",
+            "stack": self.scenario.stack,
+            "gpu_hours": e.gpu_hours if e else None,
+            "napkin_gpu_hours": e.napkin_gpu_hours if e else None,
+            "napkin_factors": dict(e.napkin_factors) if e else {},
             "costs_usd": dict(e.costs_usd) if e else {},
             "costs_usd_range": {k: list(x) for k, x in e.costs_usd_range.items()} if e else {},
             "costs_amortized_usd": dict(e.costs_amortized_usd) if e else {},

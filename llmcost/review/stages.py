@@ -7,6 +7,7 @@ each stage replaceable).
 
 from __future__ import annotations
 
+import json
 import math
 from typing import NamedTuple
 
@@ -18,14 +19,17 @@ from .. import catalog as catalog_mod
 from .. import utilization as ut
 from ..economics import reliability as rel
 from ..economics import storage
-from ..economics import sizing, spot, tco
+from ..economics import napkin, sizing, spot, tco
 from ..economics.waterfall import waterfall_from_step
 from dataclasses import replace
 
-from ..scenario import Scenario
-from ..training import planner
+from ..scenario import CONFIG_PREFIX, Scenario
+from ..training import hf_config, planner
 from ..training.step import Options, predict_step
 from ..training.precision import check_precision, peak_tflops_by_part
+from ..training.batch import global_batch_choice
+from ..training.layout import LINK_KEYS
+from ..training.moe import A2A_OVERLAP
 from ..training.uncertainty import throughput_band
 from .results import (EconomicsResult, Flag, Inputs, Layout, PlanResult, PredictResult,
                       ReliabilityResult, SizeResult, SpotSummary)
@@ -41,11 +45,86 @@ REVIEW_SPACE = planner.Space(cp=(1, 2), micro_batch=(1, 2), zero_stage=(1, 3),
 OPTIONS = Options(flash_attention=True)
 
 
+#: CP only from the sequence lengths where published recipes use it: Megatron-Bridge
+#: 25.11-26.08 runs CP2 only at 8,192 tokens (Llama 3.1 405B), Llama 3 CP16 at 131,072
+#: (arXiv:2407.21783 Table 4); no calibration row uses CP below 8,192 (data/calibration_runs.csv).
+MIN_CP_SEQ_LEN = 8192
+
+#: the review ranks by step time, then takes the simplest layout (fewest parallel dimensions)
+#: among the fitting ones within this share of the fastest: a 2% gain does not pay for a
+#: dimension a team must configure, debug and keep balanced
+SIMPLEST_WITHIN = 0.02
+
+
+def a2a_overlap(s: Scenario) -> float:
+    """The share of the MoE all-to-all hidden: the named recipe's, or the custom figure."""
+    return s.moe_a2a_overlap if s.moe_overlap == "custom" else A2A_OVERLAP[s.moe_overlap]
+
+
 def options_for(s: Scenario) -> Options:
     """The step model's options for a scenario: one precision for sizing, plan and predict
     (they must pick and predict the same layout)."""
-    return replace(OPTIONS, precision=s.precision, moe_load_imbalance=s.moe_load_imbalance,
-                   moe_a2a_overlap=s.moe_a2a_overlap)
+    kw = dict(precision=s.precision, moe_load_imbalance=s.moe_load_imbalance,
+              moe_a2a_overlap=a2a_overlap(s))
+    if "stack" in Options.__dataclass_fields__:
+        kw["stack"] = s.stack
+    return replace(OPTIONS, **kw)
+
+
+#: the memory model's options for every layout the review tries: the router's probabilities
+#: applied in the expert activation, as Megatron-Core does since 2025 (commit 2659630), so the
+#: expert outputs are not kept for the combine (llmcost.training.memory.memory_per_gpu)
+REVIEW_MEMORY = {"moe_probs_at": "activation"}
+
+
+def recompute_recipes(m) -> tuple:
+    """The modules a 2025 recipe recomputes by name, searched beside none: DeepSeek-V3's RMSNorm
+    and MLA up-projections (arXiv:2412.19437 §3.2.3) for an MLA model; the norms and the
+    expert activation (Megatron-Core's --recompute-modules layernorm moe_act, as the
+    Megatron-Bridge MoE recipes set it) for another MoE model; none by name for a dense one
+    (its selective recompute is the ``recompute`` axis)."""
+    if m.attention == "mla":
+        return ((), ("layernorm", "mla_up_proj"))
+    if m.is_moe:
+        return ((), ("layernorm", "moe_act"))
+    return ((),)
+
+
+def given_layout(s: Scenario) -> dict:
+    """The layout fields a scenario fixes (:data:`llmcost.training.layout.LINK_KEYS`), by
+    Layout field name; the planner chooses the rest."""
+    out = {}
+    for key, name in LINK_KEYS.items():
+        x = getattr(s, key)
+        if x in (0, "auto"):
+            continue
+        out[name] = int(x) if key == "zero" else x
+    return out
+
+
+def review_space(s: Scenario, m, gpus_per_node: int) -> planner.Space:
+    """The planner's space for a scenario: :data:`REVIEW_SPACE`, no CP below
+    :data:`MIN_CP_SEQ_LEN`, narrowed to the layout the scenario gives."""
+    # BF16 AdamW moments as DeepSeek-V3 ran them (§3.3.3), searched for MoE models; dense
+    # recipes keep FP32 moments (Llama 3; Megatron-Bridge's dense recipes)
+    kw = {"recompute_modules": recompute_recipes(m),
+          "optimizer_moments": ("fp32", "bf16") if m.is_moe else ("fp32",)}
+    if m.seq_len < MIN_CP_SEQ_LEN:
+        kw["cp"] = (1,)
+    fixed = given_layout(s)
+    for name in ("tp", "pp", "cp", "ep", "etp", "micro_batch", "recompute"):
+        if name in fixed:
+            kw[name] = (fixed[name],)
+    if "interleave" in fixed:
+        kw["interleave"] = (fixed["interleave"],)
+    if "zero_stage" in fixed:
+        kw["zero_stage"] = (fixed["zero_stage"],)
+    if fixed.get("tp", 0) > gpus_per_node:
+        kw["max_tp"] = fixed["tp"]
+    for name in ("first_stage_layers", "last_stage_layers"):
+        if name in fixed:
+            kw[name] = fixed[name]
+    return replace(REVIEW_SPACE, **kw)
 HOURS_PER_YEAR = 8760.0
 
 
@@ -54,7 +133,8 @@ HOURS_PER_YEAR = 8760.0
 def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
     """Catalog rows for the scenario's ids, and the prices, capex, power and failure rate
     it takes from the catalog (or from its own custom figures)."""
-    m, g = cat.model(s.model), cat.gpu(s.gpu)
+    m, model_warnings = model_of(s, cat)
+    g = cat.gpu(s.gpu)
     up = cat.fabric(g.scale_up)
     # "custom": a fabric given by its numbers, its other constants the technology's catalog row
     out = (cat.custom_fabric(s.fabric_gb_per_s_per_gpu, s.fabric_technology)
@@ -63,7 +143,7 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
         raise v.InputError("fabric", f"fabric {s.fabric!r} links GPUs inside a node; pick a "
                                      "scale-out fabric (InfiniBand or RoCE)")
     check_precision(s.precision, g)
-    warnings, resolved = [], {}
+    warnings, resolved = list(model_warnings), {}
     resolved["fabric_gb_per_s_per_gpu"] = out.bandwidth_gbps_per_gpu
     if s.price_source == "catalog":
         prices, offer, billing, discount, w = _catalog_prices(s, cat, g)
@@ -106,8 +186,44 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
     if note:
         warnings.append(note)
     resolved["failures_per_1000_gpu_days"] = rate
+    batch = None
+    if s.batch == "custom":
+        batch_tokens = float(s.global_batch_tokens)
+    else:
+        batch = global_batch_choice(6.0 * m.active_params * s.tokens, cat.published_batches(),
+                                    m.seq_len)
+        seqs = splittable_sequences(batch.sequences)
+        if seqs != batch.sequences:
+            batch = replace(batch, tokens=float(seqs * m.seq_len), sequences=seqs,
+                            reason=batch.reason + f", rounded to {seqs:,} sequences "
+                                                  "(2^k x 1, 1.25, 1.5 or 1.75: splits over "
+                                                  "power-of-two data-parallel groups)")
+        batch_tokens = float(batch.tokens)
+    resolved["global_batch_tokens"] = batch_tokens
+    resolved["moe_a2a_overlap"] = a2a_overlap(s)
     return Inputs(s, cat, m, g, up, out, prices, offer, billing, discount, onprem, rate, source,
-                  resolved, tuple(warnings))
+                  resolved, tuple(warnings), batch_tokens, batch)
+
+
+def model_of(s: Scenario, cat: catalog_mod.Catalog):
+    """The scenario's architecture: a catalog row, or a config.json's fields (``model=config``,
+    :mod:`llmcost.training.hf_config`), at the scenario's sequence length; with warnings."""
+    if s.model != "config":
+        if s.model_config:
+            return _with_seq_len(cat.model(s.model), s), [
+                f"config fields ignored: model is {s.model!r} (model=config uses them)"]
+        return _with_seq_len(cat.model(s.model), s), []
+    if not s.model_config:
+        raise v.InputError("model", "model=config needs the config.json's fields "
+                                    "(cfg.<field>= keys, or --model-config FILE)")
+    fields_ = hf_config.fields_from_query({CONFIG_PREFIX + k: x
+                                           for k, x in json.loads(s.model_config).items()})
+    m, warnings = hf_config.model_from_config(fields_, seq_len=s.seq_len or None, id="config")
+    return m, list(warnings)
+
+
+def _with_seq_len(m, s: Scenario):
+    return replace(m, seq_len=int(s.seq_len)) if s.seq_len else m
 
 
 def _catalog_prices(s, cat, g):
@@ -165,6 +281,19 @@ def _failure_rate(s, cat, g):
     return float(fr.failures_per_1000_gpu_days), f"{fr.id}: {fr.counts}", fr.note or None
 
 
+def splittable_sequences(n: int) -> int:
+    """The nearest batch of 2^k x {1, 1.25, 1.5, 1.75} sequences (at least 1): a rule's
+    batch rounded so that data-parallel groups of powers of two split it, as published runs'
+    batches do (2,048 for Llama 3 405B, 1,536 for GPT-3, 15,360 for DeepSeek-V3 = 2^13 x 1.875
+    is the exception that keeps a fourth bit) [sequences]."""
+    n = max(1, int(n))
+    if n < 4:
+        return n
+    k = n.bit_length() - 1
+    grid = [int(2 ** k * f) for f in (1, 1.25, 1.5, 1.75)] + [2 ** (k + 1)]
+    return min(grid, key=lambda x: (abs(x - n), x))
+
+
 # ------------------------------------------------------------------ size
 
 def size(inp: Inputs) -> SizeResult | None:
@@ -181,11 +310,13 @@ def size(inp: Inputs) -> SizeResult | None:
     if power is None and inp.gpu.power_w_per_gpu is not None:
         power = inp.gpu.power_w_per_gpu / 1000
     sz = sizing.size_cluster(inp.model, s.tokens, inp.gpu, inp.scale_up, inp.scale_out,
-                             s.target_days, s.global_batch_tokens, s.headroom,
+                             s.target_days, inp.global_batch_tokens, s.headroom,
                              goodput=lambda n: checkpoint_goodput_at(inp, n),
                              data_stall=lambda tps, n: data_stall_at(inp, tps, n),
                              options=options_for(s),
-                             space=REVIEW_SPACE, max_power_mw=s.max_power_mw or None,
+                             space=review_space(s, inp.model, inp.gpu.gpus_per_node),
+                             max_power_mw=s.max_power_mw or None,
+                             simplest_within=SIMPLEST_WITHIN, memory_kwargs=REVIEW_MEMORY,
                              power_kw_per_gpu=power, pue=s.pue)
     gpus = _sized_gpus(sz, s)
     return SizeResult(sz, int(gpus), bool(sz.meets_target), tuple(sz.notes))
@@ -324,7 +455,8 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
     s, m, g = inp.scenario, inp.model, inp.gpu
     gpus = sized.gpus if sized is not None else s.gpus
     notes = []
-    B = max(1, int(round(s.global_batch_tokens / m.seq_len)))
+    space = review_space(s, m, g.gpus_per_node)
+    B = max(1, int(round(inp.global_batch_tokens / m.seq_len)))
     if sized is not None:
         sz = sized.sizing
         if sz.gpus and sz.global_batch:
@@ -332,7 +464,7 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
         elif sz.nearest is not None and sz.nearest.fastest_gpus == gpus and \
                 sz.nearest.fastest_global_batch:
             B = int(sz.nearest.fastest_global_batch)
-    B2 = splittable_batch(m, gpus, B, g.gpus_per_node)
+    B2 = splittable_batch(m, gpus, B, g.gpus_per_node, space)
     if B2 is None:
         notes.append(f"no layout splits a global batch near {B} sequences over {gpus} GPUs: "
                      f"use a GPU count that is a multiple of {g.gpus_per_node} (and of the "
@@ -342,38 +474,38 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
         notes.append(f"global batch adjusted from {B} to {B2} sequences so that it splits "
                      f"evenly over {gpus} GPUs")
         B = B2
-    P = planner.plan(m, g, inp.scale_up, inp.scale_out, gpus, B, REVIEW_SPACE, options_for(s),
-                     precision=s.precision)
+    P = planner.plan(m, g, inp.scale_up, inp.scale_out, gpus, B, space, options_for(s),
+                     precision=s.precision, simplest_within=SIMPLEST_WITHIN,
+                     memory_kwargs=REVIEW_MEMORY)
     L = P.layouts
     fitting = planner.distinct(L[L["fits"]]) if len(L) else L
     if fitting.empty:
-        notes.append(f"{m.id} does not fit on {gpus:,} x {g.id} in any layout tried: showing "
-                     "the smallest-memory layout; add GPUs or pick a GPU with more memory")
+        given = given_layout(s)
+        if given:
+            keys = ", ".join(f"{k}={getattr(s, k)}" for k in LINK_KEYS if getattr(s, k) not in (0, "auto"))
+            r0 = planner.distinct(L.sort_values("memory_gb")).iloc[0] if len(L) else None
+            need = f": needs {float(r0['memory_gb']):.1f} GB per GPU of {float(r0['capacity_gb']):.1f} GB" \
+                if r0 is not None else ""
+            notes.append(f"the given layout ({keys}) does not fit on {gpus:,} x {g.id}{need}; "
+                         "shown as given, not replaced")
+        else:
+            notes.append(f"{m.id} does not fit on {gpus:,} x {g.id} in any layout tried: showing "
+                         "the smallest-memory layout; add GPUs or pick a GPU with more memory")
         shown = planner.distinct(L.sort_values("memory_gb")).head(10)
         fits = False
     else:
         shown = fitting.head(10)
         fits = True
-    r = shown.iloc[0]
-    layout = Layout(gpus=int(gpus), tp=int(r["tp"]), pp=int(r["pp"]), cp=int(r["cp"]),
-                    dp=int(r["dp"]), micro_batch=int(r["micro_batch"]),
-                    num_microbatches=int(r["num_microbatches"]), interleave=int(r["interleave"]),
-                    zero_stage=int(r["zero_stage"]), recompute=str(r["recompute"]),
-                    sequence_parallel=bool(r["sequence_parallel"]),
-                    flash_attention=bool(r["flash_attention"]), global_batch=int(B),
-                    description=planner.describe_layout(r),
-                    first_stage_layers=int(r["first_stage_layers"]),
-                    last_stage_layers=int(r["last_stage_layers"]),
-                    ep=int(r["ep"]), etp=int(r["etp"]))
+    layout = Layout.from_row(shown.iloc[0], global_batch=int(B), precision=s.precision)
     return PlanResult(int(gpus), int(B), shown.reset_index(drop=True), layout, fits,
                       int(P.evaluated), int(P.feasible), tuple(notes))
 
 
-def splittable_batch(m, gpus, B, node):
+def splittable_batch(m, gpus, B, node, space=REVIEW_SPACE):
     """B if some layout splits it over ``gpus``; else, within 5% (then 12.5%, 25%), the batch
     with the most valid layouts (the nearest on ties); None if there is none."""
     def count(b):
-        return len(planner.enumerate_layouts(m, gpus, b, node, REVIEW_SPACE)["tp"])
+        return len(planner.enumerate_layouts(m, gpus, b, node, space)["tp"])
 
     if count(B):
         return B
@@ -393,12 +525,9 @@ def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
     if pl.layout is None:
         return None
     L = pl.layout
-    p = predict_step(inp.model, inp.gpu, inp.scale_up, inp.scale_out, L.gpus, L.tp, L.pp,
-                     L.global_batch, L.cp, L.micro_batch, L.interleave, L.recompute,
-                     L.sequence_parallel, L.zero_stage, options_for(inp.scenario),
-                     flash_attention=L.flash_attention, precision=inp.scenario.precision,
-                     first_stage_layers=L.first_stage_layers, last_stage_layers=L.last_stage_layers,
-                     ep=L.ep, etp=L.etp)
+    p = predict_step(inp.model, inp.gpu, inp.scale_up, inp.scale_out,
+                     options=options_for(inp.scenario),
+                     memory_kwargs={**REVIEW_MEMORY, **L.memory_options()}, **L.step_kwargs())
     mem = {k: float(x) for k, x in p.memory.to_gb().items()}
     step = float(p.step_time_s)
     return PredictResult(p, step, float(p.tokens_per_s), float(p.mfu), float(p.hfu),
@@ -562,9 +691,17 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
                                  usd_per_gpu_hour=(inp.prices.on_demand
                                                    if inp.prices and inp.prices.on_demand else None))
         eff = float(wf["share_of_peak"].iloc[-1])
+    m = inp.model
+    nap = float(napkin.napkin_gpu_hours(m.active_params, s.tokens, g.peak_tflops("bf16") * 1e12))
+    factors = {}
+    if pr is not None and pr.mfu > 0 and useful > 0:
+        fpt = pr.model_tflops_per_gpu * 1e12 / (pr.tokens_per_s / pl.gpus)
+        factors = {k: float(x) for k, x in
+                   napkin.napkin_factors(fpt, m.active_params, pr.mfu, useful).items()}
     return EconomicsResult(useful, days, hours, billed, costs, amort, commit, run_days, be,
                            per_h, sp, wf, eff, prices, op, band, days_range, costs_range,
-                           stall_share)
+                           stall_share, gpu_hours=hours * pl.gpus if hours is not None else None,
+                           napkin_gpu_hours=nap, napkin_factors=factors)
 
 
 
@@ -611,7 +748,7 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
                                 f"{pl.layout.pp}; interleave deeper, use less PP or a larger "
                                 "global batch")
     if pr is not None and pl.layout is not None and pl.layout.ep > 1:
-        note = a2a_note(float(pr.step.ep_comm_s), pr.step_time_s, s.moe_a2a_overlap)
+        note = a2a_note(float(pr.step.ep_comm_s), pr.step_time_s, a2a_overlap(s))
         if note:
             warnings.append(note)
     if e is not None and e.band is not None and not e.band.calibrated:
@@ -626,6 +763,15 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
         if e.effective_utilization is not None and e.effective_utilization * gemm_share > 0.6:
             flags["effective_utilization"] = Flag("effective_utilization", "implausible",
                                                   "above any published large run")
+    if e is not None and e.gpu_hours is not None and e.napkin_gpu_hours:
+        warnings.append(napkin_note(e))
+        ratio = e.gpu_hours / e.napkin_gpu_hours
+        if not 1 / napkin.NAPKIN_FLAG_RATIO <= ratio <= napkin.NAPKIN_FLAG_RATIO:
+            _put(flags, Flag("days", "implausible",
+                             f"{ratio:.2g}x the napkin (6 N D at 40% of the dense BF16 peak): "
+                             + napkin_note(e, lead=False)))
+    if inp.batch is not None:
+        warnings.append(f"global batch {inp.batch.reason}")
     if r is not None and r.goodput < GOODPUT_FLOOR:
         _put(flags, Flag("goodput", "implausible",
                          f"{r.goodput * 100:.2g}%: failures, restarts and checkpoints take most of "
@@ -646,6 +792,22 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
         warnings.append("spot: preemptions x hours lost per preemption fill the day, the spot "
                         "run never finishes; spot is not costed")
     return warnings, flags
+
+
+#: the napkin's factors in words, largest departure first
+NAPKIN_FACTOR_LABELS = {"attention_flops": "attention FLOPs beyond 6N",
+                        "layout_mfu": "the layout's MFU against 40%",
+                        "goodput_and_stalls": "failures, checkpoints and data stalls"}
+
+
+def napkin_note(e: EconomicsResult, lead: bool = True) -> str:
+    """The review's GPU-hours beside the napkin's, and the factors between them."""
+    parts = sorted(e.napkin_factors.items(), key=lambda kv: -abs(np.log(kv[1])))
+    terms = ", ".join(f"{NAPKIN_FACTOR_LABELS[k]} x{x:.2f}" for k, x in parts)
+    head = (f"GPU-hours {e.gpu_hours / 1e6:,.3g}M against the napkin's "
+            f"{e.napkin_gpu_hours / 1e6:,.3g}M (6 N D at 40% of the dense BF16 peak): "
+            if lead else "")
+    return head + terms
 
 
 #: an exposed expert all-to-all above this share of the step gets a note [-]
@@ -681,8 +843,8 @@ def a2a_note(ep_comm_s: float, step_time_s: float, overlap: float) -> str | None
     return (f"MoE all-to-all: {ep_comm_s:,.2f} s of the {step_time_s:,.2f} s step "
             f"({share:.0%}), {hidden}; DeepSeek-V3's DualPipe leaves \"near-zero all-to-all "
             "communication overhead\" (arXiv:2412.19437, §3.2.1) and Megatron-LM's "
-            "expert-parallel overlap hides part of it: if your stack overlaps it, set "
-            "'MoE all-to-all hidden'")
+            "expert-parallel overlap hides part of it: if your stack overlaps it, pick it "
+            "under 'MoE all-to-all overlap' (moe_overlap=1f1b or dualpipe)")
 
 
 #: a headline keeps its most severe flag

@@ -60,6 +60,11 @@ class Space:
     ep: tuple = ()
     #: expert tensor-parallel sizes (MoE)
     etp: tuple = (1,)
+    #: memory recipes searched beside the layout: the modules recomputed by name (each a
+    #: tuple of llmcost.training.recompute.RECOMPUTE_MODULES; () recomputes none by name) and
+    #: the AdamW moments' precision ("fp32", or "bf16" as DeepSeek-V3 ran)
+    recompute_modules: tuple = ((),)
+    optimizer_moments: tuple = ("fp32",)
 
 
 def expert_parallel_sizes(model: ModelSpec, space: Space = Space()) -> tuple[list, list]:
@@ -134,8 +139,10 @@ def pipeline_depths(model: ModelSpec, space: Space = Space()) -> list[int]:
        ``get_num_layers_to_build`` (account_for_embedding/loss_in_pipeline_split).
     """
     L = model.layers
-    # the automatic split needs l, l + 1 or l + 2 divisible by p: only their divisors
-    auto = sorted({p for n in (L, L + 1, L + 2) for p in _divisors(n) if p <= L})
+    # Megatron-Core's slots (l, l + 1 or l + 2 divisible by p), and the powers of two the
+    # published recipes use (DeepSeek-V3's 61 layers on PP16), split with longer ends short
+    auto = sorted({p for n in (L, L + 1, L + 2) for p in _divisors(n) if p <= L}
+                  | {2 ** k for k in range(1, 17) if 2 ** k <= L})
     cand = np.asarray(space.pp or auto, dtype=np.int64)
     if not space.pp and (space.first_stage_layers is not None
                          or space.last_stage_layers is not None):
@@ -399,7 +406,8 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
          global_batch: int, space: Space = Space(), options: Options = Options(),
          calibration: Calibration | None = None, seq_len: int | None = None,
          usd_per_gpu_hour: float | None = None, heuristic: str = "none",
-         rank_by: str = "time", memory_kwargs=None, precision: str | None = None) -> Plan:
+         rank_by: str = "time", memory_kwargs=None, precision: str | None = None,
+         simplest_within: float = 0.0) -> Plan:
     r"""Evaluate every valid layout in one vectorized call and rank them.
 
     Ranking: layouts that fit first, then by step time (``rank_by="time"``) or by dollars
@@ -432,6 +440,10 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
     precision : {"bf16", "fp8", "mxfp8"}, optional
         GEMM precision of every layout; None: ``options.precision``. Refused where the GPU
         cannot run it (:func:`llmcost.training.precision.check_precision`).
+    simplest_within : float, optional
+        Among the fitting layouts within this share of the best (by ``rank_by``), the one
+        with the fewest parallel dimensions (:func:`parallel_dimensions`) ranks first [-];
+        0 (the default) ranks by time or cost alone.
 
     Returns
     -------
@@ -461,24 +473,60 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
                     note=f"no layout in the space splits a global batch of {int(global_batch)} "
                          f"sequences over {_sizes_text(gpus)} GPUs (t p c must divide the GPUs "
                          "and micro-batch x DP the batch): change the GPU count or the batch")
-    pred = predict_step(model, gpu, scale_up, scale_out, L["gpus"], L["tp"], L["pp"],
-                        global_batch, L["cp"], L["micro_batch"], L["interleave"],
-                        L["recompute"], L["sequence_parallel"], L["zero_stage"], options,
-                        calibration, seq_len, memory_kwargs, with_scaling=False,
-                        flash_attention=L["flash_attention"],
-                        tp_comm_overlap=L["tp_comm_overlap"],
-                        first_stage_layers=space.first_stage_layers,
-                        last_stage_layers=space.last_stage_layers, precision=prec,
-                        ep=L["ep"], etp=L["etp"])
-    df = layouts_frame(L, pred, gpu, usd_per_gpu_hour)
-    df.insert(df.columns.get_loc("tp_comm_overlap") + 1, "precision", prec)
+    frames = []
+    # one vectorized prediction per memory recipe (a handful), every layout in each
+    for mods in space.recompute_modules:
+        for moments in space.optimizer_moments:
+            mk = {**(memory_kwargs or {}), "optimizer_moments": moments}
+            pred = predict_step(model, gpu, scale_up, scale_out, L["gpus"], L["tp"], L["pp"],
+                                global_batch, L["cp"], L["micro_batch"], L["interleave"],
+                                L["recompute"], L["sequence_parallel"], L["zero_stage"],
+                                options, calibration, seq_len, mk, with_scaling=False,
+                                flash_attention=L["flash_attention"],
+                                tp_comm_overlap=L["tp_comm_overlap"],
+                                first_stage_layers=space.first_stage_layers,
+                                last_stage_layers=space.last_stage_layers, precision=prec,
+                                ep=L["ep"], etp=L["etp"], recompute_modules=tuple(mods))
+            f = layouts_frame(L, pred, gpu, usd_per_gpu_hour)
+            at = f.columns.get_loc("tp_comm_overlap") + 1
+            f.insert(at, "precision", prec)
+            f.insert(at + 1, "recompute_modules", ",".join(mods))
+            f.insert(at + 2, "optimizer_moments", moments)
+            frames.append(f)
+    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    n = len(df)
     key = "step_time_s" if rank_by == "time" else "usd_per_million_tokens"
     # ties (e.g. CP x micro-batch swaps that leave each GPU the same work) go to the
     # simpler layout: less memory, then fewer moving parts
     df = df.sort_values(["fits", key, "memory_gb", "cp", "interleave", "zero_stage", "tp"],
                         ascending=[False, True, True, True, True, True, True],
                         kind="stable").reset_index(drop=True)
+    if simplest_within > 0 and bool(df["fits"].iloc[0]):
+        df = _simplest_first(df, key, float(v.in_range("simplest_within", simplest_within, 0, 1)))
     return Plan(df, n, int(df["fits"].sum()), cand, pareto_front(df))
+
+
+def parallel_dimensions(df) -> np.ndarray:
+    """How many ways a layout splits the work, the measure of its complexity [-]: one per
+    size above 1 among TP, PP, interleaving, CP, EP and expert TP, plus one each for ZeRO-3
+    (parameter gathers every layer), recomputation, modules recomputed by name and
+    low-precision optimizer moments."""
+    n = sum((np.asarray(df[k]) > 1).astype(int) for k in ("tp", "pp", "interleave", "cp", "ep", "etp"))
+    n = n + (np.asarray(df["zero_stage"]) >= 3) + (np.asarray(df["recompute"]) != "none")
+    if "recompute_modules" in df:
+        n = n + (np.asarray(df["recompute_modules"]) != "")
+    if "optimizer_moments" in df:
+        n = n + (np.asarray(df["optimizer_moments"]) != "fp32")
+    return n
+
+
+def _simplest_first(df: pd.DataFrame, key: str, within: float) -> pd.DataFrame:
+    """The fitting layouts within ``within`` of the best, simplest first (then by ``key``),
+    ahead of the rest in their order."""
+    near = df["fits"].to_numpy() & (df[key].to_numpy() <= df[key].iloc[0] * (1 + within))
+    head = df[near].assign(_dims=parallel_dimensions(df[near]))
+    head = head.sort_values(["_dims", key], kind="stable").drop(columns="_dims")
+    return pd.concat([head, df[~near]]).reset_index(drop=True)
 
 
 def _sizes_text(gpus) -> str:
@@ -493,6 +541,8 @@ def empty_layouts_frame() -> pd.DataFrame:
                          object if k == "recompute" else int) for k in LAYOUT_COLUMNS}
     cols["middle_stage_layers"] = pd.Series(dtype=int)
     cols["precision"] = pd.Series(dtype=object)
+    cols["recompute_modules"] = pd.Series(dtype=object)
+    cols["optimizer_moments"] = pd.Series(dtype=object)
     for k in ("step_time_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
               "tokens_per_s", *StepPrediction.BREAKDOWN, "memory_gb", "capacity_gb",
               "headroom_gb", "fits", "usd_per_million_tokens"):
@@ -572,6 +622,10 @@ def describe_layout(row) -> str:
     parts.append(f"mb{int(row['micro_batch'])}")
     parts.append(f"ZeRO-{int(row['zero_stage'])}")
     parts.append(f"recompute={row['recompute']}")
+    if "recompute_modules" in row and row["recompute_modules"]:
+        parts[-1] += f"+{row['recompute_modules']}"
+    if "optimizer_moments" in row and row["optimizer_moments"] not in ("fp32", None):
+        parts.append(f"{str(row['optimizer_moments']).upper()}-moments")
     if bool(row["sequence_parallel"]):
         parts.append("SP")
     if "flash_attention" in row and bool(row["flash_attention"]):

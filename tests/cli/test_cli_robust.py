@@ -369,6 +369,7 @@ def test_every_subcommand_has_a_valid_call():
     assert sorted(VALID) == COMMANDS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_no_input_prints_a_traceback(command, scenario_files):
     codes = Counter()

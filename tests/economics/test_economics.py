@@ -204,6 +204,7 @@ def test_size_cluster_meets_target_above_memory_floor():
     assert S.memory_floor_gpus == 16
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @given(st.floats(5, 200), st.floats(5, 200))
 def test_more_days_never_need_more_gpus(d1, d2):

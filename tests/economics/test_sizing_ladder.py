@@ -125,6 +125,7 @@ def test_sizing_is_fast_for_llama3_405b():
     assert time.perf_counter() - t < 2.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mid,tokens", [("llama3-8b", 1e12), ("llama2-70b", 2e12)])
 def test_more_days_never_need_more_gpus(mid, tokens):
     m = CAT.model(mid)
@@ -138,6 +139,7 @@ def test_more_days_never_need_more_gpus(mid, tokens):
 
 # ------------------------------------------------------------------ power envelope
 
+@pytest.mark.slow
 def test_power_envelope_binds():
     m = CAT.model("llama2-70b")
     free = sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 30)

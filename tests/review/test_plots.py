@@ -25,8 +25,9 @@ SCENARIOS = {
     "sized": Scenario(sizing="days", target_days=30),
     "small-async": Scenario(model="llama3-8b", gpus=64, checkpoint_mode="async"),
     # failures at 50 per 1000 GPU-days, a 10-minute restart and sync checkpoints to a 20 GB/s
-    # tier: the largest sizes take 10^9 days and more
+    # tier, a 4M-token batch: the largest sizes take 10^9 days and more
     "failing-405b": Scenario(model="llama3-405b", tokens=15e12, sizing="days",
+                             global_batch_tokens=4_194_304,
                              failure_rate="custom", failures_per_1000_gpu_days=50,
                              restart="custom", restart_s=600.0, checkpoint_mode="sync",
                              shared_storage_gb_per_s=20.0),

@@ -259,6 +259,7 @@ def _mem(L, **over):
         optimizer=a["optimizer"], finetune=a["finetune"])
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(layouts())
 def test_higher_zero_stage_never_needs_more(L):
@@ -272,6 +273,7 @@ def test_higher_zero_stage_never_needs_more(L):
     assert float(z3.total_bytes) - 1.02 * float(z3.zero3_working_bytes) <= totals[2] * (1 + 1e-12)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(layouts())
 def test_larger_tp_never_needs_more(L):
@@ -279,6 +281,7 @@ def test_larger_tp_never_needs_more(L):
     assert all(b <= a * (1 + 1e-12) for a, b in zip(totals, totals[1:]))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(layouts())
 def test_full_recompute_never_needs_more_than_selective_or_none(L):
@@ -288,6 +291,7 @@ def test_full_recompute_never_needs_more_than_selective_or_none(L):
     assert full <= sel <= none
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(layouts())
 def test_every_component_is_non_negative(L):

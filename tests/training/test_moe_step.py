@@ -199,10 +199,15 @@ def test_review_app_plans_moe_without_errors(query):
 
 
 def test_review_days_fall_when_the_all_to_all_is_hidden():
-    s = Scenario(model="deepseek-v3", gpu="h800", gpus=2048, precision="fp8", tokens=14.8e12)
+    s = Scenario(model="deepseek-v3", gpu="h800", gpus=2048, precision="fp8", tokens=14.8e12,
+                 moe_overlap="none")
     a = review.evaluate(s)
-    b = review.evaluate(Scenario(**{**s.__dict__, "moe_a2a_overlap": 1.0}))
+    b = review.evaluate(Scenario(**{**s.__dict__, "moe_overlap": "custom", "moe_a2a_overlap": 1.0}))
     assert b.headline["days"] < a.headline["days"]
+    # the named recipes in order: nothing hidden, Megatron's 1F1B overlap, DualPipe
+    days = [review.evaluate(Scenario(**{**s.__dict__, "moe_overlap": o})).headline["days"]
+            for o in ("none", "1f1b", "dualpipe")]
+    assert days[0] > days[1] > days[2]
 
 
 # ------------------------------------------------------------------ CUDA graphs (issue 10)
@@ -332,7 +337,7 @@ def test_review_notes_an_exposed_all_to_all_with_its_share_of_the_step():
     DualPipe reaches (0.95) removes it, and dense models never get it."""
     from llmcost.review.stages import a2a_note
     s = Scenario(model="deepseek-v3", gpu="h800", gpus=2048, precision="fp8", tokens=14.8e12,
-                 moe_load_imbalance=1.0)
+                 moe_load_imbalance=1.0, moe_overlap="none")
     r = review.evaluate(s)
     a2a, step = float(r.predict.step.ep_comm_s), r.predict.step_time_s
     notes = [w for w in r.warnings if w.startswith("MoE all-to-all")]
@@ -341,8 +346,9 @@ def test_review_notes_an_exposed_all_to_all_with_its_share_of_the_step():
                      f"({a2a / step:.0%}), none of it hidden; DeepSeek-V3's DualPipe leaves "
                      "\"near-zero all-to-all communication overhead\" (arXiv:2412.19437, "
                      "\u00a73.2.1) and Megatron-LM's expert-parallel overlap hides part of it: if "
-                     "your stack overlaps it, set 'MoE all-to-all hidden'"]
-    hidden = review.evaluate(Scenario(**{**s.__dict__, "moe_a2a_overlap": 0.95}))
+                     "your stack overlaps it, pick it under 'MoE all-to-all overlap' "
+                     "(moe_overlap=1f1b or dualpipe)"]
+    hidden = review.evaluate(Scenario(**{**s.__dict__, "moe_overlap": "dualpipe"}))
     assert not [w for w in hidden.warnings if w.startswith("MoE all-to-all")]
     assert not [w for w in review.evaluate(Scenario()).warnings if w.startswith("MoE")]
     # the threshold: more than 10% of the step

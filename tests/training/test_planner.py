@@ -16,6 +16,7 @@ SMALL = pl.Space(cp=(1, 2), micro_batch=(1, 2, 4), zero_stage=(0, 3),
                  recompute=("none", "full"), interleave=(1, 2, 3))
 
 
+@pytest.mark.slow
 def test_planner_equals_brute_force_loop():
     m = CAT.model("megatron-gpt-1.7b")   # 24 layers, 24 heads, s 2048
     gpus, B = 32, 64
