@@ -30,7 +30,9 @@ lint: install
 bench: install
 	$(PY) benchmarks/run.py
 
-# Measured vs predicted tokens/s on every calibration row (data/calibration_runs.csv);
+# Measured vs predicted tokens/s on every calibration row (data/calibration_runs.csv), then the
+# review's and the napkin's GPU-hours against published whole runs (data/whole_runs.csv; that
+# section alone: `.venv/bin/python benchmarks/validate.py --whole-runs`);
 # `make validate FIT=1` also fits the constants per GPU generation (prints only);
 # `make validate FIT=1 WRITE=1` rewrites data/step_model_errors.csv from the held-out errors.
 validate: install

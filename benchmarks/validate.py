@@ -10,6 +10,10 @@ source table and GPU generation. Expressibility is probed at run time (a layout 
 rejects with InputError is reported with the library's reason), so the script follows the
 library as it gains uneven pipelines, precisions and so on.
 
+After the calibration table it prints :func:`whole_runs`: the review's and the napkin's
+GPU-hours against published whole pre-training runs (data/whole_runs.csv); ``--whole-runs``
+prints that section alone.
+
 ``--fit`` fits the :class:`~llmcost.training.step.Calibration` constants per GPU generation
 with ``scipy.optimize.least_squares`` on log(predicted / measured tokens/s), reports which
 constants the rows cannot identify, and the leave-one-group-out error (group = source table
@@ -18,6 +22,7 @@ x model). It prints; it changes nothing in the library (DEFAULT_CALIBRATION stay
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -856,12 +861,147 @@ def fit_mxfp8(rows=None, cat=None, out=None):
     return float(np.exp(r.x[0])), r.fun
 
 
+# ------------------------------------------------------------------ whole runs
+
+WHOLE_RUNS = ROOT / "data" / "whole_runs.csv"
+#: architectures of the whole runs the catalog does not hold (a row's ``config`` column)
+HF_CONFIGS = ROOT / "tests" / "data" / "hf_configs"
+#: GPU-hours counted in the summary: as published, or arithmetic on published figures (GPUs x
+#: days, a rate per trillion tokens x tokens); "approximate" ones ("two months") are listed only
+WHOLE_RUN_STATISTICS = ("reported", "derived")
+
+
+def load_whole_runs(path=WHOLE_RUNS) -> pd.DataFrame:
+    """data/whole_runs.csv: published GPU-hours of whole pre-training runs."""
+    return pd.read_csv(path)
+
+
+def whole_run_gpus(row) -> int:
+    """The run's GPU count: as published, else the count its notes assume."""
+    return int(row["gpus"]) if not pd.isna(row["gpus"]) else int(row["gpus_assumed"])
+
+
+def whole_run_query(row) -> str:
+    """The review's link query for one whole run: the run as published (model or config.json
+    fields, GPU, GPUs, tokens, precision, sequence length, fabric, stack and, where published,
+    the global batch); the layout is left to the planner."""
+    from urllib.parse import urlencode
+
+    from llmcost.scenario import CONFIG_PREFIX, config_text
+    from llmcost.training import hf_config
+    items = {}
+    if isinstance(row["model"], str) and row["model"]:
+        items["model"] = row["model"]
+    else:
+        fields = hf_config.config_fields(hf_config.read_config_file(HF_CONFIGS / row["config"]))
+        items["model"] = "config"
+        items.update({CONFIG_PREFIX + k: x for k, x in json.loads(config_text(fields)).items()})
+    items.update(gpu=row["gpu"], gpus=whole_run_gpus(row), tokens=f"{float(row['tokens']):.6g}",
+                 precision=row["precision"], seq_len=int(row["seq_len"]), fabric=row["fabric"],
+                 stack=row["stack"])
+    if row["fabric"] == "custom":
+        items["fabric_gb_per_s_per_gpu"] = f"{float(row['fabric_gb_per_s_per_gpu']):g}"
+    if not pd.isna(row["global_batch_tokens"]):
+        items["global_batch_tokens"] = int(row["global_batch_tokens"])
+    return urlencode(items)
+
+
+def whole_runs(out=None, rows=None) -> pd.DataFrame:
+    """Review vs published vs napkin GPU-hours for every published whole run, printed to
+    ``out`` (default: sys.stdout at call time, so redirecting stdout captures it).
+
+    Each row of data/whole_runs.csv is reviewed as a user would link it
+    (:func:`whole_run_query` -> ``Scenario.from_query`` -> ``llmcost.review.evaluate``); nothing
+    is fitted to these rows. Errors are estimate / published - 1; the summary's mean and max
+    |error| count the rows whose hours are reported or derived (WHOLE_RUN_STATISTICS).
+
+    Returns
+    -------
+    DataFrame
+        One row per run: id, published_gpu_hours, gpu_hours (the review's), error,
+        napkin_gpu_hours, napkin_error, layout, mfu, goodput, fits, days, gpus,
+        global_batch_tokens, in_statistics, status ("ok" or the InputError the review raised)
+        and query.
+    """
+    from llmcost.review import evaluate as review
+    from llmcost.scenario import Scenario
+    out = out or sys.stdout
+    rows = load_whole_runs() if rows is None else rows
+    res = []
+    for _, row in rows.iterrows():
+        pub = float(row["published_gpu_hours"])
+        rec = dict(id=row["id"], published_gpu_hours=pub, gpu_hours=np.nan, error=np.nan,
+                   napkin_gpu_hours=np.nan, napkin_error=np.nan, layout="", mfu=np.nan,
+                   goodput=np.nan, fits=None, days=np.nan, gpus=whole_run_gpus(row),
+                   global_batch_tokens=np.nan,
+                   in_statistics=row["hours_status"] in WHOLE_RUN_STATISTICS, status="ok",
+                   query=whole_run_query(row))
+        try:
+            s, _ = Scenario.from_query(rec["query"], strict=True)
+            r = review(s).to_json()
+        except InputError as e:
+            rec["status"] = f"review refused: {e}"
+        else:
+            lay = r.get("layout") or {}
+            rec.update(gpu_hours=r["gpu_hours"], error=r["gpu_hours"] / pub - 1,
+                       napkin_gpu_hours=r["napkin_gpu_hours"],
+                       napkin_error=r["napkin_gpu_hours"] / pub - 1,
+                       layout=lay.get("description", ""), mfu=r["mfu"], goodput=r["goodput"],
+                       fits=r["fits"], days=r["days"],
+                       global_batch_tokens=r["global_batch_tokens"])
+        res.append(rec)
+    res = pd.DataFrame(res)
+    print("\nWhole published pre-training runs: GPU-hours, review and napkin (6 x active params x "
+          "tokens / (0.4 x dense BF16 peak)) against the published figure (data/whole_runs.csv; "
+          "nothing fitted to it)", file=out)
+    print(format_whole_runs(res), file=out)
+    print(whole_runs_summary(res), file=out)
+    return res
+
+
+def _hours(x) -> str:
+    return "" if pd.isna(x) else f"{x / 1e6:.3f}M"
+
+
+def format_whole_runs(res: pd.DataFrame) -> str:
+    lines = [f"{'run':18s} {'published':>10s} {'review':>10s} {'error':>8s} {'napkin':>10s} "
+             f"{'error':>8s} {'GPUs':>6s} {'MFU':>6s} {'goodput':>7s} {'fits':>5s}  layout"]
+    for _, r in res.iterrows():
+        mark = "" if r["in_statistics"] else " *"
+        mfu = "" if pd.isna(r["mfu"]) else f"{100 * r['mfu']:.1f}%"
+        gp = "" if pd.isna(r["goodput"]) else f"{r['goodput']:.3f}"
+        tail = r["layout"] if r["status"] == "ok" else r["status"]
+        lines.append(f"{r['id'] + mark:18s} {_hours(r['published_gpu_hours']):>10s} "
+                     f"{_hours(r['gpu_hours']):>10s} {_pct(r['error']):>8s} "
+                     f"{_hours(r['napkin_gpu_hours']):>10s} {_pct(r['napkin_error']):>8s} "
+                     f"{r['gpus']:>6d} {mfu:>6s} {gp:>7s} {str(r['fits']):>5s}  {tail}")
+    return "\n".join(lines)
+
+
+def whole_runs_summary(res: pd.DataFrame) -> str:
+    """Mean and max |error| of the review and of the napkin over the counted rows."""
+    use = res[res["in_statistics"] & res["error"].notna()]
+    left = len(res) - len(res[res["in_statistics"]])
+    if use.empty:
+        return "no counted run was answered"
+    e, n = use["error"].abs(), use["napkin_error"].abs()
+    closer = int((e < n).sum())
+    return (f"{len(use)} runs counted (* = approximate hours, listed only: {left}): review mean "
+            f"|error| {100 * e.mean():.1f}%, max {100 * e.max():.1f}%; napkin mean |error| "
+            f"{100 * n.mean():.1f}%, max {100 * n.max():.1f}%; the review is closer on {closer} "
+            f"of {len(use)}")
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if "--readme" in argv:
         print(readme_table(evaluate(load_rows())))
         return
+    if "--whole-runs" in argv:
+        whole_runs()
+        return
     validate()
+    whole_runs()
     if "--fit" in argv:
         _, moe_held = fit_moe()
         fit_mxfp8()

@@ -1,0 +1,171 @@
+"""data/whole_runs.csv (published GPU-hours of whole pre-training runs) and the section of
+benchmarks/validate.py that reviews each of them beside the napkin. The other runs are a check
+that is reported, not a fit: only the two named runs carry thresholds (as in test_whole_run.py)."""
+
+import contextlib
+import importlib.util
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from llmcost import catalog
+from llmcost.training import hf_config
+
+ROOT = Path(__file__).resolve().parents[2]
+CAT = catalog.default()
+
+
+def _validate_module():
+    spec = importlib.util.spec_from_file_location("validate_bench_whole_runs",
+                                                  ROOT / "benchmarks" / "validate.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+VALIDATE = _validate_module()
+ROWS = VALIDATE.load_whole_runs()
+
+
+def by_id(frame, run_id):
+    return frame.set_index("id").loc[run_id]
+
+
+def config_model(row):
+    return hf_config.model_from_config(
+        hf_config.read_config_file(VALIDATE.HF_CONFIGS / row["config"]),
+        seq_len=int(row["seq_len"]))[0]
+
+
+def row_model(row):
+    return CAT.model(row["model"]) if isinstance(row["model"], str) else config_model(row)
+
+
+@pytest.fixture(scope="module")
+def table():
+    buf = io.StringIO()
+    res = VALIDATE.whole_runs(out=buf)
+    return res, buf.getvalue()
+
+
+def test_every_row_has_its_source_and_sane_figures():
+    assert ROWS["id"].is_unique
+    for _, r in ROWS.iterrows():
+        assert isinstance(r["source"], str) and r["source"].strip(), r["id"]
+        assert isinstance(r["as_of"], str) and len(r["as_of"]) >= 7, r["id"]
+        assert VALIDATE.whole_run_gpus(r) > 0 and r["tokens"] > 0, r["id"]
+        assert r["published_gpu_hours"] > 0 and r["seq_len"] > 0, r["id"]
+        assert r["precision"] in ("bf16", "fp8") and r["stack"] in ("megatron", "fsdp"), r["id"]
+        assert r["hours_status"] in ("reported", "derived", "approximate"), r["id"]
+        # a count the source does not give is assumed, and the notes say so
+        if pd.isna(r["gpus"]):
+            assert r["gpus_assumed"] > 0 and "assumed" in r["notes"], r["id"]
+
+
+def test_models_gpus_and_fabrics_exist():
+    fabrics = set(CAT.fabrics()["id"])
+    for _, r in ROWS.iterrows():
+        has_model = isinstance(r["model"], str)
+        assert has_model != isinstance(r["config"], str), r["id"]   # exactly one of the two
+        if has_model:
+            CAT.model(r["model"])
+        else:
+            assert (VALIDATE.HF_CONFIGS / r["config"]).is_file(), r["id"]
+        CAT.gpu(r["gpu"])
+        if r["fabric"] == "custom":
+            assert r["fabric_gb_per_s_per_gpu"] > 0, r["id"]
+        else:
+            assert r["fabric"] in fabrics, r["id"]
+
+
+def test_transcribed_architectures_have_their_published_sizes():
+    # LLaMA Table 2 prints 32.5B and 65.2B; DeepSeek-V2 236B total, 21B active (arXiv:2405.04434
+    # abstract); DeepSeek LLM "67B"
+    published = {"llama-33b": (32.5e9, None, 0.002), "llama-65b": (65.2e9, None, 0.002),
+                 "deepseek-v2": (236e9, 21e9, 0.02), "deepseek-llm-67b": (67e9, None, 0.01)}
+    for run_id, (total, active, tol) in published.items():
+        m = config_model(by_id(ROWS, run_id))
+        assert m.params == pytest.approx(total, rel=tol), run_id
+        if active:
+            assert m.active_params == pytest.approx(active, rel=0.03), run_id
+    # LLaMA 7B / 13B share the catalog's Llama 2 architectures: Table 2's 6.7B and 13.0B
+    assert CAT.model("llama2-7b").params == pytest.approx(6.7e9, rel=0.01)
+    assert CAT.model("llama2-13b").params == pytest.approx(13.0e9, rel=0.01)
+
+
+def test_derived_hours_are_the_arithmetic_of_their_sources():
+    hours = ROWS.set_index("id")["published_gpu_hours"]
+    assert hours["deepseek-v2"] == pytest.approx(172.8e3 * 8.1, rel=1e-9)   # per trillion x 8.1T
+    assert hours["deepseek-llm-67b"] == pytest.approx(300.6e3 * 2.0, rel=1e-9)
+    assert hours["mpt-7b"] == pytest.approx(440 * 9.5 * 24, rel=1e-9)        # 440 GPUs, 9.5 days
+    assert hours["smollm3-3b"] == pytest.approx(384 * 24 * 24, rel=1e-9)      # 384 GPUs, 24 days
+    # LLaMA 65B: 380 tokens/s/GPU on 2,048 GPUs over 1.4T tokens (§2.4) is Table 15's figure
+    assert 1.4e12 / 380 / 3600 == pytest.approx(hours["llama-65b"], rel=2e-3)
+    derived = ROWS[ROWS["hours_status"] == "derived"]["id"]
+    assert set(derived) == {"deepseek-v2", "deepseek-llm-67b", "mpt-7b", "smollm3-3b"}
+
+
+def test_every_run_is_answered_and_fits(table):
+    res, _ = table
+    assert list(res["id"]) == list(ROWS["id"])
+    bad = res[(res["status"] != "ok") | (res["fits"] != True)]  # noqa: E712
+    assert bad.empty, bad[["id", "status", "fits", "layout"]].to_string()
+    assert (res["layout"].str.len() > 0).all()
+    assert (res["gpus"] == [VALIDATE.whole_run_gpus(r) for _, r in ROWS.iterrows()]).all()
+
+
+def test_a_published_batch_is_the_batch_reviewed(table):
+    res, _ = table
+    for (_, r), (_, got) in zip(ROWS.iterrows(), res.iterrows()):
+        if not pd.isna(r["global_batch_tokens"]):
+            # whole sequences: the published batch rounded to a multiple of the sequence length
+            assert got["global_batch_tokens"] == pytest.approx(r["global_batch_tokens"],
+                                                               abs=r["seq_len"]), r["id"]
+
+
+def test_the_napkin_is_6nd_at_40_percent_of_the_dense_bf16_peak_on_every_row(table):
+    res, _ = table
+    for (_, r), (_, got) in zip(ROWS.iterrows(), res.iterrows()):
+        peak = CAT.gpu(r["gpu"]).bf16_dense_tflops * 1e12
+        napkin = 6 * row_model(r).active_params * r["tokens"] / (0.4 * peak) / 3600
+        assert got["napkin_gpu_hours"] == pytest.approx(napkin, rel=1e-6), r["id"]
+        assert got["napkin_error"] == pytest.approx(napkin / r["published_gpu_hours"] - 1,
+                                                    rel=1e-6), r["id"]
+
+
+@pytest.mark.parametrize("run_id", ["llama3.1-405b", "deepseek-v3"])
+def test_the_named_runs_beat_the_napkin(table, run_id):
+    # as tests/review/test_whole_run.py: within 15% of the published GPU-hours, closer than the
+    # napkin (Llama 3.1 405B: 30.84M H100-hours; DeepSeek-V3: 2.664M H800-hours)
+    r = by_id(table[0], run_id)
+    assert abs(r["error"]) <= 0.15, r["gpu_hours"]
+    assert abs(r["error"]) < abs(r["napkin_error"])
+    assert r["fits"] == True  # noqa: E712
+
+
+def test_the_summary_counts_reported_and_derived_rows_only():
+    res = pd.DataFrame({"id": ["a", "b", "c"], "error": [0.10, -0.20, 0.90],
+                        "napkin_error": [0.30, -0.10, 0.0],
+                        "in_statistics": [True, True, False]})
+    line = VALIDATE.whole_runs_summary(res)
+    # review |error| 10% and 20%: mean 15.0%, max 20.0%; napkin 30% and 10%: mean 20.0%, max 30.0%
+    assert "2 runs counted" in line and "listed only: 1" in line
+    assert "review mean |error| 15.0%, max 20.0%" in line
+    assert "napkin mean |error| 20.0%, max 30.0%" in line
+    assert "closer on 1 of 2" in line
+
+
+def test_the_printed_table_and_the_command_line_section(table):
+    res, text = table
+    for run_id in ROWS["id"]:
+        assert run_id in text
+    assert "runs counted" in text and "napkin mean |error|" in text
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        VALIDATE.main(["--whole-runs"])
+    out = buf.getvalue()
+    # --whole-runs prints this section alone, not the calibration table before it
+    assert "Whole published pre-training runs" in out and "MFU convention" not in out
+    assert out.count("\n") == text.count("\n")
