@@ -23,7 +23,8 @@ class ReviewApp(ReviewPanel):
               "batch", "global_batch_tokens", "moe_load_imbalance", "moe_overlap", "moe_a2a_overlap",
               "data_stall", "data_stall_share", "checkpoint_mode",
               "price_source", "price_offer", "on_demand_usd_per_gpu_hour",
-              "reserved_3y_usd_per_gpu_hour", "spot_discount", "onprem_capex_usd_per_gpu",
+              "reserved_1y_usd_per_gpu_hour", "reserved_3y_usd_per_gpu_hour", "spot_discount",
+              "onprem_capex_usd_per_gpu",
               "utilization", "resale")
     sliders = ("data_stall_share", "utilization")
     headline_keys = ("days", "gpus", "cost_on_demand_usd", "cheapest_option", "mfu",

@@ -155,16 +155,9 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
             warnings.append(f"no cited purchase price for {g.id} in the catalog: on-premises is "
                             "not costed (set prices to custom and enter a capex per GPU)")
     else:
-        od = s.on_demand_usd_per_gpu_hour
-        discount = s.spot_discount or None
-        prices = tco.CloudPrices(on_demand=od,
-                                 reserved_1y=s.reserved_1y_usd_per_gpu_hour or None,
-                                 reserved_3y=s.reserved_3y_usd_per_gpu_hour or None,
-                                 spot=od * (1 - discount) if discount else None)
+        prices, discount, capex, power_w, opex_other, w = _custom_prices(s, cat, g)
+        warnings += w
         offer, billing = None, g.gpus_per_node
-        capex = s.onprem_capex_usd_per_gpu or None
-        power_w = s.onprem_power_kw_per_gpu * 1000
-        opex_other = s.onprem_opex_usd_per_gpu_month
     onprem = None
     if capex is not None:
         if power_w is None:
@@ -248,7 +241,80 @@ def _catalog_prices(s, cat, g):
                              spot=od * (1 - discount) if discount else None)
     if discount is None:
         warnings.append(f"{row['id']} lists no spot price: spot is not costed")
+    for name, term in (("reserved_1y", "1-year"), ("reserved_3y", "3-year")):
+        if getattr(prices, name) is None:
+            warnings.append(f"{row['id']} lists no {term} reserved price: the {term} "
+                            "reservation is not costed")
     return prices, str(row["id"]), int(row["gpus"]), discount, warnings
+
+
+#: custom-price fields -> (catalog option of the GPU's offer, what the warning calls it)
+_CUSTOM_CLOUD = {"on_demand_usd_per_gpu_hour": ("on_demand", "on-demand"),
+                 "reserved_1y_usd_per_gpu_hour": ("reserved_1y", "1-year reserved"),
+                 "reserved_3y_usd_per_gpu_hour": ("reserved_3y", "3-year reserved")}
+
+
+def _entered(s: Scenario, name: str) -> bool:
+    """True when the scenario's figure differs from the field's default (the user entered it)."""
+    return getattr(s, name) != Scenario.__dataclass_fields__[name].default
+
+
+def _custom_prices(s, cat, g):
+    """Prices of ``price_source`` = "custom": each figure entered by the user, or this GPU's.
+
+    A price field left at its Scenario default was not entered. Its defaults are the H100's
+    (AWS p5.48xlarge per GPU, a DGX H100 server and system power), so it never stands for
+    another GPU: a figure not entered is this GPU's catalog figure (its catalog offer's price
+    per GPU-hour, ``price_offer`` or the first offer; its server price and system power from
+    data/gpus.csv), and absent with a warning when the catalog has none. An entered 0 on a
+    reservation or the server price means "none". The spot discount (the seed's 60% off the
+    on-demand price) and the facility opex ($50k per node over its life) are not figures of
+    one GPU: their entered or default values apply to any GPU. A figure entered exactly equal
+    to its default is read as not entered.
+
+    Returns
+    -------
+    (prices, spot discount, capex [USD per GPU], system power [W per GPU], opex [USD per
+    GPU-month] or None, warnings)
+    """
+    warnings = []
+    row = cat.price_offer(g.id, None if s.price_offer == "auto" else s.price_offer)
+    if row is not None and row["gpu"] != g.id:
+        row = cat.price_offer(g.id)
+    per = catalog_mod.usd_per_gpu_hour(row) if row is not None else {}
+    got = {}
+    for name, (option, what) in _CUSTOM_CLOUD.items():
+        if _entered(s, name):
+            got[option] = getattr(s, name) or None
+        elif option in per:
+            got[option] = per[option]
+        else:
+            got[option] = None
+            warnings.append(f"no {what} price entered and none in the catalog for {g.id}: "
+                            f"{what} is not costed")
+    od = got["on_demand"]
+    discount = s.spot_discount or None
+    for option in ("reserved_1y", "reserved_3y"):
+        if got[option] is not None and od is not None and got[option] > od:
+            warnings.append(f"{_CUSTOM_CLOUD[option + '_usd_per_gpu_hour'][1]} price "
+                            f"${got[option]:.2f}/GPU-h is above the on-demand ${od:.2f}/GPU-h")
+    if od is None:
+        discount = None
+    prices = None
+    if any(x is not None for x in got.values()):
+        prices = tco.CloudPrices(on_demand=od, reserved_1y=got["reserved_1y"],
+                                 reserved_3y=got["reserved_3y"],
+                                 spot=od * (1 - discount) if discount else None)
+    if _entered(s, "onprem_capex_usd_per_gpu"):
+        capex = s.onprem_capex_usd_per_gpu or None
+    else:
+        capex = g.capex_usd_per_gpu
+        if capex is None:
+            warnings.append(f"no server price entered and none cited for {g.id} in the catalog: "
+                            "on-premises is not costed")
+    power_w = (s.onprem_power_kw_per_gpu * 1000 if _entered(s, "onprem_power_kw_per_gpu")
+               else g.power_w_per_gpu)
+    return prices, discount, capex, power_w, s.onprem_opex_usd_per_gpu_month, warnings
 
 
 def _onprem(s, capex, power_w, opex_other):
@@ -530,9 +596,59 @@ def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
                      memory_kwargs={**REVIEW_MEMORY, **L.memory_options()}, **L.step_kwargs())
     mem = {k: float(x) for k, x in p.memory.to_gb().items()}
     step = float(p.step_time_s)
+    mfu_p, hfu_p = precision_utilization(float(p.mfu), float(p.hfu), inp.gpu,
+                                         inp.scenario.precision)
     return PredictResult(p, step, float(p.tokens_per_s), float(p.mfu), float(p.hfu),
                          float(p.model_tflops_per_gpu), mem, mem["total_gb"],
-                         inp.gpu.memory_bytes / 1e9, bool(p.fits), float(p.pp_bubble_s) / step)
+                         inp.gpu.memory_bytes / 1e9, bool(p.fits), float(p.pp_bubble_s) / step,
+                         mfu_p, hfu_p)
+
+
+class PhysicalBoundError(ValueError):
+    """A prediction beyond what the hardware can do: a bug in the step model, never an answer
+    (a ValueError, so the command line prints it as its one error line)."""
+
+
+def precision_utilization(mfu: float, hfu: float, gpu, precision: str) -> tuple:
+    r"""MFU and HFU against the dense peak of the precision the GEMMs run at.
+
+    .. math:: U_p = U_{BF16} \, F_{BF16} / F_{p}
+
+    where :math:`U_{BF16}` is stated against the dense BF16 peak :math:`F_{BF16}` (as published
+    runs state MFU) and :math:`F_p` is the dense peak of precision ``p`` (FP8 and MXFP8: the FP8
+    dense rate). No FLOP of the run executes faster than :math:`F_p`, so :math:`U_p \le 1`.
+
+    Parameters
+    ----------
+    mfu, hfu : float
+        Model and hardware FLOPs utilization against the dense BF16 peak [-].
+    gpu : GPUSpec
+        The accelerator (:meth:`GPUSpec.peak_tflops`).
+    precision : {"bf16", "fp8", "mxfp8"}
+
+    Returns
+    -------
+    (mfu_precision, hfu_precision) : tuple of float [-]
+
+    Raises
+    ------
+    PhysicalBoundError
+        When either is above 1: the step model predicted more FLOP/s than the peak.
+
+    References
+    ----------
+    .. [1] Chowdhery et al., "PaLM", arXiv:2204.02311, 2022, Appendix B (MFU against the peak).
+    .. [2] NVIDIA Blackwell / Hopper datasheets: dense FP8 = 2 x dense BF16 (data/gpus.csv).
+    """
+    ratio = gpu.peak_tflops("bf16") / gpu.peak_tflops(precision)
+    out = (mfu * ratio, hfu * ratio)
+    for name, x in zip(("MFU", "HFU"), out):
+        if not x <= 1.0:
+            raise PhysicalBoundError(
+                f"the step model predicts {name} {x:.1%} of {gpu.id}'s dense {precision.upper()} "
+                f"peak ({gpu.peak_tflops(precision):,.0f} TFLOP/s), above what the GPU can do: a "
+                "bug in the model, not an answer; please report this scenario")
+    return out
 
 
 # ------------------------------------------------------------------ reliability
@@ -613,9 +729,17 @@ def spot_summary(inp: Inputs, r: ReliabilityResult) -> SpotSummary:
     be = implied = None
     if s.preemptions_per_day > 0:
         be = float(spot.breakeven_lost_hours(d, s.preemptions_per_day, **common))
+        # the goal-seek answers the saving the user observed: the default figure (the seed's
+        # 22%) is an example, so when these terms cannot give it, it is left out, not refused
+        entered = s.observed_net_savings != Scenario.__dataclass_fields__["observed_net_savings"].default
         if s.observed_net_savings <= d:
-            implied = float(spot.implied_lost_hours(d, s.preemptions_per_day,
-                                                    s.observed_net_savings, **common))
+            try:
+                implied = float(spot.implied_lost_hours(d, s.preemptions_per_day,
+                                                        s.observed_net_savings, **common))
+            except v.InputError:
+                if entered:
+                    raise
+                implied = None
     return SpotSummary(True, d, s.preemptions_per_day, w, s.spot_lost_work,
                        float(res.net_savings), float(res.duration_stretch), be, implied, res, tau)
 

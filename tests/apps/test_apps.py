@@ -280,11 +280,11 @@ def test_user_catalog_rows_reach_the_apps():
 
 
 def test_an_unpriced_gpu_shows_no_price_in_its_controls():
-    # B200 has no cited price: the greyed price boxes show 0 (none), not H100's $6.88
-    p = panels.ReviewApp(query="gpu=b200&fabric=ib-xdr")
+    # GB300 has no cited price: the greyed price boxes show 0 (none), not H100's $6.88
+    p = panels.ReviewApp(query="gpu=gb300&fabric=ib-xdr")
     assert p.results.inputs.prices is None
-    for name in ("on_demand_usd_per_gpu_hour", "reserved_3y_usd_per_gpu_hour", "spot_discount",
-                 "onprem_capex_usd_per_gpu"):
+    for name in ("on_demand_usd_per_gpu_hour", "reserved_1y_usd_per_gpu_hour",
+                 "reserved_3y_usd_per_gpu_hour", "spot_discount", "onprem_capex_usd_per_gpu"):
         assert p.controls[name].disabled and p.controls[name].value == 0.0, name
     assert headline_text(p, "cost_on_demand_usd") == "n/a"
 

@@ -215,11 +215,14 @@ def test_batch_advice_quiet_when_bubble_is_small_and_fixes_that_work():
 # ------------------------------------------------------------------ the fine-tune ladder
 
 PRICES = sizing.cheapest_on_demand(CAT.prices())
+#: the priced GPUs the seed's H100-era claims are checked against (Blackwell and AMD offers
+#: are cheaper per FLOP and would answer a different question)
+SEED_GPUS = ("a100-40gb", "h100-sxm", "h200")
 
 
 def catalog_ladder(mid, **kw):
-    gpus = [CAT.gpu(g) for g in PRICES]
-    return sizing.finetune_ladder(CAT.model(mid), gpus, {g: p[0] for g, p in PRICES.items()},
+    gpus = [CAT.gpu(g) for g in SEED_GPUS]
+    return sizing.finetune_ladder(CAT.model(mid), gpus, {g: PRICES[g][0] for g in SEED_GPUS},
                                   **kw)
 
 
@@ -227,7 +230,7 @@ def test_cheapest_on_demand_per_gpu_hour_from_the_catalog():
     # RunPod 8x H100 $21.52/h is the cheapest H100 row: $2.69 per GPU-hour, billed by 8
     assert PRICES["h100-sxm"] == (pytest.approx(21.52 / 8), 8, "runpod-h100-sxm")
     assert PRICES["a100-40gb"][0] == pytest.approx(21.96 / 8)
-    assert "b200" not in PRICES                 # no price row: none invented
+    assert "gb300" not in PRICES                # no price row: none invented
 
 
 def test_ladder_sorted_with_every_rung():
@@ -316,7 +319,8 @@ def test_seed_003_each_rung_about_ten_times_the_one_below():
 
 
 def test_ladder_cli(capsys):
-    r = cli_json(capsys, "ladder", "--model", "llama2-7b")
+    seed_gpus = [x for g in SEED_GPUS + ("gb300",) for x in ("--gpu", g)]
+    r = cli_json(capsys, "ladder", "--model", "llama2-7b", *seed_gpus)
     assert r["model"] == "llama2-7b"
     costs = [x["cost_usd"] for x in r["rungs"]]
     assert costs == sorted(costs) and len(costs) == 5
@@ -324,10 +328,10 @@ def test_ladder_cli(capsys):
         assert {"method", "gpu", "gpus", "hours", "cost_usd", "note"} <= set(x)
     lora = next(x for x in r["rungs"] if x["method"] == "lora")
     assert lora["gpu"] == "h100-sxm" and lora["usd_per_gpu_hour"] == pytest.approx(2.69)
-    assert any("b200" in n and "no price" in n for n in r["notes"])
+    assert any("gb300" in n and "no price" in n for n in r["notes"])
     code = main(["ladder", "--model", "llama2-7b"])
     out = capsys.readouterr().out
     assert code == 0 and sum(line.startswith(("adapt", "qlora", "lora", "full", "pretrain"))
                              for line in out.splitlines()) == 5
-    assert main(["ladder", "--model", "llama2-7b", "--gpu", "b200"]) == 2
+    assert main(["ladder", "--model", "llama2-7b", "--gpu", "gb300"]) == 2
     assert "no price" in capsys.readouterr().err

@@ -149,11 +149,11 @@ def test_prices_capex_and_power_follow_the_gpu():
     assert h100.prices.on_demand == pytest.approx(55.04 / 8)      # AWS p5, per GPU-hour
     assert a100.prices.on_demand == pytest.approx(21.96 / 8)      # AWS p4d
     assert h100.onprem.power_w_per_gpu == pytest.approx(10_200 / 8)  # DGX H100 10.2 kW
-    b200 = evaluate(Scenario(gpu="b200", fabric="ib-xdr"))
-    # no cited B200 price: none, with a warning, never H100's
-    assert b200.inputs.prices is None
-    assert any("b200" in w and "price" in w for w in b200.warnings)
-    assert "on_demand" not in b200.economics.costs_usd
+    gb300 = evaluate(Scenario(gpu="gb300", fabric="ib-xdr"))
+    # no cited GB300 price: none, with a warning, never H100's
+    assert gb300.inputs.prices is None
+    assert any("gb300" in w and "price" in w for w in gb300.warnings)
+    assert "on_demand" not in gb300.economics.costs_usd
 
 
 def test_gb200_is_billed_and_fails_per_gpu():
