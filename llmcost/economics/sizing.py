@@ -450,10 +450,9 @@ def candidate_sizes(gpus_per_node: int, max_nodes: int) -> np.ndarray:
     return nodes * node
 
 
-def _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space, options, precision,
-                         mods, moments, memory_kwargs=None):
-    """The layouts of ``L`` that fit with one memory recipe, with their predictions; and how
-    many were evaluated."""
+def _recipe_memory_gb(model, gpu, L, s, space, options, precision, mods, moments,
+                      memory_kwargs=None):
+    """Peak memory per GPU [GB] of the layouts ``L`` with one memory recipe."""
     mk = {**(memory_kwargs or {}), "optimizer_moments": moments}
     if model.is_moe:
         mk.setdefault("moe_capacity_factor", options.moe_load_imbalance)
@@ -465,28 +464,59 @@ def _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space, options, 
                          last_stage_layers=space.last_stage_layers, precision=precision,
                          generation=gpu.generation, ep=L["ep"], etp=L["etp"],
                          recompute_modules=mods, **mk)
-    fit = np.asarray(mem.total_bytes) <= gpu.memory_bytes
-    L = {key: a[fit] for key, a in L.items()}
-    L["memory_gb"] = np.asarray(mem.total_bytes)[fit] / 1e9
-    if len(L["tp"]) == 0:
-        return None, len(fit)
-    pred = predict_step(model, gpu, scale_up, scale_out, L["gpus"], L["tp"], L["pp"],
-                        L["global_batch"], L["cp"], L["micro_batch"], L["interleave"],
-                        L["recompute"], L["sequence_parallel"], L["zero_stage"], options,
-                        seq_len=s, memory_kwargs=memory_kwargs or None, with_scaling=False,
-                        flash_attention=L["flash_attention"],
-                        tp_comm_overlap=L["tp_comm_overlap"],
-                        first_stage_layers=space.first_stage_layers,
-                        last_stage_layers=space.last_stage_layers, precision=precision,
-                        ep=L["ep"], etp=L["etp"], recompute_modules=mods)
-    L["tokens_per_s"] = np.asarray(pred.tokens_per_s)
-    L["step_time_s"] = np.asarray(pred.step_time_s)
-    L["mfu"] = np.asarray(pred.mfu)
-    L["pp_bubble_s"] = np.asarray(pred.pp_bubble_s)
+    return np.asarray(mem.total_bytes) / 1e9
+
+
+def _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space, options, precision,
+                         memory_kwargs=None):
+    """Each layout of ``L`` with the first memory recipe it fits with, in the order of
+    ``space.recompute_modules`` x ``space.optimizer_moments`` (none recomputed by name and
+    FP32 moments first: for one layout the first that fits is the fastest and the simplest,
+    as the planner ranks them), predicted once; and how many (layout, recipe) pairs were
+    evaluated."""
+    recipes = [(tuple(m), o) for m in space.recompute_modules for o in space.optimizer_moments]
     n = len(L["tp"])
-    L["recompute_modules"] = np.full(n, ",".join(mods), dtype=object)
-    L["optimizer_moments"] = np.full(n, moments, dtype=object)
-    return L, len(fit)
+    chosen = np.full(n, -1)
+    memory_gb = np.full(n, np.nan)
+    evaluated = 0
+    for j, (mods, moments) in enumerate(recipes):
+        todo = np.flatnonzero(chosen < 0)
+        if len(todo) == 0:
+            break
+        sub = {key: a[todo] for key, a in L.items()}
+        gb = _recipe_memory_gb(model, gpu, sub, s, space, options, precision, mods, moments,
+                               memory_kwargs)
+        evaluated += len(todo)
+        fit = gb * 1e9 <= gpu.memory_bytes
+        chosen[todo[fit]] = j
+        memory_gb[todo[fit]] = gb[fit]
+    parts = []
+    for j, (mods, moments) in enumerate(recipes):
+        rows = np.flatnonzero(chosen == j)
+        if len(rows) == 0:
+            continue
+        P = {key: a[rows] for key, a in L.items()}
+        P["memory_gb"] = memory_gb[rows]
+        mk = {**(memory_kwargs or {}), "optimizer_moments": moments}
+        pred = predict_step(model, gpu, scale_up, scale_out, P["gpus"], P["tp"], P["pp"],
+                            P["global_batch"], P["cp"], P["micro_batch"], P["interleave"],
+                            P["recompute"], P["sequence_parallel"], P["zero_stage"], options,
+                            seq_len=s, memory_kwargs=mk, with_scaling=False,
+                            flash_attention=P["flash_attention"],
+                            tp_comm_overlap=P["tp_comm_overlap"],
+                            first_stage_layers=space.first_stage_layers,
+                            last_stage_layers=space.last_stage_layers, precision=precision,
+                            ep=P["ep"], etp=P["etp"], recompute_modules=mods)
+        P["tokens_per_s"] = np.asarray(pred.tokens_per_s)
+        P["step_time_s"] = np.asarray(pred.step_time_s)
+        P["mfu"] = np.asarray(pred.mfu)
+        P["pp_bubble_s"] = np.asarray(pred.pp_bubble_s)
+        P["recompute_modules"] = np.full(len(rows), ",".join(mods), dtype=object)
+        P["optimizer_moments"] = np.full(len(rows), moments, dtype=object)
+        parts.append(P)
+    if not parts:
+        return None, evaluated
+    return {key: np.concatenate([q[key] for q in parts]) for key in parts[0]}, evaluated
 
 
 def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
@@ -548,20 +578,10 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
     L["dp"], L["num_microbatches"] = dp[ok], m[ok]
     if len(L["tp"]) == 0:
         return None, empty
-    parts, evaluated = [], 0
-    # one vectorized pass per memory recipe (planner.Space.recompute_modules x
-    # optimizer_moments: a handful), every layout in each
-    for mods in space.recompute_modules:
-        for moments in space.optimizer_moments:
-            part, n = _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space,
-                                           options, precision, tuple(mods), moments,
-                                           memory_kwargs)
-            evaluated += n
-            if part is not None:
-                parts.append(part)
-    if not parts:
+    L, evaluated = _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space, options,
+                                        precision, memory_kwargs)
+    if L is None:
         return None, dict(evaluated=evaluated)
-    L = {key: np.concatenate([q[key] for q in parts]) for key in parts[0]}
     # the planner's order within a batch (step time, memory, cp, interleave, ZeRO, TP),
     # throughput across batches: the first row of each size is the plan's best there
     key = np.lexsort((L["tp"], L["zero_stage"], L["interleave"], L["cp"], L["memory_gb"],

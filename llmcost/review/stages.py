@@ -111,6 +111,11 @@ def review_space(s: Scenario, m, gpus_per_node: int) -> planner.Space:
           "optimizer_moments": ("fp32", "bf16") if m.is_moe else ("fp32",)}
     if m.seq_len < MIN_CP_SEQ_LEN:
         kw["cp"] = (1,)
+    if s.stack == "fsdp":
+        # PyTorch FSDP stacks shard parameters, gradients and optimizer (FULL_SHARD, ZeRO-3)
+        # over data parallelism, with TP at most inside a node (torchtitan's 2D) and no
+        # pipeline or context parallelism in llm-foundry's benchmark runs
+        kw.update(zero_stage=(3,), pp=(1,), interleave=(1,), cp=(1,))
     fixed = given_layout(s)
     for name in ("tp", "pp", "cp", "ep", "etp", "micro_batch", "recompute"):
         if name in fixed:

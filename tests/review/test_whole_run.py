@@ -202,3 +202,14 @@ def io_json(argv):
     with contextlib.redirect_stdout(buf):
         assert main(argv) == 0
     return json.loads(buf.getvalue())
+
+
+def test_an_fsdp_stack_plans_fsdp_layouts():
+    # llm-foundry's MPT-7B benchmark configuration on 440 A100-40GB (MosaicML's MPT-7B run):
+    # FULL_SHARD data parallelism, no pipeline, as FSDP stacks run
+    r = review_json("model=mpt-7b-bench&gpu=a100-40gb&gpus=440&tokens=1e12&fabric=roce-200"
+                    "&stack=fsdp")
+    lay = r["layout"]
+    assert (lay["zero_stage"], lay["pp"], lay["cp"]) == (3, 1, 1) and r["stack"] == "fsdp"
+    megatron = review_json("model=mpt-7b-bench&gpu=a100-40gb&gpus=440&tokens=1e12&fabric=roce-200")
+    assert megatron["gpu_hours"] < r["gpu_hours"]
