@@ -505,11 +505,74 @@ def cmd_checkpoint(a) -> dict:
     return res
 
 
+def _size_scenario(a, m, gpu, out):
+    """The review Scenario of a `size` call (sizing by days), or None when a flag has no
+    Scenario field (an architecture given by flags, a fixed goodput, step-model overrides,
+    a power per GPU): those keep the stand-alone sizing with its own assumptions."""
+    from .scenario import Scenario
+    legacy = (not a.model or getattr(a, "model_config", None) or a.goodput != 1.0
+              or a.no_flash_attention or a.tp_comm_overlap
+              or a.dp_overlap != step_mod.Options.dp_overlap or a.power_kw_per_gpu is not None)
+    if legacy:
+        return None
+    tokens = sizing.chinchilla_optimal_tokens(m.params) if a.tokens is None else a.tokens
+    kw = dict(model=a.model, tokens=float(v.positive("tokens", tokens)), gpu=gpu.id,
+              fabric=out.id, precision=a.precision, sizing="days",
+              target_days=float(v.positive("target_days", a.days)),
+              headroom=a.headroom, max_power_mw=a.max_power_mw or 0.0, pue=a.pue)
+    if a.seq_len is not None:
+        kw["seq_len"] = a.seq_len
+    if a.global_batch_tokens is not None:
+        kw.update(batch="custom", global_batch_tokens=a.global_batch_tokens)
+    if a.usd_per_gpu_hour is not None:
+        kw.update(price_source="custom", on_demand_usd_per_gpu_hour=a.usd_per_gpu_hour)
+    elif a.price:
+        kw["price_offer"] = a.price
+    return Scenario(**kw)
+
+
+def _size_by_review(a, m, gpu, out, s) -> dict:
+    """`size` through the review chain: the days, GPUs and dollars `llmcost review` gives for
+    the same Scenario (its sizing stage, goodput, batch rule and catalog offer)."""
+    from .review import evaluate
+    r = evaluate(s)
+    j = r.to_json()
+    S = r.size.sizing
+    met = bool(r.size.meets_target)
+    costs = dict(j["costs_usd"]) if met else {}
+    res = {"model": m.id, "gpu": gpu.id, "fabric": out.id, "precision": a.precision,
+           "tokens": s.tokens, "total_flops": S.total_flops, "target_days": a.days,
+           "gpus": j["gpus"] if met else None,
+           "nodes": j["gpus"] // gpu.gpus_per_node if met else None,
+           "days": j["days"] if met else None, "meets_target": met,
+           "mfu": j["mfu"] if met else None, "memory_floor_gpus": S.memory_floor_gpus,
+           "layout": S.layout, "global_batch": S.global_batch,
+           "global_batch_tokens": j["global_batch_tokens"],
+           "cost_usd": costs.get("on_demand"), "cost_usd_by_option": costs,
+           "usd_per_gpu_hour": j["prices_usd_per_gpu_hour"], "price_offer": j["price_offer"],
+           "goodput": j["goodput"], "review_query": s.to_query(),
+           "notes": list(S.notes) + [w for w in j["warnings"] if w not in S.notes]}
+    if S.nearest is not None:
+        res["nearest"] = dict(vars(S.nearest))
+    if S.batch is not None:
+        res["pipeline_bubble_share"] = S.batch.bubble_share
+    if S.max_gpus_power is not None:
+        res["max_gpus_power"] = S.max_gpus_power
+    return res
+
+
 def cmd_size(a) -> dict:
+    """GPUs and days for a target date. A catalog model is sized by the review chain
+    (`llmcost review` with sizing=days on the same keys: one answer); other inputs by the
+    stand-alone sizing."""
     m = _model_from_args(a)
     gpu, up, out = _hardware(a)
+    s = _size_scenario(a, m, gpu, out)
+    if s is not None:
+        return _size_by_review(a, m, gpu, out, s)
     prices = _gpu_prices(gpu, a.usd_per_gpu_hour, a.price)
-    S = sizing.size_cluster(m, a.tokens, gpu, up, out, a.days, a.global_batch_tokens,
+    batch = 4_194_304 if a.global_batch_tokens is None else a.global_batch_tokens
+    S = sizing.size_cluster(m, a.tokens, gpu, up, out, a.days, batch,
                             a.headroom, a.goodput, prices, options=_options(a),
                             max_power_mw=a.max_power_mw, power_kw_per_gpu=a.power_kw_per_gpu,
                             pue=a.pue, precision=a.precision)
@@ -670,7 +733,9 @@ def _review_text(r: dict) -> str:
              f"  layout            {lay['description'] if lay else 'none'}",
              f"  fits in memory    {'yes' if r['fits'] else 'NO'}  "
              f"({num(r['memory_gb_per_gpu'], '{:,.1f}')} of {r['capacity_gb']:,.1f} GB per GPU)",
-             f"  MFU               {num(r['mfu'], '{:.1%}')}",
+             f"  MFU               {num(r['mfu'], '{:.1%}')}"
+             + (f" of the dense BF16 peak; {num(r.get('mfu_precision'), '{:.1%}')} of the dense "
+                f"{r['precision'].upper()} peak" if r.get("precision") in ("fp8", "mxfp8") else ""),
              f"  effective util.   {num(r['effective_utilization'], '{:.1%}')}",
              f"  job MTBF          {num(r['job_mtbf_h'], '{:,.1f} h')}  "
              f"({r['failures_per_1000_gpu_days']:.3g} failures per 1000 GPU-days, {r['failure_source']})",
@@ -998,9 +1063,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--days", type=float, required=True, help="target days")
     sp.add_argument("--gpu", default="h100-sxm")
     sp.add_argument("--fabric")
-    sp.add_argument("--global-batch-tokens", type=float, default=4_194_304)
+    sp.add_argument("--global-batch-tokens", type=float,
+                    help="global batch in tokens (default: the review's batch rule)")
     sp.add_argument("--headroom", type=float, default=0.10)
-    sp.add_argument("--goodput", type=float, default=1.0)
+    sp.add_argument("--goodput", type=float, default=1.0,
+                    help="a fixed goodput (default: the review's, from failures and checkpoints)")
     sp.add_argument("--usd-per-gpu-hour", type=float)
     sp.add_argument("--price", help="prices.csv id (default: the first for the GPU)")
     sp.add_argument("--no-flash-attention", action="store_true")

@@ -305,10 +305,9 @@ class Scenario:
                     good["model"] = "config"
         for key, raw in data.items():
             if key not in known:
-                msg = f"unknown setting {_short(key)!r} ignored"
-                if strict:
-                    raise v.InputError(str(key)[:60], msg)
-                warnings.append(msg)
+                # strict or not, as the apps treat a link: a key this version does not know
+                # (a newer version's, a typo) is a warning, never a refusal
+                warnings.append(f"unknown setting {_short(key)!r} ignored")
                 continue
             try:
                 good[key] = parse_value(known[key], raw, cat)
@@ -532,7 +531,10 @@ def _fmt(x) -> str:
     if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
         return str(int(x))
     if isinstance(x, float):
-        return repr(round(x, 10))
+        # ten decimals drop float noise (0.30000000000000004); a tiny value keeps its digits
+        # (5e-324 is a valid link value that ten decimals would turn into an invalid 0)
+        short = repr(round(x, 10))
+        return short if abs(float(short) - x) <= 1e-12 * abs(x) else repr(x)
     return str(x)
 
 

@@ -188,9 +188,9 @@ _TERMS = (("reserved_1y", 1), ("reserved_3y", 3))
 def _annuity_months(m, r):
     """A(m) = sum over months 1..m of q^t, q = (1+r)^(-1/12); continuous in m; = m at r = 0."""
     m = np.asarray(m, dtype=float)
-    if r <= 0:
-        return m
     q = (1 + r) ** (-1 / 12)
+    if r <= 0 or q == 1:        # a rate too small to move q off 1 in float: undiscounted
+        return m
     return q * (1 - q**m) / (1 - q)
 
 
@@ -630,7 +630,7 @@ def breakeven_months(usd_per_gpu_hour, capex_usd, utilization, opex_usd_per_mont
     ok = margin > 0
     a = k / np.where(ok, margin, 1.0)
     q = (1 + r) ** (-1 / 12)
-    disc = r > 0
+    disc = (r > 0) & (q < 1)    # a rate too small to move q off 1 in float: undiscounted
     inner = 1 - a * (1 - q) / np.where(disc, q, 1.0)
     ok_disc = ok & (~disc | (inner > 0))
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -3,12 +3,16 @@ frozen Scenario so apps and plots never recompute."""
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Callable
 
+import numpy as np
+
+from .. import _validate as v
 from .. import catalog as catalog_mod
-from ..scenario import Scenario
+from ..scenario import FIELDS, Scenario
 from . import stages
 from .results import Results
 
@@ -30,7 +34,20 @@ class ReviewChain:
     checks: Callable = stages.flags_and_warnings
 
     def run(self, s: Scenario, cat: catalog_mod.Catalog | None = None) -> Results:
+        """The chain's results; an arithmetic edge (a zero, an infinity, an overflow) or a check
+        on a setting the scenario left at its default is refused as an InputError naming the
+        setting the scenario changed that causes it (:func:`attribute`)."""
         cat = catalog_mod.default() if cat is None else cat
+        # an overflow or a division by zero is an edge to name, not a warning and an inf
+        with np.errstate(over="raise", divide="raise", invalid="raise"):
+            try:
+                return self._run(s, cat)
+            except Exception as e:
+                if not is_edge(s, e):
+                    raise
+                raise attribute(self, s, cat, e) from None
+
+    def _run(self, s: Scenario, cat: catalog_mod.Catalog) -> Results:
         inp = self.resolve(s, cat)
         sized = self.size(inp)                 # None unless sizing by days
         pl = self.plan(inp, sized)
@@ -38,7 +55,82 @@ class ReviewChain:
         r = self.reliability(inp, pl)
         e = self.economics(inp, pl, pr, r)
         warnings, flags = self.checks(inp, sized, pl, pr, r, e)
-        return Results(s, inp, sized, pl, pr, r, e, _dedupe(warnings), flags)
+        res = Results(s, inp, sized, pl, pr, r, e, _dedupe(warnings), flags)
+        _check_finite(res.headline)
+        return res
+
+
+class NonFiniteResult(ArithmeticError):
+    """A headline figure came out infinite or NaN: an arithmetic edge, attributed like one."""
+
+
+def _check_finite(figures: dict) -> None:
+    for k, x in figures.items():
+        if isinstance(x, (float, int)) and not isinstance(x, bool) and not math.isfinite(x):
+            raise NonFiniteResult(f"the {k} figure is {x}")
+
+
+#: internal quantities whose checks fire at arithmetic edges, in the words a user reads
+_EDGE_WORDS = {
+    "failure_share": "failures, restarts and checkpoints would take all of the run's time",
+    "checkpoint_share": "checkpoints would take all of the run's time",
+    "goodput": "failures, restarts and checkpoints would take all of the run's time",
+    "run_hours": "the run would never finish",
+    "checkpoint_s": "a checkpoint would never finish",
+    "spot": "the spot price comes out as zero",
+}
+
+
+def is_edge(s: Scenario, e: Exception) -> bool:
+    """Whether an error of the chain is not about a value the scenario gave: an arithmetic
+    error, or an InputError naming an internal quantity or a setting left at its default."""
+    if isinstance(e, ArithmeticError):
+        return True
+    if isinstance(e, v.InputError):
+        f = FIELDS.get(e.param)
+        return f is None or getattr(s, e.param) == f.default
+    return False
+
+
+def _distance(s: Scenario, name: str) -> float:
+    """How far a changed setting is from its default, in decades (choices: 0)."""
+    x, d = getattr(s, name), FIELDS[name].default
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return abs(math.log10(abs(x) + 1e-300) - math.log10(abs(d) + 1e-300))
+    return 0.0
+
+
+def attribute(chain: "ReviewChain", s: Scenario, cat, e: Exception) -> v.InputError:
+    """The InputError for an arithmetic edge ``e``: the first setting the scenario changed
+    (farthest from its default first) whose default makes the chain run, named with its value
+    and what went out of range. Settings are tried one at a time, so only an error path pays."""
+    changed = [f.name for f in fields(Scenario) if getattr(s, f.name) != f.default]
+    changed.sort(key=lambda n: -_distance(s, n))
+    cause = _EDGE_WORDS.get(getattr(e, "param", None)) or (
+        "the figures that follow from it divide by zero or overflow"
+        if isinstance(e, ArithmeticError) else str(e))
+    for name in changed:
+        default = FIELDS[name].default
+        try:
+            chain._run(replace(s, **{name: default}), cat)
+        except Exception:       # noqa: BLE001 - still failing: not this setting alone
+            continue
+        x = getattr(s, name)
+        label = FIELDS[name].metadata.get("label", name)
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            md = FIELDS[name].metadata
+            # a default of 0 means "from the model": compare with the range's middle instead
+            mid = default or math.sqrt(max(md["lo"] or 0.0, md["hi"] * 1e-9) * md["hi"])
+            size = "small" if x < mid else "large"
+            return v.InputError(name, f"{label} ({name}={x:.6g}) is too {size} for this run: "
+                                      f"{cause}")
+        return v.InputError(name, f"{label} ({name}={x}) cannot be reviewed with the other "
+                                  f"settings: {cause}")
+    if not changed:
+        return e if isinstance(e, v.InputError) else v.InputError("scenario", cause)
+    names = ", ".join(f"{n}={getattr(s, n)}" for n in changed[:6])
+    return v.InputError(changed[0], f"these settings together take the review out of range "
+                                    f"({names}): {cause}")
 
 
 def _dedupe(items):

@@ -112,6 +112,8 @@ HEADLINE_LABELS = {
     "cost_on_demand_usd": ("Cost on demand", usd_text),
     "gpus": ("GPUs", "{:,}"),
     "mfu": ("MFU", pct_text),
+    "mfu_precision": ("MFU of the precision's peak", pct_text),
+    "hfu_precision": ("HFU of the precision's peak", pct_text),
     "effective_utilization": ("Effective utilization", pct_text),
     "memory_gb_per_gpu": ("Memory per GPU (GB)", "{:,.1f}"),
     "capacity_gb": ("GPU memory (GB)", "{:,.1f}"),
@@ -167,6 +169,12 @@ def headline_items(results: Results, keys) -> dict:
         if k == "days" and e is not None and e.days_range is not None and h[k] is not None:
             # the step model's band (training/uncertainty.py), on the same figure
             text += f" ({e.days_range[0]:,.1f}-{e.days_range[1]:,.1f})"
+        if k == "mfu" and results.scenario.precision in ("fp8", "mxfp8") and \
+                _finite(h[k]) and _finite(h.get("mfu_precision")):
+            # published runs state MFU on the dense BF16 peak; an FP8 run's GEMMs run at twice
+            # it, so the figure can pass 100%: the share of the FP8 peak is the physical bound
+            prec = results.scenario.precision.upper()
+            text = f"{text} of the dense BF16 peak; {pct_text(h['mfu_precision'])} of the dense {prec} peak"
         if k == "breakeven_months" and h[k] is None and e is not None and \
                 results.inputs.onprem is not None and results.inputs.prices is not None:
             text = "never"          # both options are costed and buying never catches up

@@ -89,6 +89,10 @@ class PredictResult:
     capacity_gb: float
     fits: bool
     bubble_share: float
+    #: MFU and HFU against the dense peak of the precision the GEMMs run at (FP8/MXFP8: the FP8
+    #: peak; BF16: equal to ``mfu``/``hfu``): the physical bound, at most 1
+    mfu_precision: float | None = None
+    hfu_precision: float | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,7 @@ class Results:
             "cost_on_demand_usd": e.costs_usd.get("on_demand") if e else None,
             "gpus": self.plan.gpus,
             "mfu": p.mfu if p else None,
+            "mfu_precision": p.mfu_precision if p else None,
             "effective_utilization": e.effective_utilization if e else None,
             "memory_gb_per_gpu": p.memory_gb_per_gpu if p else None,
             "capacity_gb": p.capacity_gb if p else self.inputs.gpu.memory_bytes / 1e9,
@@ -246,6 +251,9 @@ class Results:
             "gpus": self.plan.gpus,
             "mfu": p.mfu if p else None,
             "hfu": p.hfu if p else None,
+            "mfu_precision": p.mfu_precision if p else None,
+            "hfu_precision": p.hfu_precision if p else None,
+            "precision": self.scenario.precision,
             "tokens_per_s": p.tokens_per_s if p else None,
             "effective_utilization": e.effective_utilization if e else None,
             "fits": self.headline["fits"],

@@ -63,11 +63,12 @@ class GPUSpec:
         return self.memory_gib * 2**30
 
     def peak_tflops(self, precision: str = "bf16") -> float:
-        """Dense peak [TFLOP/s] for ``precision`` ("bf16"/"fp16" or "fp8")."""
-        v.choice("precision", precision, ("bf16", "fp16", "fp8"))
-        if precision == "fp8":
+        """Dense peak [TFLOP/s] for ``precision`` ("bf16"/"fp16", "fp8" or "mxfp8"; MXFP8 runs
+        at the FP8 dense rate: :func:`llmcost.training.precision.peak_tflops_by_part`)."""
+        v.choice("precision", precision, ("bf16", "fp16", "fp8", "mxfp8"))
+        if precision in ("fp8", "mxfp8"):
             if self.fp8_dense_tflops is None:
-                raise v.InputError("precision", f"precision 'fp8' is not supported by {self.id}")
+                raise v.InputError("precision", f"precision {precision!r} is not supported by {self.id}")
             return self.fp8_dense_tflops
         return self.bf16_dense_tflops
 
