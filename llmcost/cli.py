@@ -73,9 +73,12 @@ def _model_from_args(a) -> ModelSpec:
             print(f"note: {note}", file=sys.stderr)
         return m
     if a.model:
-        given = [k for k, x in arch.items() if x is not None]
+        # the shape flags beside an id would be ignored: refused like the others
+        given = [k for k, x in {**arch, "kv_heads": a.kv_heads,
+                                "ffn_hidden": a.ffn_hidden}.items() if x is not None]
+        given += ["gated_ffn"] if a.gated_ffn else []
         if given:
-            raise v.InputError(given[0], f"give --model or an architecture, not both (--{given[0]})")
+            raise v.InputError(given[0], f"give --model or an architecture, not both ({_flag(given[0])})")
         m = catalog.model(a.model)
         return m if a.seq_len is None else m.with_(seq_len=a.seq_len)
     missing = [k for k, x in {**arch, "seq_len": a.seq_len}.items() if x is None]
@@ -1111,17 +1114,88 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: (command, the flag that picks a mode, the flags that mode does not read): given together,
+#: the second is refused rather than silently ignored
+IGNORED_WITH = (
+    ("mfu", "flops_per_token", ("model", "model_config", "layers", "hidden", "heads", "kv_heads",
+                                "ffn_hidden", "gated_ffn", "vocab")),
+    ("checkpoint", "mtbf_h", ("gpus", "nodes", "gpus_per_node", "failures_per_1000_gpu_days",
+                              "node_failures_per_1000_node_days", "failure_rate", "gpu")),
+    ("spot", "lost_hours_per_preemption", ("checkpoint_interval_s", "checkpoint_s")),
+)
+#: numeric flags whose range includes negative values (a saving can be a loss)
+NEGATIVE_OK = {"observed_net_savings"}
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def _typed(parser, a) -> list:
+    """The optional flags of ``a.command`` given a value other than their default, by dest."""
+    sub = parser._subparsers._group_actions[0].choices[a.command]
+    return [x.dest for x in sub._actions
+            if x.option_strings and x.dest not in ("help", "json")
+            and getattr(a, x.dest, None) != x.default]
+
+
+def _check_flags(parser, a) -> list:
+    """Refuse a flag the chosen mode ignores (naming both flags). Returns the flags given."""
+    typed = _typed(parser, a)
+    for command, mode, ignored in IGNORED_WITH:
+        if a.command == command and mode in typed:
+            for dest in ignored:
+                if dest in typed:
+                    raise v.InputError(dest, f"{_flag(dest)} is not used with {_flag(mode)}: give "
+                                             "one or the other")
+    if a.command == "spot" and "run_hours" in typed and not a.monte_carlo_runs:
+        raise v.InputError("run_hours", "--run-hours is used only with --monte-carlo-runs")
+    return typed
+
+
+def _check_ranges(a, typed) -> None:
+    """Refuse a numeric flag out of range whether or not the mode read it: finite, and not
+    negative but where a negative value means something. Run after the command, so that a
+    flag it reads is refused by its own, narrower check first."""
+    for dest in typed:
+        x = getattr(a, dest)
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            if dest in NEGATIVE_OK:
+                v.as_float(_flag(dest), x)
+            else:
+                v.nonnegative(_flag(dest), x)
+
+
+def _named(msg: str, e, a, typed) -> str:
+    """The error line naming a flag the user gave: the flag of the parameter the error names
+    (prefixed if the message does not say it), else the flags given."""
+    param = getattr(e, "param", None)
+    if a is None or not typed or param == "arguments":
+        return msg
+    if param in typed or (param and getattr(a, param, None) is not None and hasattr(a, param)):
+        flag = _flag(param)
+        return msg if flag in msg else f"{flag}: {msg}"
+    if a.command in ("review", "storage") and param in SCENARIO_FIELDS and param in msg:
+        return msg
+    if any(_flag(d) in msg for d in typed):
+        return msg
+    return f"{msg} (from {', '.join(_flag(d) for d in typed[:6])})"
+
+
 def main(argv=None) -> int:
     parser = build_parser()
+    a, typed = None, []
     try:
         a = parser.parse_args(argv)
+        typed = _check_flags(parser, a)
         # numpy would print a RuntimeWarning and carry on with inf/nan or a wrapped integer;
         # raised, it becomes the one error line below (valid inputs never trigger these)
         with np.errstate(over="raise", divide="raise", invalid="raise"):
             result = a.func(a)
+        _check_ranges(a, typed)
         _finite(result)
     except ValueError as e:  # InputError included
-        msg = " ".join(str(e).split())
+        msg = _named(" ".join(str(e).split()), e, a, typed)
         if len(msg) > 500:
             msg = msg[:500] + "..."
         print(f"llmcost: error: {msg}", file=sys.stderr)

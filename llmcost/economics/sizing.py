@@ -917,7 +917,7 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
                     pretrain_tokens=None, pretrain_days=30.0, mfu: dict | None = None,
                     lora_rank=16, seq_len=None, finetune_max_hours=24.0,
                     billing_gpus: dict | None = None, corpus_tokens=None,
-                    adapt_queries=ADAPT_QUERIES) -> list[Rung]:
+                    adapt_queries=ADAPT_QUERIES, predict_mfu=None) -> list[Rung]:
     r"""The ladder of seed 003, cheapest first: adapt, QLoRA, LoRA, full fine-tune, pretrain.
 
     Each GPU rung is priced on every GPU given a price and keeps the cheapest. QLoRA runs on
@@ -950,6 +950,10 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
         [days].
     mfu : dict, optional
         Overrides of :data:`DEFAULT_MFU`.
+    predict_mfu : callable, optional
+        ``predict_mfu(gpu, method, n)`` -> MFU [-] of the fine-tune ``method`` on ``n`` of
+        ``gpu`` (a step model); used for the QLoRA, LoRA and full rungs a ``mfu`` entry does
+        not fix. Default: :data:`DEFAULT_MFU`.
     lora_rank : int
     seq_len : int, optional
     finetune_max_hours : float
@@ -1032,12 +1036,20 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
             n_min = int(sizes[np.argmax(fits)])
             peak = g.bf16_dense_tflops * 1e12
             flops = FLOPS_PER_PARAM_TOKEN[method] * model.params * Dft
-            gpu_hours = flops / (peak * u[method]) / 3600
+
+            def mfu_on(k, g=g, method=method):
+                if predict_mfu is None or method in (mfu or {}):
+                    return u[method]
+                return float(v.fraction(f"predicted mfu[{method}]", predict_mfu(g, method, k)))
             n = _billed(n_min, unit[g.id])
+            u_n = mfu_on(n)
+            gpu_hours = flops / (peak * u_n) / 3600
             if method != "qlora":
                 # more GPUs (whole instances) until it finishes in the budget
                 while gpu_hours / n > max_h and n < sizes[-1]:
                     n = _billed(n * 2, unit[g.id])
+                    u_n = mfu_on(n)
+                    gpu_hours = flops / (peak * u_n) / 3600
             hours = gpu_hours / n
             cost = gpu_hours * prices[g.id]
             if best is None or cost < best.cost_usd:
@@ -1048,9 +1060,11 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
                 if n > _billed(n_min, unit[g.id]):
                     why.append(f"to finish within {max_h:g} h")
                 runs = f"; runs {n}-way data parallel ({', '.join(why)})" if why else ""
-                best = Rung(method, g.id, n, hours, gpu_hours, cost, flops, Dft, u[method],
+                src = " (step model)" if predict_mfu is not None and method not in (mfu or {}) \
+                    else ""
+                best = Rung(method, g.id, n, hours, gpu_hours, cost, flops, Dft, u_n,
                             f"fits on {'one' if n_min == 1 else f'{n_min} x'} {g.id} ({how}){runs}; "
-                            f"{hours:.1f} h at MFU {u[method]:.2f}", n_min, prices[g.id])
+                            f"{hours:.1f} h at MFU {u_n:.2f}{src}", n_min, prices[g.id])
         if best is not None:
             rungs.append(best)
 

@@ -1,17 +1,21 @@
 """The fine-tune ladder of a review (seed article 003): adapt a hosted model, QLoRA, LoRA,
 full fine-tune, pretraining, each on the cheapest catalog GPU it fits, cheapest first.
-One composition for `llmcost ladder` and the sizing app."""
+One composition for `llmcost ladder` and the sizing app. The pretraining rung is a review
+(the chain of :func:`llmcost.review.evaluate`, sizing by days): the same days, GPUs and
+on-demand dollars as `llmcost review` and `llmcost size` for that run."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from .. import _validate as v
 from ..catalog import Catalog
 from ..economics import sizing
+from ..scenario import Scenario
 from ..training.arch import ModelSpec
+from ..training.flops import chinchilla_optimal_tokens
 
 
 @dataclass(frozen=True)
@@ -28,10 +32,77 @@ class LadderResult:
                              for r in self.rungs])
 
 
+#: sequences per optimizer step of a fine-tune (assumption: a common SFT/LoRA batch of 64
+#: sequences, gradient accumulation making it up on few GPUs)
+FINETUNE_BATCH_SEQUENCES = 64
+
+
+def finetune_mfu(model: ModelSpec, cat: Catalog, fabric: str, seq_len=None):
+    """``predict_mfu(gpu, method, n)`` for :func:`sizing.finetune_ladder`: the step model's
+    MFU of the full fine-tune's layout on ``n`` GPUs (data parallel, ZeRO-3, full
+    recomputation, micro-batch 1, :data:`FINETUNE_BATCH_SEQUENCES` per step). LoRA is taken
+    at the same efficiency of its smaller FLOP count (the same GEMM shapes), QLoRA at
+    :data:`sizing.DEFAULT_MFU`'s QLoRA / full ratio (its NF4 dequantisation: an assumption
+    the step model does not model)."""
+    from ..training import step
+
+    def predict(gpu, method, n):
+        up, out = cat.fabric(gpu.scale_up), cat.fabric(fabric)
+        batch = int(n * -(-FINETUNE_BATCH_SEQUENCES // n))
+        p = step.predict_step(model, gpu, up, out, int(n), 1, 1, batch, micro_batch=1,
+                              recompute="full", zero_stage=3, seq_len=seq_len,
+                              with_scaling=False)
+        u = float(p.mfu)
+        if method == "qlora":
+            u *= sizing.DEFAULT_MFU["qlora"] / sizing.DEFAULT_MFU["full"]
+        return u
+    return predict
+
+
+def pretrain_rung(results) -> sizing.Rung | None:
+    """The pretraining rung of a reviewed run (any sizing): its GPU, GPUs, days, GPU-hours
+    and on-demand dollars; None when the run has no on-demand cost (no price)."""
+    j = results.to_json()
+    cost = j["costs_usd"].get("on_demand")
+    if cost is None or j["days"] is None:
+        return None
+    s, m = results.scenario, results.inputs.model
+    flops = 6.0 * m.active_params * s.tokens
+    price = j["prices_usd_per_gpu_hour"].get("on_demand")
+    return sizing.Rung("pretrain", s.gpu, int(j["gpus"]), float(j["days"]) * 24,
+                       float(j["gpu_hours"]), float(cost), flops, float(s.tokens), j["mfu"],
+                       f"{s.tokens:.3g} tokens on {int(j['gpus']):,} x {s.gpu} in "
+                       f"{j['days']:.1f} days (the review: MFU {j['mfu']:.1%}, goodput "
+                       f"{j['goodput']:.1%}, {j['price_offer'] or 'entered price'})",
+                       0, price)
+
+
+def _reviewed_pretrain(model, priced, tokens, days, base, cat):
+    """The cheapest review of pretraining on each priced GPU, sized by days."""
+    from .chain import evaluate
+    best = None
+    for g in priced:
+        try:
+            s = replace(base, model=model.id, gpu=g.id, tokens=float(tokens), sizing="days",
+                        target_days=float(days))
+            r = pretrain_rung(evaluate(s, cat))
+        except v.InputError:
+            continue            # the scenario asks what this GPU lacks (e.g. FP8 on an A100)
+        if r is not None and (best is None or r.cost_usd < best.cost_usd):
+            best = r
+    return best
+
+
 def ladder(model: ModelSpec, cat: Catalog, finetune_tokens=1e9, pretrain_tokens=None,
-           pretrain_days=30.0, gpu_ids=None, seq_len=None) -> LadderResult:
+           pretrain_days=30.0, gpu_ids=None, seq_len=None, pretrain=None,
+           base: Scenario | None = None) -> LadderResult:
     """Rungs on the catalog's priced GPUs (the cheapest on-demand offer of each); GPUs with
-    no cited price are skipped and listed, never given an invented one."""
+    no cited price are skipped and listed, never given an invented one.
+
+    The pretraining rung is ``pretrain`` (a review's Results: that run) when given, else
+    the cheapest on-demand review (``base`` with the model, GPU, tokens and days; default
+    Scenario) over the priced GPUs of a catalog model; a model outside the catalog keeps
+    the fixed-MFU estimate of :func:`llmcost.economics.sizing.finetune_ladder`."""
     ids = list(gpu_ids) if gpu_ids else list(cat.gpus()["id"])
     gpus = [cat.gpu(g) for g in ids]
     cheapest = sizing.cheapest_on_demand(cat.prices())
@@ -39,9 +110,28 @@ def ladder(model: ModelSpec, cat: Catalog, finetune_tokens=1e9, pretrain_tokens=
     skipped = tuple(g.id for g in gpus if g.id not in cheapest)
     if not priced:
         raise v.InputError("gpu", "no price in data/prices.csv for " + ", ".join(skipped))
+    fabric = (base or (pretrain.scenario if pretrain is not None else Scenario())).fabric
+    if fabric == "custom":
+        fabric = Scenario().fabric
     rungs = sizing.finetune_ladder(
         model, priced, {g.id: cheapest[g.id][0] for g in priced}, finetune_tokens,
         pretrain_tokens, pretrain_days, billing_gpus={g.id: cheapest[g.id][1] for g in priced},
-        seq_len=seq_len)
-    return LadderResult(model.id, float(finetune_tokens), tuple(rungs),
-                        {g.id: cheapest[g.id][2] for g in priced}, skipped)
+        seq_len=seq_len, predict_mfu=finetune_mfu(model, cat, fabric, seq_len))
+    price_ids = {g.id: cheapest[g.id][2] for g in priced}
+    reviewed = pretrain_rung(pretrain) if pretrain is not None else None
+    if reviewed is not None:
+        price_ids[reviewed.gpu] = pretrain.inputs.price_offer
+    elif model.id in set(cat.models()["id"]):
+        # the review's run has no price (or none was given): review each priced GPU
+        tokens = chinchilla_optimal_tokens(model.params) if pretrain_tokens is None \
+            else pretrain_tokens
+        base = base or (pretrain.scenario if pretrain is not None else Scenario())
+        if seq_len is not None:
+            base = replace(base, seq_len=int(seq_len))
+        reviewed = _reviewed_pretrain(model, priced, tokens, pretrain_days, base, cat)
+        if reviewed is not None:
+            price_ids[reviewed.gpu] = cat.price_offer(reviewed.gpu)["id"]
+    if reviewed is not None:
+        rungs = sorted([r for r in rungs if r.method != "pretrain"] + [reviewed],
+                       key=lambda r: r.cost_usd)
+    return LadderResult(model.id, float(finetune_tokens), tuple(rungs), price_ids, skipped)

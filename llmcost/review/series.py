@@ -179,10 +179,11 @@ def scaling_series(results: Results, fabrics=("ib-ndr", "roce-400")) -> pd.DataF
 
 @_cached
 def finetune_ladder(results: Results):
-    """The fine-tune ladder for the review's model: pretraining on the review's tokens."""
+    """The fine-tune ladder for the review's model: its pretraining rung is this review's run
+    (the days, GPUs and on-demand dollars the page shows)."""
     from .ladder import ladder
     s, inp = results.scenario, results.inputs
-    return ladder(inp.model, inp.catalog, s.finetune_tokens, s.tokens)
+    return ladder(inp.model, inp.catalog, s.finetune_tokens, s.tokens, pretrain=results)
 
 
 #: the sizing plot's days axis stops here: a size that needs more than a century is

@@ -67,8 +67,6 @@ def test_plan_with_no_valid_layout_is_well_formed(capsys):
 
 @pytest.mark.parametrize("argv", [
     ["size", "--model", "llama3-8b", "--tokens", "1e12", "--days", "10", "--seq-len", "7"],
-    ["size", "--model", "llama3-8b", "--tokens", "1e12", "--days", "10",
-     "--global-batch-tokens", "1"],
     ["size", "--model", "llama3-405b", "--days", "1", "--gpu", "l40s", "--max-power-mw", "0.01"],
 ])
 def test_size_odd_inputs_answer(capsys, argv):
@@ -81,6 +79,11 @@ def test_size_odd_inputs_answer(capsys, argv):
 def test_size_bad_values_still_refused(capsys):
     assert main(["size", "--model", "llama3-8b", "--days", "10", "--pue", "0.5"]) == 2
     assert "pue" in capsys.readouterr().err
+    # a catalog model is sized by the review chain: a batch below one 1,024-token sequence
+    # is refused with the review's bounds, naming the key
+    assert main(["size", "--model", "llama3-8b", "--tokens", "1e12", "--days", "10",
+                 "--global-batch-tokens", "1"]) == 2
+    assert "global_batch_tokens" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ one number per size
