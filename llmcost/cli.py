@@ -226,9 +226,8 @@ DEFAULT_FABRIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-xdr",
 
 
 def _options(a) -> step_mod.Options:
-    extra = {"stack": a.stack} if hasattr(a, "stack") and "stack" in step_mod.Options.__dataclass_fields__ else {}
     return step_mod.Options(
-        **extra,
+        stack=getattr(a, "stack", "megatron"),
         flash_attention=not a.no_flash_attention,
         dp_overlap=float(v.in_range("dp_overlap", a.dp_overlap, 0, 1)),
         tp_comm_overlap=a.tp_comm_overlap,
@@ -572,6 +571,11 @@ def cmd_size(a) -> dict:
     gpu, up, out = _hardware(a)
     s = _size_scenario(a, m, gpu, out)
     if s is not None:
+        if not a.fabric:
+            # the review's default fabric, so that `size` and `review` answer alike
+            from .scenario import Scenario
+            out = catalog.fabric(Scenario().fabric)
+            s = replace(s, fabric=out.id)
         return _size_by_review(a, m, gpu, out, s)
     prices = _gpu_prices(gpu, a.usd_per_gpu_hour, a.price)
     batch = 4_194_304 if a.global_batch_tokens is None else a.global_batch_tokens
@@ -1065,7 +1069,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tokens", type=float, help="training tokens (default: 20 per parameter)")
     sp.add_argument("--days", type=float, required=True, help="target days")
     sp.add_argument("--gpu", default="h100-sxm")
-    sp.add_argument("--fabric")
+    sp.add_argument("--fabric", help="scale-out fabric (default: the review's, ib-ndr, for a "
+                                     "catalog model; else the GPU's usual)")
     sp.add_argument("--global-batch-tokens", type=float,
                     help="global batch in tokens (default: the review's batch rule)")
     sp.add_argument("--headroom", type=float, default=0.10)

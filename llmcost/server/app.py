@@ -26,8 +26,8 @@ from voila.tornado.contentshandler import VoilaContentsHandler
 from voila.tornado.handler import TornadoVoilaHandler
 from voila.tornado.treehandler import TornadoVoilaTreeHandler
 
-from .handlers import (CappedVoilaHandler, LandingRedirect, NotFound, advertise_bundle,
-                       static_route)
+from .handlers import (MAX_HEADER_BYTES, CappedVoilaHandler, LandingRedirect, NotFound,
+                       advertise_bundle, guard_rules, static_route)
 from .kernels import CappedKernelManager
 
 LANDING = ["index.ipynb", "review.ipynb"]
@@ -85,7 +85,8 @@ class WorkbookVoila(Voila):
     def init_handlers(self):
         redirect = (LandingRedirect, {"root_dir": self.root_dir, "landing": LANDING,
                                       "base_url": self.base_url})
-        out = [(url_path_join(self.server_url, "/voila/?"), *redirect),
+        out = [*guard_rules(self.server_url),
+               (url_path_join(self.server_url, "/voila/?"), *redirect),
                static_route(self.server_url)]
         for spec in super().init_handlers():
             pattern, handler, *kw = spec
@@ -98,6 +99,14 @@ class WorkbookVoila(Voila):
             else:
                 out.append(spec)
         return out
+
+    def listen(self):
+        # tornado reads at most 64 KiB of headers and then drops the connection without a
+        # status: read up to MAX_HEADER_BYTES so an over-long URL gets the 414 page
+        listen = self.app.listen
+        self.app.listen = lambda port, address=None, **kw: listen(
+            port, address, max_header_size=MAX_HEADER_BYTES, **kw)
+        return super().listen()
 
     def start(self):
         # a preheated kernel fetches its page's query from this server; it must reach the

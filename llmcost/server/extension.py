@@ -26,7 +26,7 @@ from voila.paths import collect_template_paths
 from voila.server_extension import load_config_file
 
 from .handlers import (CappedVoilaHandler, LandingRedirect, NotFound, advertise_bundle,
-                       static_route)
+                       guard_rules, static_route)
 
 LANDING = ["notebooks/index.ipynb", "notebooks/review.ipynb", "index.ipynb", "review.ipynb"]
 
@@ -48,6 +48,7 @@ def _load_jupyter_server_extension(server_app):
                                   "base_url": base})
     advertise_bundle(base)
     web_app.add_handlers(".*$", [
+        *guard_rules(base),
         (url_path_join(base, "/voila/render/(.*)"), CappedVoilaHandler,
          {"config": server_app.config, "template_paths": template_paths,
           "voila_configuration": voila_configuration}),

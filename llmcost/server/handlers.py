@@ -10,6 +10,7 @@ import re
 
 from jupyter_server.utils import url_path_join
 from tornado import web
+from tornado.routing import Matcher, Rule
 from voila.tornado.handler import TornadoVoilaHandler
 
 from ..apps import assets
@@ -55,10 +56,55 @@ class LandingRedirect(web.RequestHandler):
 
 
 class NotFound(web.RequestHandler):
-    """Hides a listing (the contents API behind Voila's file tree)."""
+    """Hides a listing (the contents API behind Voila's file tree) or a path outside the
+    served tree."""
 
-    def get(self, *_args, **_kwargs):
+    def prepare(self):
         raise web.HTTPError(404)
+
+
+#: a path with a "." or ".." segment (as typed or percent-encoded) names nothing inside the
+#: served tree: Voila's template file handler raised an assertion (500) on
+#: ``/voila/templates/../../../etc/passwd``; every such path is answered 404 first
+DOT_SEGMENT = r"(?:.*/)?(?:\.|%2[eE]){1,2}(?:/.*)?"
+
+#: the longest URL answered [characters]: a shared link with a config.json model is at most
+#: ~25,000 (scenario.MAX_CONFIG_CHARS plus the fields); longer ones get a plain 414 page
+MAX_URL_CHARS = 65_536
+#: request headers a server reads before closing the connection [bytes]: above
+#: :data:`MAX_URL_CHARS` so that an over-long URL gets its 414 page (tornado's default,
+#: 64 KiB, closed the connection without any HTTP status)
+MAX_HEADER_BYTES = 1_048_576
+
+TOO_LONG_HTML = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>llmcost - link too long</title></head>
+<body><h1>This link is too long</h1>
+<p>The address has {n:,} characters; the workbook reads links of up to {cap:,}. Share the
+scenario as a file (Save scenario) instead.</p></body></html>
+"""
+
+
+class TooLongMatcher(Matcher):
+    """Matches a request whose URL is longer than :data:`MAX_URL_CHARS`."""
+
+    def match(self, request):
+        return {} if len(request.uri or "") > MAX_URL_CHARS else None
+
+
+class TooLong(web.RequestHandler):
+    """414 with a plain page for an over-long URL."""
+
+    def prepare(self):
+        self.set_status(414)
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish(TOO_LONG_HTML.format(n=len(self.request.uri), cap=MAX_URL_CHARS))
+
+
+def guard_rules(server_url: str) -> list:
+    """The rules to put before any other: 414 for an over-long URL, 404 for a path with a
+    dot segment (outside the served tree)."""
+    return [Rule(TooLongMatcher(), TooLong),
+            (url_path_join(server_url, DOT_SEGMENT), NotFound)]
 
 
 class CappedVoilaHandler(TornadoVoilaHandler):
