@@ -23,7 +23,8 @@ from llmcost.cli import main
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 #: data/*.csv files the package never reads at run time (tests and benchmarks use them)
-NOT_CATALOG = {"calibration_runs", "storage_tiers"}
+#: data files read by the benchmarks (make validate), not by the catalog
+NOT_CATALOG = {"calibration_runs", "storage_tiers", "whole_runs"}
 
 #: counts: a fraction such as 8.5 GPUs per node must be refused, never truncated
 COUNTS = {

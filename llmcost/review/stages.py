@@ -64,11 +64,8 @@ def a2a_overlap(s: Scenario) -> float:
 def options_for(s: Scenario) -> Options:
     """The step model's options for a scenario: one precision for sizing, plan and predict
     (they must pick and predict the same layout)."""
-    kw = dict(precision=s.precision, moe_load_imbalance=s.moe_load_imbalance,
-              moe_a2a_overlap=a2a_overlap(s))
-    if "stack" in Options.__dataclass_fields__:
-        kw["stack"] = s.stack
-    return replace(OPTIONS, **kw)
+    return replace(OPTIONS, precision=s.precision, moe_load_imbalance=s.moe_load_imbalance,
+                   moe_a2a_overlap=a2a_overlap(s), stack=s.stack)
 
 
 #: the memory model's options for every layout the review tries: the router's probabilities

@@ -95,7 +95,6 @@ class Layout:
 
     @property
     def description(self) -> str:
-        from .planner import describe_layout   # describe_layout reads planner frame rows too
         row = {k: getattr(self, k) for k in ("tp", "pp", "interleave", "cp", "ep", "etp", "dp",
                                              "micro_batch", "zero_stage", "recompute",
                                              "sequence_parallel", "flash_attention",
@@ -160,3 +159,46 @@ class Layout:
                    precision=str(precision if precision is not None else get("precision", "bf16")),
                    recompute_modules=str(get("recompute_modules", "") or ""),
                    optimizer_moments=str(get("optimizer_moments", "fp32")))
+
+
+def stage_layers_text(pp, first, middle, last) -> str:
+    """'7/8/7' for an uneven pipeline (first/each middle/last stage's layers; '63/63' style
+    for two stages), '' for an even one."""
+    p, f, mid, l_ = int(pp), int(first), int(middle), int(last)
+    if p == 1 or (f == l_ and (p == 2 or f == mid)):
+        return ""
+    return f"{f}/{l_}" if p == 2 else f"{f}/{mid}/{l_}"
+
+
+def describe_layout(row) -> str:
+    parts = [f"TP{int(row['tp'])}", f"PP{int(row['pp'])}"]
+    if int(row["interleave"]) > 1:
+        parts[-1] += f"x{int(row['interleave'])}"
+    if "middle_stage_layers" in row and "first_stage_layers" in row:
+        split = stage_layers_text(row["pp"], row["first_stage_layers"],
+                                  row["middle_stage_layers"], row["last_stage_layers"])
+        if split:
+            parts[-1] += f" ({split})"
+    if int(row["cp"]) > 1:
+        parts.append(f"CP{int(row['cp'])}")
+    if "ep" in row and int(row["ep"]) > 1:
+        parts.append(f"EP{int(row['ep'])}")
+    if "etp" in row and int(row["etp"]) > 1:
+        parts.append(f"ETP{int(row['etp'])}")
+    parts.append(f"DP{int(row['dp'])}")
+    parts.append(f"mb{int(row['micro_batch'])}")
+    parts.append(f"ZeRO-{int(row['zero_stage'])}")
+    parts.append(f"recompute={row['recompute']}")
+    if "recompute_modules" in row and row["recompute_modules"]:
+        parts[-1] += f"+{row['recompute_modules']}"
+    if "optimizer_moments" in row and row["optimizer_moments"] not in ("fp32", None):
+        parts.append(f"{str(row['optimizer_moments']).upper()}-moments")
+    if bool(row["sequence_parallel"]):
+        parts.append("SP")
+    if "flash_attention" in row and bool(row["flash_attention"]):
+        parts.append("flash")
+    if "tp_comm_overlap" in row and bool(row["tp_comm_overlap"]):
+        parts.append("TP-overlap")
+    if "precision" in row and row["precision"] != "bf16":
+        parts.append(str(row["precision"]).upper())
+    return " ".join(parts)

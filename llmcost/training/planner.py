@@ -28,6 +28,7 @@ from .. import _validate as v
 from .arch import ModelSpec
 from .flops import RECOMPUTE_MODES
 from .hardware import FabricSpec, GPUSpec
+from .layout import describe_layout, stage_layers_text  # noqa: F401  (planner's public names)
 from .memory import _interleave_ok, _stage_layers
 from .precision import PRECISIONS, check_precision
 from .step import Calibration, Options, StepPrediction, predict_step
@@ -587,54 +588,11 @@ def pareto_front(df: pd.DataFrame) -> pd.DataFrame:
     return df.loc[keep].reset_index(drop=True)
 
 
-def stage_layers_text(pp, first, middle, last) -> str:
-    """'7/8/7' for an uneven pipeline (first/each middle/last stage's layers; '63/63' style
-    for two stages), '' for an even one."""
-    p, f, mid, l_ = int(pp), int(first), int(middle), int(last)
-    if p == 1 or (f == l_ and (p == 2 or f == mid)):
-        return ""
-    return f"{f}/{l_}" if p == 2 else f"{f}/{mid}/{l_}"
-
-
 def stage_layers_summary(pp, first, middle, last) -> dict:
     """Layers per stage as JSON: first, middle (per stage), middle_stages (count), last."""
     p = int(pp)
     return {"first": int(first), "middle": int(middle) if p > 2 else None,
             "middle_stages": max(p - 2, 0), "last": int(last)}
-
-
-def describe_layout(row) -> str:
-    parts = [f"TP{int(row['tp'])}", f"PP{int(row['pp'])}"]
-    if int(row["interleave"]) > 1:
-        parts[-1] += f"x{int(row['interleave'])}"
-    if "middle_stage_layers" in row and "first_stage_layers" in row:
-        split = stage_layers_text(row["pp"], row["first_stage_layers"],
-                                  row["middle_stage_layers"], row["last_stage_layers"])
-        if split:
-            parts[-1] += f" ({split})"
-    if int(row["cp"]) > 1:
-        parts.append(f"CP{int(row['cp'])}")
-    if "ep" in row and int(row["ep"]) > 1:
-        parts.append(f"EP{int(row['ep'])}")
-    if "etp" in row and int(row["etp"]) > 1:
-        parts.append(f"ETP{int(row['etp'])}")
-    parts.append(f"DP{int(row['dp'])}")
-    parts.append(f"mb{int(row['micro_batch'])}")
-    parts.append(f"ZeRO-{int(row['zero_stage'])}")
-    parts.append(f"recompute={row['recompute']}")
-    if "recompute_modules" in row and row["recompute_modules"]:
-        parts[-1] += f"+{row['recompute_modules']}"
-    if "optimizer_moments" in row and row["optimizer_moments"] not in ("fp32", None):
-        parts.append(f"{str(row['optimizer_moments']).upper()}-moments")
-    if bool(row["sequence_parallel"]):
-        parts.append("SP")
-    if "flash_attention" in row and bool(row["flash_attention"]):
-        parts.append("flash")
-    if "tp_comm_overlap" in row and bool(row["tp_comm_overlap"]):
-        parts.append("TP-overlap")
-    if "precision" in row and row["precision"] != "bf16":
-        parts.append(str(row["precision"]).upper())
-    return " ".join(parts)
 
 
 BREAKDOWN_LABELS = {
