@@ -1177,7 +1177,7 @@ def _named(msg: str, e, a, typed) -> str:
     param = getattr(e, "param", None)
     if a is None or not typed or param == "arguments":
         return msg
-    if param in typed or (param and getattr(a, param, None) is not None and hasattr(a, param)):
+    if param in typed:
         flag = _flag(param)
         return msg if flag in msg else f"{flag}: {msg}"
     if a.command in ("review", "storage") and param in SCENARIO_FIELDS and param in msg:
@@ -1185,6 +1185,25 @@ def _named(msg: str, e, a, typed) -> str:
     if any(_flag(d) in msg for d in typed):
         return msg
     return f"{msg} (from {', '.join(_flag(d) for d in typed[:6])})"
+
+
+def _extreme(a, typed) -> str:
+    """The numeric flags given, farthest from 1 in decades first (the likeliest to take the
+    arithmetic out of range), as the user typed them; "their ranges" if none."""
+    nums = [(d, getattr(a, d)) for d in typed if isinstance(getattr(a, d), (int, float))
+            and not isinstance(getattr(a, d), bool)]
+    if not nums:
+        return "their ranges"
+
+    def decades(x):
+        try:
+            y = abs(float(x))
+        except OverflowError:               # an integer beyond float's range
+            return math.inf
+        return abs(math.log10(y or 1e-300)) if math.isfinite(y) else math.inf
+
+    nums.sort(key=lambda dx: -decades(dx[1]))
+    return ", ".join(f"{_flag(d)}={str(x)[:24]}" for d, x in nums[:3])
 
 
 def main(argv=None) -> int:
@@ -1207,11 +1226,11 @@ def main(argv=None) -> int:
         return 2
     except FloatingPointError as e:
         print(f"llmcost: error: the inputs take the arithmetic out of range ({e}); check "
-              "their ranges", file=sys.stderr)
+              f"{_extreme(a, typed)}", file=sys.stderr)
         return 2
     except (ArithmeticError, MemoryError) as e:   # OverflowError, ZeroDivisionError
-        print(f"llmcost: error: a value is too large to compute with ({type(e).__name__})",
-              file=sys.stderr)
+        print(f"llmcost: error: a value is too large to compute with ({type(e).__name__}); "
+              f"check {_extreme(a, typed)}", file=sys.stderr)
         return 2
     if a.json:
         print(json.dumps(result, default=_json_default))

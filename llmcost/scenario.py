@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -264,7 +265,7 @@ class Scenario:
         try:
             data = json.loads(text, object_pairs_hook=pairs)
         except (json.JSONDecodeError, RecursionError, ValueError) as e:
-            msg = getattr(e, "msg", None) or "too deeply nested or malformed"
+            msg = _json_error_text(e)
             if strict:
                 raise v.InputError("scenario", f"not a scenario file: {msg}") from None
             return cls(), [f"not a scenario file: {msg}"]
@@ -337,6 +338,22 @@ class Scenario:
         the compared scenarios' ``b.``/``c.`` keys (:func:`scenarios_from_query` reads them)."""
         scenarios, warnings = scenarios_from_query(query, cat, strict=strict)
         return scenarios[0], warnings
+
+
+def _json_error_text(e: Exception) -> str:
+    """What is wrong with a JSON text, in words: the decoder's message with its line and
+    column, arrays or objects nested too deep, or a number with too many digits."""
+    if isinstance(e, json.JSONDecodeError):
+        return f"{e.msg} (line {e.lineno}, column {e.colno})"
+    if isinstance(e, RecursionError):
+        return "arrays or objects nested too deeply"
+    text = str(e)
+    if "digits" in text:
+        # Python's int-from-text limit (sys.get_int_max_str_digits, 4,300 by default)
+        n = re.search(r"value has (\d+) digits", text)
+        return (f"a number with {int(n.group(1)):,} digits" if n else "a number with too many "
+                "digits") + " (a scenario's numbers have at most a few dozen)"
+    return text[:200]
 
 
 #: a link carries a config.json model's fields as cfg.<field>=<value> keys

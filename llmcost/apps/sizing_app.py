@@ -11,9 +11,43 @@ import pandas as pd
 from .. import plots
 from ..training.scaling import analyse_measured_scaling
 from .base import ReviewPanel
-from .plotview import plot_widget, show_figure
+from .plotview import clear_figure, plot_widget, show_figure
 from .shared import make
 from .text import esc
+
+
+#: column -> (lowest, highest) a measured-scaling row may give: node and GPU counts within
+#: the GPUs a scenario takes (Scenario.gpus, 131,072), batch and sequence length within the
+#: measured-run fields (1e7), throughput within 131,072 GPUs x 1e7 tokens/s (above any GPU
+#: on any model: an H100 trains an 8B model at ~1e4 tokens/s)
+MEASURED_RANGES = {"nodes": (1, 131_072), "gpus": (1, 131_072),
+                   "tokens_per_s": (1e-9, 131_072 * 1e7), "step_time_s": (1e-9, 1e9),
+                   "global_batch": (1, 1e7), "seq_len": (1, 1e7)}
+#: the most rows a measured-scaling CSV is read with (a scaling study has a few dozen)
+MAX_MEASURED_ROWS = 10_000
+
+
+def read_measured_csv(text: str) -> pd.DataFrame:
+    """A measured-scaling CSV, each number checked: a value that is not a number, not finite
+    or beyond :data:`MEASURED_RANGES` is refused by its row (as a spreadsheet numbers it, the
+    header being row 1) and column."""
+    df = pd.read_csv(io.StringIO(text), dtype=str, nrows=MAX_MEASURED_ROWS + 1)
+    if len(df) > MAX_MEASURED_ROWS:
+        raise ValueError(f"more than {MAX_MEASURED_ROWS:,} rows: a scaling study has a few dozen")
+    df.columns = [str(c).strip() for c in df.columns]
+    for col, (lo, hi) in MEASURED_RANGES.items():
+        if col not in df:
+            continue
+        for i, raw in enumerate(df[col]):
+            where = f"row {i + 2}, column {col}"
+            try:
+                x = float(str(raw).strip())
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(f"{where}: expected a number, got {str(raw)[:40]!r}") from None
+            if not lo <= x <= hi:       # NaN and infinities fail this too
+                raise ValueError(f"{where}: {str(raw).strip()[:40]} is outside {lo:g} to {hi:,.6g}")
+        df[col] = df[col].astype(float)
+    return df
 
 
 class SizingApp(ReviewPanel):
@@ -71,9 +105,9 @@ class SizingApp(ReviewPanel):
         return plots.frame_table(res.plan.layouts, f"Best layouts on {res.plan.gpus:,} GPUs", cols)
 
     def analyse_csv(self, text: str):
-        df = pd.read_csv(io.StringIO(text))
-        return analyse_measured_scaling(df, target_nodes=[int(df["nodes"].max()) * 2,
-                                                          int(df["nodes"].max()) * 4])
+        df = read_measured_csv(text)
+        top = int(df["nodes"].max())
+        return analyse_measured_scaling(df, target_nodes=[top * 2, top * 4])
 
     def _on_scaling(self, change):
         files = change["new"]
@@ -82,7 +116,10 @@ class SizingApp(ReviewPanel):
         item = files[0] if isinstance(files, (list, tuple)) else next(iter(files.values()))
         try:
             res = self.analyse_csv(bytes(item["content"]).decode("utf-8", errors="replace"))
-        except (ValueError, KeyError, TypeError, pd.errors.ParserError) as e:
+        except (ValueError, KeyError, TypeError, ArithmeticError, pd.errors.ParserError) as e:
+            # this file's error replaces whatever the last upload said, and its curve
+            self.measured = None
+            clear_figure(self.scaling_out)
             self.scaling_note.value = (f"<span class='llmc-err'>Could not read the CSV: "
                                        f"{esc(str(e))}</span>")
             return

@@ -36,6 +36,9 @@ COMMANDS = sorted(SUBPARSERS)
 CAT = catalog.default()
 IDS = {t: list(CAT.ids(t)) for t in catalog.TABLES}
 ALL_IDS = sorted({i for ids in IDS.values() for i in ids})
+#: the largest dense FP8 / BF16 peak ratio of the catalog's GPUs
+FP8_OVER_BF16 = max(g.peak_tflops("fp8") / g.peak_tflops() for g in map(CAT.gpu, IDS["gpus"])
+                    if g.fp8_dense_tflops)
 
 #: a valid call's output is a few kB (plan --top 100 is ~100 kB); megabytes mean a flag
 #: without a cap
@@ -257,6 +260,7 @@ def check_call(argv: list[str]) -> int:
         assert out == "", f"stdout on error: {out[:200]!r}"
         assert err.startswith("llmcost: error:"), err[:300]
         assert err.endswith("\n") and err.count("\n") == 1, f"not one line: {err[:300]!r}"
+        assert names_what_was_typed(argv, err), f"names no flag typed: {err[:300]!r} for {argv}"
     else:
         assert err == "", f"stderr on success: {err[:300]!r}"
         assert out.endswith("\n") and out.strip()
@@ -268,9 +272,36 @@ def check_call(argv: list[str]) -> int:
     return code
 
 
+def names_what_was_typed(argv: list[str], err: str) -> bool:
+    """Whether a refusal names something the user typed: a flag (as typed or by its dest), a
+    query or scenario-file key, a word; or, when something is missing, the flag to give."""
+    typed = set()
+    for x in argv:
+        if x.startswith("--"):
+            flag = x.split("=", 1)[0]
+            typed |= {flag, flag[2:].replace("-", "_")}
+        elif x.strip():
+            typed.add(x[:40])
+    if not typed - {argv[0], "--json", "json"} or [x.strip() for x in argv[1:2]] == [""]:
+        return "--" in err or "argument" in err
+    for i, x in enumerate(argv):
+        query = argv[i + 1] if x == "--query" and i + 1 < len(argv) else \
+            x[len("--query="):] if x.startswith("--query=") else None
+        if query is not None:
+            keys = {k.split("=", 1)[0][:60] for k in query.split("&") if k}
+            # an old key is read, and refused, under its new name
+            typed |= keys | {RENAMED[k][0] for k in keys if k in RENAMED}
+    if "--scenario" in " ".join(argv):
+        typed |= set(FIELDS) | {"scenario"}
+    typed -= {argv[0], "--json", "json"}
+    # argparse names the argument itself ("argument table: invalid choice: ...")
+    return "required" in err or "argument " in err or any(t in err for t in typed)
+
+
 def _check_physical(obj, key=None):
-    """An answer no input may produce: a negative duration, an MFU or HFU above 1 (the
-    measured-run `effective_utilization` may exceed 1: that is a finding, not an answer)."""
+    """An answer no input may produce: a negative duration, an MFU or HFU above 1 of the
+    peak of the precision used (the measured-run `effective_utilization` may exceed 1: that
+    is a finding, not an answer)."""
     if isinstance(obj, dict):
         for k, x in obj.items():
             _check_physical(x, k)
@@ -280,8 +311,12 @@ def _check_physical(obj, key=None):
     elif isinstance(obj, (int, float)) and not isinstance(obj, bool) and key:
         if key.endswith("_s") or key in ("days", "hours"):
             assert obj >= 0, f"{key} = {obj}"
-        if key in ("mfu", "hfu"):
+        if key in ("mfu_precision", "hfu_precision"):
             assert 0 <= obj <= 1, f"{key} = {obj}"
+        if key in ("mfu", "hfu"):
+            # against the dense BF16 peak: an FP8/MXFP8 run may pass 1, up to the ratio of
+            # the peaks (2.0-2.03 on the FP8 GPUs of data/gpus.csv)
+            assert 0 <= obj <= FP8_OVER_BF16, f"{key} = {obj}"
 
 
 LLAMA = ["--model", "llama3-8b"]

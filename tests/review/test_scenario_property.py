@@ -31,7 +31,7 @@ CAT = catalog.default()
 #: scenarios drawn; sizing by days runs the sizing search (~2.6 s each against ~0.06 s), so
 #: one draw in DAYS_EVERY sizes by days
 N_SCENARIOS = 2000
-DAYS_EVERY = 200
+DAYS_EVERY = 400
 #: ids and modes set by the draw itself; the rest are drawn from their bounds
 CHOSEN = {"model", "gpu", "precision", "sizing", "checkpoint_mode", "model_config", "fabric",
           "price_offer", "failure_rate"}
