@@ -26,9 +26,10 @@ def agree(capsys, model, gpu, tokens, days):
     """size, review, the ladder's pretraining rung and the sizing app on one run."""
     q = f"model={model}&gpu={gpu}&tokens={tokens!r}&sizing=days&target_days={days:g}"
     rev = run(capsys, "review", "--query", q)
-    # the review's fabric (the Scenario's default) given to size, whose default follows the GPU
+    # each with its defaults: the same fabric, batch rule, goodput and catalog offer
     size = run(capsys, "size", "--model", model, "--gpu", gpu, "--tokens", repr(tokens),
-               "--days", f"{days:g}", "--fabric", Scenario().fabric)
+               "--days", f"{days:g}")
+    assert size["fabric"] == rev["scenario"].get("fabric", Scenario().fabric)
     app = panels.SizingApp(query=q).results.to_json()
     rung = next(r for r in ladder(CAT.model(model), CAT, pretrain_tokens=tokens,
                                   pretrain_days=days, gpu_ids=[gpu]).rungs

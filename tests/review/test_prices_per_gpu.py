@@ -102,3 +102,13 @@ def test_catalog_mode_warns_for_each_option_the_offer_lacks():
     assert "reserved_1y" not in r.economics.costs_usd
     assert any("aws-p5" in w and "1-year" in w for w in r.warnings)
     assert not any("aws-p5" in w and "3-year" in w for w in r.warnings)
+
+
+def test_review_app_offers_both_reservation_terms():
+    from llmcost.apps import panels
+    p = panels.ReviewApp(query="gpu=h200&price_offer=hyperstack-h200")
+    for name in ("reserved_1y_usd_per_gpu_hour", "reserved_3y_usd_per_gpu_hour"):
+        assert name in p.controls and p.controls[name].disabled     # from the catalog
+    # the greyed 1-year box shows the offer's figure: $22.32 / 8 per GPU-hour
+    assert p.controls["reserved_1y_usd_per_gpu_hour"].value == pytest.approx(22.32 / 8, rel=1e-5)
+    assert "reserved_1y" in p.results.economics.costs_usd
