@@ -141,10 +141,16 @@ def test_costs_rise_with_tokens():
     for s in GRID[::37]:
         if s.sizing == "days":
             continue
-        a, b = evaluate(s).economics, evaluate(Scenario(**{**s.to_dict(), "tokens": s.tokens * 2})).economics
+        # at the same global batch (the batch rule would choose a larger one for the larger run)
+        ra = evaluate(s)
+        a = ra.economics
+        b = evaluate(Scenario(**{**s.to_dict(), "tokens": s.tokens * 2, "batch": "custom",
+                                 "global_batch_tokens": ra.inputs.global_batch_tokens})).economics
         if a.days is None:
             continue
         assert b.days == pytest.approx(2 * a.days, rel=1e-9)
+        # with the batch rule's own (larger or equal) batch the longer run still takes longer
+        assert evaluate(Scenario(**{**s.to_dict(), "tokens": s.tokens * 2})).economics.days > a.days
         for k in a.costs_usd:
             assert b.costs_usd[k] >= a.costs_usd[k] * (1 - 1e-12), (s, k)
         if "on_demand" in a.costs_usd:
