@@ -27,8 +27,8 @@ class ReviewApp(ReviewPanel):
               "onprem_capex_usd_per_gpu",
               "utilization", "resale")
     sliders = ("data_stall_share", "utilization")
-    headline_keys = ("days", "gpus", "cost_on_demand_usd", "cheapest_option", "mfu",
+    headline_keys = ("days", "gpus", "gpu_hours", "cost_on_demand_usd", "cheapest_option", "mfu",
                      "effective_utilization", "memory_gb_per_gpu", "fits", "best_layout",
-                     "goodput", "meets_target")
+                     "goodput", "global_batch_tokens", "meets_target")
 
     figures_from = (("waterfall", plots.waterfall), ("costs", plots.cost_by_option))

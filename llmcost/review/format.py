@@ -125,6 +125,8 @@ HEADLINE_LABELS = {
     "breakeven_months": ("Buying beats on-demand after", "{:,.1f} months"),
     "spot_net_savings": ("Spot net savings", pct_text),
     "job_mtbf_h": ("Job MTBF", "{:,.1f} h"),
+    "gpu_hours": ("GPU-hours of the run", lambda x: f"{human_count(x)}"),
+    "global_batch_tokens": ("Global batch", lambda x: f"{human_count(x)} tokens"),
 }
 
 OPTION_LABELS = {"on_demand": "on-demand", "reserved_1y": "reserved 1 y",
@@ -166,6 +168,11 @@ def headline_items(results: Results, keys) -> dict:
             continue
         text = format_headline(k, h[k])
         e = results.economics
+        if k == "gpu_hours" and e is not None and _finite(h[k]) and _finite(e.napkin_gpu_hours):
+            # the napkin beside the answer (economics.napkin; the factors are in the notes)
+            text += f" (napkin {human_count(e.napkin_gpu_hours)})"
+        if k == "global_batch_tokens" and results.inputs.batch is not None and _finite(h[k]):
+            text += " (batch rule)"
         if k == "days" and e is not None and e.days_range is not None and h[k] is not None:
             # the step model's band (training/uncertainty.py), on the same figure
             text += f" ({e.days_range[0]:,.1f}-{e.days_range[1]:,.1f})"

@@ -222,6 +222,9 @@ class Results:
             "breakeven_months": e.breakeven_months if e else None,
             "spot_net_savings": e.spot.net_savings if e else None,
             "job_mtbf_h": r.job_mtbf_h if r else None,
+            "gpu_hours": e.gpu_hours if e else None,
+            "global_batch_tokens": (self.plan.layout.global_batch * self.inputs.model.seq_len
+                                    if self.plan.layout else None),
         }
         if self.size is not None:
             h["meets_target"] = self.size.meets_target
@@ -261,8 +264,7 @@ class Results:
             "capacity_gb": self.headline["capacity_gb"],
             "layout": self.plan.layout.to_dict() if self.plan.layout else None,
             "seq_len": self.inputs.model.seq_len,
-            "global_batch_tokens": (self.plan.layout.global_batch * self.inputs.model.seq_len
-                                    if self.plan.layout else self.inputs.global_batch_tokens),
+            "global_batch_tokens": self.headline["global_batch_tokens"] or self.inputs.global_batch_tokens,
             "global_batch_reason": self.inputs.batch.reason if self.inputs.batch else
             "given by the scenario",
             "stack": self.scenario.stack,
