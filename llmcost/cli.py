@@ -613,7 +613,8 @@ def cmd_ladder(a) -> dict:
     rows = [{"method": r.method, "gpu": r.gpu, "gpus": r.gpus, "hours": r.hours,
              "cost_usd": r.cost_usd, "note": r.note, "gpu_hours": r.gpu_hours,
              "min_gpus": r.min_gpus, "usd_per_gpu_hour": r.usd_per_gpu_hour,
-             "price_id": L.price_ids.get(r.gpu) if r.gpu else None} for r in L.rungs]
+             "price_id": (L.pretrain_price_id if r.method == "pretrain" else
+                          L.price_ids.get(r.gpu) if r.gpu else None)} for r in L.rungs]
     res = {"model": m.id, "finetune_tokens": a.tokens, "rungs": rows, "notes": []}
     if L.skipped:
         res["notes"].append("skipped (no price in data/prices.csv): " + ", ".join(L.skipped))

@@ -23,8 +23,10 @@ class LadderResult:
     model: str
     finetune_tokens: float
     rungs: tuple                 # sizing.Rung, cheapest first
-    price_ids: dict              # gpu id -> prices.csv id used
+    price_ids: dict              # gpu id -> prices.csv id the fine-tune rungs use
     skipped: tuple               # GPUs with no price in the catalog
+    #: the prices.csv id of the pretraining rung's review (its catalog offer), if any
+    pretrain_price_id: str | None = None
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"method": r.method, "gpu": r.gpu or "hosted", "gpus": r.gpus,
@@ -119,8 +121,9 @@ def ladder(model: ModelSpec, cat: Catalog, finetune_tokens=1e9, pretrain_tokens=
         seq_len=seq_len, predict_mfu=finetune_mfu(model, cat, fabric, seq_len))
     price_ids = {g.id: cheapest[g.id][2] for g in priced}
     reviewed = pretrain_rung(pretrain) if pretrain is not None else None
+    offer = None
     if reviewed is not None:
-        price_ids[reviewed.gpu] = pretrain.inputs.price_offer
+        offer = pretrain.inputs.price_offer
     elif model.id in set(cat.models()["id"]):
         # the review's run has no price (or none was given): review each priced GPU
         tokens = chinchilla_optimal_tokens(model.params) if pretrain_tokens is None \
@@ -130,8 +133,9 @@ def ladder(model: ModelSpec, cat: Catalog, finetune_tokens=1e9, pretrain_tokens=
             base = replace(base, seq_len=int(seq_len))
         reviewed = _reviewed_pretrain(model, priced, tokens, pretrain_days, base, cat)
         if reviewed is not None:
-            price_ids[reviewed.gpu] = cat.price_offer(reviewed.gpu)["id"]
+            offer = str(cat.price_offer(reviewed.gpu)["id"])
     if reviewed is not None:
         rungs = sorted([r for r in rungs if r.method != "pretrain"] + [reviewed],
                        key=lambda r: r.cost_usd)
-    return LadderResult(model.id, float(finetune_tokens), tuple(rungs), price_ids, skipped)
+    return LadderResult(model.id, float(finetune_tokens), tuple(rungs), price_ids, skipped,
+                        offer)

@@ -83,3 +83,18 @@ def test_grid_every_model_on_every_priced_gpu(capsys, model, gpu):
     ref = evaluate(Scenario.from_query(q)[0]).to_json()
     assert app["days"] == pytest.approx(ref["days"], rel=REL)
     assert app["costs_usd"] == pytest.approx(ref["costs_usd"], rel=REL)
+
+
+def test_ladder_names_each_rungs_offer(capsys):
+    # fine-tune rungs rent the cheapest H100 offer (RunPod $21.52 / 8); the pretraining rung is
+    # the review's run on its catalog offer (AWS p5 $55.04 / 8), and says so
+    d = run(capsys, "ladder", "--model", "llama3-70b", "--gpu", "h100-sxm",
+            "--pretrain-tokens", "15e12", "--pretrain-days", "90")
+    rev = run(capsys, "review", "--query", "model=llama3-70b&tokens=15e12&sizing=days&target_days=90")
+    by = {r["method"]: r for r in d["rungs"]}
+    assert by["pretrain"]["price_id"] == rev["price_offer"] == "aws-p5"
+    assert by["pretrain"]["usd_per_gpu_hour"] == pytest.approx(55.04 / 8)
+    assert by["pretrain"]["cost_usd"] == pytest.approx(rev["costs_usd"]["on_demand"], rel=REL)
+    for m in ("lora", "qlora", "full"):
+        assert by[m]["price_id"] == "runpod-h100-sxm"
+        assert by[m]["usd_per_gpu_hour"] == pytest.approx(21.52 / 8)
