@@ -288,7 +288,7 @@ def names_what_was_typed(argv: list[str], err: str) -> bool:
         query = argv[i + 1] if x == "--query" and i + 1 < len(argv) else \
             x[len("--query="):] if x.startswith("--query=") else None
         if query is not None:
-            keys = {k.split("=", 1)[0][:60] for k in query.split("&") if k}
+            keys = {k.split("=", 1)[0][:60] for k in query.lstrip("?").split("&") if k}
             # an old key is read, and refused, under its new name
             typed |= keys | {RENAMED[k][0] for k in keys if k in RENAMED}
     if "--scenario" in " ".join(argv):
