@@ -5,12 +5,16 @@ Requests are sent as typed (``http.client`` does not normalise ``..``)."""
 
 import http.client
 import json
+import os
+import sys
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from browser_support import free_port, start_server, stop_server, workbook_cmd
+from browser_support import ROOT, free_port, start_server, stop_server, workbook_cmd
 from llmcost.server.handlers import MAX_URL_CHARS
+from llmcost.server.jupyter_config import install
 
 pytestmark = pytest.mark.slow
 
@@ -68,3 +72,27 @@ def test_an_over_long_url_gets_a_plain_414_page(server):
     # a long link within the cap is still read
     status, _, _ = raw_get(server, "/voila/api/contents?x=" + "y" * (MAX_URL_CHARS - 100))
     assert status == 404
+
+
+@pytest.fixture(scope="module")
+def extension(tmp_path_factory):
+    """The Binder layout: ``jupyter server`` from the repository root with Voila and
+    llmcost.server as extensions (as tests/server/test_server.py starts it)."""
+    conf = tmp_path_factory.mktemp("guards-jupyter-config")
+    (conf / "jupyter_config.json").write_text('{"ServerApp": {"port_retries": 3}}')
+    install(ROOT / "jupyter_config.json", conf)
+    port = free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_PATH": str(conf)}
+    cmd = [str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser", f"--port={port}",
+           "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
+           "--allow-root", "--CappedKernelManager.max_kernels=2"]
+    proc = start_server(cmd, ROOT, conf / "server.log", env=env, port=port)
+    yield f"http://127.0.0.1:{port}"
+    stop_server(proc)
+
+
+@pytest.mark.parametrize("path", TRAVERSALS[:5])
+def test_the_binder_layout_answers_404_outside_the_tree(extension, path):
+    status, _, body = raw_get(extension, path)
+    assert status == 404, (path, status)
+    assert "root:" not in body and "Traceback" not in body
