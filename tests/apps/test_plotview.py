@@ -45,6 +45,8 @@ SCENARIOS = [
 ]
 
 
+# every app's figures on each scenario (a grid): make test only
+@pytest.mark.slow
 @pytest.mark.parametrize("query", SCENARIOS)
 def test_bundle_draws_every_trace_type_the_apps_use(query):
     _, traces = bundle_banner()

@@ -161,6 +161,8 @@ def test_cli_refuses_ep_on_a_dense_model(capsys):
     assert code == 2 and "ep" in err and len(err.strip().splitlines()) == 1
 
 
+# every app on each MoE scenario (a grid): make test only
+@pytest.mark.slow
 @pytest.mark.parametrize("query", [
     "model=deepseek-v3&gpu=h800&gpus=2048&precision=fp8&tokens=14800000000000",
     "model=deepseek-v3&gpu=h100-sxm&gpus=2048&precision=fp8&tokens=14800000000000",
