@@ -554,6 +554,11 @@ def _size_by_review(a, m, gpu, out, s) -> dict:
            "usd_per_gpu_hour": j["prices_usd_per_gpu_hour"], "price_offer": j["price_offer"],
            "goodput": j["goodput"], "review_query": s.to_query(),
            "notes": list(S.notes) + [w for w in j["warnings"] if w not in S.notes]}
+    return _with_sizing_extras(res, S)
+
+
+def _with_sizing_extras(res: dict, S) -> dict:
+    """The sizing's optional figures (nearest options, pipeline bubble, power cap) on ``res``."""
     if S.nearest is not None:
         res["nearest"] = dict(vars(S.nearest))
     if S.batch is not None:
@@ -591,12 +596,7 @@ def cmd_size(a) -> dict:
            "global_batch": S.global_batch,
            "cost_usd": S.cost_usd.get("on_demand"), "cost_usd_by_option": S.cost_usd,
            "usd_per_gpu_hour": prices, "notes": list(S.notes)}
-    if S.nearest is not None:
-        res["nearest"] = dict(vars(S.nearest))
-    if S.batch is not None:
-        res["pipeline_bubble_share"] = S.batch.bubble_share
-    if S.max_gpus_power is not None:
-        res["max_gpus_power"] = S.max_gpus_power
+    _with_sizing_extras(res, S)
     if not prices:
         res["notes"].append(f"no price for {gpu.id} in the catalog: give --usd-per-gpu-hour")
     if "spot" in S.cost_usd:

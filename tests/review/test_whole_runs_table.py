@@ -3,7 +3,6 @@ benchmarks/validate.py that reviews each of them beside the napkin. The other ru
 that is reported, not a fit: only the two named runs carry thresholds (as in test_whole_run.py)."""
 
 import contextlib
-import importlib.util
 import io
 from pathlib import Path
 
@@ -17,12 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CAT = catalog.default()
 
 
-def _validate_module():
-    spec = importlib.util.spec_from_file_location("validate_bench_whole_runs",
-                                                  ROOT / "benchmarks" / "validate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from bench_support import validate_module as _validate_module  # noqa: E402
 
 
 VALIDATE = _validate_module()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import re
 from pathlib import Path
@@ -18,12 +17,7 @@ ROWS = pd.read_csv(ROOT / "data" / "calibration_runs.csv")
 MB = ROWS[ROWS["source_table"].str.startswith("megatron-bridge")]
 
 
-def _validate_module():
-    spec = importlib.util.spec_from_file_location("validate_bench",
-                                                  ROOT / "benchmarks" / "validate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from bench_support import validate_module as _validate_module  # noqa: E402
 
 
 def test_every_row_has_source_and_as_of():

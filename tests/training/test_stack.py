@@ -8,7 +8,6 @@ slower than megatron on the same layout, and that megatron's numbers did not mov
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,12 +28,7 @@ NVL4 = CAT.fabric("nvlink4")
 IB = CAT.fabric("ib-ndr")
 
 
-def _validate_module():
-    spec = importlib.util.spec_from_file_location("validate_bench_stack",
-                                                  ROOT / "benchmarks" / "validate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from bench_support import validate_module as _validate_module  # noqa: E402
 
 
 def test_foundry_rows_cite_one_commit_and_reproduce_the_source_flop_count():
