@@ -56,8 +56,12 @@ def test_the_napkin_factors_multiply_to_the_answer(llama):
     f = llama["napkin_factors"]
     product = f["attention_flops"] * f["layout_mfu"] * f["goodput_and_stalls"]
     assert product == pytest.approx(llama["gpu_hours"] / llama["napkin_gpu_hours"], rel=1e-9)
-    # attention at s = 8192: 6 l s d_q over 6 N = 126 x 8192 x 16384 / 405.85e9 = 0.0417
-    assert f["attention_flops"] == pytest.approx(1 + 126 * 8192 * 16384 / 405.85e9 + 0.0365, abs=0.01)
+    # model FLOPs per token over 6 N: + attention 12 l s d_q / 6N = 2 x 126 x 8192 x 16384 /
+    # 405.85e9 = 0.0833, - the input embedding (no matmul) V h / N = 128256 x 16384 / 405.85e9
+    # = 0.0052: 1.0781
+    n = catalog.default().model("llama3-405b").active_params
+    assert f["attention_flops"] == pytest.approx(1 + 2 * 126 * 8192 * 16384 / n - 128256 * 16384 / n,
+                                                 rel=1e-3)
 
 
 def test_the_json_carries_seq_len_batch_and_the_full_layout(llama):
@@ -164,10 +168,12 @@ def deepseek():
 def test_deepseek_v3_gpu_hours_beat_the_napkin(deepseek):
     pub = DEEPSEEK[1]
     err = abs(deepseek["gpu_hours"] / pub - 1)
-    napkin = 6 * DEEPSEEK[2] * 14.8e12 / (0.4 * H100_BF16_PEAK) / 3600   # H800: H100's peak
-    assert deepseek["napkin_gpu_hours"] == pytest.approx(
-        napkin * 37e9 / DEEPSEEK[2] * catalog.default().model("deepseek-v3").active_params / 37e9,
-        rel=1e-3)
+    # 6 x active params (37.6B by the architecture) x 14.8T at 40% of H800's dense BF16 peak
+    # (H100's, 989.4 TFLOP/s): 2.34M
+    active = catalog.default().model("deepseek-v3").active_params
+    napkin = 6 * active * 14.8e12 / (0.4 * H100_BF16_PEAK) / 3600
+    assert deepseek["napkin_gpu_hours"] == pytest.approx(napkin, rel=1e-3)
+    assert napkin == pytest.approx(2.34e6, rel=5e-3)
     assert err <= 0.15, deepseek["gpu_hours"]
     assert err < abs(deepseek["napkin_gpu_hours"] / pub - 1)
     assert deepseek["fits"] is True
@@ -213,3 +219,14 @@ def test_an_fsdp_stack_plans_fsdp_layouts():
     assert (lay["zero_stage"], lay["pp"], lay["cp"]) == (3, 1, 1) and r["stack"] == "fsdp"
     megatron = review_json("model=mpt-7b-bench&gpu=a100-40gb&gpus=440&tokens=1e12&fabric=roce-200")
     assert megatron["gpu_hours"] < r["gpu_hours"]
+
+
+def test_the_headline_shows_the_json_s_gpu_hours_napkin_and_batch(llama):
+    from llmcost.review import headline_items
+    from llmcost.review.format import human_count
+    s, _ = Scenario.from_query(LLAMA[0])
+    items = headline_items(evaluate(s), ("gpu_hours", "global_batch_tokens"))
+    assert items["gpu_hours"][1] == (f"{human_count(llama['gpu_hours'])} "
+                                     f"(napkin {human_count(llama['napkin_gpu_hours'])})")
+    assert items["global_batch_tokens"][1] == \
+        f"{human_count(llama['global_batch_tokens'])} tokens (batch rule)"
