@@ -83,8 +83,9 @@ def _model_from_args(a) -> ModelSpec:
         return m if a.seq_len is None else m.with_(seq_len=a.seq_len)
     missing = [k for k, x in {**arch, "seq_len": a.seq_len}.items() if x is None]
     if missing:
-        raise v.InputError(missing[0], f"a model needs --model or --{missing[0].replace('_', '-')} "
-                                       "(with --layers --hidden --heads --vocab --seq-len)")
+        raise v.InputError(missing[0], f"a model is required: --model, --model-config, or "
+                                       f"--{missing[0].replace('_', '-')} with the rest of "
+                                       "--layers --hidden --heads --vocab --seq-len")
     return ModelSpec(**arch, seq_len=a.seq_len, kv_heads=a.kv_heads, ffn_hidden=a.ffn_hidden,
                      gated_ffn=a.gated_ffn)
 
