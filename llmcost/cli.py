@@ -154,7 +154,7 @@ def cmd_mfu(a) -> dict:
     u = ut.effective_utilization(fpt, a.global_batch, seq, a.steps, peak, a.gpus, a.wall_clock_s)
     tokens_per_s = a.global_batch * seq * a.steps / a.wall_clock_s
     verdict = ut.assess_utilization(float(u), a.published, peak, gpu, precision=a.precision)
-    return {
+    res = {
         "effective_utilization": float(u),
         "tokens_per_s": tokens_per_s,
         "achieved_tflops_per_gpu": float(ut.achieved_tflops_per_gpu(tokens_per_s, fpt, a.gpus)),
@@ -162,6 +162,10 @@ def cmd_mfu(a) -> dict:
         "flops_per_token": fpt,
         "findings": verdict.to_dict()["findings"],
     }
+    if a.published is not None:
+        res["published"] = float(a.published)
+        res["ratio_to_published"] = float(u) / float(a.published)
+    return res
 
 
 def cmd_memory(a) -> dict:
@@ -181,6 +185,7 @@ def cmd_memory(a) -> dict:
         params_b = a.params / 1e9
     else:
         m = _model_from_args(a)
+        _refuse_moe_flags(a, m)
         br = mem.memory_per_gpu(
             m, a.gpus, a.tp, a.pp, a.cp, a.zero, a.micro_batch, a.global_batch, a.recompute,
             a.sequence_parallel, not a.no_flash_attention, a.optimizer, a.interleave,
@@ -201,6 +206,12 @@ def cmd_memory(a) -> dict:
         if m.is_moe:
             out["expert_params"] = m.expert_params
         params_b = m.params / 1e9
+        if a.recompute == "selective" and not a.no_flash_attention:
+            out["notes"] = ["selective recompute stores what none does here: flash attention "
+                            "already recomputes the attention scores in its backward (Dao et "
+                            "al. 2022 §3.1), the activations selective recompute drops "
+                            "(Korthikanti et al. 2022 Table 2, the 5as/h term); it differs "
+                            "with --no-flash-attention"]
     out["seed_heuristic_gb"] = float(mem.seed_heuristic_memory_gb(params_b, a.gpus, a.tp, a.pp))
     if gpu is not None:
         cap = gpu.memory_bytes / mem.GB
@@ -273,6 +284,7 @@ def _fit_reason(total_gb, cap_gb, parts) -> str:
 
 def cmd_predict(a) -> dict:
     m = _model_from_args(a)
+    _refuse_moe_flags(a, m)
     gpu, up, out = _hardware(a)
     lay = Layout(gpus=a.gpus, tp=a.tp, pp=a.pp, interleave=a.interleave, cp=a.cp, ep=a.ep,
                  etp=a.etp, micro_batch=a.micro_batch, global_batch=a.global_batch,
@@ -327,6 +339,7 @@ PLAN_MAX_TOP = 100
 def cmd_plan(a) -> dict:
     top_n = int(v.integer("top", a.top, 1, PLAN_MAX_TOP))
     m = _model_from_args(a)
+    _refuse_moe_flags(a, m)
     gpu, up, out = _hardware(a)
     space = planner.Space(max_tp=a.max_tp, first_stage_layers=a.first_stage_layers,
                           last_stage_layers=a.last_stage_layers,
@@ -1130,6 +1143,33 @@ IGNORED_WITH = (
                               "node_failures_per_1000_node_days", "failure_rate", "gpu")),
     ("spot", "lost_hours_per_preemption", ("checkpoint_interval_s", "checkpoint_s")),
 )
+#: (commands, flag, whether the call reads it, why not): a flag the call does not read is
+#: refused rather than silently ignored
+NEEDS = (
+    (("memory", "predict"), "first_stage_layers", lambda a: (a.pp or 1) > 1,
+     "--first-stage-layers needs --pp above 1 (one stage holds every layer)"),
+    (("memory", "predict"), "last_stage_layers", lambda a: (a.pp or 1) > 1,
+     "--last-stage-layers needs --pp above 1 (one stage holds every layer)"),
+    (("memory", "predict"), "interleave", lambda a: (a.pp or 1) > 1,
+     "--interleave needs --pp above 1 (virtual stages split a pipeline stage)"),
+    (("memory",), "lora_rank", lambda a: a.finetune == "lora",
+     "--lora-rank is used only with --finetune lora"),
+    (("checkpoint",), "gpus_per_node",
+     lambda a: a.nodes is not None or a.node_failures_per_1000_node_days is not None,
+     "--gpus-per-node is used only with --nodes or --node-failures-per-1000-node-days"),
+    (("checkpoint",), "gpu",
+     lambda a: a.failure_rate is None and a.failures_per_1000_gpu_days is None
+     and a.node_failures_per_1000_node_days is None,
+     "--gpu picks the default failure rate of its generation: not used with a failure rate "
+     "given"),
+    (("spot",), "billed_share_during_wait", lambda a: bool(a.capacity_wait_h),
+     "--billed-share-during-wait is used only with --capacity-wait-h above 0"),
+    (("spot",), "failure_lost_hours",
+     lambda a: bool(a.failures_per_day or a.on_demand_failures_per_day),
+     "--failure-lost-hours is used only with --failures-per-day above 0"),
+)
+#: the MoE flags: refused for a dense model, which has no router or experts to read them
+MOE_ONLY = ("moe_load_imbalance", "moe_overlap", "moe_a2a_overlap", "moe_probs_at", "ep", "etp")
 #: numeric flags whose range includes negative values (a saving can be a loss)
 NEGATIVE_OK = {"observed_net_savings"}
 
@@ -1157,7 +1197,19 @@ def _check_flags(parser, a) -> list:
                                              "one or the other")
     if a.command == "spot" and "run_hours" in typed and not a.monte_carlo_runs:
         raise v.InputError("run_hours", "--run-hours is used only with --monte-carlo-runs")
+    for commands, dest, reads, why in NEEDS:
+        if a.command in commands and dest in typed and not reads(a):
+            raise v.InputError(dest, why)
+    a.typed = typed
     return typed
+
+
+def _refuse_moe_flags(a, m) -> None:
+    """A dense model reads none of the MoE flags: each one given is refused."""
+    if not m.is_moe:
+        for dest in MOE_ONLY:
+            if dest in getattr(a, "typed", ()):
+                raise v.InputError(dest, f"{_flag(dest)} applies to MoE models; {m.id} is dense")
 
 
 def _check_ranges(a, typed) -> None:

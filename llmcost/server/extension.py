@@ -25,8 +25,8 @@ from voila.configuration import VoilaConfiguration
 from voila.paths import collect_template_paths
 from voila.server_extension import load_config_file
 
-from .handlers import (CappedVoilaHandler, LandingRedirect, NotFound, advertise_bundle,
-                       guard_rules, static_route)
+from .handlers import (MAX_HEADER_BYTES, CappedVoilaHandler, LandingRedirect, NotFound,
+                       advertise_bundle, guard_rules, static_route)
 
 LANDING = ["notebooks/index.ipynb", "notebooks/review.ipynb", "index.ipynb", "review.ipynb"]
 
@@ -57,7 +57,22 @@ def _load_jupyter_server_extension(server_app):
         (url_path_join(base, "/voila/api/contents" + path_regex), NotFound),
         static_route(base),
     ])
+    _read_long_headers(server_app)
     server_app.log.info("llmcost.server: landing page %s", existing[:1] or LANDING[:1])
+
+
+def _read_long_headers(server_app):
+    """Tornado reads at most 64 KiB of headers and then drops the connection without a
+    status; Jupyter Server builds its HTTP server after the extensions load and has no
+    setting for the limit: raise it on the server once built, so an over-long URL gets the
+    414 page (as in the stand-alone server, :meth:`WorkbookVoila.listen`)."""
+    build = server_app.init_httpserver
+
+    def init_httpserver():
+        build()
+        server_app.http_server.conn_params.max_header_size = MAX_HEADER_BYTES
+
+    server_app.init_httpserver = init_httpserver
 
 
 load_jupyter_server_extension = _load_jupyter_server_extension

@@ -317,3 +317,36 @@ def test_hostile_link_and_csv_are_inert_in_chromium(voila, page, tmp_path):
     assert page.locator("img[src='x']").count() == 0
     assert payload in page.locator("body").inner_text()      # shown as text, not markup
 
+
+
+def test_upload_errors_in_chromium_name_the_row_and_replace_the_last_message(voila, page, tmp_path):
+    # issue 30: a sizing CSV with 1e400 nodes (an uncaught OverflowError before) is refused by
+    # row and column, and its message replaces the good upload's fit
+    open_app(page, voila, "sizing")
+    good = tmp_path / "good.csv"
+    good.write_text("nodes,tokens_per_s\n1,1000\n2,1950\n4,3800\n8,4800\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("nodes,tokens_per_s\n1,1000\n1e400,1950\n")
+    for path, expected in ((good, "Fitted communication share"), (bad, "Could not read the CSV")):
+        with page.expect_file_chooser(timeout=30_000) as chooser:
+            page.locator(".llmc-scaling-upload").first.click()
+        chooser.value.set_files(str(path))
+        page.wait_for_selector(f"text={expected}", timeout=30_000)
+    body = page.locator("body").inner_text()
+    assert "row 3, column nodes" in body
+    assert "Fitted communication share" not in body
+    assert_no_error_text(page)
+
+
+def test_a_scenario_file_with_a_5000_digit_number_says_so_in_chromium(voila, page, tmp_path):
+    # issue 30: it was called "too deeply nested"
+    open_app(page, voila, "review")
+    path = tmp_path / "digits.json"
+    path.write_text('{"model": "llama3-8b", "gpus": ' + "9" * 5000 + "}")
+    before = page.locator(".llmc-ctl-model select").first.input_value()
+    page.locator(".llmc-file-input").first.set_input_files(str(path))
+    page.wait_for_selector("text=nothing changed", timeout=30_000)
+    body = page.locator("body").inner_text()
+    assert "a number with 5,000 digits" in body and "nested" not in body
+    assert page.locator(".llmc-ctl-model select").first.input_value() == before
+    assert_no_error_text(page)

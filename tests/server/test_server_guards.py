@@ -96,3 +96,9 @@ def test_the_binder_layout_answers_404_outside_the_tree(extension, path):
     status, _, body = raw_get(extension, path)
     assert status == 404, (path, status)
     assert "root:" not in body and "Traceback" not in body
+
+
+def test_the_binder_layout_answers_an_over_long_url_with_the_414_page(extension):
+    status, h, body = raw_get(extension, "/voila/render/notebooks/review.ipynb?model=" + "x" * 100_000)
+    assert status == 414 and h["content-type"].startswith("text/html")
+    assert "too long" in body and f"{MAX_URL_CHARS:,}" in body and "Traceback" not in body

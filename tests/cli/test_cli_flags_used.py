@@ -1,0 +1,127 @@
+"""Property: no flag is accepted and ignored.
+
+For every subcommand, a valid call is run once as it is and once more with each of its other
+flags added (every flag argparse declares: a new flag is covered without editing this file),
+with several values each. Every added flag either is refused (exit 2, one line naming a flag
+the user typed, checked in test_cli_robust) or changes the answer. The answer is compared
+with the flag's own echo taken out (a key named like the flag, and the layout's one-line
+description), so a flag that is only repeated back, and never used, fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from llmcost import catalog
+from llmcost.cli import build_parser
+
+from cli.test_cli_robust import SUBPARSERS, run_cli
+
+CAT = catalog.default()
+HF = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
+
+#: a valid call per subcommand, with the flags that are in it
+BASE = {
+    "breakeven": ["--cloud-usd-per-node-hour", "60", "--onprem-capex-usd-per-node", "400000",
+                  "--utilization", "0.8"],
+    "checkpoint": ["--checkpoint-s", "60", "--gpus", "1024"],
+    "flops": ["--model", "llama3-8b", "--tokens", "1e12"],
+    "ladder": ["--model", "llama3-8b"],
+    "list": ["gpus"],
+    "memory": ["--model", "llama3-8b", "--gpus", "16", "--tp", "2", "--pp", "1"],
+    "mfu": ["--model", "llama3-8b", "--gpu", "h100-sxm", "--global-batch", "1024",
+            "--steps", "100", "--gpus", "64", "--wall-clock-s", "36000"],
+    "plan": ["--model", "llama3-8b", "--gpu", "h100-sxm", "--gpus", "16",
+             "--global-batch", "64"],
+    "predict": ["--model", "llama3-8b", "--gpu", "h100-sxm", "--gpus", "16", "--tp", "2",
+                "--pp", "1", "--global-batch", "64"],
+    "review": ["--query", "model=llama3-8b&gpu=h100-sxm&gpus=64&tokens=1e11"],
+    "size": ["--model", "llama3-8b", "--days", "30", "--tokens", "1e12"],
+    "spot": ["--discount", "0.6", "--preemptions-per-day", "2",
+             "--lost-hours-per-preemption", "0.5"],
+    "storage": ["--query", "model=llama3-8b&gpu=h100-sxm&gpus=64&tokens=1e11"],
+}
+
+#: values to try by flag, where the generic ones by type would not be in range or in the
+#: catalog; every value differs from the baseline's (explicit or default) value
+BY_DEST = {
+    "model": ["llama3-70b"],
+    "model_config": [str(HF / "qwen3-8b.json")],
+    "gpu": ["a100-80gb", "b200"],
+    "fabric": ["roce-200", "ib-hdr"],
+    "price": [r for r in CAT.ids("prices")][:2],
+    "failure_rate": ["kokolis-a100-jobs"],        # not the H100 default
+    "recompute_modules": ["layernorm"],
+    "scenario": [],                         # a file of the same query; covered in test_scenario
+    "query": [],
+    "layers": ["16"], "hidden": ["2048"], "heads": ["16"], "kv_heads": ["4"],
+    "ffn_hidden": ["5632"], "vocab": ["50000"], "seq_len": ["2048"],
+}
+INT_VALUES = ["2", "4", "3"]
+FLOAT_VALUES = ["0.5", "2.0", "30.0"]
+
+
+def _dest_keys(action):
+    return {action.dest, action.dest.replace("_", "-")}
+
+
+def _strip(obj, keys):
+    """The answer without the flag's own echo."""
+    if isinstance(obj, dict):
+        return {k: _strip(x, keys) for k, x in obj.items()
+                if k not in keys and k != "description"}
+    if isinstance(obj, list):
+        return [_strip(x, keys) for x in obj]
+    return obj
+
+
+def _cases():
+    for command, base in sorted(BASE.items()):
+        given = {a for a in base if a.startswith("--")}
+        for action in SUBPARSERS[command]._actions:
+            if isinstance(action, argparse._HelpAction) or not action.option_strings:
+                continue
+            flag = action.option_strings[-1]
+            if action.dest == "json" or given & set(action.option_strings):
+                continue
+            if action.nargs == 0:
+                values = [None]
+            elif action.dest in BY_DEST:
+                values = BY_DEST[action.dest]
+            elif action.choices is not None:
+                values = [str(c) for c in action.choices if c != action.default]
+            elif action.type is int:
+                values = [x for x in INT_VALUES if int(x) != action.default]
+            elif action.type is float:
+                values = [x for x in FLOAT_VALUES if float(x) != action.default]
+            else:
+                values = []
+            for x in values:
+                yield pytest.param(command, action, x, id=f"{command}{flag}" + (f"={x}" if x else ""))
+
+
+def test_the_cases_cover_every_subcommand():
+    assert set(BASE) == set(SUBPARSERS)
+    assert len(list(_cases())) > 200
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command, action, value", list(_cases()))
+def test_an_added_flag_is_refused_or_changes_the_answer(command, action, value):
+    base = [command, *BASE[command], "--json"]
+    code, out, err = run_cli(base)
+    assert code == 0, err
+    flag = action.option_strings[-1]
+    argv = base + ([flag] if value is None else [f"{flag}={value}"])
+    code2, out2, err2 = run_cli(argv)
+    if code2 == 2:
+        assert err2.startswith("llmcost: error:") and out2 == ""
+        return
+    assert code2 == 0, err2
+    keys = _dest_keys(action)
+    before, after = _strip(json.loads(out), keys), _strip(json.loads(out2), keys)
+    assert after != before, f"{flag}={value} accepted and ignored by `llmcost {command}`"
