@@ -91,6 +91,10 @@ def field_label(name: str) -> str:
 BIG_NUMBER_FIELDS = frozenset(
     name for name, f in FIELDS.items()
     if f.metadata["kind"] == "float" and (f.metadata["hi"] or 0) >= 1e9)
+#: fields typed in text boxes read by parse_number: the big numbers, and the counts, which
+#: people write as "100,000" or "16k" (a number box refuses the comma)
+TEXT_NUMBER_FIELDS = BIG_NUMBER_FIELDS | frozenset(
+    name for name, f in FIELDS.items() if f.metadata["kind"] == "int")
 
 
 def _delta(key: str, a, r) -> str:
@@ -317,11 +321,9 @@ class Panel:
             w = make(W.FloatSlider, value=value, min=d["lo"] if d["lo"] is not None else 0,
                      max=d["hi"] if d["hi"] is not None else 1, step=d["step"] or 0.01,
                      layout=lay, continuous_update=False, readout_format=".1%")
-        elif name in BIG_NUMBER_FIELDS:
+        elif name in TEXT_NUMBER_FIELDS:
             # "2T" reads better than 2000000000000, and parses back to the same number
             w = make(W.Text, value=number_text(value), layout=lay, continuous_update=False)
-        elif d["kind"] == "int":
-            w = make(W.IntText, value=value, layout=lay)
         else:
             w = make(W.FloatText, value=value, layout=lay)
         w.add_class(f"llmc-ctl-{name}")
@@ -338,7 +340,7 @@ class Panel:
 
     def _shown(self, name: str, value):
         """The control's text for a Scenario value."""
-        if name in BIG_NUMBER_FIELDS:
+        if name in TEXT_NUMBER_FIELDS:
             return number_text(value)
         return value
 
@@ -405,7 +407,7 @@ class Panel:
                     pass
             self.set_scenario(new, sync_controls=bool(carry))
             return
-        self.set_scenario(new, sync_controls=name in BIG_NUMBER_FIELDS)
+        self.set_scenario(new, sync_controls=name in TEXT_NUMBER_FIELDS)
 
     def set_scenario(self, s: Scenario, sync_controls=False) -> bool:
         old = self.scenario

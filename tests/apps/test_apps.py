@@ -62,7 +62,7 @@ def test_bad_value_shows_message_and_keeps_last_results():
 
 def test_query_string_preloads_and_warns():
     p = panels.ReviewApp(query="model=llama3-8b&gpus=64&theme=dark")
-    assert p.controls["model"].value == "llama3-8b" and p.controls["gpus"].value == 64
+    assert p.controls["model"].value == "llama3-8b" and p.controls["gpus"].value == "64"
     assert p.warning_box.value == ""
     bad = panels.ReviewApp(query="gpus=-5&foo=1&model=nope")
     assert bad.scenario == Scenario()
@@ -139,12 +139,22 @@ def test_spot_controls_show_what_the_figures_use():
     assert p.controls["preemptions_per_day"].value == p.scenario.preemptions_per_day
 
 
+@pytest.mark.parametrize("typed, count, shown", [("100,000", 100_000, "100,000"),
+                                                  ("16k", 16_000, "16,000"), ("2048", 2048, "2,048")])
+def test_counts_are_typed_as_people_write_them(typed, count, shown):
+    # issue 31: "100,000" could not be typed in the GPUs box (a number box refuses the comma)
+    p = panels.SizingApp(query="")
+    p.controls["gpus"].value = typed
+    assert p.errors["gpus"].value == "" and p.scenario.gpus == count
+    assert p.controls["gpus"].value == shown
+
+
 def test_stale_error_is_cleared_by_a_later_success():
     p = panels.ReviewApp(query="")
     p.set(gpus=-8)
     assert p.errors["gpus"].value
     p.set(tokens=3e12)
-    assert p.errors["gpus"].value == "" and p.controls["gpus"].value == 1024
+    assert p.errors["gpus"].value == "" and p.controls["gpus"].value == "1,024"
     assert p.status.value == ""
 
 

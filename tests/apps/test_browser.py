@@ -38,6 +38,11 @@ def test_review_number_box(voila, page):
     wait_change(page, lambda: text_of(page, ".llmc-headline-gpus"), "1,024")
     assert wait_change(page, lambda: text_of(page, ".llmc-headline-days"), days) != days
     assert wait_change(page, lambda: titles(page), t0) != t0
+    # issue 31: a count typed as people write it, and shown back the same way
+    fill_number(page, "gpus", "2,048")
+    wait_change(page, lambda: text_of(page, ".llmc-headline-gpus"), "512")
+    assert text_of(page, ".llmc-headline-gpus") == "2,048"
+    assert page.locator(".llmc-ctl-gpus input").first.input_value() == "2,048"
     assert_no_error_text(page)
     shot(page, "review")
 
