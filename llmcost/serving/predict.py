@@ -1,0 +1,156 @@
+"""One serving layout of a model on a GPU: memory, TTFT, TPOT, throughput (vectorized over
+tp, ep and concurrency arrays). Composes :mod:`.memory`, :mod:`.latency` and
+:mod:`llmcost.training.comm`; the model and GPU are the catalog's ModelSpec and GPUSpec."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import _validate as v
+from ..training import comm
+from ..training.arch import ModelSpec
+from ..training.hardware import FabricSpec, GPUSpec
+from . import latency as lat
+from . import memory as mem
+from .engines import Engine
+
+ACT_BYTES = 2.0
+#: generations whose tensor cores run FP4 at twice the FP8 rate (NVIDIA Blackwell datasheet:
+#: B200 dense FP4 9 PFLOP/s = 2 x FP8 4.5)
+FP4_GENERATIONS = ("blackwell",)
+
+
+class ServePrediction(NamedTuple):
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    latency_s: np.ndarray
+    output_tokens_per_s_per_gpu: np.ndarray
+    concurrency: np.ndarray
+    max_concurrency: np.ndarray
+    fits: np.ndarray
+    weights_bytes_per_gpu: np.ndarray
+    kv_bytes_per_token: float
+    kv_bytes_per_gpu: np.ndarray
+    activation_bytes_per_gpu: np.ndarray
+    prefill_s: np.ndarray
+    decode_step_s: np.ndarray
+    kv_format: str
+    weight_format: str
+    attention_dp: bool
+
+
+def compute_peak_tflops(gpu: GPUSpec, weight_format: str) -> float:
+    """Dense peak [TFLOP/s] the GEMMs run at: FP8 weights at the FP8 rate, FP4 at twice it on
+    FP4 hardware (else FP8, else BF16: weight-only dequantization), int4/int8 weight-only at
+    the BF16 rate (AWQ/GPTQ kernels dequantize to FP16)."""
+    fp8 = gpu.fp8_dense_tflops
+    if weight_format == "fp8" and fp8:
+        return float(fp8)
+    if weight_format in ("nvfp4", "mxfp4") and fp8:
+        return float(fp8) * (2.0 if gpu.generation in FP4_GENERATIONS else 1.0)
+    return float(gpu.bf16_dense_tflops)
+
+
+def _attention_dims(model: ModelSpec, decode: bool) -> tuple[int, int]:
+    if model.attention == "mla":
+        if decode:   # absorbed: scores over the latent and the RoPE key, values in the latent
+            return model.kv_lora_rank + model.qk_rope_head_dim, model.kv_lora_rank
+        return model.qk_head_dim, model.v_head_dim
+    return model.head_dim, model.v_head_dim
+
+
+def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine, *,
+            isl, osl, tp=1, ep=1, weights="bf16", expert_weights=None, kv=None,
+            concurrency=None, attention_dp=None) -> ServePrediction:
+    """Memory and times of serving ``model`` on instances of ``tp`` GPUs.
+
+    ``concurrency`` None: the most the memory and the engine's batch cap allow (the offline
+    maximum-throughput regime). ``ep`` splits routed experts over ep GPUs (ep divides tp);
+    ``attention_dp`` None: the engine's default for MoE models."""
+    fmt = mem.weight_format(weights)
+    efmt = mem.weight_format(expert_weights) if expert_weights else fmt
+    kvf = kv or engine.kv_format(fmt)
+    v.choice("kv", kvf, tuple(mem.KV_FORMATS))
+    isl = v.integer("isl", isl)
+    osl = v.integer("osl", osl)
+    t = v.integer("tp", tp, maximum=4096)
+    e = v.integer("ep", ep, maximum=4096)
+    if np.any(np.asarray(t) % np.asarray(e)):
+        raise v.InputError("ep", f"ep must divide tp, got ep={int(np.max(e))} with "
+                                 f"tp={int(np.min(t))}")
+    if not model.is_moe and np.any(np.asarray(e) > 1):
+        raise v.InputError("ep", f"ep applies to MoE models; {model.id} is dense")
+    adp = (engine.attention_dp_moe and model.is_moe) if attention_dp is None else bool(attention_dp)
+    dense_p, expert_p, vocab_p = mem.model_weight_split(model)
+    w_gpu = mem.weights_bytes_per_gpu(dense_p, expert_p, vocab_p, t, fmt, efmt, adp)
+
+    ctx_max = isl + osl
+    ctx_mean = isl + osl / 2.0
+    kv_seq = mem.model_kv_bytes_per_sequence(model, ctx_max, kvf)
+    kv_token = float(mem.model_kv_bytes_per_sequence(model, ctx_max, kvf, 1)) / float(ctx_max)
+    shard = mem.kv_shard_fraction(model.kv_heads, t, model.attention, adp)
+    kv_seq_gpu = kv_seq * shard
+    seqs_per_gpu = t if adp else 1
+
+    ffn_gpu = max(model.ffn_hidden if model.layers > model.moe_layers else 0,
+                  (model.moe_ffn_hidden or 0) * model.moe_top_k + model.moe_shared_ffn_hidden) / t
+    cap = engine.max_batch * seqs_per_gpu if engine.max_batch else None
+    act = mem.activation_bytes(engine.max_batched_tokens, model.hidden, ffn_gpu, model.vocab,
+                               engine.max_batch or 1024, t, ACT_BYTES)
+    m_bytes = gpu.memory_bytes
+    phi = engine.memory_fraction
+    if engine.fraction_of_free:     # TRT-LLM: a share of what weights and activations leave
+        phi = np.clip((phi * np.maximum(m_bytes - w_gpu - act, 0) + w_gpu + act) / m_bytes,
+                      1e-9, 1.0)
+    c_max = mem.max_concurrency(m_bytes, w_gpu, act, kv_seq_gpu, phi, seqs_per_gpu)
+    if concurrency is None:
+        c = np.maximum(np.minimum(c_max, cap) if cap else c_max, 1.0)
+    else:
+        c = v.integer("concurrency", concurrency, maximum=10**7) * np.ones_like(c_max)
+    fits = (c_max >= c) & (c_max >= 1)
+
+    # mixed formats (gpt-oss: BF16 attention, MXFP4 experts): the slower rate, conservatively
+    peak = min(compute_peak_tflops(gpu, fmt), compute_peak_tflops(gpu, efmt))
+    hbm = gpu.hbm_bandwidth_tbps
+    L, h, V = model.layers, model.hidden, model.vocab
+    win_l = model.window_layers if model.attention_window else 0
+    win = model.attention_window
+    p_mm = model.active_matmul_params_per_layer * L
+
+    # ---- communication per forward: TP all-reduces, EP all-to-all (NVLink domain)
+    bw, alpha, eff = scale_up.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_up.efficiency
+    lm = model.moe_layers
+    ep_on = np.asarray(e) > 1
+    n_ar = 2.0 * (L - lm) + lm * np.where(ep_on, 1.0, 2.0)
+
+    def comm_s(tokens):
+        ar = comm.tree_allreduce_time_s(tokens * h * ACT_BYTES, t, bw, alpha, eff)
+        a2a_bytes = tokens / np.where(adp, t, 1) * model.moe_top_k * h * ACT_BYTES * (e - 1) / e
+        a2a = 2.0 * lm * (a2a_bytes / (bw * 1e9 * eff) + (e - 1) * alpha * 1e-6)
+        return n_ar * ar + np.where(ep_on, a2a, 0.0)
+
+    # ---- prefill of one prompt: compute-bound, attention quadratic in isl
+    qk, vd = _attention_dims(model, decode=False)
+    f_pre = lat.prefill_flops(p_mm, L, model.heads, qk, vd, isl, win_l, win) + 2.0 * V * h
+    t_pre = lat.roofline_time_s(f_pre / t, w_gpu, peak, hbm, engine.prefill_efficiency,
+                                engine.memory_efficiency) + comm_s(isl)
+
+    # ---- one decode step of c sequences: weights + KV over HBM, or compute at large batch
+    qk_d, vd_d = _attention_dims(model, decode=True)
+    expert_gpu = mem.weights_bytes_per_gpu(0, expert_p, 0, t, fmt, efmt)
+    # the c tokens of a step route over all of the instance's experts
+    w_read = w_gpu - expert_gpu * (1.0 - lat.expert_read_fraction(c, model.moe_experts,
+                                                                  model.moe_top_k))
+    kv_read = c * mem.model_kv_bytes_per_sequence(model, ctx_mean, kvf, 1) * shard / seqs_per_gpu
+    f_dec = c * (2.0 * p_mm + 2.0 * V * h + lat.attention_flops_per_token(
+        L, model.heads, qk_d, vd_d, ctx_mean, win_l, win)) / t
+    t_dec = lat.roofline_time_s(f_dec, w_read + kv_read, peak, hbm,
+                                engine.decode_compute_efficiency, engine.memory_efficiency) \
+        + comm_s(c) + engine.step_overhead_s
+
+    ttft, tpot, latency = lat.closed_loop(t_pre, t_dec, c, osl)
+    x = lat.output_tokens_per_s_per_gpu(c, osl, latency, t)
+    return ServePrediction(ttft, tpot, latency, x, c, c_max, fits, w_gpu, kv_token,
+                           kv_seq_gpu, act, t_pre, t_dec, kvf, fmt, adp)
