@@ -1,0 +1,111 @@
+"""The serving answer of one model on one GPU: a layout's figures, the planner's best layout
+under TTFT/TPOT limits, and $ per million tokens at each pricing option of the review."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as v
+from .. import catalog as catalog_mod
+from ..economics import tco
+from . import cost
+from .engines import engine as engine_preset
+from .predict import predict
+
+#: concurrencies the planner tries [requests per instance]
+CONCURRENCIES = 2 ** np.arange(0, 13)
+#: serving instances the planner tries [GPUs], within one scale-up domain
+TPS = (1, 2, 4, 8, 16, 32, 64, 72)
+
+
+def option_prices(gpu, cat=None, utilization=1.0) -> dict:
+    """USD per used GPU-hour by pricing option: the GPU's first catalog offer (cloud, per
+    GPU-hour as :func:`llmcost.catalog.usd_per_gpu_hour`), reservations and the purchase
+    amortized over the on-premises life at ``utilization``
+    (:func:`llmcost.economics.tco.cost_per_useful_gpu_hour`, the review's curves)."""
+    cat = cat or catalog_mod.default()
+    row = cat.price_offer(gpu.id)
+    per = catalog_mod.usd_per_gpu_hour(row) if row is not None else {}
+    prices = tco.CloudPrices(**{k: per.get(k) for k in ("on_demand", "reserved_1y",
+                                                        "reserved_3y", "spot")})
+    onprem = tco.OnPrem.for_gpu(gpu)
+    out = tco.cost_per_useful_gpu_hour(12 * onprem.life_years, utilization, prices, onprem)
+    return {k: float(x) for k, x in out.items()}
+
+
+def _result(r, i, isl, osl, prices, tp, ep):
+    shape = np.shape(r.output_tokens_per_s_per_gpu)
+    pick = (lambda a: float(np.broadcast_to(a, shape).flat[i]))
+    x = pick(r.output_tokens_per_s_per_gpu)
+    n_tp, n_ep = int(pick(tp)), int(pick(ep))
+    share = pick(cost.prefill_time_share(r.prefill_s, r.latency_s, r.concurrency))
+    out = {
+        "tp": n_tp, "ep": n_ep,
+        "concurrency": int(pick(r.concurrency)),
+        "ttft_ms": pick(r.ttft_s) * 1e3, "tpot_ms": pick(r.tpot_s) * 1e3,
+        "output_tokens_per_s_per_gpu": x,
+        "kv_bytes_per_token": r.kv_bytes_per_token,
+        "max_concurrency": int(pick(r.max_concurrency)),
+        "weights_gb_per_gpu": pick(r.weights_bytes_per_gpu) / 1e9,
+        "kv_gb_per_gpu": pick(r.kv_bytes_per_gpu) * pick(r.concurrency) / 1e9
+        / (n_tp if r.attention_dp else 1),
+        "activations_gb_per_gpu": pick(r.activation_bytes_per_gpu) / 1e9,
+        "fits": bool(pick(r.fits)),
+        "prefill_ms": pick(r.prefill_s) * 1e3, "decode_step_ms": pick(r.decode_step_s) * 1e3,
+        "prefill_time_share": share,
+        "weights": r.weight_format, "kv": r.kv_format, "attention_dp": r.attention_dp,
+        "usd_per_million_output_tokens": {k: float(cost.usd_per_million_tokens(p, x))
+                                          for k, p in prices.items()},
+        # GPU time split by phase: prefill's share priced on input tokens, decode's on output
+        "usd_per_million_input_tokens_split": {
+            k: float(cost.usd_per_million_tokens(p, x * osl / isl) * share) for k, p in
+            prices.items()},
+        "usd_per_million_output_tokens_split": {
+            k: float(cost.usd_per_million_tokens(p, x) * (1 - share)) for k, p in
+            prices.items()},
+    }
+    return out
+
+
+def serve(model, gpu, scale_up, *, isl, osl, engine="vllm", tp=1, ep=1, weights="bf16",
+          expert_weights=None, kv=None, concurrency=None, prices=None) -> dict:
+    """One layout's figures as the CLI's JSON (``concurrency`` None: the engine's maximum)."""
+    eng = engine_preset(engine)
+    r = predict(model, gpu, scale_up, eng, isl=isl, osl=osl, tp=tp, ep=ep, weights=weights,
+                expert_weights=expert_weights, kv=kv, concurrency=concurrency)
+    prices = option_prices(gpu) if prices is None else prices
+    out = _result(r, 0, isl, osl, prices, tp, ep)
+    out["engine"] = eng.id
+    out["notes"] = [] if out["fits"] else [
+        f"does not fit: {out['max_concurrency']} sequences of {isl + osl} tokens fit beside "
+        f"{out['weights_gb_per_gpu']:.1f} GB of weights per GPU, {out['concurrency']} asked"]
+    return out
+
+
+def plan(model, gpu, scale_up, *, isl, osl, engine="vllm", weights="bf16", expert_weights=None,
+         kv=None, ttft_ms_max=None, tpot_ms_max=None, tps=None, concurrencies=None,
+         prices=None, top=5) -> dict:
+    """The layouts (TP, EP) and concurrencies that maximise output tokens/s per GPU under
+    TTFT and TPOT limits, every candidate evaluated at once (arrays of layouts x
+    concurrencies)."""
+    eng = engine_preset(engine)
+    dom = gpu.scale_up_domain
+    tps = [t for t in (tps or TPS) if t <= dom]
+    lay = [(t, e) for t in tps for e in ((1, t) if model.is_moe and t > 1 else (1,))]
+    tp = np.array([t for t, _ in lay])[:, None]
+    ep = np.array([e for _, e in lay])[:, None]
+    c = np.asarray(concurrencies if concurrencies is not None else CONCURRENCIES)[None, :]
+    r = predict(model, gpu, scale_up, eng, isl=isl, osl=osl, tp=tp, ep=ep, weights=weights,
+                expert_weights=expert_weights, kv=kv, concurrency=c)
+    ok = np.asarray(r.fits).copy()
+    if ttft_ms_max is not None:
+        ok &= r.ttft_s * 1e3 <= v.positive("ttft_ms_max", ttft_ms_max)
+    if tpot_ms_max is not None:
+        ok &= r.tpot_s * 1e3 <= v.positive("tpot_ms_max", tpot_ms_max)
+    x = np.where(ok, r.output_tokens_per_s_per_gpu, -np.inf)
+    order = np.argsort(-x, axis=None)
+    feasible = int(ok.sum())
+    prices = option_prices(gpu) if prices is None else prices
+    best = [_result(r, int(i), isl, osl, prices, tp, ep) for i in order[:min(top, feasible)]]
+    return {"layouts": best, "evaluated": int(x.size), "feasible": feasible,
+            "engine": eng.id}
