@@ -1,0 +1,125 @@
+"""What nccl-tests should print on this hardware: bus bandwidth by collective, message size
+and ranks, from the alpha-beta collectives of :mod:`llmcost.training.comm`.
+
+Assumptions stated once: the expectation is the ring (all-reduce, all-gather,
+reduce-scatter), pairwise (all-to-all) and point-to-point model, with NCCL's k rings side by
+side, one per NIC, across nodes. It has no in-network reduction: NVLink SHARP (NVLS, H100
+and later inside an NVLink domain) and InfiniBand SHARP, and NCCL's tree and NVLS-tree
+algorithms across nodes, move fewer bytes per rank than a ring, so an all-reduce measured
+with them reads above this expectation (8 x H100 with NVLS: busbw ~480 GB/s against ~370
+for a ring, S. Jeaugey, NVIDIA/nccl-tests#212). Above is not a problem; below is.
+
+References
+----------
+.. [1] NVIDIA, nccl-tests doc/PERFORMANCE.md (bus bandwidth factors).
+.. [2] S. Jeaugey, NVIDIA/nccl-tests issue 212 (2024-05-06): NVLink line rate 450 GB/s,
+   ~370 GB/s effective after protocol overhead (ring), ~480 GB/s busbw with NVLS on 8 GPUs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as v
+from ..training import comm
+
+#: collectives with a model; broadcast, reduce, gather, scatter and hypercube get NaN
+MODELLED = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
+
+
+def bus_bandwidth_factor(op: str, ranks):
+    r"""nccl-tests' bus bandwidth over algorithm bandwidth for a collective ([1]).
+
+    .. math:: f = \frac{2(n-1)}{n}\ \text{all-reduce},\quad \frac{n-1}{n}\
+              \text{all-gather, reduce-scatter, all-to-all},\quad 1\ \text{otherwise}
+
+    Parameters
+    ----------
+    op : str
+        Collective name as the ``*_perf`` binary (``"all_reduce"``, ...).
+    ranks : int or array
+        n [-].
+
+    Returns
+    -------
+    factor : float or array
+        [-].
+
+    References
+    ----------
+    .. [1] nccl-tests doc/PERFORMANCE.md, "Bus bandwidth".
+    """
+    n = v.integer("ranks", ranks)
+    if op == "all_reduce":
+        return v.result(2.0 * (n - 1) / n)
+    if op in ("all_gather", "reduce_scatter", "alltoall"):
+        return v.result((n - 1) / n)
+    return v.result(np.ones_like(n, dtype=float))
+
+
+def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps,
+                            intra_latency_us=0.0, inter_latency_us=0.0, intra_efficiency=1.0,
+                            inter_efficiency=1.0, congestion=1.0):
+    r"""Expected nccl-tests bus bandwidth of one collective.
+
+    .. math:: \mathrm{busbw} = f(op, N)\,\frac{S}{t(op, S, N, k)}
+
+    with t from :func:`llmcost.training.comm.hierarchical_allreduce_time_s`,
+    :func:`~llmcost.training.comm.hierarchical_allgather_time_s` (also reduce-scatter),
+    :func:`~llmcost.training.comm.hierarchical_alltoall_time_s` and
+    :func:`~llmcost.training.comm.p2p_time_s` (send/receive: over the NIC once the ranks
+    span nodes), f from :func:`bus_bandwidth_factor`. For large S this tends to the link's
+    achievable bandwidth, eta_i B_i inside a node and k eta_o B_o / c(n) across nodes.
+
+    Parameters
+    ----------
+    op : str
+        Collective; one of :data:`MODELLED` (others give NaN).
+    size_bytes : float or array
+        S, the size nccl-tests prints [bytes].
+    ranks : int or array
+        N [-].
+    ranks_per_node : int or array
+        k, ranks inside one NVLink domain [-].
+    intra_gbps, inter_gbps : float or array
+        B_i (NVLink per GPU), B_o (NIC per GPU) [GB/s per direction].
+    intra_latency_us, inter_latency_us : float or array
+        [us].
+    intra_efficiency, inter_efficiency : float or array
+        eta_i, eta_o [-].
+    congestion : float or array
+        c(n) from :func:`llmcost.training.comm.congestion_factor` [-].
+
+    Returns
+    -------
+    busbw_gb_per_s : float or array
+        [GB/s]; NaN for a collective without a model, or S = 0.
+
+    References
+    ----------
+    .. [1] nccl-tests doc/PERFORMANCE.md; Thakur et al. 2005 (see :mod:`llmcost.training.comm`).
+    """
+    s = v.nonnegative("size_bytes", size_bytes)
+    n = v.integer("ranks", ranks, minimum=2)
+    k = np.minimum(v.integer("ranks_per_node", ranks_per_node), n)
+    args = (intra_gbps, inter_gbps, intra_latency_us, inter_latency_us, intra_efficiency,
+            inter_efficiency, congestion)
+    if op == "all_reduce":
+        t = comm.hierarchical_allreduce_time_s(s, n, k, *args)
+    elif op in ("all_gather", "reduce_scatter"):
+        t = comm.hierarchical_allgather_time_s(s, n, k, *args)
+    elif op == "alltoall":
+        t = comm.hierarchical_alltoall_time_s(s, n, k, *args)
+    elif op == "sendrecv":
+        across = n > k
+        t = np.where(across,
+                     comm.p2p_time_s(s, inter_gbps, inter_latency_us, inter_efficiency)
+                     * np.asarray(congestion, float),
+                     comm.p2p_time_s(s, intra_gbps, intra_latency_us, intra_efficiency))
+    else:
+        return v.result(np.full(np.broadcast(s, n).shape, np.nan))
+    t = np.asarray(t, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bw = np.where(t > 0, bus_bandwidth_factor(op, n) * s / np.where(t > 0, t, 1.0) / 1e9,
+                      np.nan)
+    return v.result(bw)

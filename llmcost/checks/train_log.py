@@ -1,0 +1,183 @@
+"""Reader of training logs: Megatron-LM (also Megatron-Bridge and NeMo 2 with Megatron-Core's
+``training_log``) iteration lines and torchtitan step lines.
+
+Megatron-LM (``megatron/training/training.py``, ``training_log``)::
+
+    [2024-04-06 03:02:12] iteration       71/     100 | consumed samples: 9088 |
+    elapsed time per iteration (ms): 5361.6 | throughput per GPU (TFLOP/s/GPU): 243.6 |
+    learning rate: ... | global batch size:   128 | lm loss: ... |
+
+``elapsed time per iteration`` is the mean over the log interval; the timestamp is printed
+by recent versions (``--log-timers-to-tensorboard`` not needed). The argument dump at start
+(``  seq_length ........ 4096``) gives the sequence length and layout where the log has it.
+
+torchtitan (``torchtitan/components/metrics.py``)::
+
+    [rank0]:[titan] 2025-06-16 22:30:50,322 - root - INFO - step: 200  loss:  6.1384
+    memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu: 34.29%
+
+``tps`` is tokens per second per GPU; the step time is the time between logged steps over
+the steps between them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from .. import _validate as v
+from . import text as _t
+
+PARAM = "train_log"
+#: logged steps kept (a line per step of a 1M-step run)
+MAX_STEPS = 2_000_000
+
+_NUM = r"([0-9][0-9.,]*(?:[eE][+-]?\d+)?)"
+_MEG_ITER = re.compile(r"\biteration\s+(\d{1,12})\s*/\s*(\d{1,12})\b")
+_MEG_ELAPSED = re.compile(r"elapsed time per iteration \(ms\):\s*(\S+)")
+_MEG_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*(\S+)")
+_MEG_GBS = re.compile(r"global batch size:\s*(\S+)")
+_MEG_TIME = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)?\]")
+_MEG_ARG = re.compile(r"^\s*(seq_length|global_batch_size|micro_batch_size|world_size|"
+                      r"tensor_model_parallel_size|pipeline_model_parallel_size|"
+                      r"context_parallel_size|expert_model_parallel_size)\s*\.{3,}\s*(\d+)\s*$")
+_TT_STEP = re.compile(r"\bstep:\s*(\d{1,12})\s.*?\btps:\s*" + _NUM)
+_TT_TFLOPS = re.compile(r"\btflops:\s*" + _NUM)
+_TT_MFU = re.compile(r"\bmfu:\s*" + _NUM + "%")
+_TT_MEM = re.compile(r"\bmemory:\s*" + _NUM + r"GiB")
+_TT_TIME = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})")
+_TT_RANK = re.compile(r"^\s*\[rank(\d+)\]:")
+
+
+@dataclass(frozen=True)
+class TrainLog:
+    """Steps of one training log, in the order logged."""
+
+    framework: str                 #: "megatron" or "torchtitan"
+    step: np.ndarray               #: step (iteration) number [-]
+    step_time_s: np.ndarray        #: time per step [s] (NaN where the log does not give it)
+    time_s: np.ndarray             #: timestamp of the line from the first one [s] (NaN: none)
+    global_batch: np.ndarray       #: sequences per step (NaN: not logged)
+    tokens_per_s_per_gpu: np.ndarray  #: the log's own tokens/s per GPU (torchtitan tps)
+    log_tflops_per_gpu: np.ndarray    #: the log's own model TFLOP/s per GPU
+    log_mfu: np.ndarray               #: the log's own MFU [-] (torchtitan)
+    memory_gib: np.ndarray            #: torchtitan's peak memory per GPU [GiB]
+    args: dict = field(default_factory=dict)  #: Megatron arguments found (seq_length, ...)
+
+
+def _num(tok: str, lineno: int, what: str, line: str) -> float:
+    try:
+        x = float(tok.replace(",", "").rstrip("|"))
+    except ValueError:
+        x = float("nan")
+    if not np.isfinite(x) or x < 0 or x > 1e15:
+        raise v.InputError(PARAM, f"{PARAM}: line {lineno}: expected a number for {what}, got "
+                                  f"{tok[:30]!r} in {_t.short(line)}")
+    return x
+
+
+def _stamp(text: str, fmt="%Y-%m-%d %H:%M:%S") -> float:
+    try:
+        return datetime.strptime(text, fmt).timestamp()
+    except ValueError:
+        return float("nan")
+
+
+def read(text) -> TrainLog:
+    """Read a Megatron-LM or torchtitan log (whichever has more step lines).
+
+    Parameters
+    ----------
+    text : str or bytes
+        The log (other lines, ranks' duplicates and tracebacks in between are skipped).
+
+    Returns
+    -------
+    TrainLog
+    """
+    text = _t.as_text(text, PARAM)
+    meg, tt, args = [], [], {}
+    for lineno, line in _t.lines(text):
+        if "elapsed time per iteration (ms)" in line:
+            m, e = _MEG_ITER.search(line), _MEG_ELAPSED.search(line)
+            if not m or not e:
+                raise v.InputError(PARAM, f"{PARAM}: line {lineno}: expected 'iteration N/ "
+                                          f"TOTAL' and 'elapsed time per iteration (ms): X' in {_t.short(line)}")
+            ms = _num(e.group(1), lineno,
+                      "elapsed time per iteration (ms)", line)
+            tf = _MEG_TFLOPS.search(line)
+            gb = _MEG_GBS.search(line)
+            ts = _MEG_TIME.search(line)
+            meg.append((int(m.group(1)), ms / 1e3,
+                        _stamp(ts.group(1)) if ts else np.nan,
+                        _num(gb.group(1), lineno, "global batch size", line) if gb else np.nan,
+                        np.nan,
+                        _num(tf.group(1), lineno, "throughput per GPU", line) if tf else np.nan,
+                        np.nan, np.nan))
+        elif "tps:" in line and "step:" in line:
+            m = _TT_STEP.search(line)
+            if not m:
+                raise v.InputError(PARAM, f"{PARAM}: line {lineno}: expected 'step: N ... tps: "
+                                          f"X' in {_t.short(line)}")
+            r = _TT_RANK.match(line)
+            rank = int(r.group(1)) if r else 0
+            step = int(m.group(1))
+            ts = _TT_TIME.search(line)
+            tf, mfu, mem = (_TT_TFLOPS.search(line), _TT_MFU.search(line), _TT_MEM.search(line))
+            row = (step, np.nan,
+                   _stamp(ts.group(1)) + int(ts.group(2)) / 1e3 if ts else np.nan, np.nan,
+                   _num(m.group(2), lineno, "tps", line),
+                   _num(tf.group(1), lineno, "tflops", line) if tf else np.nan,
+                   _num(mfu.group(1), lineno, "mfu", line) / 100 if mfu else np.nan,
+                   _num(mem.group(1), lineno, "memory", line) if mem else np.nan)
+            tt.append((rank,) + row)
+        else:
+            a = _MEG_ARG.match(line)
+            if a:
+                args[a.group(1)] = int(a.group(2)[:12])
+        if len(meg) > MAX_STEPS or len(tt) > 2 * MAX_STEPS:
+            raise v.InputError(PARAM, f"{PARAM}: line {lineno}: more than {MAX_STEPS:,} steps")
+    tt_rows = _one_rank(tt)
+    if not meg and not tt_rows:
+        raise v.InputError(PARAM, f"{PARAM}: no step line found: expected Megatron lines "
+                                  "('iteration N/ M | ... elapsed time per iteration (ms): X') "
+                                  "or torchtitan lines ('step: N ... tps: X')")
+    if len(meg) >= len(tt_rows):
+        return _log("megatron", meg, args)
+    return _torchtitan(tt_rows, args)
+
+
+def _one_rank(rows) -> list:
+    """torchtitan rows of the lowest rank, without the copies other ranks print of a step
+    (same step, same second); a step logged again later (a restart) is kept."""
+    if not rows:
+        return []
+    low = min(r[0] for r in rows)
+    out = []
+    for r in rows:
+        if r[0] != low:
+            continue
+        if out and out[-1][0] == r[1] and not abs(out[-1][2] - r[3]) > 1.0:
+            continue
+        out.append(r[1:])
+    return out
+
+
+def _log(framework, rows, args) -> TrainLog:
+    c = [np.array(x, dtype=float) for x in zip(*rows)]
+    t0 = np.nanmin(c[2]) if np.isfinite(c[2]).any() else 0.0
+    return TrainLog(framework, c[0].astype(int), c[1], c[2] - t0, c[3], c[4], c[5], c[6], c[7],
+                    dict(args))
+
+
+def _torchtitan(rows, args) -> TrainLog:
+    log = _log("torchtitan", rows, args)
+    step, t = log.step.astype(float), log.time_s
+    dstep, dt = np.diff(step), np.diff(t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(dstep > 0, dt / np.where(dstep > 0, dstep, 1), np.nan)
+    # the first logged step has no predecessor to time it against
+    return TrainLog(**{**log.__dict__, "step_time_s": np.concatenate([[np.nan], per])})
