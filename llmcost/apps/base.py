@@ -62,6 +62,13 @@ CSS = """<style>
   padding:3px 10px; text-align:left; vertical-align:top}
 .llmc-compare-table .llmc-delta {color:#555; font-size:12px}
 .llmc-navbar a, .llmc-navbar b {margin-right:4px}
+.llmc-table-title {font-weight:600; margin:8px 0 2px}
+.llmc-table {border-collapse:collapse; margin:2px 0 8px; font-size:13px}
+.llmc-table th, .llmc-table td {border-bottom:1px solid #e5e5e5; padding:3px 10px;
+  text-align:right; vertical-align:top}
+.llmc-table th:first-child, .llmc-table td:first-child,
+.llmc-table th:last-child, .llmc-table td:last-child {text-align:left}
+.llmc-table td:last-child {max-width:320px; overflow-wrap:anywhere; font-size:12px}
 </style>"""
 
 #: a scenario file holds ~60 short values: anything much larger is not one
@@ -85,6 +92,19 @@ def field_label(name: str) -> str:
     """A control's label with its unit, as the user reads it."""
     d = describe(name)
     return d["label"] + (f" [{d['unit']}]" if d["unit"] else "")
+
+
+def tables_html(tables: list[dict]) -> str:
+    """The app's tables as escaped HTML (the report renders the same dicts with jinja2)."""
+    out = []
+    for t in tables:
+        head = "".join(f"<th scope='col'>{esc(c)}</th>" for c in t["columns"])
+        body = "".join("<tr>" + "".join(f"<td>{esc(x)}</td>" for x in row) + "</tr>"
+                       for row in t["rows"])
+        out.append(f"<div class='llmc-table-title'>{esc(t['title'])}</div>"
+                   f"<table class='llmc-table {esc(t.get('cls', ''))}'><thead><tr>{head}</tr>"
+                   f"</thead><tbody>{body}</tbody></table>")
+    return "".join(out)
 
 
 #: float fields whose values span many orders of magnitude: typed and shown as "2T", "4M"
@@ -178,6 +198,8 @@ class Panel:
         self.flags: dict = {}
         self.notes = make(W.HTML, "")
         self.notes.add_class("llmc-notes")
+        self.tables_box = make(W.HTML, "")
+        self.tables_box.add_class("llmc-tables")
         self.outputs: dict[str, W.Widget] = {}      # plot name -> its plot widget
         self.share = make(W.HTML, "")
         self.share.add_class("llmc-share")
@@ -288,6 +310,11 @@ class Panel:
             out[name] = fn(res, **kw)
         return out
 
+    def tables(self, res) -> list[dict]:
+        """Tables shown under the headline and in the report: each {"title", "columns",
+        "rows" (lists of texts), "cls"}, built from ``res`` (none by default)."""
+        return []
+
     def note_lines(self, res) -> list[str]:
         return list(getattr(res, "notes", []) or [])
 
@@ -361,7 +388,7 @@ class Panel:
         left += [make(W.HTML, "<div class='llmc-group'>Compare, share and save</div>"),
                  make(W.HBox, [self.pin_button, self.clear_button]), self.share,
                  self.download, self.upload, self.report_button, self.downloader]
-        right = [self.headline_box, self.status, self.compare_box, self.notes,
+        right = [self.headline_box, self.status, self.compare_box, self.tables_box, self.notes,
                  *self.extra_widgets, *self.outputs.values()]
         header = make(W.HTML, f"{CSS}<h2 class='llmc-title'>{esc(self.title)}</h2>"
                               f"<div class='llmc-intro'>{self.intro}</div>")
@@ -484,6 +511,7 @@ class Panel:
         self._show_headline(head)
         self.compare_box.value = self._compare_html(pinned, res, head) if pinned else ""
         self._sync_resolved(res)
+        self.tables_box.value = tables_html(self.tables(res))
         lines = self.note_lines(res)
         self.notes.value = ("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in lines) + "</ul>"
                             if lines else "")
@@ -670,11 +698,20 @@ class Panel:
             mode = CUSTOM_MODE.get(name)
             derived = mode is not None and getattr(s, mode[0]) != mode[1] and name in used
             value = self._readable(name, used[name] if derived else getattr(s, name))
-            assumptions.append((field_label(name), value + (" (derived)" if derived else "")))
+            suffix = " (derived)" if derived else ""
+            plan = getattr(res, "plan", None)
+            if name == "gpus" and s.sizing == "days" and plan is not None:
+                # sized by days: the figures used the GPUs the sizing chose, not the box's
+                value, suffix = self._readable(name, int(plan.gpus)), " (sized for the days)"
+            assumptions.append((field_label(name), value + suffix))
+        plan = getattr(res, "plan", None)
+        if plan is not None and plan.layout is not None and "gpus" in self.fields:
+            assumptions.append(("Layout used", plan.layout.description))
         head = [(lab, text, getattr(rest[0], "level", None) if rest and rest[0] else None)
                 for lab, text, *rest in self.headline(res).values()]
         return ReportScenario(label=label, headline=head, assumptions=assumptions,
-                              notes=self.note_lines(res), figures=figures)
+                              notes=self.note_lines(res), figures=figures,
+                              tables=self.tables(res))
 
     def report_html(self, share_url: str | None = None) -> str:
         """A standalone HTML report of every scenario shown (pinned first): headline figures

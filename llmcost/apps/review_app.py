@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import plots
+from ..review.format import usd_text
 from .base import ReviewPanel
 
 
@@ -32,3 +33,18 @@ class ReviewApp(ReviewPanel):
                      "goodput", "global_batch_tokens", "meets_target")
 
     figures_from = (("waterfall", plots.waterfall), ("costs", plots.cost_by_option))
+
+    def tables(self, res) -> list[dict]:
+        """The cost of the run under each way to pay: the figures of ``llmcost review
+        --json``'s run_days, costs_usd, costs_amortized_usd, usd_per_used_gpu_hour and
+        commitments (Results.cost_table)."""
+        rows = [[r["label"], f"{r['run_days']:,.1f}" if r["run_days"] is not None else "n/a",
+                 usd_text(r["cash_usd"]), usd_text(r["amortized_usd"]),
+                 usd_text(r["usd_per_used_gpu_hour"]), r["commitment"] or "pay as you go"]
+                for r in res.cost_table()]
+        if not rows:
+            return []
+        return [{"title": "Cost by way to pay", "cls": "llmc-cost-table",
+                 "columns": ["option", "days", "cash", "amortized", "$ per used GPU-h",
+                             "commits to"],
+                 "rows": rows}]

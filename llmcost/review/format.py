@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .results import Results
+from .results import OPTION_LABELS, Results
 
 #: scale suffixes of counts (tokens, parameters, FLOPs): short scale, as model cards write them
 _COUNT_UNITS = ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"))
@@ -129,8 +129,6 @@ HEADLINE_LABELS = {
     "global_batch_tokens": ("Global batch", lambda x: f"{human_count(x)} tokens"),
 }
 
-OPTION_LABELS = {"on_demand": "on-demand", "reserved_1y": "reserved 1 y",
-                 "reserved_3y": "reserved 3 y", "spot": "spot", "on_prem": "on-premises"}
 
 
 def _by_unit(key: str):

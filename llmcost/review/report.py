@@ -39,6 +39,7 @@ class ReportScenario:
     notes : sentences shown under the scenario.
     figures : name -> plotly Figure. An overlay of several scenarios is given once, in the
         first scenario's figures.
+    tables : the app's tables of this scenario, as it shows them.
     """
 
     label: str = ""
@@ -46,6 +47,8 @@ class ReportScenario:
     assumptions: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     figures: dict = field(default_factory=dict)
+    #: tables: {"title", "columns", "rows" (lists of texts)}, as the app shows them
+    tables: list = field(default_factory=list)
 
 
 def report_filename(app_name: str, generated_at: datetime) -> str:
@@ -222,7 +225,11 @@ def _assumption_rows(scenarios) -> list[dict]:
 
 def _clean(s: ReportScenario) -> dict:
     return {"label": _text(s.label), "notes": [_text(n) for n in s.notes or ()],
-            "assumptions": [(_text(a), _text(b)) for a, b in s.assumptions or ()]}
+            "assumptions": [(_text(a), _text(b)) for a, b in s.assumptions or ()],
+            "tables": [{"title": _text(t["title"]), "cls": _text(t.get("cls", "")),
+                        "columns": [_text(c) for c in t["columns"]],
+                        "rows": [[_text(x) for x in row] for row in t["rows"]]}
+                       for t in s.tables or ()]}
 
 
 def _script_json(text: str) -> str:

@@ -17,6 +17,10 @@ from ..economics.spot import SpotResult
 from ..economics.tco import CloudPrices, OnPrem
 from ..scenario import Scenario
 from ..training.arch import ModelSpec
+
+#: the ways to pay, in the order tables and plots list them
+OPTION_LABELS = {"on_demand": "on-demand", "reserved_1y": "reserved 1 y",
+                 "reserved_3y": "reserved 3 y", "spot": "spot", "on_prem": "on-premises"}
 from ..training.hardware import FabricSpec, GPUSpec
 from ..training.layout import Layout
 from ..training.step import StepPrediction
@@ -238,6 +242,21 @@ class Results:
     @property
     def notes(self) -> list:
         return list(self.warnings)
+
+    def cost_table(self) -> list[dict]:
+        """One row per way to pay, in OPTION_LABELS order: the run's days under it, its cash
+        cost (commitments billed for their whole term), the run's amortized share of owned or
+        reserved capacity, the $ per used GPU-hour and what the cash figure commits to. The
+        same figures as ``to_json``'s ``run_days``, ``costs_usd``, ``costs_amortized_usd``,
+        ``usd_per_used_gpu_hour`` and ``commitments``."""
+        e = self.economics
+        if e is None:
+            return []
+        return [{"option": k, "label": OPTION_LABELS[k], "run_days": e.run_days.get(k),
+                 "cash_usd": e.costs_usd[k], "amortized_usd": e.costs_amortized_usd.get(k),
+                 "usd_per_used_gpu_hour": e.usd_per_used_gpu_hour.get(k),
+                 "commitment": e.commitments.get(k, "")}
+                for k in OPTION_LABELS if k in e.costs_usd]
 
     def to_json(self) -> dict:
         """The object ``llmcost review --json`` prints (a contract: keys only get added)."""

@@ -6,6 +6,9 @@ import json
 import re
 
 import numpy as np
+import contextlib
+import io
+
 import pytest
 
 from llmcost import review
@@ -336,3 +339,43 @@ def test_sizing_app_days_curve_passes_through_its_headline(query):
     on_curve = list(y[x == g])
     assert on_curve == [pytest.approx(d, rel=1e-9)]
     assert headline_text(p, "days").startswith(review.format_headline("days", d))
+
+
+def test_the_reports_assumptions_name_the_gpus_and_layout_the_figures_used():
+    # issue 31: sizing by days used thousands of GPUs while the report's assumptions said
+    # the GPUs box's 1,024
+    p = panels.ReviewApp(query="model=llama3-70b&gpu=h100-sxm&tokens=15e12&sizing=days"
+                               "&target_days=30&gpus=1024")
+    sized = p.results.plan.gpus
+    assert sized != 1024
+    rows = dict((k, v) for k, v in p._report_scenario("", p.scenario, p.results, {}).assumptions)
+    assert rows["GPUs"] == f"{sized:,} (sized for the days)"
+    assert rows["Layout used"] == p.results.plan.layout.description
+    assert f"{sized:,} (sized for the days)" in p.report_html(share_url="http://x/")
+
+
+def test_the_cost_table_shows_the_figures_of_review_json():
+    # issue 31: cash and amortized cost per option were only bars and hover text
+    import json as _json
+    from llmcost.cli import main as cli_main
+    from llmcost.review.format import usd_text
+    query = "model=llama3-70b&gpu=h100-sxm&gpus=1024&tokens=15e12"
+    p = panels.ReviewApp(query=query)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli_main(["review", "--query", query, "--json"]) == 0
+    r = _json.loads(buf.getvalue())
+    (table,) = p.tables(p.results)
+    by_label = {row[0]: row for row in table["rows"]}
+    from llmcost.review import OPTION_LABELS
+    assert set(by_label) == {OPTION_LABELS[k] for k in r["costs_usd"]}
+    for k, cash in r["costs_usd"].items():
+        row = by_label[OPTION_LABELS[k]]
+        assert row[1] == f"{r['run_days'][k]:,.1f}"
+        assert row[2] == usd_text(cash) and row[3] == usd_text(r["costs_amortized_usd"][k])
+        assert row[4] == usd_text(r["usd_per_used_gpu_hour"][k])
+    # a reservation's cash is its whole term, its amortized share the run's hours of it
+    assert r["costs_usd"]["reserved_3y"] > r["costs_amortized_usd"]["reserved_3y"]
+    assert "llmc-cost-table" in p.tables_box.value and usd_text(r["costs_usd"]["spot"]) in p.tables_box.value
+    html = p.report_html(share_url="http://x/")
+    assert "Cost by way to pay" in html and usd_text(r["costs_usd"]["on_prem"]) in html

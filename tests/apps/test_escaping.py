@@ -17,7 +17,7 @@ from llmcost.apps.text import MAX_ECHO_CHARS, esc
 PAYLOADS = ["<img src=x onerror=window.__xss=1>", "\"><script>window.__xss=1</script>",
             "'><svg onload=window.__xss=1>", "javascript:window.__xss=1",
             "</style><iframe srcdoc='<script>1</script>'>"]
-OWN_TAGS = {"div", "span", "ul", "li", "a", "b", "h2", "h3", "p", "table", "tr", "th", "td",
+OWN_TAGS = {"div", "span", "ul", "li", "a", "b", "h2", "h3", "p", "table", "thead", "tbody", "tr", "th", "td",
             "style", "br", "i"}
 
 
