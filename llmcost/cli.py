@@ -35,6 +35,7 @@ from .training.moe import A2A_OVERLAP
 from .training.recompute import RECOMPUTE_MODULES
 from .scenario import FIELDS as SCENARIO_FIELDS, MOE_LOAD_IMBALANCE_DEFAULT
 from . import utilization as ut
+from .serving import query as serve_query
 
 
 class _Parser(argparse.ArgumentParser):
@@ -792,6 +793,11 @@ LIST_TEXT_COLUMNS = {
 }
 
 
+def cmd_serve(a) -> dict:
+    """Serving figures of a layout (llmcost.serving), or the planner's best under limits."""
+    return serve_query.answer(a.query, a.model_config)
+
+
 def cmd_list(a) -> dict:
     df = catalog.default().table(a.table)
     cols = [c for c in df.columns if c not in ("notes",)]
@@ -1128,6 +1134,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--scenario", help="a scenario file saved by an app (JSON)")
     sp.add_argument("--model-config", metavar="FILE",
                     help="a Hugging Face config.json: that model's checkpoints and reads")
+
+    sp = add("serve", cmd_serve, "Serving a model: memory, TTFT, TPOT, output tokens/s per "
+                                 "GPU and $ per million tokens; the best layout under limits.")
+    sp.add_argument("--query", required=True,
+                    help='e.g. "model=llama3-70b&gpu=h100-sxm&tp=4&weights=fp8&isl=1000&'
+                         'osl=1000&concurrency=64&engine=vllm"; keys: '
+                         + ", ".join(serve_query.KEYS) + "; ttft_ms_max/tpot_ms_max without "
+                         "tp: the best layout under them")
+    sp.add_argument("--model-config", metavar="FILE",
+                    help="a Hugging Face config.json: serve that model (model=config)")
 
     sp = add("list", cmd_list, "List a catalog table.")
     sp.add_argument("table", choices=catalog.TABLES)

@@ -75,7 +75,11 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     v.choice("kv", kvf, tuple(mem.KV_FORMATS))
     isl = v.integer("isl", isl)
     osl = v.integer("osl", osl)
-    t = v.integer("tp", tp, maximum=4096)
+    # one instance lives in one NVLink domain (the comm model prices NVLink only)
+    t = v.integer("tp", tp, maximum=gpu.scale_up_domain)
+    if np.any(model.heads % np.asarray(t)):
+        raise v.InputError("tp", f"tp must divide the {model.heads} attention heads of "
+                                 f"{model.id}, got tp={int(np.asarray(t).flat[0])}")
     e = v.integer("ep", ep, maximum=4096)
     if np.any(np.asarray(t) % np.asarray(e)):
         raise v.InputError("ep", f"ep must divide tp, got ep={int(np.max(e))} with "

@@ -90,7 +90,10 @@ def plan(model, gpu, scale_up, *, isl, osl, engine="vllm", weights="bf16", exper
     concurrencies)."""
     eng = engine_preset(engine)
     dom = gpu.scale_up_domain
-    tps = [t for t in (tps or TPS) if t <= dom]
+    tps = [t for t in (tps or TPS) if t <= dom and model.heads % t == 0]
+    if not tps:
+        raise v.InputError("tp", f"no tensor-parallel size divides the {model.heads} heads "
+                                 f"of {model.id} within the {dom}-GPU NVLink domain")
     lay = [(t, e) for t in tps for e in ((1, t) if model.is_moe and t > 1 else (1,))]
     tp = np.array([t for t, _ in lay])[:, None]
     ep = np.array([e for _, e in lay])[:, None]
