@@ -40,6 +40,7 @@ BASE = {
     "predict": ["--model", "llama3-8b", "--gpu", "h100-sxm", "--gpus", "16", "--tp", "2",
                 "--pp", "1", "--global-batch", "64"],
     "review": ["--query", "model=llama3-8b&gpu=h100-sxm&gpus=64&tokens=1e11"],
+    "serve": ["--query", "model=llama3-8b&gpu=h100-sxm&tp=1&isl=1000&osl=1000"],
     "size": ["--model", "llama3-8b", "--days", "30", "--tokens", "1e12"],
     "spot": ["--discount", "0.6", "--preemptions-per-day", "2",
              "--lost-hours-per-preemption", "0.5"],

@@ -202,6 +202,15 @@ VALID = {
     "ladder": st.tuples(st.just("--model"), small_model),
     "review": st.tuples(st.just("--query"), valid_query),
     "storage": st.tuples(st.just("--query"), valid_query),
+    "serve": st.tuples(st.just("--query"), st.fixed_dictionaries({
+        "model": st.sampled_from(["llama3-8b", "mistral-7b", "qwen3-30b-a3b", "llama3-70b"]),
+        "gpu": st.sampled_from(["a100-80gb", "h100-sxm", "h200", "b200", "mi300x"]),
+        "tp": st.sampled_from(["1", "2", "4", "8"]),
+        "weights": st.sampled_from(["bf16", "fp8", "int4", "fp4"]),
+        "isl": st.sampled_from(["128", "1000", "8192"]),
+        "osl": st.sampled_from(["1", "128", "2000"]),
+        "engine": st.sampled_from(["vllm", "sglang", "trtllm"]),
+    }).map(lambda d: "&".join(f"{k}={x}" for k, x in d.items()))),
     "list": st.tuples(st.sampled_from(catalog.TABLES)),
 }
 
