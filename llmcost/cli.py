@@ -35,6 +35,7 @@ from .training.moe import A2A_OVERLAP
 from .training.recompute import RECOMPUTE_MODULES
 from .scenario import FIELDS as SCENARIO_FIELDS, MOE_LOAD_IMBALANCE_DEFAULT
 from . import utilization as ut
+from .checks.nccl_tests import OPS as CHECK_OPS
 from .serving import query as serve_query
 
 
@@ -680,6 +681,58 @@ def cmd_storage(a) -> dict:
     return _compared(out, notes)
 
 
+def cmd_check(a) -> dict:
+    """Is the cluster delivering: nccl-tests output and/or a training log read and checked
+    against the model (issue 28). The hardware from --gpu/--fabric or the query; the run a
+    log comes from (model, GPUs, layout) from the query and what the log states."""
+    from .checks import check as chk, nccl_tests, text as ctext, train_log
+    if a.nccl_tests is None and a.train_log is None:
+        raise v.InputError("nccl_tests", "give --nccl-tests FILE and/or --train-log FILE")
+    nccl = log = scenario = None
+    notes = []
+    if a.nccl_tests is not None:
+        nccl = nccl_tests.read(ctext.read_file(a.nccl_tests, "nccl_tests"), name=a.nccl_tests,
+                               op=a.nccl_op)
+    if a.train_log is not None:
+        log = train_log.read(ctext.read_file(a.train_log, "train_log"))
+        if a.query is None:
+            raise v.InputError("query", "--train-log needs the run it logs: --query "
+                                        "\"model=..&gpu=..&gpus=..\"")
+    if a.query is not None:
+        scenarios, _, notes = _scenarios_from_args(argparse.Namespace(query=a.query,
+                                                                      scenario=None))
+        scenario = scenarios[0]
+        if len(scenarios) > 1:
+            notes.append("check reads scenario A of a compare link")
+    gpu = up = out = None
+    if nccl is not None and a.gpu is not None:
+        gpu, up, out = _hardware(a)
+    elif nccl is not None and scenario is None:
+        raise v.InputError("gpu", "--nccl-tests needs the hardware: --gpu [--fabric], or "
+                                  "--query \"gpu=..&fabric=..\"")
+    res = chk.check(nccl, log, gpu=gpu, scale_up=up, scale_out=out, scenario=scenario,
+                    query=a.query, cat=catalog.default())
+    res["warnings"] = notes
+    return res
+
+
+def _check_text(r: dict) -> str:
+    """The check for a terminal: findings first, then the figures."""
+    lines = ["findings:" + ("" if r["findings"] else " none")]
+    lines += [f"  [{f['level']}] {f['what']}: {f['evidence']}" for f in r["findings"]]
+    if r["collectives"]:
+        lines.append("collectives (busbw measured / expected, GB/s):")
+        for c in r["collectives"]:
+            e = c["expected_busbw_gb_per_s"]
+            lines.append(f"  {c['op']:<14} {c['size_bytes']:>14,} B  {_fmt(c['busbw_gb_per_s'])}"
+                         f" / {_fmt(e) if e is not None else '-'}")
+    if r["steps"]:
+        lines.append("steps:")
+        lines += [f"  {k}: {_fmt(x)}" for k, x in r["steps"].items()]
+    lines += [f"note: {n}" for n in r["notes"] + r["assumptions"] + r["warnings"]]
+    return "\n".join(lines)
+
+
 def _compared(results: list, notes: list) -> dict:
     """Several scenarios' answers side by side, A first, with B's and C's relative changes
     against A for every top-level number."""
@@ -1145,6 +1198,21 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--model-config", metavar="FILE",
                     help="a Hugging Face config.json: serve that model (model=config)")
 
+    sp = add("check", cmd_check, "Is the cluster delivering: nccl-tests output and a training "
+                                 "log against the model's expectations, with findings.")
+    sp.add_argument("--nccl-tests", metavar="FILE",
+                    help="nccl-tests output (text of any *_perf, or its -J JSON)")
+    sp.add_argument("--nccl-op", choices=CHECK_OPS,
+                    help="the collective of --nccl-tests when the output does not name it "
+                         "(default: from the output, the file name, or busbw/algbw)")
+    sp.add_argument("--train-log", metavar="FILE",
+                    help="a Megatron-LM/Megatron-Bridge or torchtitan training log")
+    sp.add_argument("--gpu", help="catalog id of the nccl-tests GPUs (or give --query)")
+    sp.add_argument("--fabric", help="scale-out fabric id of the nccl-tests run (default: "
+                                     "the GPU's usual)")
+    sp.add_argument("--query", help='the run, as the apps\' query string, e.g. '
+                                    '"model=llama3-8b&gpu=h100-sxm&gpus=8&seq_len=8192"')
+
     sp = add("list", cmd_list, "List a catalog table.")
     sp.add_argument("table", choices=catalog.TABLES)
     return p
@@ -1178,6 +1246,15 @@ NEEDS = (
      and a.node_failures_per_1000_node_days is None,
      "--gpu picks the default failure rate of its generation: not used with a failure rate "
      "given"),
+    (("check",), "gpu", lambda a: a.nccl_tests is not None,
+     "--gpu is the nccl-tests hardware: used only with --nccl-tests (a training log's GPU "
+     "is the query's gpu=)"),
+    (("check",), "fabric", lambda a: a.nccl_tests is not None and a.gpu is not None,
+     "--fabric goes with --nccl-tests and --gpu (with --query alone the fabric is its fabric=)"),
+    (("check",), "nccl_op", lambda a: a.nccl_tests is not None,
+     "--nccl-op is used only with --nccl-tests"),
+    (("check",), "query", lambda a: a.train_log is not None or a.gpu is None,
+     "--query is not used with --nccl-tests and --gpu alone: the hardware is --gpu's"),
     (("spot",), "billed_share_during_wait", lambda a: bool(a.capacity_wait_h),
      "--billed-share-during-wait is used only with --capacity-wait-h above 0"),
     (("spot",), "failure_lost_hours",
@@ -1309,6 +1386,8 @@ def main(argv=None) -> int:
                            for label, r in result["scenarios"].items()))
     elif a.command == "review":
         print(_review_text(result))
+    elif a.command == "check":
+        print(_check_text(result))
     elif a.command == "list":
         import pandas as pd
         df = pd.DataFrame(result["rows"])

@@ -84,7 +84,7 @@ def _number(tok: str, lineno: int, what: str, line: str, allow_na=False) -> floa
     except ValueError:
         x = float("nan")
     if not np.isfinite(x) or x < 0:
-        raise v.InputError(PARAM, f"{PARAM}: line {lineno}: expected a non-negative number "
+        raise v.InputError(PARAM, f"line {lineno}: expected a non-negative number "
                                   f"for {what}, got {tok[:30]!r} in {_t.short(line)}")
     return x
 
@@ -100,12 +100,12 @@ def _row(tokens: list, lineno: int, line: str):
         head = 3
     body = tokens[head:]
     if len(body) not in (4, 8):
-        raise v.InputError(PARAM, f"{PARAM}: line {lineno}: expected a result row 'size count "
+        raise v.InputError(PARAM, f"line {lineno}: expected a result row 'size count "
                                   "type redop root time algbw busbw #wrong time algbw busbw "
                                   f"#wrong', got {n} fields in {_t.short(line)}")
     size = _number(tokens[0], lineno, "size (B)", line)
     if size > MAX_SIZE_BYTES:
-        raise v.InputError(PARAM, f"{PARAM}: line {lineno}: size {tokens[0][:30]} bytes is "
+        raise v.InputError(PARAM, f"line {lineno}: size {tokens[0][:30]} bytes is "
                                   f"above {MAX_SIZE_BYTES:,} (1 PiB)")
     t = _number(body[0], lineno, "time (us)", line)
     alg = _number(body[1], lineno, "algbw (GB/s)", line)
@@ -115,7 +115,7 @@ def _row(tokens: list, lineno: int, line: str):
         else float("nan")
     for x, what in ((alg, "algbw"), (bus, "busbw"), (bus_ip, "in-place busbw")):
         if x > MAX_GB_PER_S:
-            raise v.InputError(PARAM, f"{PARAM}: line {lineno}: {what} {x:g} GB/s is above "
+            raise v.InputError(PARAM, f"line {lineno}: {what} {x:g} GB/s is above "
                                       f"{MAX_GB_PER_S:g}")
     redop = tokens[3] if head >= 4 else ""
     return size, redop, t, alg, bus, wrong, bus_ip
@@ -185,11 +185,11 @@ def read_text(text, name: str | None = None, op: str | None = None) -> NcclTests
         if not tokens or not _INT.match(tokens[0]) or len(tokens) < 5:
             continue
         if len(rows) >= MAX_ROWS:
-            raise v.InputError(PARAM, f"{PARAM}: line {lineno}: more than {MAX_ROWS:,} result "
+            raise v.InputError(PARAM, f"line {lineno}: more than {MAX_ROWS:,} result "
                                       "rows")
         rows.append((current,) + _row(tokens, lineno, s))
     if not rows:
-        raise v.InputError(PARAM, f"{PARAM}: no result row found: expected nccl-tests output "
+        raise v.InputError(PARAM, f"no result row found: expected nccl-tests output "
                                   "with rows 'size count type redop root time algbw busbw "
                                   "#wrong ...'")
     return _result(rows, sorted(ranks), hosts, devices, op)
@@ -277,7 +277,7 @@ def _num_field(obj, key, where):
     if x is None or x == "N/A":
         return float("nan")
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not np.isfinite(x) or x < 0:
-        raise v.InputError(PARAM, f"{PARAM}: {where}: expected a non-negative number for "
+        raise v.InputError(PARAM, f"{where}: expected a non-negative number for "
                                   f"{key!r}, got {str(x)[:30]!r}")
     return float(x)
 
@@ -293,17 +293,17 @@ def read_json(text, name: str | None = None, op: str | None = None) -> NcclTests
     text = _t.as_text(text, PARAM)
     start = text.find("{")
     if start < 0:
-        raise v.InputError(PARAM, f"{PARAM}: no JSON object found: expected nccl-tests -J output")
+        raise v.InputError(PARAM, f"no JSON object found: expected nccl-tests -J output")
     lead = text.count("\n", 0, start)
     try:
         doc = json.loads(text[start:], parse_constant=_refuse_constant)
     except json.JSONDecodeError as e:
-        raise v.InputError(PARAM, f"{PARAM}: line {e.lineno + lead} column {e.colno}: not "
+        raise v.InputError(PARAM, f"line {e.lineno + lead} column {e.colno}: not "
                                   f"valid JSON ({e.msg})") from None
     except (RecursionError, ValueError) as e:
-        raise v.InputError(PARAM, f"{PARAM}: not readable JSON ({str(e)[:80]})") from None
+        raise v.InputError(PARAM, f"not readable JSON ({str(e)[:80]})") from None
     if not isinstance(doc, dict):
-        raise v.InputError(PARAM, f"{PARAM}: expected a JSON object, got {type(doc).__name__}")
+        raise v.InputError(PARAM, f"expected a JSON object, got {type(doc).__name__}")
     if op is not None:
         op = v.choice("nccl_op", op, OPS)
     current = op or _op_of_file(name)
@@ -323,7 +323,7 @@ def read_json(text, name: str | None = None, op: str | None = None) -> NcclTests
         for i, rec in enumerate(doc["results"]):
             where = f"results[{i}]"
             if not isinstance(rec, dict):
-                raise v.InputError(PARAM, f"{PARAM}: {where}: expected an object")
+                raise v.InputError(PARAM, f"{where}: expected an object")
             oop, ip = rec.get("out_of_place") or {}, rec.get("in_place") or {}
             rows.append(_json_row(current, rec.get("size"), rec.get("redop"),
                                   _num_field(oop, "time", where), _num_field(oop, "alg_bw", where),
@@ -332,11 +332,11 @@ def read_json(text, name: str | None = None, op: str | None = None) -> NcclTests
     elif isinstance(doc.get("benchmark"), list):                  # nccl-tests PR 318
         for j, block in enumerate(doc["benchmark"]):
             if not isinstance(block, dict):
-                raise v.InputError(PARAM, f"{PARAM}: benchmark[{j}]: expected an object")
+                raise v.InputError(PARAM, f"benchmark[{j}]: expected an object")
             for size, rec in block.items():
                 where = f"benchmark[{j}][{size[:20]!r}]"
                 if not isinstance(rec, dict):
-                    raise v.InputError(PARAM, f"{PARAM}: {where}: expected an object")
+                    raise v.InputError(PARAM, f"{where}: expected an object")
                 rows.append(_json_row(current, size, rec.get("redop"),
                                       _num_field(rec, "oop_time", where),
                                       _num_field(rec, "oop_algbw", where),
@@ -344,12 +344,12 @@ def read_json(text, name: str | None = None, op: str | None = None) -> NcclTests
                                       _num_field(rec, "oop_error", where),
                                       _num_field(rec, "ip_busbw", where), where))
     else:
-        raise v.InputError(PARAM, f"{PARAM}: expected nccl-tests JSON with a 'results' list "
+        raise v.InputError(PARAM, f"expected nccl-tests JSON with a 'results' list "
                                   "(-J) or a 'benchmark' list")
     if not rows:
-        raise v.InputError(PARAM, f"{PARAM}: the JSON holds no result")
+        raise v.InputError(PARAM, f"the JSON holds no result")
     if len(rows) > MAX_ROWS:
-        raise v.InputError(PARAM, f"{PARAM}: more than {MAX_ROWS:,} results")
+        raise v.InputError(PARAM, f"more than {MAX_ROWS:,} results")
     rank_ids = [r for r in rank_ids if isinstance(r, int) and not isinstance(r, bool)]
     return _result(rows, sorted(set(rank_ids)), hosts, devices, op)
 
@@ -364,13 +364,13 @@ def _json_row(op, size, redop, t, alg, bus, wrong, bus_ip, where):
     except (TypeError, ValueError, OverflowError):
         s = float("nan")
     if not np.isfinite(s) or s < 0 or s > MAX_SIZE_BYTES or s != int(s):
-        raise v.InputError(PARAM, f"{PARAM}: {where}: expected a size in bytes (0 to 2**50), "
+        raise v.InputError(PARAM, f"{where}: expected a size in bytes (0 to 2**50), "
                                   f"got {str(size)[:30]!r}")
     if not np.isfinite(bus):
-        raise v.InputError(PARAM, f"{PARAM}: {where}: no out-of-place bus bandwidth")
+        raise v.InputError(PARAM, f"{where}: no out-of-place bus bandwidth")
     for x, what in ((alg, "algbw"), (bus, "busbw"), (bus_ip, "in-place busbw")):
         if x > MAX_GB_PER_S:
-            raise v.InputError(PARAM, f"{PARAM}: {where}: {what} {x:g} GB/s is above "
+            raise v.InputError(PARAM, f"{where}: {what} {x:g} GB/s is above "
                                       f"{MAX_GB_PER_S:g}")
     return (op, s, redop if isinstance(redop, str) else "", t, alg, bus, wrong, bus_ip)
 

@@ -23,21 +23,21 @@ def as_text(data, param: str) -> str:
     """
     if isinstance(data, (bytes, bytearray)):
         if len(data) > MAX_BYTES:
-            raise v.InputError(param, f"{param}: file of {len(data):,} bytes is larger than the "
+            raise v.InputError(param, f"file of {len(data):,} bytes is larger than the "
                                       f"{MAX_BYTES:,} bytes read")
         try:
             data = bytes(data).decode("utf-8")
         except UnicodeDecodeError as e:
-            raise v.InputError(param, f"{param}: not UTF-8 text (byte {e.start}): expected the "
+            raise v.InputError(param, f"not UTF-8 text (byte {e.start}): expected the "
                                       "tool's text output") from None
     if not isinstance(data, str):
-        raise v.InputError(param, f"{param}: expected text, got {type(data).__name__}")
+        raise v.InputError(param, f"expected text, got {type(data).__name__}")
     if len(data) > MAX_BYTES:
-        raise v.InputError(param, f"{param}: file of {len(data):,} characters is larger than "
+        raise v.InputError(param, f"file of {len(data):,} characters is larger than "
                                   f"the {MAX_BYTES:,} read")
     if "\x00" in data:
         line = data.count("\n", 0, data.index("\x00")) + 1
-        raise v.InputError(param, f"{param}: line {line}: a NUL byte: expected text output, "
+        raise v.InputError(param, f"line {line}: a NUL byte: expected text output, "
                                   "not a binary file")
     return data
 

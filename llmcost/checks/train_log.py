@@ -74,7 +74,7 @@ def _num(tok: str, lineno: int, what: str, line: str) -> float:
     except ValueError:
         x = float("nan")
     if not np.isfinite(x) or x < 0 or x > 1e15:
-        raise v.InputError(PARAM, f"{PARAM}: line {lineno}: expected a number for {what}, got "
+        raise v.InputError(PARAM, f"line {lineno}: expected a number for {what}, got "
                                   f"{tok[:30]!r} in {_t.short(line)}")
     return x
 
@@ -104,7 +104,7 @@ def read(text) -> TrainLog:
         if "elapsed time per iteration (ms)" in line:
             m, e = _MEG_ITER.search(line), _MEG_ELAPSED.search(line)
             if not m or not e:
-                raise v.InputError(PARAM, f"{PARAM}: line {lineno}: expected 'iteration N/ "
+                raise v.InputError(PARAM, f"line {lineno}: expected 'iteration N/ "
                                           f"TOTAL' and 'elapsed time per iteration (ms): X' in {_t.short(line)}")
             ms = _num(e.group(1), lineno,
                       "elapsed time per iteration (ms)", line)
@@ -120,7 +120,7 @@ def read(text) -> TrainLog:
         elif "tps:" in line and "step:" in line:
             m = _TT_STEP.search(line)
             if not m:
-                raise v.InputError(PARAM, f"{PARAM}: line {lineno}: expected 'step: N ... tps: "
+                raise v.InputError(PARAM, f"line {lineno}: expected 'step: N ... tps: "
                                           f"X' in {_t.short(line)}")
             r = _TT_RANK.match(line)
             rank = int(r.group(1)) if r else 0
@@ -139,10 +139,10 @@ def read(text) -> TrainLog:
             if a:
                 args[a.group(1)] = int(a.group(2)[:12])
         if len(meg) > MAX_STEPS or len(tt) > 2 * MAX_STEPS:
-            raise v.InputError(PARAM, f"{PARAM}: line {lineno}: more than {MAX_STEPS:,} steps")
+            raise v.InputError(PARAM, f"line {lineno}: more than {MAX_STEPS:,} steps")
     tt_rows = _one_rank(tt)
     if not meg and not tt_rows:
-        raise v.InputError(PARAM, f"{PARAM}: no step line found: expected Megatron lines "
+        raise v.InputError(PARAM, f"no step line found: expected Megatron lines "
                                   "('iteration N/ M | ... elapsed time per iteration (ms): X') "
                                   "or torchtitan lines ('step: N ... tps: X')")
     if len(meg) >= len(tt_rows):

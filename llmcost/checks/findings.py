@@ -1,0 +1,158 @@
+"""Findings: a measured figure against its expectation, each threshold with its source.
+
+A finding is ``{"level": "ok" | "warn" | "alert", "what": ..., "evidence": ...}``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: below this share of the expected bus bandwidth at large messages: alert. Issue 28's
+#: acceptance: an 8-GPU H100 all-reduce topping out at a third of the expected is an alert,
+#: a healthy one is not; half sits between with room for the model's own error.
+BUSBW_ALERT_SHARE = 0.5
+#: below this share: warn. NVIDIA's guidance for a healthy NDR 400 Gb/s NIC is 46-48 GB/s
+#: (A. Ladd, NVIDIA/nccl-tests#290, 2025-03-03), 92-96% of line rate against the model's
+#: 90%: 0.8 leaves twice that spread.
+BUSBW_WARN_SHARE = 0.8
+#: messages from this size on count as large: smaller ones do not reach the peak
+#: (S. Jeaugey, NVIDIA/nccl-tests#212: "256M is too small to reach peak bandwidth").
+LARGE_MESSAGE_BYTES = 256 * 2 ** 20
+#: a collapse: bus bandwidth at a size below this share of the best at any smaller size,
+#: counted from 1 MiB on (below, latency dominates). In the alpha-beta model busbw rises
+#: with size (S / (alpha + S/B)); nccl-tests doc/PERFORMANCE.md reads busbw as the
+#: hardware's peak approached at large sizes. A halving is far outside run-to-run noise.
+COLLAPSE_SHARE = 0.5
+COLLAPSE_FROM_BYTES = 2 ** 20
+#: measured MFU below this share of the predicted one: alert (issue 28's acceptance).
+MFU_ALERT_SHARE = 0.6
+#: step-time tail (p95 / median) above this: stragglers. An assumption (no published
+#: threshold found): 20%, twice the 10% that the seed guide allows data loading in a step.
+TAIL_WARN_RATIO = 1.2
+#: a gap between logged steps longer than this multiple of the expected time (median step
+#: time x steps between the lines) and at least GAP_MIN_S: lost time (restart, hang,
+#: checkpoint stall). An assumption, like the tail's.
+GAP_RATIO = 3.0
+GAP_MIN_S = 60.0
+#: our model TFLOP/s per GPU over the log's own beyond this factor either way: the scenario
+#: does not describe the run (sequence length, GPU count, model). Frameworks count attention
+#: and the vocabulary projection slightly differently (Megatron's formula against 6N + 12LHQT
+#: differ by ~10% at 8k tokens, Narayanan et al. 2021 App. and PaLM App. B), far inside 1.5.
+LOG_FLOPS_RATIO = 1.5
+
+
+def finding(level: str, what: str, evidence: str) -> dict:
+    return {"level": level, "what": what, "evidence": evidence}
+
+
+def _gb(x: float) -> str:
+    return f"{x:,.1f} GB/s"
+
+
+def _size(b: float) -> str:
+    for unit, k in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if b >= k:
+            return f"{b / k:g} {unit}"
+    return f"{b:g} B"
+
+
+def busbw_findings(op: str, size_bytes, busbw, expected, wrong, ranks) -> list:
+    """Findings for one collective's rows (sorted by size): peak against expectation,
+    collapse, wrong results."""
+    size_bytes, busbw = np.asarray(size_bytes, float), np.asarray(busbw, float)
+    expected, wrong = np.asarray(expected, float), np.asarray(wrong, float)
+    out = []
+    name = f"{op} on {ranks} ranks" if ranks else op
+    bad = np.nan_to_num(wrong) > 0
+    if bad.any():
+        i = int(np.argmax(bad))
+        out.append(finding("alert", f"{name}: wrong results",
+                           f"{int(wrong[i])} wrong elements at {_size(size_bytes[i])} "
+                           "(nccl-tests' #wrong column): data corruption, not slowness"))
+    large = size_bytes >= LARGE_MESSAGE_BYTES
+    pool = large if large.any() else np.ones_like(large)
+    cand = np.where(pool & np.isfinite(expected), busbw, -np.inf)
+    if np.isfinite(cand).any() and cand.max() > -np.inf:
+        i = int(np.argmax(cand))
+        share = busbw[i] / expected[i] if expected[i] > 0 else np.inf
+        where = "" if large.any() else (f" (no message of {_size(LARGE_MESSAGE_BYTES)} or more: "
+                                        "the peak may not be reached)")
+        ev = (f"top busbw {_gb(busbw[i])} at {_size(size_bytes[i])} = {share:.2f} x the "
+              f"expected {_gb(expected[i])}{where}")
+        if share < BUSBW_ALERT_SHARE:
+            out.append(finding("alert", f"{name}: bus bandwidth far below expectation", ev))
+        elif share < BUSBW_WARN_SHARE:
+            out.append(finding("warn", f"{name}: bus bandwidth below expectation", ev))
+        elif share > 1.15:
+            out.append(finding("ok", f"{name}: bus bandwidth above the ring model",
+                               ev + "; NCCL's tree or NVLink/IB SHARP algorithms move fewer "
+                                    "bytes per rank than the ring the model assumes"))
+        else:
+            out.append(finding("ok", f"{name}: bus bandwidth as expected", ev))
+    elif not np.isfinite(expected).any():
+        out.append(finding("warn", f"{name}: no expectation",
+                           f"the model covers all_reduce, all_gather, reduce_scatter, alltoall "
+                           f"and sendrecv, not {op}"))
+    order = np.argsort(size_bytes, kind="stable")
+    s, b = size_bytes[order], busbw[order]
+    best = -np.inf
+    for j in range(len(s)):
+        if s[j] >= COLLAPSE_FROM_BYTES and best > 0 and b[j] < COLLAPSE_SHARE * best:
+            out.append(finding("alert", f"{name}: bandwidth collapse at {_size(s[j])}",
+                               f"busbw {_gb(b[j])} at {_size(s[j])} after {_gb(best)} at a "
+                               f"smaller size ({b[j] / best:.2f} x)"))
+            break
+        if s[j] >= COLLAPSE_FROM_BYTES:
+            best = max(best, b[j])
+    return out
+
+
+def step_findings(step, step_time_s, time_s, mfu, predicted_mfu, median_step_s,
+                  model_tflops_per_gpu=None, log_tflops_per_gpu=None) -> list:
+    """Findings for a training log: MFU against prediction, tail, restarts and gaps."""
+    step, st, t = (np.asarray(step, float), np.asarray(step_time_s, float),
+                   np.asarray(time_s, float))
+    out = []
+    if model_tflops_per_gpu and log_tflops_per_gpu:
+        r = model_tflops_per_gpu / log_tflops_per_gpu
+        if not 1 / LOG_FLOPS_RATIO <= r <= LOG_FLOPS_RATIO:
+            out.append(finding("warn", "the scenario does not match the log",
+                               f"{model_tflops_per_gpu:,.1f} model TFLOP/s per GPU from the "
+                               f"scenario = {r:.2f} x the log's own {log_tflops_per_gpu:,.1f}: "
+                               "check the sequence length, GPU count and model"))
+    if mfu is not None and mfu > 1:
+        out.append(finding("alert", "measured MFU above 1",
+                           f"MFU {mfu:.2f}: more model FLOPs than the GPUs' dense peak; the "
+                           "sequence length, GPU count or model is not the run's"))
+    elif mfu is not None and predicted_mfu:
+        share = mfu / predicted_mfu
+        ev = f"MFU {mfu:.3f} = {share:.2f} x the predicted {predicted_mfu:.3f}"
+        if share < MFU_ALERT_SHARE:
+            out.append(finding("alert", "MFU far below the prediction", ev))
+        else:
+            out.append(finding("ok", "MFU within reach of the prediction", ev))
+    good = st[np.isfinite(st)]
+    if len(good) >= 3:
+        tail = np.percentile(good, 95) / np.median(good)
+        ev = (f"p95 step {np.percentile(good, 95):.3f} s = {tail:.2f} x the median "
+              f"{np.median(good):.3f} s over {len(good)} logged steps")
+        out.append(finding("warn" if tail > TAIL_WARN_RATIO else "ok",
+                           "step-time tail (stragglers)" if tail > TAIL_WARN_RATIO
+                           else "step times steady", ev))
+    back = np.nonzero(np.diff(step) <= 0)[0]
+    for i in back[:5]:
+        out.append(finding("alert", "restart",
+                           f"step {int(step[i + 1])} logged after step {int(step[i])}: "
+                           f"{int(step[i] - step[i + 1]) + 1} steps done again"))
+    if median_step_s and np.isfinite(t).sum() >= 2:
+        dt, ds = np.diff(t), np.diff(step)
+        expect = np.where(ds > 0, ds, 1) * median_step_s
+        gap = np.nonzero(np.isfinite(dt) & (dt > GAP_RATIO * expect) & (dt > GAP_MIN_S))[0]
+        lost = float(np.sum(dt[gap] - expect[gap])) if len(gap) else 0.0
+        if len(gap):
+            i = gap[0]
+            out.append(finding("warn", "gaps in the log (lost time)",
+                               f"{len(gap)} gap(s), {lost:,.0f} s beyond the step time; the "
+                               f"first {dt[i]:,.0f} s between steps {int(step[i])} and "
+                               f"{int(step[i + 1])}"))
+    return out
