@@ -1,0 +1,226 @@
+"""Expected bus bandwidth, findings and the whole check (library and `llmcost check`)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llmcost.checks import check as chk, expect, findings as fnd, nccl_tests, train_log
+from llmcost.scenario import Scenario
+from llmcost.training.step import calibration_for
+
+from cli.test_cli_robust import run_cli
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "cluster"
+GIB = 2 ** 30
+
+
+def test_bus_bandwidth_factors():
+    # nccl-tests doc/PERFORMANCE.md
+    assert expect.bus_bandwidth_factor("all_reduce", 8) == pytest.approx(2 * 7 / 8)
+    assert expect.bus_bandwidth_factor("all_gather", 8) == pytest.approx(7 / 8)
+    assert expect.bus_bandwidth_factor("alltoall", 16) == pytest.approx(15 / 16)
+    assert expect.bus_bandwidth_factor("sendrecv", 8) == 1.0
+
+
+def test_expected_8_gpu_h100_all_reduce(cat):
+    gpu = cat.gpu("h100-sxm")
+    up = cat.fabric(gpu.scale_up)
+    eta = calibration_for(gpu).nvlink_efficiency
+    got = expect.expected_busbw_gb_per_s("all_reduce", 8 * GIB, 8, 8, up.bandwidth_gbps_per_gpu,
+                                         50, up.latency_us, 1, eta, 0.9)
+    # ring: t = 2 (n-1) alpha + 2 (n-1)/n S / (eta B); busbw = 2 (n-1)/n S / t
+    t = 14 * up.latency_us * 1e-6 + 1.75 * 8 * GIB / (eta * 450e9)
+    assert got == pytest.approx(1.75 * 8 * GIB / t / 1e9, rel=1e-12)
+    # NVIDIA's figure for a ring on NVLink 4: ~370 GB/s after protocol overhead
+    # (S. Jeaugey, NVIDIA/nccl-tests#212)
+    assert got == pytest.approx(370, rel=0.1)
+
+
+def test_expected_two_nodes_is_the_nics():
+    # 16 ranks, 8 per node over 8 x 50 GB/s at 0.9, congestion 1 + 0.26 log2(2)
+    got = expect.expected_busbw_gb_per_s("all_reduce", 16 * GIB, 16, 8, 450, 50, 1, 1, 0.77,
+                                         0.9, 1.26)
+    assert got == pytest.approx(8 * 50 * 0.9 / 1.26, rel=1e-3)
+    assert np.isnan(expect.expected_busbw_gb_per_s("broadcast", GIB, 8, 8, 450, 50))
+
+
+def _h100_all_reduce(busbw_share):
+    """8 x H100 all-reduce rows at a share of the expectation (derived, not measured)."""
+    sizes = np.array([2 ** k for k in range(20, 34)], float)
+    exp = expect.expected_busbw_gb_per_s("all_reduce", sizes, 8, 8, 450, 50, 1, 1, 0.77, 0.9)
+    return sizes, busbw_share * exp, exp
+
+
+def test_a_third_of_expected_is_an_alert_and_healthy_is_not():
+    # issue 28: an 8-GPU H100 all-reduce topping out at a third of the expected is an alert
+    s, b, e = _h100_all_reduce(1 / 3)
+    f = fnd.busbw_findings("all_reduce", s, b, e, np.zeros_like(s), 8)
+    assert [x["level"] for x in f] == ["alert"] and "0.33 x" in f[0]["evidence"]
+    s, b, e = _h100_all_reduce(0.95)
+    assert [x["level"] for x in fnd.busbw_findings("all_reduce", s, b, e, 0 * s, 8)] == ["ok"]
+    s, b, e = _h100_all_reduce(0.7)
+    assert [x["level"] for x in fnd.busbw_findings("all_reduce", s, b, e, 0 * s, 8)] == ["warn"]
+    # NVLS: ~480 GB/s busbw on 8 H100 (nccl-tests#212) reads above the ring model: ok
+    f = fnd.busbw_findings("all_reduce", s, 0 * s + 480, e, 0 * s, 8)
+    assert [x["level"] for x in f] == ["ok"] and "above" in f[0]["what"]
+
+
+def test_wrong_results_alert():
+    s, b, e = _h100_all_reduce(0.95)
+    wrong = np.zeros_like(s)
+    wrong[3] = 12
+    f = fnd.busbw_findings("all_reduce", s, b, e, wrong, 8)
+    assert f[0]["level"] == "alert" and "12 wrong" in f[0]["evidence"]
+
+
+def _check_file(cat, name, gpu, fabric):
+    r = nccl_tests.read((DATA / name).read_text(), name=name)
+    g = cat.gpu(gpu)
+    return chk.check(r, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=cat.fabric(fabric))
+
+
+@pytest.mark.parametrize("name, gpu, fabric", [
+    ("nccl_all_reduce_a3mega_h100_16.txt", "h100-sxm", "gcp-a3-mega-tcpxo"),
+    ("nccl_all_reduce_p5_h100_16.txt", "h100-sxm", "aws-efa-p5"),
+    ("nccl_all_reduce_p4de_a100_16.txt", "a100-80gb", "aws-efa-p4d"),
+])
+def test_healthy_clusters_get_no_alert(cat, name, gpu, fabric):
+    out = _check_file(cat, name, gpu, fabric)
+    assert {f["level"] for f in out["findings"]} == {"ok"}
+    top = max(out["collectives"], key=lambda c: c["busbw_gb_per_s"])
+    # two nodes of 8: the ring bound is k eta B_o / c(2) across the NICs
+    f = cat.fabric(fabric)
+    assert top["expected_busbw_gb_per_s"] == pytest.approx(
+        8 * f.bandwidth_gbps_per_gpu * f.efficiency / (1 + f.congestion_per_doubling), rel=0.01)
+
+
+def test_the_collapse_of_nccl_1453_is_found(cat):
+    out = _check_file(cat, "nccl_all_reduce_collapse.txt", "a100-80gb", "ib-hdr")
+    what = [(f["level"], f["what"]) for f in out["findings"]]
+    assert ("alert", "all_reduce on 24 ranks: bandwidth collapse at 64 MiB") in what
+    assert "29.5 GB/s" in out["findings"][-1]["evidence"]
+
+
+def test_p2p_disabled_alltoall_is_far_below_nvlink(cat):
+    # PR 318 ran 8 GPUs in one node with NCCL_P2P_DISABLE=1 (its GPU is not named: any
+    # NVLink 4 system expects ~340 GB/s for a pairwise all-to-all of 64 MiB)
+    out = _check_file(cat, "nccl_alltoall_p2p_disabled.json", "h100-sxm", "ib-ndr")
+    assert out["findings"][0]["level"] == "alert"
+    row = out["collectives"][-1]
+    assert row["busbw_gb_per_s"] == 20.628529
+    # pairwise: t = alpha + (k-1)/N S / (eta B) inside one node; busbw = (N-1)/N S / t
+    t = 1e-6 + 7 / 8 * 67108864 / (0.77 * 450e9)
+    assert row["expected_busbw_gb_per_s"] == pytest.approx(7 / 8 * 67108864 / t / 1e9, rel=1e-9)
+
+
+TITAN_Q = "model=llama3-8b&gpu=h100-sxm&gpus=8&seq_len=8192&global_batch_tokens=65536&stack=fsdp"
+
+
+def _check_log(cat, name, query):
+    s, _ = Scenario.from_query(query, cat, strict=True)
+    return chk.check(log=train_log.read((DATA / name).read_text()), scenario=s, query=query,
+                     cat=cat)
+
+
+def test_torchtitan_mfu_is_ours_and_agrees_with_the_log(cat):
+    out = _check_log(cat, "torchtitan_llama3_8b_h100.log", TITAN_Q)
+    st = out["steps"]
+    model = cat.model("llama3-8b")
+    tps = np.median([5856, 5593, 5868, 5869, 5864, 5862])          # per GPU, as logged
+    assert st["tokens_per_s"] == pytest.approx(8 * tps)
+    assert st["mfu"] == pytest.approx(model.flops_per_token("none", 8192) * tps / 989.4e12,
+                                      rel=1e-9)
+    # torchtitan's own MFU (6N + 12 L H Q T over the same peak): 34.3%
+    assert st["mfu"] == pytest.approx(0.3434, rel=0.02)
+    assert st["median_step_s"] == pytest.approx(np.median([14.648, 13.964, 13.961, 13.974,
+                                                           13.977]) / 10, rel=1e-6)
+    assert 0.3 < st["predicted_mfu"] < 0.7 and st["count"] == 6
+    assert "alert" not in {f["level"] for f in out["findings"]}
+
+
+def test_same_throughput_on_a_b200_is_an_alert(cat):
+    # 339 model TFLOP/s per GPU is 34% of an H100 but 15% of a B200's 2,250: below 0.6 x
+    # any prediction the step model makes for a B200
+    out = _check_log(cat, "torchtitan_llama3_8b_h100.log", TITAN_Q.replace("h100-sxm", "b200"))
+    st = out["steps"]
+    assert st["mfu"] == pytest.approx(0.3434 * 989.4 / 2250, rel=0.02)
+    assert st["mfu"] < 0.6 * st["predicted_mfu"]
+    assert ("alert", "MFU far below the prediction") in [(f["level"], f["what"])
+                                                         for f in out["findings"]]
+
+
+def test_a_scenario_unlike_the_log_is_named(cat):
+    # Megatron-LM#756 logs 238.7 TFLOP/s per GPU at 128 sequences per 5.47 s on 16 GPUs;
+    # at Mixtral's catalog length of 32,768 tokens that is 6 x the H100's peak
+    out = _check_log(cat, "megatron_mixtral_8x7b_16xh100.log",
+                     "model=mixtral-8x7b&gpu=h100-sxm&gpus=16")
+    assert out["steps"]["tokens_per_s"] == pytest.approx(128 * 32768 / 5.4707)
+    levels = {f["what"]: f["level"] for f in out["findings"]}
+    assert levels["measured MFU above 1"] == "alert"
+    assert levels["the scenario does not match the log"] == "warn"
+    assert "global_batch_tokens=4194304" in out["notes"][0]
+
+
+def test_restart_and_gap_from_a_log_logged_twice(cat):
+    text = (DATA / "torchtitan_llama3_8b_h100.log").read_text()
+    again = text.replace("22:3", "23:3")                      # the same steps an hour later
+    s, _ = Scenario.from_query(TITAN_Q, cat, strict=True)
+    out = chk.check(log=train_log.read(text + again), scenario=s, query=TITAN_Q, cat=cat)
+    f = {x["what"]: x for x in out["findings"]}
+    assert f["restart"]["level"] == "alert"
+    assert "step 200 logged after step 250: 51 steps" in f["restart"]["evidence"]
+    # 23:30:50,322 - 22:32:00,846 = 3,529.476 s between the last and the repeated line
+    assert f["gaps in the log (lost time)"]["level"] == "warn"
+    assert "3,529 s between steps 250 and 200" in f["gaps in the log (lost time)"]["evidence"]
+
+
+# --------------------------------------------------------------------------- CLI
+
+def test_cli_nccl_json_keys():
+    code, out, err = run_cli(["check", "--nccl-tests", str(DATA / "nccl_all_reduce_a3mega_h100_16.txt"),
+                              "--gpu", "h100-sxm", "--fabric", "gcp-a3-mega-tcpxo", "--json"])
+    assert code == 0, err
+    r = json.loads(out)
+    row = r["collectives"][-1]
+    assert {"size_bytes", "busbw_gb_per_s", "expected_busbw_gb_per_s"} <= set(row)
+    assert row["size_bytes"] == 8589934592 and row["busbw_gb_per_s"] == 338.82
+    assert all({"level", "what", "evidence"} == set(f) for f in r["findings"])
+
+
+def test_cli_train_log_steps_keys():
+    code, out, err = run_cli(["check", "--train-log", str(DATA / "torchtitan_llama3_8b_h100.log"),
+                              "--query", TITAN_Q, "--json"])
+    assert code == 0, err
+    st = json.loads(out)["steps"]
+    assert {"count", "median_step_s", "tokens_per_s", "mfu", "predicted_mfu"} <= set(st)
+
+
+def test_cli_text_output_and_hardware_from_query():
+    code, out, err = run_cli(["check", "--nccl-tests", str(DATA / "nccl_all_reduce_collapse.txt"),
+                              "--query", "gpu=a100-80gb&fabric=ib-hdr"])
+    assert code == 0, err
+    assert out.startswith("findings:\n  [alert]") and "collapse at 64 MiB" in out
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["check"], "--nccl-tests FILE and/or --train-log"),
+    (["check", "--nccl-tests", "/no/such/file", "--gpu", "h100-sxm"], "cannot read"),
+    (["check", "--nccl-tests", str(DATA / "SOURCES.csv"), "--gpu", "h100-sxm"], "no result row"),
+    (["check", "--nccl-tests", str(DATA / "nccl_all_reduce_p5_h100_16.txt")], "--gpu"),
+    (["check", "--train-log", str(DATA / "megatron_llm_slow.log")], "--query"),
+    (["check", "--train-log", str(DATA / "megatron_llm_slow.log"), "--gpu", "h100-sxm",
+      "--query", "model=llama3-8b"], "--gpu is the nccl-tests hardware"),
+    (["check", "--nccl-tests", str(DATA / "nccl_all_reduce_p5_h100_16.txt"), "--gpu", "h100-sxm",
+      "--query", "gpus=8"], "--query is not used"),
+    (["check", "--nccl-tests", str(DATA / "nccl_all_reduce_p5_h100_16.txt"), "--gpu", "h100-sxm",
+      "--fabric", "nvlink4"], "scale-up link"),
+    (["check", "--train-log", str(DATA / "nccl_all_reduce_p5_h100_16.txt"), "--query",
+      "model=llama3-8b"], "no step line"),
+])
+def test_cli_refusals_are_one_line(argv, match):
+    code, out, err = run_cli(argv)
+    assert code == 2 and out == ""
+    assert err.startswith("llmcost: error:") and err.count("\n") == 1
+    assert match in err
