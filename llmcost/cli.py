@@ -919,8 +919,8 @@ def _plan_table(r: dict) -> str:
         lines += ["", "why the runners-up lose:"] + [f"  {w}" for w in r["why_runner_up_loses"]]
     if "seed_heuristic_best" in r:
         h = r["seed_heuristic_best"]
-        lines += ["", f"seed heuristic (TP in node, PP in a rack of 4 nodes): best {h['description']}, "
-                      f"{h['step_time_s']:.3f} s per step ({h['slower_than_best']:+.1%} vs best)"]
+        lines += ["", "the cluster guide's rule (TP in a node, PP in a rack of 4 nodes): best "
+                      f"{h['description']}, {h['step_time_s']:.3f} s per step ({h['slower_than_best']:+.1%} vs best)"]
     if r.get("note"):
         lines += ["", r["note"]]
     return "\n".join(lines)
@@ -990,7 +990,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="FLOPs per token: from the architecture (Megatron/Korthikanti Eq. 7), "
                          "6N, or PaLM 6N + 12LHQT")
 
-    sp = add("mfu", cmd_mfu, "Effective utilization of a measured run (the seed's formula), "
+    sp = add("mfu", cmd_mfu, "Effective utilization of a measured run (the cluster guide's formula), "
                              "with plausibility findings.")
     _add_model_args(sp)
     sp.add_argument("--flops-per-token", type=float, help="model FLOPs per token (or give a model)")
@@ -1078,7 +1078,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-tp", type=int, help="allow TP beyond one node, up to this")
     _add_stage_args(sp)
     sp.add_argument("--heuristic", choices=planner.HEURISTICS, default="none",
-                    help="'seed': TP in a node, PP in a rack of 4 nodes, DP across racks")
+                    help="'seed': the cluster guide's rule (GPU Clusters for LLM Training: A "
+                         "Builder's Guide, 2025): TP in a node, PP in a rack of 4 nodes, DP "
+                         "across racks")
     sp.add_argument("--usd-per-gpu-hour", type=float, help="price, for $ per million tokens")
     sp.add_argument("--rank-by", choices=("time", "cost"), default="time")
     sp.add_argument("--ep", type=int, nargs="+",
@@ -1162,7 +1164,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--pue", type=float, default=sizing.DEFAULT_PUE,
                     help="power usage effectiveness (default 1.58, Uptime Institute 2023)")
 
-    sp = add("ladder", cmd_ladder, "The fine-tune ladder (seed 003): adapt, QLoRA, LoRA, full "
+    sp = add("ladder", cmd_ladder, "The fine-tune ladder of the infrastructure overview ('LLM "
+                                   "Training Infrastructure'): adapt, QLoRA, LoRA, full "
                                    "fine-tune, pretraining; GPUs, hours and dollars, cheapest first.")
     _add_model_args(sp)
     sp.add_argument("--tokens", type=float, default=1e9,

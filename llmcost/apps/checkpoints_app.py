@@ -23,7 +23,8 @@ class CheckpointApp(ReviewPanel):
              "a spot notice. A job fails when any of its GPUs does, at a rate per GPU that "
              "reproduces the published job-level measurement for the GPU's generation (H100: "
              "Llama 3, one interruption per 3.1 h on 16,384 GPUs; A100: Kokolis et al. 2025), "
-             "or a preset, or a given MTBF (the seed: 4.7 days).")
+             "or a preset, or a given MTBF (the cluster guide, “GPU Clusters for LLM "
+             "Training: A Builder’s Guide”, 2025, reports 4.7 days).")
     fields = ("model", "gpu", "gpus", "checkpoint_mode", "shared_storage_gb_per_s", "local_write_gb_per_s",
               "failure_rate", "failures_per_1000_gpu_days", "mtbf_h", "restart_s",
               "checkpoint_interval_s", "data_stall", "data_tier_read_gb_per_s",
@@ -98,7 +99,7 @@ class CheckpointApp(ReviewPanel):
         s = res.scenario
         lo, hi = c["seed_hours"]
         b60, b30 = c["shared_gb_per_s_for_seed_stall"][::-1]
-        lines = [f"Seed: \"500 checkpoints x 30-60 s = 5-8 h\": the arithmetic gives "
+        lines = [f"The cluster guide: \"500 checkpoints x 30-60 s = 5-8 h\": the arithmetic gives "
                  f"{lo:.1f}-{hi:.1f} h (5-8 h is {c['seed_stall_for_hours_s'][0]:.0f}-"
                  f"{c['seed_stall_for_hours_s'][1]:.0f} s each). A 30-60 s sync stall of this "
                  f"{f['checkpoint_gb']:,.0f} GB checkpoint needs {b60:,.1f}-{b30:,.1f} GB/s of "
@@ -112,7 +113,7 @@ class CheckpointApp(ReviewPanel):
                      "sharded over many nodes")
             w_lo, w_hi = c["weights_gb_per_s_for_seed"]
             o_lo, o_hi = c["one_node_gb_per_s_for_seed"]
-            lines.append(f"Seed: \"3-5 s local write of a 70B checkpoint\": the full "
+            lines.append(f"The cluster guide: \"3-5 s local write of a 70B checkpoint\": the full "
                          f"{c['full_gb']:,.0f} GB state ({c['model']}, "
                          f"{c['full_bytes_per_param']:.0f} bytes/param) on one "
                          f"node would need {o_lo:,.0f}-{o_hi:,.0f} GB/s. It holds only for the "

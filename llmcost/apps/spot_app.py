@@ -17,11 +17,12 @@ class SpotApp(ReviewPanel):
     intro = ("Net savings after preemptions: each one costs the work since the last checkpoint "
              "(from the review's checkpoint interval, unless you set the hours), a restart and a "
              "wait for capacity, billed; the spot run fails like the on-demand one too. The "
-             "seed's 60% off with 2.4 preemptions a day and 1-2 h lost gives about 53%, not its "
-             "22%: the goal-seek shows the hours per preemption its 22% implies. "
+             "cluster guide's 60% off with 2.4 preemptions a day and 1-2 h lost gives about "
+             "53%, not its 22%: the goal-seek shows the hours per preemption its 22% implies. "
              "<a href='spot.ipynb?price_source=custom&spot_discount=0.6&spot_lost_work=custom"
              "&lost_hours_per_preemption=1.5&restart_s=0&failure_rate=custom"
-             "&failures_per_1000_gpu_days=0.0001'>The seed's numbers</a>.")
+             "&failures_per_1000_gpu_days=0.0001'>The cluster guide's numbers</a> (“GPU "
+             "Clusters for LLM Training: A Builder’s Guide”, 2025).")
     fields = ("gpu", "price_source", "price_offer", "spot_discount", "preemptions_per_day",
               "spot_lost_work", "lost_hours_per_preemption", "restart_s", "capacity_wait_h",
               "observed_net_savings")

@@ -16,7 +16,8 @@ class UtilizationApp(Panel):
     #: not the scenario's cluster (a card reading 4.8% beside "llama3-8b on 64 GPUs" was of
     #: a run of 512 GPUs)
     card_keys = ("effective_utilization", "run")
-    intro = ("The seed article's formula: model FLOPs per token x batch x sequence x steps over "
+    intro = ("The formula of the cluster guide (“GPU Clusters for LLM Training: A Builder’s "
+             "Guide”, 2025): model FLOPs per token x batch x sequence x steps over "
              "peak x GPUs x wall clock. Enter a run; the figure comes with what is plausible "
              "about it, next to published large runs (Megatron-LM, PaLM, Llama 3). Peaks are "
              "dense: a 2:4-sparsity peak halves the figure, a doubled FLOP count doubles it.")
@@ -38,7 +39,7 @@ class UtilizationApp(Panel):
         elif levels:
             flag = Flag("effective_utilization", "implausible",
                         "see the notes: rarer than any published large run or a wrong peak")
-        return {"effective_utilization": ("Effective utilization", f"{u:.1%}", flag),
+        return {"effective_utilization": ("Measured effective utilization", f"{u:.1%}", flag),
                 "achieved_tflops": ("Achieved TFLOP/s per GPU", f"{res.achieved_tflops_per_gpu:,.0f}"),
                 "tokens_per_s": ("Tokens per second", f"{res.tokens_per_s:,.0f}"),
                 "peak": ("Peak used (TFLOP/s)", f"{res.peak_tflops:,.1f}"),

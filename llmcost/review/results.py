@@ -17,14 +17,14 @@ from ..economics.spot import SpotResult
 from ..economics.tco import CloudPrices, OnPrem
 from ..scenario import Scenario
 from ..training.arch import ModelSpec
-
-#: the ways to pay, in the order tables and plots list them
-OPTION_LABELS = {"on_demand": "on-demand", "reserved_1y": "reserved 1 y",
-                 "reserved_3y": "reserved 3 y", "spot": "spot", "on_prem": "on-premises"}
 from ..training.hardware import FabricSpec, GPUSpec
 from ..training.layout import Layout
 from ..training.step import StepPrediction
 from ..training.uncertainty import Band
+
+#: the ways to pay, in the order tables and plots list them
+OPTION_LABELS = {"on_demand": "on-demand", "reserved_1y": "reserved 1 y",
+                 "reserved_3y": "reserved 3 y", "spot": "spot", "on_prem": "on-premises"}
 
 
 @dataclass(frozen=True)
