@@ -81,7 +81,9 @@ def check_nccl(res: NcclTests, gpu, scale_up, scale_out) -> tuple[list, list, li
                          "time_us": _num(t)})
         out += fnd.busbw_findings(op, res.size_bytes[m], res.busbw_gb_per_s[m], exp,
                                   res.wrong[m], ranks)
-    notes.append(f"{ranks} ranks ({res.ranks_from}), {k} per node, {nodes} node(s); "
+    ops = ", ".join(dict.fromkeys(res.op))
+    notes.append(f"{ops} (named by {'--nccl-op' if res.op_from == 'given' else res.op_from}); "
+                 f"{ranks} ranks ({res.ranks_from}), {k} per node, {nodes} node(s); "
                  f"{gpu.id} over {scale_up.id} x {eff_i:g} inside a node and {scale_out.id} "
                  f"x {scale_out.efficiency:g} (congestion {float(cong):.3g}) across nodes")
     return rows, out, notes

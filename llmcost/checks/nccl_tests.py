@@ -67,6 +67,7 @@ class NcclTests:
     redop: np.ndarray                   #: reduction per row ("sum", "none", "" absent)
     ranks: int | None                   #: ranks of the test (Rank lines, else busbw/algbw)
     ranks_from: str                     #: how ``ranks`` was found
+    op_from: str = ""                   #: where the collective's name came from
     hosts: tuple = ()                   #: host names of the Rank lines
     device: str | None = None           #: the GPU name the Rank lines print
     notes: tuple = field(default=())
@@ -160,6 +161,7 @@ def read_text(text, name: str | None = None, op: str | None = None) -> NcclTests
     if op is not None:
         op = v.choice("nccl_op", op, OPS)
     current = op or _op_of_file(name)
+    op_from = "given" if op else ("the file name" if current else "")
     rows, ranks, hosts, devices = [], {}, [], []
     for lineno, raw in _t.lines(text):
         line = _PREFIX.sub("", raw, count=1)
@@ -168,8 +170,8 @@ def read_text(text, name: str | None = None, op: str | None = None) -> NcclTests
             continue
         if s.startswith("#"):
             m = _START.search(s)
-            if m and op is None:
-                current = m.group(1) if m.group(1) in OPS else current
+            if m and op is None and m.group(1) in OPS:
+                current, op_from = m.group(1), "the output's test name"
             m = _RANK.match(s)
             if m:
                 ranks[int(m.group(1))] = True
@@ -180,7 +182,8 @@ def read_text(text, name: str | None = None, op: str | None = None) -> NcclTests
         if op is None and not rows:
             # a command echoed before the table names the binary
             b = _op_of_name(s)
-            current = b or current
+            if b:
+                current, op_from = b, "the command in the output"
         tokens = _TAG.sub(" ", s).split()
         if not tokens or not _INT.match(tokens[0]) or len(tokens) < 5:
             continue
@@ -192,10 +195,10 @@ def read_text(text, name: str | None = None, op: str | None = None) -> NcclTests
         raise v.InputError(PARAM, f"no result row found: expected nccl-tests output "
                                   "with rows 'size count type redop root time algbw busbw "
                                   "#wrong ...'")
-    return _result(rows, sorted(ranks), hosts, devices, op)
+    return _result(rows, sorted(ranks), hosts, devices, op_from)
 
 
-def _result(rows, rank_ids, hosts, devices, op_given) -> NcclTests:
+def _result(rows, rank_ids, hosts, devices, op_from) -> NcclTests:
     cols = list(zip(*rows))
     redop = np.array(cols[2], dtype=object)
     ops = np.array(cols[0], dtype=object)
@@ -205,6 +208,7 @@ def _result(rows, rank_ids, hosts, devices, op_given) -> NcclTests:
     if not all(ops):
         guess = _infer_op(redop, alg, bus)
         ops = np.where(ops == "", guess, ops)
+        op_from = op_from or "busbw/algbw and the reduction"
         notes.append(f"collective inferred as {guess} from busbw/algbw and the reduction "
                      "(the output does not name it)")
     if rank_ids:
@@ -217,7 +221,8 @@ def _result(rows, rank_ids, hosts, devices, op_given) -> NcclTests:
                      time_us=np.array(cols[3], dtype=float), algbw_gb_per_s=alg,
                      busbw_gb_per_s=bus, busbw_in_place_gb_per_s=np.array(cols[7], dtype=float),
                      wrong=np.array(cols[6], dtype=float), redop=redop.astype(str),
-                     ranks=ranks, ranks_from=how, hosts=tuple(hosts), device=device,
+                     ranks=ranks, ranks_from=how, op_from=op_from, hosts=tuple(hosts),
+                     device=device,
                      notes=tuple(notes))
 
 
@@ -307,11 +312,13 @@ def read_json(text, name: str | None = None, op: str | None = None) -> NcclTests
     if op is not None:
         op = v.choice("nccl_op", op, OPS)
     current = op or _op_of_file(name)
+    op_from = "given" if op else ("the file name" if current else "")
     rows, rank_ids, hosts, devices = [], [], [], []
     if isinstance(doc.get("results"), list):                      # nccl-tests -J (2.17+)
         args = doc.get("args")
         if not current and isinstance(args, list) and args and isinstance(args[0], str):
             current = _op_of_name(args[0])
+            op_from = "the command in the output" if current else ""
         for d in doc.get("devices") or []:
             if isinstance(d, dict):
                 rank_ids.append(d.get("rank"))
@@ -351,7 +358,7 @@ def read_json(text, name: str | None = None, op: str | None = None) -> NcclTests
     if len(rows) > MAX_ROWS:
         raise v.InputError(PARAM, f"more than {MAX_ROWS:,} results")
     rank_ids = [r for r in rank_ids if isinstance(r, int) and not isinstance(r, bool)]
-    return _result(rows, sorted(set(rank_ids)), hosts, devices, op)
+    return _result(rows, sorted(set(rank_ids)), hosts, devices, op_from)
 
 
 def _refuse_constant(name):

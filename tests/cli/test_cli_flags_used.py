@@ -26,6 +26,8 @@ HF = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 
 #: a valid call per subcommand, with the flags that are in it
 BASE = {
+    "check": ["--nccl-tests", str(Path(__file__).resolve().parents[1] / "data" / "cluster"
+                                  / "nccl_all_reduce_a3mega_h100_16.txt"), "--gpu", "h100-sxm"],
     "breakeven": ["--cloud-usd-per-node-hour", "60", "--onprem-capex-usd-per-node", "400000",
                   "--utilization", "0.8"],
     "checkpoint": ["--checkpoint-s", "60", "--gpus", "1024"],

@@ -21,6 +21,7 @@ import io
 import json
 import warnings
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -163,6 +164,8 @@ def flag_args(draw, action: argparse.Action, files: list[str]) -> list[str]:
 
 # ------------------------------------------------------------------------- valid calls
 
+#: real cluster outputs (tests/data/cluster/SOURCES.csv) for `llmcost check`
+CLUSTER = Path(__file__).resolve().parents[1] / "data" / "cluster"
 small_model = st.sampled_from(["llama3-8b", "llama2-7b", "mistral-7b", "qwen2.5-7b",
                                "megatron-gpt-1.7b", "llama2-13b"])
 VALID = {
@@ -212,6 +215,13 @@ VALID = {
         "engine": st.sampled_from(["vllm", "sglang", "trtllm"]),
     }).map(lambda d: "&".join(f"{k}={x}" for k, x in d.items()))),
     "list": st.tuples(st.sampled_from(catalog.TABLES)),
+    "check": st.one_of(
+        st.tuples(st.just("--nccl-tests"), st.sampled_from(sorted(str(p) for p in CLUSTER.glob("nccl_*"))),
+                  st.just("--gpu"), st.sampled_from(["a100-80gb", "h100-sxm", "b200"])),
+        st.tuples(st.just("--train-log"), st.just(str(CLUSTER / "torchtitan_llama3_8b_h100.log")),
+                  st.just("--query"),
+                  st.sampled_from(["model=llama3-8b&gpu=h100-sxm&gpus=8&seq_len=8192",
+                                   "model=llama3-8b&gpu=a100-80gb&gpus=16&stack=fsdp"]))),
 }
 
 #: examples per subcommand: the whole file stays under a minute on 2 cores; plan and size
