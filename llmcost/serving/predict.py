@@ -138,6 +138,11 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     # ---- prefill of one prompt: compute-bound, attention quadratic in isl
     qk, vd = _attention_dims(model, decode=False)
     f_pre = lat.prefill_flops(p_mm, L, model.heads, qk, vd, isl, win_l, win) + 2.0 * V * h
+    # routed-expert GEMMs run below the dense ones (grouped GEMMs, load imbalance): their
+    # FLOPs count 1 / moe_efficiency times
+    p_exp = float(model.active_expert_params)
+    moe_extra = 2.0 * p_exp * (1.0 / engine.moe_efficiency - 1.0)
+    f_pre = f_pre + moe_extra * isl
     t_pre = lat.roofline_time_s(f_pre / t, w_gpu, peak, hbm, engine.prefill_efficiency,
                                 engine.memory_efficiency) + comm_s(isl)
 
@@ -148,11 +153,11 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     w_read = w_gpu - expert_gpu * (1.0 - lat.expert_read_fraction(c, model.moe_experts,
                                                                   model.moe_top_k))
     kv_read = c * mem.model_kv_bytes_per_sequence(model, ctx_mean, kvf, 1) * shard / seqs_per_gpu
-    f_dec = c * (2.0 * p_mm + 2.0 * V * h + lat.attention_flops_per_token(
+    f_dec = c * (2.0 * p_mm + moe_extra + 2.0 * V * h + lat.attention_flops_per_token(
         L, model.heads, qk_d, vd_d, ctx_mean, win_l, win)) / t
     t_dec = lat.roofline_time_s(f_dec, w_read + kv_read, peak, hbm,
                                 engine.decode_compute_efficiency, engine.memory_efficiency) \
-        + comm_s(c) + engine.step_overhead_s
+        + comm_s(c) + engine.step_overhead_s + c * engine.sequence_overhead_s
 
     ttft, tpot, latency = lat.closed_loop(t_pre, t_dec, c, osl)
     x = lat.output_tokens_per_s_per_gpu(c, osl, latency, t)

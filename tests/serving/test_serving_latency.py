@@ -60,7 +60,7 @@ def test_decode_step_at_batch_one_is_weights_over_bandwidth():
     dense, _, vocab = mem.model_weight_split(CAT.model("llama3-70b"))
     kv = 2 * 80 * 8 * 128 * 2 * (isl + osl // 2)       # the mean context, 1,500 tokens
     bytes_ = dense * 1 + vocab * 2 + kv
-    want = bytes_ / (4.8e12 * e.memory_efficiency) + e.step_overhead_s
+    want = bytes_ / (4.8e12 * e.memory_efficiency) + e.step_overhead_s + e.sequence_overhead_s
     assert float(r.decode_step_s) == pytest.approx(want, rel=1e-6)
     # ~70 GB at 4.8 TB/s: tens of milliseconds, the known single-stream figure
     assert 0.012 < float(r.decode_step_s) < 0.03
