@@ -14,7 +14,8 @@ from .predict import predict
 #: the constants a fit moves, with their bounds
 FIT_PARAMS = {"memory_efficiency": (0.3, 1.0), "prefill_efficiency": (0.1, 1.0),
               "decode_compute_efficiency": (0.1, 1.0), "step_overhead_s": (0.0, 0.05),
-              "sequence_overhead_s": (0.0, 1e-4), "moe_efficiency": (0.1, 1.0)}
+              "sequence_overhead_s": (0.0, 1e-4), "moe_efficiency": (0.1, 1.0),
+              "collective_latency_us": (0.0, 200.0)}
 
 
 def predict_rows(rows: pd.DataFrame, eng: Engine, cat=None) -> pd.DataFrame:
@@ -29,6 +30,7 @@ def predict_rows(rows: pd.DataFrame, eng: Engine, cat=None) -> pd.DataFrame:
                     tp=int(r.tp), ep=int(r.ep), weights=r.weights, kv=r.kv, concurrency=c)
         out.append({"id": r.id, "output_tokens_per_s_per_gpu": float(p.output_tokens_per_s_per_gpu),
                     "ttft_ms": float(p.ttft_s) * 1e3, "tpot_ms": float(p.tpot_s) * 1e3,
+                    "latency_ms": float(p.latency_s) * 1e3,
                     "concurrency": float(p.concurrency)})
     return pd.DataFrame(out)
 
@@ -37,7 +39,7 @@ def log_errors(rows: pd.DataFrame, eng: Engine, cat=None) -> np.ndarray:
     """log(predicted / measured) of every measured figure of the rows [-]."""
     pred = predict_rows(rows, eng, cat)
     errs = []
-    for col in ("output_tokens_per_s_per_gpu", "ttft_ms", "tpot_ms"):
+    for col in ("output_tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "latency_ms"):
         meas = pd.to_numeric(rows[col], errors="coerce").to_numpy()
         ok = np.isfinite(meas)
         errs.append(np.log(pred[col].to_numpy()[ok] / meas[ok]))

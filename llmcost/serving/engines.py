@@ -50,6 +50,8 @@ class Engine:
     #: time per running sequence per decode step beyond the roofline (host-side scheduling,
     #: sampling, detokenization; padding of the batch) [s]
     sequence_overhead_s: float = 0.0
+    #: the engine's time per tensor-parallel collective beyond the link model [us]
+    collective_latency_us: float = 0.0
     #: share of the dense GEMM efficiency that routed-expert GEMMs reach [-]
     moe_efficiency: float = 1.0
     source: str = ""
@@ -80,14 +82,24 @@ class Engine:
 # own defaults (memory share, batch cap, KV element): their latencies are not calibrated.
 _FITTED = dict(memory_efficiency=0.8, prefill_efficiency=0.391, decode_compute_efficiency=0.386,
                step_overhead_s=1.0e-3, sequence_overhead_s=1.62e-5, moe_efficiency=0.330)
+# vLLM's decode constants: step_overhead_s and collective_latency_us solved (2 rows, 2
+# constants: no residual, so no fit quality to state) from vLLM's own latency benchmark
+# (data/serving_runs.csv engine vllm: Llama 3.1 8B TP1 and Llama 3 70B TP4 on H200, batch 8,
+# 32 in / 128 out): the TP1 row pins the per-step cost, the TP4 row the cost per all-reduce.
+# SGLang takes vLLM's (an assumption: both schedule from Python around CUDA graphs).
+_VLLM_DECODE = dict(step_overhead_s=1.91e-3, collective_latency_us=21.3)
 ENGINES = {
     "trtllm": Engine("trtllm", 0.95, True, 8192, 2048, "fp8", True, **_FITTED,
                      source="NVIDIA/TensorRT-LLM perf-overview.md: defaults and the 0.95 KV "
                             "share its runs use; efficiencies fitted (FIT_NOTES)"),
-    "vllm": Engine("vllm", 0.9, False, 8192, 256, "auto", False, **_FITTED,
-                   source="docs.vllm.ai Engine Arguments (defaults); efficiencies as trtllm"),
-    "sglang": Engine("sglang", 0.88, False, 8192, 0, "auto", True, **_FITTED,
-                     source="docs.sglang.ai Server Arguments (defaults); efficiencies as trtllm"),
+    "vllm": Engine("vllm", 0.9, False, 8192, 256, "auto", False,
+                   **{**_FITTED, **_VLLM_DECODE},
+                   source="docs.vllm.ai Engine Arguments (defaults); decode constants solved "
+                          "from vLLM's latency benchmark; other efficiencies as trtllm"),
+    "sglang": Engine("sglang", 0.88, False, 8192, 0, "auto", True,
+                     **{**_FITTED, **_VLLM_DECODE},
+                     source="docs.sglang.ai Server Arguments (defaults); decode constants as "
+                            "vllm, other efficiencies as trtllm (assumptions)"),
 }
 #: what the efficiencies were fitted to and how well (output tokens/s per GPU)
 FIT_NOTES = ("trtllm efficiencies fitted to 147 TensorRT-LLM perf-overview throughput rows "

@@ -130,7 +130,9 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     n_ar = 2.0 * (L - lm) + lm * np.where(ep_on, 1.0, 2.0)
 
     def comm_s(tokens):
-        ar = comm.tree_allreduce_time_s(tokens * h * ACT_BYTES, t, bw, alpha, eff)
+        # the engine's own cost per collective (launch, barrier) beside the link's latency
+        ar = comm.tree_allreduce_time_s(tokens * h * ACT_BYTES, t, bw, alpha, eff) + \
+            np.where(t > 1, engine.collective_latency_us * 1e-6, 0.0)
         a2a_bytes = tokens / np.where(adp, t, 1) * model.moe_top_k * h * ACT_BYTES * (e - 1) / e
         a2a = 2.0 * lm * (a2a_bytes / (bw * 1e9 * eff) + (e - 1) * alpha * 1e-6)
         return n_ar * ar + np.where(ep_on, a2a, 0.0)

@@ -9,7 +9,9 @@ import pytest
 
 from llmcost.serving import calibrate, engines
 
-ROWS = pd.read_csv(Path(__file__).resolve().parents[2] / "data" / "serving_runs.csv")
+ALL = pd.read_csv(Path(__file__).resolve().parents[2] / "data" / "serving_runs.csv")
+ROWS = ALL[ALL.engine == "trtllm"]
+VLLM = ALL[ALL.engine == "vllm"]
 
 
 def test_rows_cite_their_source():
@@ -40,3 +42,18 @@ def test_refit_lands_on_the_shipped_constants():
     assert err == pytest.approx(0.227, abs=0.01)
     for name in engines.FITTED:
         assert getattr(best, name) == pytest.approx(getattr(eng, name), rel=0.1), name
+
+
+def test_vllm_latency_rows_reproduced():
+    # the two constants were solved from these two rows: each within 1% (the solve's rounding)
+    e = np.exp(calibrate.log_errors(VLLM, engines.engine("vllm"))) - 1.0
+    assert len(e) == 2 and np.all(np.abs(e) < 0.01)
+    assert VLLM.source.str.contains("vLLM performance benchmark").all()
+
+
+def test_vllm_decode_constants_solve_back():
+    start = engines.engine("vllm").with_(step_overhead_s=5e-3, collective_latency_us=1.0)
+    best, err = calibrate.fit(VLLM, start, ("step_overhead_s", "collective_latency_us"))
+    assert err < 1e-4
+    assert best.step_overhead_s == pytest.approx(1.91e-3, rel=0.01)
+    assert best.collective_latency_us == pytest.approx(21.3, rel=0.01)
