@@ -10,7 +10,8 @@ from .. import catalog as catalog_mod
 from ..training import hf_config
 from . import memory as mem
 from .engines import ENGINES
-from .serve import plan, serve
+from . import cost
+from .serve import option_prices, plan, serve
 
 #: key -> (kind, bounds or choices)
 KEYS = {
@@ -22,6 +23,7 @@ KEYS = {
     "concurrency": ("int", (1, 10_000_000)),
     "engine": ("choice", tuple(ENGINES)),
     "ttft_ms_max": ("float", (1e-3, 1e9)), "tpot_ms_max": ("float", (1e-3, 1e9)),
+    "requests_per_s": ("float", (1e-9, 1e9)),
 }
 DEFAULTS = {"gpu": "h100-sxm", "weights": "bf16", "isl": 1024, "osl": 1024,
             "engine": "vllm", "ep": 1}
@@ -100,7 +102,14 @@ def answer(query: str, model_config: str | None = None, cat=None) -> dict:
                                                       "tpot_ms", "output_tokens_per_s_per_gpu")}
                                    for c in p["layouts"]],
                        notes=[])
-    out["model"] = m.id
+    if "requests_per_s" in q and "output_tokens_per_s_per_gpu" in out:
+        # a traffic level: whole instances at this layout's throughput, and their cost a day
+        gpus = float(cost.gpus_for_rate(q["requests_per_s"], q["osl"],
+                                        out["output_tokens_per_s_per_gpu"], out["tp"]))
+        out["requests_per_s"] = q["requests_per_s"]
+        out["gpus_needed"] = int(gpus)
+        out["usd_per_day"] = {k: float(x) * gpus * 24 for k, x in
+                              option_prices(gpu, cat).items()}
     out["gpu"] = gpu.id
     out["isl"], out["osl"] = q["isl"], q["osl"]
     out["notes"] = notes + out["notes"]

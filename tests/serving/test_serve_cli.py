@@ -69,3 +69,16 @@ def test_serve_bad_query_one_line(capsys, query, names):
     code, out, err = run(capsys, "serve", "--json", "--query", query)
     assert code == 2 and out == ""
     assert err.startswith("llmcost: error:") and err.count("\n") == 1 and names in err
+
+
+def test_serve_traffic_level_gpus_and_cost_per_day(capsys):
+    code, out, err = run(capsys, "serve", "--json", "--query",
+                         "model=llama3-70b&gpu=h100-sxm&tp=4&weights=fp8&isl=1000&osl=1000"
+                         "&concurrency=64&requests_per_s=10")
+    assert code == 0, err
+    r = json.loads(out)
+    # 10 requests/s x 1,000 output tokens over the layout's tokens/s per GPU, whole 4-GPU
+    # instances; a day of them at $55.04 / 8 per GPU-hour on demand
+    need = 10 * 1000 / r["output_tokens_per_s_per_gpu"]
+    assert r["gpus_needed"] == 4 * -(-need // 4)
+    assert r["usd_per_day"]["on_demand"] == pytest.approx(r["gpus_needed"] * 24 * 55.04 / 8)
