@@ -8,7 +8,7 @@ Defaults, from each engine's documentation of its arguments:
   ``kv_cache_dtype`` auto (= the model's dtype).
 * SGLang (docs.sglang.ai, "Server Arguments", 2025-08): ``mem_fraction_static`` 0.88 on
   80-GB-class GPUs, ``chunked_prefill_size`` 8192, ``max_running_requests`` from memory
-  (no fixed cap), ``kv_cache_dtype`` auto.
+  (no fixed cap), ``kv_cache_dtype`` auto, DP attention off (``--enable-dp-attention``).
 * TensorRT-LLM (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md, 2025-09):
   ``kv_cache_free_gpu_mem_fraction`` 0.9 of the memory left after weights and activations,
   ``max_num_tokens`` 8192, CUDA graphs to batch 8192 (the benchmark's max batch is set to
@@ -96,7 +96,7 @@ ENGINES = {
                    **{**_FITTED, **_VLLM_DECODE},
                    source="docs.vllm.ai Engine Arguments (defaults); decode constants solved "
                           "from vLLM's latency benchmark; other efficiencies as trtllm"),
-    "sglang": Engine("sglang", 0.88, False, 8192, 0, "auto", True,
+    "sglang": Engine("sglang", 0.88, False, 8192, 0, "auto", False,
                      **{**_FITTED, **_VLLM_DECODE},
                      source="docs.sglang.ai Server Arguments (defaults); decode constants as "
                             "vllm, other efficiencies as trtllm (assumptions)"),

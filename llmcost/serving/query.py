@@ -24,6 +24,7 @@ KEYS = {
     "engine": ("choice", tuple(ENGINES)),
     "ttft_ms_max": ("float", (1e-3, 1e9)), "tpot_ms_max": ("float", (1e-3, 1e9)),
     "requests_per_s": ("float", (1e-9, 1e9)),
+    "attention_dp": ("choice", ("0", "1")),
 }
 DEFAULTS = {"gpu": "h100-sxm", "weights": "bf16", "isl": 1024, "osl": 1024,
             "engine": "vllm", "ep": 1}
@@ -77,7 +78,8 @@ def answer(query: str, model_config: str | None = None, cat=None) -> dict:
     gpu = cat.gpu(q["gpu"])
     up = cat.fabric(gpu.scale_up)
     common = dict(isl=q["isl"], osl=q["osl"], engine=q["engine"], weights=q["weights"],
-                  expert_weights=q.get("expert_weights"), kv=q.get("kv"))
+                  expert_weights=q.get("expert_weights"), kv=q.get("kv"),
+                  attention_dp=None if "attention_dp" not in q else q["attention_dp"] == "1")
     if q.get("expert_weights") and not m.is_moe:
         raise v.InputError("expert_weights", f"expert_weights applies to MoE models; {m.id} "
                                              "is dense")

@@ -158,3 +158,18 @@ def test_formula_docstrings(func):
         assert re.search(rf"^{section}\n-+$", doc, re.M), section
     assert ".. math::" in doc
     assert re.search(r"\[[^\]]+\]", doc.split("Returns")[1])
+
+
+def test_mla_attention_dp_multiplies_the_cache():
+    # MLA's latent is whole on every TP rank: TP attention over 8 GPUs caches each sequence 8
+    # times; DP attention caches it once, at the price of replicating the 15.3e9 dense
+    # weights (FP8: 15.3 GB more per GPU of the 141 GiB H200) -> between 4x and 8x sequences
+    m, g = CAT.model("deepseek-v3"), CAT.gpu("h200")
+    kw = dict(isl=1000, osl=1000, tp=8, weights="fp8")
+    tp_ = pr.predict(m, g, CAT.fabric(g.scale_up), engines.engine("sglang"), **kw)
+    dp = pr.predict(m, g, CAT.fabric(g.scale_up), engines.engine("sglang"), attention_dp=True,
+                    **kw)
+    assert not tp_.attention_dp and dp.attention_dp
+    assert 4 < float(dp.max_concurrency / tp_.max_concurrency) < 8
+    assert float(dp.weights_bytes_per_gpu - tp_.weights_bytes_per_gpu) == pytest.approx(
+        mem.model_weight_split(m)[0] * 7 / 8, rel=1e-9)
