@@ -113,7 +113,8 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
         c = np.maximum(np.minimum(c_max, cap) if cap else c_max, 1.0)
     else:
         c = v.integer("concurrency", concurrency, maximum=10**7) * np.ones_like(c_max)
-    fits = (c_max >= c) & (c_max >= 1)
+    # beyond the engine's running-sequence cap requests queue: not that concurrency served
+    fits = (c_max >= c) & (c_max >= 1) & ((c <= cap) if cap else True)
 
     # mixed formats (gpt-oss: BF16 attention, MXFP4 experts): the slower rate, conservatively
     peak = min(compute_peak_tflops(gpu, fmt), compute_peak_tflops(gpu, efmt))

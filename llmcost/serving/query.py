@@ -103,7 +103,7 @@ def answer(query: str, model_config: str | None = None, cat=None) -> dict:
                        candidates=[{k: c[k] for k in ("tp", "ep", "concurrency", "ttft_ms",
                                                       "tpot_ms", "output_tokens_per_s_per_gpu")}
                                    for c in p["layouts"]],
-                       notes=[])
+                       pareto=p["pareto"], notes=[])
     if "requests_per_s" in q and "output_tokens_per_s_per_gpu" in out:
         # a traffic level: whole instances at this layout's throughput, and their cost a day
         gpus = float(cost.gpus_for_rate(q["requests_per_s"], q["osl"],

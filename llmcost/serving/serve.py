@@ -18,6 +18,18 @@ CONCURRENCIES = 2 ** np.arange(0, 13)
 TPS = (1, 2, 4, 8, 16, 32, 64, 72)
 
 
+def pareto_front(latency, throughput):
+    """Indices of the points no other point beats on both axes (lower latency, higher
+    throughput), by rising latency: the front InferenceX draws of throughput per GPU against
+    interactivity. Ties on latency keep the higher throughput."""
+    lat_ = np.asarray(latency, dtype=float).ravel()
+    x = np.asarray(throughput, dtype=float).ravel()
+    order = np.lexsort((-x, lat_))
+    best = np.maximum.accumulate(x[order])
+    keep = np.r_[True, best[1:] > best[:-1]] & np.isfinite(x[order])
+    return order[keep]
+
+
 def option_prices(gpu, cat=None, utilization=1.0) -> dict:
     """USD per used GPU-hour by pricing option: the GPU's first catalog offer (cloud, per
     GPU-hour as :func:`llmcost.catalog.usd_per_gpu_hour`), reservations and the purchase
@@ -78,9 +90,15 @@ def serve(model, gpu, scale_up, *, isl, osl, engine="vllm", tp=1, ep=1, weights=
     prices = option_prices(gpu) if prices is None else prices
     out = _result(r, 0, isl, osl, prices, tp, ep)
     out["engine"] = eng.id
-    out["notes"] = [] if out["fits"] else [
-        f"does not fit: {out['max_concurrency']} sequences of {isl + osl} tokens fit beside "
-        f"{out['weights_gb_per_gpu']:.1f} GB of weights per GPU, {out['concurrency']} asked"]
+    out["notes"] = []
+    if not out["fits"]:
+        cap = eng.max_batch * (out["tp"] if r.attention_dp else 1)
+        out["notes"].append(
+            f"{eng.id} runs at most {cap} sequences at once (its default cap): "
+            f"{out['concurrency']} asked" if eng.max_batch and out["concurrency"] > cap
+            and out["concurrency"] <= out["max_concurrency"] else
+            f"does not fit: {out['max_concurrency']} sequences of {isl + osl} tokens fit beside "
+            f"{out['weights_gb_per_gpu']:.1f} GB of weights per GPU, {out['concurrency']} asked")
     return out
 
 
@@ -112,5 +130,15 @@ def plan(model, gpu, scale_up, *, isl, osl, engine="vllm", weights="bf16", exper
     feasible = int(ok.sum())
     prices = option_prices(gpu) if prices is None else prices
     best = [_result(r, int(i), isl, osl, prices, tp, ep) for i in order[:min(top, feasible)]]
+    shape = x.shape
+    tpb, epb = np.broadcast_to(tp, shape).ravel(), np.broadcast_to(ep, shape).ravel()
+    cb = np.broadcast_to(r.concurrency, shape).ravel()
+    tpot = np.broadcast_to(r.tpot_s, shape).ravel() * 1e3
+    ttft = np.broadcast_to(r.ttft_s, shape).ravel() * 1e3
+    xf = x.ravel()
+    front = [{"tp": int(tpb[i]), "ep": int(epb[i]), "concurrency": int(cb[i]),
+              "tpot_ms": float(tpot[i]), "ttft_ms": float(ttft[i]),
+              "output_tokens_per_s_per_gpu": float(xf[i])}
+             for i in pareto_front(tpot, xf)]
     return {"layouts": best, "evaluated": int(x.size), "feasible": feasible,
-            "engine": eng.id}
+            "engine": eng.id, "pareto": front}

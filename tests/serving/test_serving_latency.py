@@ -173,3 +173,22 @@ def test_mla_attention_dp_multiplies_the_cache():
     assert 4 < float(dp.max_concurrency / tp_.max_concurrency) < 8
     assert float(dp.weights_bytes_per_gpu - tp_.weights_bytes_per_gpu) == pytest.approx(
         mem.model_weight_split(m)[0] * 7 / 8, rel=1e-9)
+
+
+def test_pareto_front_by_hand():
+    # (latency, throughput): b beats a on both; c is slower and no faster than b; d trades
+    lat_ = [10, 8, 12, 20, 20]
+    x = [100, 150, 140, 300, 250]
+    assert list(serve.pareto_front(lat_, x)) == [1, 3]
+    assert list(serve.pareto_front([1, 2], [5, -np.inf])) == [0]
+
+
+def test_plan_front_is_feasible_and_monotone():
+    m, g = CAT.model("llama3-8b"), CAT.gpu("h100-sxm")
+    p = serve.plan(m, g, CAT.fabric(g.scale_up), isl=1000, osl=1000, weights="fp8")
+    f = p["pareto"]
+    assert len(f) >= 3
+    tpot = [q["tpot_ms"] for q in f]
+    x = [q["output_tokens_per_s_per_gpu"] for q in f]
+    assert tpot == sorted(tpot) and x == sorted(x)
+    assert x[-1] == pytest.approx(p["layouts"][0]["output_tokens_per_s_per_gpu"])
