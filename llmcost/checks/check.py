@@ -196,10 +196,11 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, gpu=Non
         results = evaluate(scenario, cat)
         out["steps"], f = check_steps(log, results)
         out["findings"] += f
+        layout = results.plan.layout.to_dict()["description"] if results.plan.layout else "none fits"
         out["assumptions"].append(
             f"MFU: the review's model FLOPs per token over GPUs x dense BF16 peak "
             f"({results.inputs.gpu.bf16_dense_tflops:g} TFLOP/s), predicted for the "
-            f"scenario's layout ({results.plan.layout.to_dict()['description'] if results.plan.layout else 'none fits'})")
+            f"scenario's layout ({layout})")
     if nccl is not None:
         if gpu is None:
             if scenario is None:

@@ -192,7 +192,7 @@ def read_text(text, name: str | None = None, op: str | None = None) -> NcclTests
                                       "rows")
         rows.append((current,) + _row(tokens, lineno, s))
     if not rows:
-        raise v.InputError(PARAM, f"no result row found: expected nccl-tests output "
+        raise v.InputError(PARAM, "no result row found: expected nccl-tests output "
                                   "with rows 'size count type redop root time algbw busbw "
                                   "#wrong ...'")
     return _result(rows, sorted(ranks), hosts, devices, op_from)
@@ -298,7 +298,7 @@ def read_json(text, name: str | None = None, op: str | None = None) -> NcclTests
     text = _t.as_text(text, PARAM)
     start = text.find("{")
     if start < 0:
-        raise v.InputError(PARAM, f"no JSON object found: expected nccl-tests -J output")
+        raise v.InputError(PARAM, "no JSON object found: expected nccl-tests -J output")
     lead = text.count("\n", 0, start)
     try:
         doc = json.loads(text[start:], parse_constant=_refuse_constant)
@@ -351,10 +351,10 @@ def read_json(text, name: str | None = None, op: str | None = None) -> NcclTests
                                       _num_field(rec, "oop_error", where),
                                       _num_field(rec, "ip_busbw", where), where))
     else:
-        raise v.InputError(PARAM, f"expected nccl-tests JSON with a 'results' list "
+        raise v.InputError(PARAM, "expected nccl-tests JSON with a 'results' list "
                                   "(-J) or a 'benchmark' list")
     if not rows:
-        raise v.InputError(PARAM, f"the JSON holds no result")
+        raise v.InputError(PARAM, "the JSON holds no result")
     if len(rows) > MAX_ROWS:
         raise v.InputError(PARAM, f"more than {MAX_ROWS:,} results")
     rank_ids = [r for r in rank_ids if isinstance(r, int) and not isinstance(r, bool)]

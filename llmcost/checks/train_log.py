@@ -142,7 +142,7 @@ def read(text) -> TrainLog:
             raise v.InputError(PARAM, f"line {lineno}: more than {MAX_STEPS:,} steps")
     tt_rows = _one_rank(tt)
     if not meg and not tt_rows:
-        raise v.InputError(PARAM, f"no step line found: expected Megatron lines "
+        raise v.InputError(PARAM, "no step line found: expected Megatron lines "
                                   "('iteration N/ M | ... elapsed time per iteration (ms): X') "
                                   "or torchtitan lines ('step: N ... tps: X')")
     if len(meg) >= len(tt_rows):
