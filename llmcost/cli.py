@@ -685,10 +685,11 @@ def cmd_check(a) -> dict:
     """Is the cluster delivering: nccl-tests output and/or a training log read and checked
     against the model (issue 28). The hardware from --gpu/--fabric or the query; the run a
     log comes from (model, GPUs, layout) from the query and what the log states."""
-    from .checks import check as chk, nccl_tests, text as ctext, train_log
-    if a.nccl_tests is None and a.train_log is None:
-        raise v.InputError("nccl_tests", "give --nccl-tests FILE and/or --train-log FILE")
-    nccl = log = scenario = None
+    from .checks import check as chk, dcgm, nccl_tests, text as ctext, train_log
+    if a.nccl_tests is None and a.train_log is None and a.dcgm is None:
+        raise v.InputError("nccl_tests", "give --nccl-tests FILE, --train-log FILE and/or "
+                                         "--dcgm FILE")
+    nccl = log = scenario = samples = None
     notes = []
     if a.nccl_tests is not None:
         nccl = nccl_tests.read(ctext.read_file(a.nccl_tests, "nccl_tests"), name=a.nccl_tests,
@@ -710,8 +711,10 @@ def cmd_check(a) -> dict:
     elif nccl is not None and scenario is None:
         raise v.InputError("gpu", "--nccl-tests needs the hardware: --gpu [--fabric], or "
                                   "--query \"gpu=..&fabric=..\"")
-    res = chk.check(nccl, log, gpu=gpu, scale_up=up, scale_out=out, scenario=scenario,
-                    query=a.query, cat=catalog.default())
+    if a.dcgm is not None:
+        samples = dcgm.read(ctext.read_file(a.dcgm, "dcgm"))
+    res = chk.check(nccl, log, dcgm=samples, gpu=gpu, scale_up=up, scale_out=out,
+                    scenario=scenario, query=a.query, cat=catalog.default())
     res["warnings"] = notes
     return res
 
@@ -729,6 +732,11 @@ def _check_text(r: dict) -> str:
     if r["steps"]:
         lines.append("steps:")
         lines += [f"  {k}: {_fmt(x)}" for k, x in r["steps"].items()]
+    if r.get("dcgm"):
+        lines.append("dcgm (mean, min, max; blanks):")
+        lines += [f"  {k}: " + ", ".join("-" if x[q] is None else _fmt(x[q])
+                                         for q in ("mean", "min", "max")) + f"; {x['blank']}"
+                  for k, x in r["dcgm"]["metrics"].items()]
     lines += [f"note: {n}" for n in r["notes"] + r["assumptions"] + r["warnings"]]
     return "\n".join(lines)
 
@@ -1210,6 +1218,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default: from the output, the file name, or busbw/algbw)")
     sp.add_argument("--train-log", metavar="FILE",
                     help="a Megatron-LM/Megatron-Bridge or torchtitan training log")
+    sp.add_argument("--dcgm", metavar="FILE",
+                    help="dcgm-exporter's /metrics text (Prometheus): profiling gauges, blanks")
     sp.add_argument("--gpu", help="catalog id of the nccl-tests GPUs (or give --query)")
     sp.add_argument("--fabric", help="scale-out fabric id of the nccl-tests run (default: "
                                      "the GPU's usual)")
@@ -1256,8 +1266,10 @@ NEEDS = (
      "--fabric goes with --nccl-tests and --gpu (with --query alone the fabric is its fabric=)"),
     (("check",), "nccl_op", lambda a: a.nccl_tests is not None,
      "--nccl-op is used only with --nccl-tests"),
-    (("check",), "query", lambda a: a.train_log is not None or a.gpu is None,
-     "--query is not used with --nccl-tests and --gpu alone: the hardware is --gpu's"),
+    (("check",), "query",
+     lambda a: a.train_log is not None or (a.nccl_tests is not None and a.gpu is None),
+     "--query is read for --train-log, or for --nccl-tests without --gpu (with --gpu the "
+     "hardware is --gpu's)"),
     (("spot",), "billed_share_during_wait", lambda a: bool(a.capacity_wait_h),
      "--billed-share-during-wait is used only with --capacity-wait-h above 0"),
     (("spot",), "failure_lost_hours",

@@ -13,7 +13,7 @@ import numpy as np
 from .. import _validate as v
 from ..training import comm
 from ..training.step import calibration_for
-from . import expect, findings as fnd
+from . import dcgm as dcgm_mod, expect, findings as fnd
 from .nccl_tests import NcclTests
 from .train_log import TrainLog
 
@@ -162,7 +162,7 @@ def typed_keys(query: str | None) -> set:
     return {k for k, _ in parse_qsl((query or "").lstrip("?"), keep_blank_values=True)}
 
 
-def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, gpu=None,
+def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=None, gpu=None,
           scale_up=None, scale_out=None, scenario=None, query: str | None = None,
           cat=None) -> dict:
     """The check as one JSON-ready dict.
@@ -171,6 +171,7 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, gpu=Non
     ----------
     nccl : NcclTests, optional
     log : TrainLog, optional
+    dcgm : llmcost.checks.dcgm.DcgmSamples, optional
     gpu, scale_up, scale_out : optional
         Hardware of the nccl-tests run (default: the scenario's).
     scenario : Scenario, optional
@@ -178,9 +179,11 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, gpu=Non
     query : str, optional
         The query the scenario came from: the keys it sets are not taken from the log.
     """
-    if nccl is None and log is None:
-        raise v.InputError("nccl_tests", "give --nccl-tests FILE and/or --train-log FILE")
-    out = {"collectives": [], "steps": None, "findings": [], "assumptions": [], "notes": []}
+    if nccl is None and log is None and dcgm is None:
+        raise v.InputError("nccl_tests", "give --nccl-tests FILE, --train-log FILE and/or "
+                                         "--dcgm FILE")
+    out = {"collectives": [], "steps": None, "dcgm": None, "findings": [], "assumptions": [],
+           "notes": []}
     results = None
     if log is not None:
         if scenario is None:
@@ -215,4 +218,7 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, gpu=Non
         out["collectives"], out["findings"] = rows, f + out["findings"]
         out["notes"] += notes
         out["assumptions"].append(NCCL_ASSUMPTIONS)
+    if dcgm is not None:
+        out["dcgm"] = {"model": dcgm.model, "metrics": dcgm_mod.summary(dcgm)}
+        out["findings"] += fnd.dcgm_findings(out["dcgm"]["metrics"])
     return out

@@ -156,3 +156,26 @@ def step_findings(step, step_time_s, time_s, mfu, predicted_mfu, median_step_s,
                                f"first {dt[i]:,.0f} s between steps {int(step[i])} and "
                                f"{int(step[i + 1])}"))
     return out
+
+
+def dcgm_findings(summary: dict) -> list:
+    """Findings for a dcgm-exporter scrape: blank fields, profiling gauges stuck at 0, and
+    the profiling means as read."""
+    out = []
+    blank = {k: x["blank"] for k, x in summary.items() if x["blank"]}
+    if blank:
+        out.append(finding("warn", "DCGM fields not available",
+                           ", ".join(f"{k} ({n})" for k, n in blank.items()) + ": DCGM blank "
+                           "values (not found, not supported or not permitted), not readings"))
+    prof = {k: x for k, x in summary.items() if k.startswith("DCGM_FI_PROF_") and x["max"] is not None}
+    if prof and all(x["max"] == 0 for x in prof.values()):
+        gpus = max(x["gpus"] for x in prof.values())
+        out.append(finding("warn", "profiling gauges read 0",
+                           f"{', '.join(prof)} are 0 on all {gpus} GPU(s)/instances: idle, or "
+                           "the profiling module not collecting (NVIDIA/dcgm-exporter#662: "
+                           "GR_ENGINE_ACTIVE silently 0 under load)"))
+    elif prof:
+        out.append(finding("ok", "profiling gauges read",
+                           ", ".join(f"{k.removeprefix('DCGM_FI_PROF_')} mean {x['mean']:.2f}"
+                                     for k, x in prof.items())))
+    return out

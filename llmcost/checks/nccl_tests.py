@@ -47,7 +47,7 @@ _TAG = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>:)?")
 _START = re.compile(r"Collective test starting:\s*(\w+?)_perf\b")
 _BINARY = re.compile(r"\b(" + "|".join(OPS) + r")_perf\b")
 _FILE_OP = re.compile(r"(?:^|[^a-z])(" + "|".join(OPS) + r")(?:[^a-z]|$)")
-_RANK = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+"
+_RANK = re.compile(r"^#\s*Rank\s+(\d{1,9})\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+"
                    r"device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")
 _INT = re.compile(r"^\d+$")
 

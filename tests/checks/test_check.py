@@ -205,7 +205,7 @@ def test_cli_text_output_and_hardware_from_query():
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["check"], "--nccl-tests FILE and/or --train-log"),
+    (["check"], "--nccl-tests FILE, --train-log FILE and/or --dcgm"),
     (["check", "--nccl-tests", "/no/such/file", "--gpu", "h100-sxm"], "cannot read"),
     (["check", "--nccl-tests", str(DATA / "SOURCES.csv"), "--gpu", "h100-sxm"], "no result row"),
     (["check", "--nccl-tests", str(DATA / "nccl_all_reduce_p5_h100_16.txt")], "--gpu"),
@@ -213,7 +213,7 @@ def test_cli_text_output_and_hardware_from_query():
     (["check", "--train-log", str(DATA / "megatron_llm_slow.log"), "--gpu", "h100-sxm",
       "--query", "model=llama3-8b"], "--gpu is the nccl-tests hardware"),
     (["check", "--nccl-tests", str(DATA / "nccl_all_reduce_p5_h100_16.txt"), "--gpu", "h100-sxm",
-      "--query", "gpus=8"], "--query is not used"),
+      "--query", "gpus=8"], "--query is read for --train-log"),
     (["check", "--nccl-tests", str(DATA / "nccl_all_reduce_p5_h100_16.txt"), "--gpu", "h100-sxm",
       "--fabric", "nvlink4"], "scale-up link"),
     (["check", "--train-log", str(DATA / "nccl_all_reduce_p5_h100_16.txt"), "--query",
@@ -224,3 +224,13 @@ def test_cli_refusals_are_one_line(argv, match):
     assert code == 2 and out == ""
     assert err.startswith("llmcost: error:") and err.count("\n") == 1
     assert match in err
+
+
+def test_cli_dcgm_findings():
+    code, out, err = run_cli(["check", "--dcgm", str(DATA / "dcgm_exporter_a30_mig.prom"), "--json"])
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["dcgm"]["metrics"]["DCGM_FI_PROF_DRAM_ACTIVE"]["gpus"] == 6
+    assert [(f["level"], f["what"]) for f in r["findings"]] == [("warn", "profiling gauges read 0")]
+    code, out, err = run_cli(["check", "--dcgm", str(DATA / "dcgm_exporter_readme.prom")])
+    assert code == 0 and "[warn] DCGM fields not available: DCGM_FI_DEV_MEMORY_TEMP (1)" in out

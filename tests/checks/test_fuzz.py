@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from llmcost._validate import InputError
-from llmcost.checks import nccl_tests, train_log
+from llmcost.checks import dcgm, nccl_tests, train_log
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cluster"
 REAL_LINES = [x for p in sorted(DATA.iterdir()) if p.name != "SOURCES.csv"
@@ -17,7 +17,8 @@ TOKENS = ["8", "-1", "0", "1e400", "nan", "inf", "N/A", "float", "sum", "none", 
           "0:", "{", "}", "[", "]", '"results"', '"benchmark"', ":", ",", "step:", "tps:",
           "iteration", "elapsed time per iteration (ms):", "|", "9" * 5000, "\x00", "\t",
           "é", "\u2028", "# Rank  0 Group  0 Pid 1 on h device 0 [0x1] GPU",
-          "Collective test starting: all_reduce_perf", "-" * 300]
+          "Collective test starting: all_reduce_perf", "-" * 300, "DCGM_FI_PROF_SM_ACTIVE",
+          '{gpu="0"}', '{gpu="0",x="\\"}', "9223372036854775794", "140737488355330"]
 
 
 def _mutate(line: str, how: int, tok: str) -> str:
@@ -72,3 +73,10 @@ def test_nccl_json_reader_never_raises_anything_else(text):
 @given(hostile_text)
 def test_train_log_reader_never_raises_anything_else(text):
     _answers(train_log.read, text, "train_log")
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(hostile_text)
+def test_dcgm_reader_never_raises_anything_else(text):
+    _answers(dcgm.read, text, "dcgm")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from llmcost._validate import InputError
-from llmcost.checks import nccl_tests, train_log
+from llmcost.checks import dcgm, nccl_tests, train_log
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cluster"
 
@@ -28,7 +28,7 @@ def test_every_data_file_has_an_origin():
     assert src["origin"].str.startswith("https://github.com/").all()
     assert src["as_of"].notna().all()
     # at least one file per reader comes from a cluster with a reported problem
-    assert src["known_problem"].notna().sum() >= 4
+    assert src["known_problem"].notna().sum() >= 6
 
 
 def test_nccl_text_with_rank_lines_a3mega():
@@ -173,3 +173,38 @@ def test_log_bad_input_is_one_line(text, match):
     with pytest.raises(InputError, match=match) as e:
         train_log.read(text)
     assert e.value.param == "train_log" and "\n" not in str(e.value)
+
+
+def test_dcgm_exporter_readme_blank_is_not_a_reading():
+    d = dcgm.read((DATA / "dcgm_exporter_readme.prom").read_text())
+    assert d.metric.tolist() == ["DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK",
+                                 "DCGM_FI_DEV_MEMORY_TEMP"]
+    assert d.value[:2].tolist() == [139, 405]
+    # 9223372036854775794 = DCGM_INT64_BLANK (0x7ffffffffffffff0) + 2: not supported
+    assert 9223372036854775794 - 0x7FFFFFFFFFFFFFF0 == 2
+    assert d.blank.tolist() == [False, False, True] and np.isnan(d.value[2])
+    s = dcgm.summary(d)
+    assert s["DCGM_FI_DEV_MEMORY_TEMP"] == {"samples": 1, "gpus": 1, "blank": 1, "mean": None,
+                                            "min": None, "max": None}
+
+
+def test_dcgm_exporter_mig_instances():
+    d = dcgm.read((DATA / "dcgm_exporter_a30_mig.prom").read_text())
+    assert d.model == "NVIDIA A30"
+    # two GPUs, four and two MIG instances: one row each
+    assert d.gpu.tolist() == ["0/3", "0/4", "0/5", "0/6", "1/3", "1/4"]
+    assert (d.value == 0).all()
+
+
+@pytest.mark.parametrize("text, match", [
+    ("", "no DCGM sample"),
+    ("node_cpu_seconds_total 5", "line 1: expected a DCGM_"),
+    ('DCGM_FI_PROF_SM_ACTIVE{gpu="0} 0.5', "line 1: expected labels"),
+    ('DCGM_FI_PROF_SM_ACTIVE{gpu="0"} fast', "line 1: expected a non-negative number"),
+    ('DCGM_FI_PROF_SM_ACTIVE{gpu="0"} -1', "non-negative"),
+    ('# HELP x\nDCGM_FI_PROF_SM_ACTIVE{gpu="0"}', "line 2: expected 'DCGM_NAME"),
+])
+def test_dcgm_bad_input_is_one_line(text, match):
+    with pytest.raises(InputError, match=match) as e:
+        dcgm.read(text)
+    assert e.value.param == "dcgm" and "\n" not in str(e.value)
