@@ -110,11 +110,11 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
                       1e-9, 1.0)
     c_max = mem.max_concurrency(m_bytes, w_gpu, act, kv_seq_gpu, phi, seqs_per_gpu)
     if concurrency is None:
-        c = np.maximum(np.minimum(c_max, cap) if cap else c_max, 1.0)
+        c = np.maximum(np.minimum(c_max, cap) if cap is not None else c_max, 1.0)
     else:
         c = v.integer("concurrency", concurrency, maximum=10**7) * np.ones_like(c_max)
     # beyond the engine's running-sequence cap requests queue: not that concurrency served
-    fits = (c_max >= c) & (c_max >= 1) & ((c <= cap) if cap else True)
+    fits = (c_max >= c) & (c_max >= 1) & ((c <= cap) if cap is not None else True)
 
     # mixed formats (gpt-oss: BF16 attention, MXFP4 experts): the slower rate, conservatively
     peak = min(compute_peak_tflops(gpu, fmt), compute_peak_tflops(gpu, efmt))

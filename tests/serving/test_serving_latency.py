@@ -192,3 +192,14 @@ def test_plan_front_is_feasible_and_monotone():
     x = [q["output_tokens_per_s_per_gpu"] for q in f]
     assert tpot == sorted(tpot) and x == sorted(x)
     assert x[-1] == pytest.approx(p["layouts"][0]["output_tokens_per_s_per_gpu"])
+
+
+def test_plan_moe_with_dp_attention_caps_running_sequences_per_gpu():
+    # TensorRT-LLM runs MoE models with DP attention: its cap of 2048 running sequences is
+    # per attention rank, so an 8-GPU instance may run 8 x 2048
+    m, g = CAT.model("deepseek-v3"), CAT.gpu("b200")
+    p = serve.plan(m, g, CAT.fabric(g.scale_up), isl=1000, osl=1000, weights="fp4",
+                   engine="trtllm", tpot_ms_max=40)
+    assert p["feasible"] > 0
+    for q in p["layouts"]:
+        assert q["attention_dp"] and q["concurrency"] <= 2048 * q["tp"] and q["tpot_ms"] <= 40
