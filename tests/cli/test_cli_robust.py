@@ -221,7 +221,8 @@ VALID = {
         st.tuples(st.just("--train-log"), st.just(str(CLUSTER / "torchtitan_llama3_8b_h100.log")),
                   st.just("--query"),
                   st.sampled_from(["model=llama3-8b&gpu=h100-sxm&gpus=8&seq_len=8192",
-                                   "model=llama3-8b&gpu=a100-80gb&gpus=16&stack=fsdp"]))),
+                                   "model=llama3-8b&gpu=a100-80gb&gpus=16&stack=fsdp"])),
+        st.tuples(st.just("--dcgm"), st.sampled_from(sorted(str(p) for p in CLUSTER.glob("*.prom"))))),
 }
 
 #: examples per subcommand: the whole file stays under a minute on 2 cores; plan and size
