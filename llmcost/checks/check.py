@@ -20,9 +20,9 @@ from .train_log import TrainLog
 #: what the bus-bandwidth expectation leaves out (see :mod:`llmcost.checks.expect`)
 NCCL_ASSUMPTIONS = (
     "expected busbw: ring all-reduce/all-gather/reduce-scatter, pairwise all-to-all, one "
-    "ring per NIC across nodes (llmcost.training.comm); no NVLink SHARP (NVLS), no "
-    "InfiniBand SHARP, no NCCL tree: those read above the expectation, which is not a "
-    "problem")
+    "ring per NIC across nodes, and NCCL's tree for an all-reduce across nodes where faster "
+    "(llmcost.training.comm, llmcost.checks.expect); no NVLink SHARP (NVLS) or InfiniBand "
+    "SHARP: those read above the expectation, which is not a problem")
 
 
 def _num(x):

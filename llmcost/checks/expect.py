@@ -3,10 +3,10 @@ and ranks, from the alpha-beta collectives of :mod:`llmcost.training.comm`.
 
 Assumptions stated once: the expectation is the ring (all-reduce, all-gather,
 reduce-scatter), pairwise (all-to-all) and point-to-point model, with NCCL's k rings side by
-side, one per NIC, across nodes. It has no in-network reduction: NVLink SHARP (NVLS, H100
-and later inside an NVLink domain) and InfiniBand SHARP, and NCCL's tree and NVLS-tree
-algorithms across nodes, move fewer bytes per rank than a ring, so an all-reduce measured
-with them reads above this expectation (8 x H100 with NVLS: busbw ~480 GB/s against ~370
+side, one per NIC, across nodes, and for an all-reduce across nodes NCCL's tree where it is
+faster. It has no in-network reduction: NVLink SHARP (NVLS, H100 and later inside an NVLink
+domain) and InfiniBand SHARP move fewer bytes per rank than a ring, so an all-reduce
+measured with them reads above this expectation (8 x H100 with NVLS: busbw ~480 GB/s against ~370
 for a ring, S. Jeaugey, NVIDIA/nccl-tests#212). Above is not a problem; below is.
 
 References
@@ -57,6 +57,53 @@ def bus_bandwidth_factor(op: str, ranks):
     return v.result(np.ones_like(n, dtype=float))
 
 
+def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps,
+                                  intra_latency_us=0.0, inter_latency_us=0.0,
+                                  intra_efficiency=1.0, inter_efficiency=1.0, congestion=1.0):
+    r"""Bus bandwidth of NCCL's tree all-reduce across nodes (double binary tree between
+    nodes, a chain inside each): every node sends and receives S once per direction through
+    its k NICs, so nccl-tests' busbw reads 2(N-1)/N times the node's bandwidth.
+
+    .. math::
+        t = 2(N-1)\alpha_{max} + S \max\left(\frac{1}{\eta_i B_i},\;
+            \frac{c(n)}{k\,\eta_o B_o}\right),\qquad
+        \mathrm{busbw} = \frac{2(N-1)}{N}\frac{S}{t},\quad n = N/k
+
+    Parameters
+    ----------
+    size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps, intra_latency_us,
+    inter_latency_us, intra_efficiency, inter_efficiency, congestion
+        As :func:`expected_busbw_gb_per_s`.
+
+    Returns
+    -------
+    busbw_gb_per_s : float or array
+        [GB/s]; NaN inside one node (N <= k), where NCCL uses rings or NVLS.
+
+    References
+    ----------
+    .. [1] S. Jeaugey, "Massively scale your deep learning training with NCCL 2.4" (NVIDIA
+       blog, 2019): double binary trees, full bandwidth, logarithmic latency.
+    .. [2] S. Jeaugey, NVIDIA/nccl issue 1017 (2023-10-09): all-reduce busbw ~480 GB/s on two
+       8-GPU nodes needs ~240 GB/s per node between them (480 = 2(N-1)/N x 240 x ~1.07).
+    """
+    s = v.nonnegative("size_bytes", size_bytes)
+    n = v.integer("ranks", ranks, minimum=2)
+    k = np.minimum(v.integer("ranks_per_node", ranks_per_node), n)
+    bi = v.positive("intra_gbps", intra_gbps) * 1e9 * v.fraction("intra_efficiency",
+                                                                  intra_efficiency)
+    bo = v.positive("inter_gbps", inter_gbps) * 1e9 * v.fraction("inter_efficiency",
+                                                                  inter_efficiency)
+    alpha = np.maximum(v.nonnegative("intra_latency_us", intra_latency_us),
+                       v.nonnegative("inter_latency_us", inter_latency_us)) * 1e-6
+    c = v.positive("congestion", congestion)
+    t = 2 * (n - 1) * alpha + s * np.maximum(1.0 / bi, c / (k * bo))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bw = np.where((n > k) & (t > 0), 2.0 * (n - 1) / n * s / np.where(t > 0, t, 1.0) / 1e9,
+                      np.nan)
+    return v.result(bw)
+
+
 def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps,
                             intra_latency_us=0.0, inter_latency_us=0.0, intra_efficiency=1.0,
                             inter_efficiency=1.0, congestion=1.0):
@@ -68,8 +115,10 @@ def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gb
     :func:`~llmcost.training.comm.hierarchical_allgather_time_s` (also reduce-scatter),
     :func:`~llmcost.training.comm.hierarchical_alltoall_time_s` and
     :func:`~llmcost.training.comm.p2p_time_s` (send/receive: over the NIC once the ranks
-    span nodes), f from :func:`bus_bandwidth_factor`. For large S this tends to the link's
-    achievable bandwidth, eta_i B_i inside a node and k eta_o B_o / c(n) across nodes.
+    span nodes), f from :func:`bus_bandwidth_factor`; an all-reduce across nodes takes the
+    higher of the ring and :func:`tree_allreduce_busbw_gb_per_s` (NCCL picks the faster).
+    For large S this tends to the link's achievable bandwidth, eta_i B_i inside a node and
+    k eta_o B_o / c(n) across nodes (times 2(N-1)/N for the tree).
 
     Parameters
     ----------
@@ -106,6 +155,11 @@ def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gb
             inter_efficiency, congestion)
     if op == "all_reduce":
         t = comm.hierarchical_allreduce_time_s(s, n, k, *args)
+        # NCCL picks the faster of ring and tree: across nodes the tree's busbw can be higher
+        ring = bus_bandwidth_factor(op, n) * s / np.where(np.asarray(t) > 0, t, np.inf) / 1e9
+        tree = tree_allreduce_busbw_gb_per_s(s, n, k, *args)
+        best = np.fmax(ring, tree)
+        return v.result(np.where(s > 0, best, np.nan))
     elif op in ("all_gather", "reduce_scatter"):
         t = comm.hierarchical_allgather_time_s(s, n, k, *args)
     elif op == "alltoall":
