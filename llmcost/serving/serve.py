@@ -47,7 +47,10 @@ def option_prices(gpu, cat=None, utilization=1.0) -> dict:
 
 def _result(r, i, isl, osl, prices, tp, ep):
     shape = np.shape(r.output_tokens_per_s_per_gpu)
-    pick = (lambda a: float(np.broadcast_to(a, shape).flat[i]))
+
+    def pick(a):
+        return float(np.broadcast_to(a, shape).flat[i])
+
     x = pick(r.output_tokens_per_s_per_gpu)
     n_tp, n_ep = int(pick(tp)), int(pick(ep))
     share = pick(cost.prefill_time_share(r.prefill_s, r.latency_s, r.concurrency))
