@@ -1,5 +1,5 @@
-"""Reader of training logs: Megatron-LM (also Megatron-Bridge and NeMo 2 with Megatron-Core's
-``training_log``) iteration lines and torchtitan step lines.
+"""Reader of training logs: Megatron-LM (also Megatron-Bridge, whose ``training_log`` is
+Megatron-Core's) iteration lines, NeMo 2's Lightning step lines and torchtitan step lines.
 
 Megatron-LM (``megatron/training/training.py``, ``training_log``)::
 
@@ -10,6 +10,12 @@ Megatron-LM (``megatron/training/training.py``, ``training_log``)::
 ``elapsed time per iteration`` is the mean over the log interval; the timestamp is printed
 by recent versions (``--log-timers-to-tensorboard`` not needed). The argument dump at start
 (``  seq_length ........ 4096``) gives the sequence length and layout where the log has it.
+
+NeMo 2 (``nemo/lightning``, ``train_step_timing`` in seconds per step)::
+
+    Training epoch 0, iteration 120/149 | lr: 3e-05 | consumed_samples: 121 |
+    global_batch_size: 1 | global_step: 120 | reduced_train_loss: 1.233 |
+    train_step_timing in s: 0.03146
 
 torchtitan (``torchtitan/components/metrics.py``)::
 
@@ -44,6 +50,9 @@ _MEG_TIME = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)?\]")
 _MEG_ARG = re.compile(r"^\s*(seq_length|global_batch_size|micro_batch_size|world_size|"
                       r"tensor_model_parallel_size|pipeline_model_parallel_size|"
                       r"context_parallel_size|expert_model_parallel_size)\s*\.{3,}\s*(\d+)\s*$")
+_NEMO_TIME = re.compile(r"train_step_timing in s:\s*(\S+)")
+_NEMO_STEP = re.compile(r"\bglobal_step:\s*(\d{1,12})\b")
+_NEMO_GBS = re.compile(r"\bglobal_batch_size:\s*(\S+)")
 _TT_STEP = re.compile(r"\bstep:\s*(\d{1,12})\s.*?\btps:\s*" + _NUM)
 _TT_TFLOPS = re.compile(r"\btflops:\s*" + _NUM)
 _TT_MFU = re.compile(r"\bmfu:\s*" + _NUM + "%")
@@ -56,7 +65,7 @@ _TT_RANK = re.compile(r"^\s*\[rank(\d+)\]:")
 class TrainLog:
     """Steps of one training log, in the order logged."""
 
-    framework: str                 #: "megatron" or "torchtitan"
+    framework: str                 #: "megatron", "nemo" or "torchtitan"
     step: np.ndarray               #: step (iteration) number [-]
     step_time_s: np.ndarray        #: time per step [s] (NaN where the log does not give it)
     time_s: np.ndarray             #: timestamp of the line from the first one [s] (NaN: none)
@@ -99,7 +108,7 @@ def read(text) -> TrainLog:
     TrainLog
     """
     text = _t.as_text(text, PARAM)
-    meg, tt, args = [], [], {}
+    meg, nemo, tt, args = [], [], [], {}
     for lineno, line in _t.lines(text):
         if "elapsed time per iteration (ms)" in line:
             m, e = _MEG_ITER.search(line), _MEG_ELAPSED.search(line)
@@ -117,6 +126,17 @@ def read(text) -> TrainLog:
                         np.nan,
                         _num(tf.group(1), lineno, "throughput per GPU", line) if tf else np.nan,
                         np.nan, np.nan))
+        elif "train_step_timing in s:" in line:
+            m, e = _NEMO_STEP.search(line) or _MEG_ITER.search(line), _NEMO_TIME.search(line)
+            if not m or not e:
+                raise v.InputError(PARAM, f"line {lineno}: expected 'global_step: N' or "
+                                          f"'iteration N/M' and 'train_step_timing in s: X' in "
+                                          f"{_t.short(line)}")
+            sec = _num(e.group(1), lineno, "train_step_timing in s", line)
+            gb = _NEMO_GBS.search(line)
+            nemo.append((int(m.group(1)), sec, np.nan,
+                         _num(gb.group(1), lineno, "global_batch_size", line) if gb else np.nan,
+                         np.nan, np.nan, np.nan, np.nan))
         elif "tps:" in line and "step:" in line:
             m = _TT_STEP.search(line)
             if not m:
@@ -138,15 +158,19 @@ def read(text) -> TrainLog:
             a = _MEG_ARG.match(line)
             if a:
                 args[a.group(1)] = int(a.group(2)[:12])
-        if len(meg) > MAX_STEPS or len(tt) > 2 * MAX_STEPS:
+        if max(len(meg), len(nemo)) > MAX_STEPS or len(tt) > 2 * MAX_STEPS:
             raise v.InputError(PARAM, f"line {lineno}: more than {MAX_STEPS:,} steps")
     tt_rows = _one_rank(tt)
-    if not meg and not tt_rows:
+    if not meg and not nemo and not tt_rows:
         raise v.InputError(PARAM, "no step line found: expected Megatron lines "
-                                  "('iteration N/ M | ... elapsed time per iteration (ms): X') "
-                                  "or torchtitan lines ('step: N ... tps: X')")
-    if len(meg) >= len(tt_rows):
+                                  "('iteration N/ M | ... elapsed time per iteration (ms): X'), "
+                                  "NeMo lines ('... train_step_timing in s: X') or torchtitan "
+                                  "lines ('step: N ... tps: X')")
+    most = max(len(meg), len(nemo), len(tt_rows))
+    if len(meg) == most:
         return _log("megatron", meg, args)
+    if len(nemo) == most:
+        return _log("nemo", nemo, args)
     return _torchtitan(tt_rows, args)
 
 

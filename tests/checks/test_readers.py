@@ -134,6 +134,14 @@ def test_megatron_without_throughput_or_timestamps():
     assert (log.global_batch == 1024).all()
 
 
+def test_nemo2_step_lines():
+    log = _log("nemo2_esm2_bionemo.log")
+    assert log.framework == "nemo"
+    assert log.step.tolist() == [120, 121, 122, 123, 124, 125]
+    assert log.step_time_s.tolist() == [0.03146, 0.03163, 0.03215, 0.03157, 0.0317, 0.03147]
+    assert (log.global_batch == 1).all() and np.isnan(log.time_s).all()
+
+
 def test_torchtitan_step_lines():
     log = _log("torchtitan_llama3_8b_h100.log")
     assert log.framework == "torchtitan"
@@ -167,6 +175,9 @@ def _steps(text):
     (" elapsed time per iteration (ms): 5.0 |", "line 1: expected 'iteration N/"),
     ("x\n[titan] step: 3  loss: 1.0  tps: 1e999  tflops: 1", "line 2: .*tps"),
     ("[titan] step: x  loss: 1.0  tps: 10", "line 1: expected 'step: N"),
+    ("| global_step: 3 | train_step_timing in s: -0.1", "line 1: .*train_step_timing"),
+    ("| train_step_timing in s: 0.1", "line 1: expected 'global_step: N'"),
+    ("| global_step: 3 | train_step_timing in s:", "line 1: expected 'global_step: N'"),
     (b"\xff\xfe", "UTF-8"),
 ])
 def test_log_bad_input_is_one_line(text, match):
