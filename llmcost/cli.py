@@ -1217,7 +1217,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the collective of --nccl-tests when the output does not name it "
                          "(default: from the output, the file name, or busbw/algbw)")
     sp.add_argument("--train-log", metavar="FILE",
-                    help="a Megatron-LM/Megatron-Bridge or torchtitan training log")
+                    help="a Megatron-LM/Megatron-Bridge, NeMo 2 or torchtitan training log")
     sp.add_argument("--dcgm", metavar="FILE",
                     help="dcgm-exporter's /metrics text (Prometheus): profiling gauges, blanks")
     sp.add_argument("--gpu", help="catalog id of the nccl-tests GPUs (or give --query)")
