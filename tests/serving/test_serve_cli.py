@@ -82,3 +82,21 @@ def test_serve_traffic_level_gpus_and_cost_per_day(capsys):
     need = 10 * 1000 / r["output_tokens_per_s_per_gpu"]
     assert r["gpus_needed"] == 4 * -(-need // 4)
     assert r["usd_per_day"]["on_demand"] == pytest.approx(r["gpus_needed"] * 24 * 55.04 / 8)
+
+
+@pytest.mark.slow
+def test_serve_every_catalog_model_every_engine_plans_or_answers(capsys):
+    # no traceback and finite JSON for every catalog model and engine (plan mode under a
+    # TPOT limit); an infeasible limit is an answer (fits false), not an error
+    from llmcost import catalog
+    n = 0
+    for mid in catalog.default().ids("models"):
+        for engine in ("vllm", "sglang", "trtllm"):
+            code, out, err = run(capsys, "serve", "--json", "--query",
+                                 f"model={mid}&gpu=h200&weights=fp8&isl=2000&osl=500"
+                                 f"&engine={engine}&tpot_ms_max=50")
+            assert code == 0, (mid, engine, err)
+            r = json.loads(out)
+            assert "fits" in r
+            n += 1
+    assert n == 3 * len(catalog.default().ids("models"))
