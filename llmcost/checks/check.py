@@ -148,11 +148,16 @@ def check_steps(log: TrainLog, results) -> tuple[dict, list]:
              "median_step_s": median_s, "tokens_per_s": tokens_per_s, "mfu": mfu,
              "predicted_mfu": predicted, "predicted_step_time_s":
              results.predict.step_time_s if results.predict is not None else None,
+             "predicted_fits": bool(results.headline["fits"]),
              "model": model.id, "gpu": gpu.id, "gpus": int(gpus), "seq_len": int(model.seq_len),
              "flops_per_token": fpt,
              "log_mfu": float(np.median(log_mfu)) if len(log_mfu) else None,
              "log_tflops_per_gpu": float(np.median(log_tf)) if len(log_tf) else None}
-    return steps, fnd.step_findings(
+    found = [] if steps["predicted_fits"] else [fnd.finding(
+        "warn", "the scenario's layout does not fit in memory",
+        f"the review's layout for {model.id} on {gpus} {gpu.id} does not fit: its predicted MFU "
+        "describes a run that cannot happen; give the run's layout (tp=, pp=, ...) in --query")]
+    return steps, found + fnd.step_findings(
         log.step, log.step_time_s, log.time_s, mfu, predicted, median_s,
         fpt * tokens_per_s / gpus / 1e12 if tokens_per_s else None, steps["log_tflops_per_gpu"])
 

@@ -155,7 +155,7 @@ def test_torchtitan_mfu_is_ours_and_agrees_with_the_log(cat):
     assert st["mfu"] == pytest.approx(0.3434, rel=0.02)
     assert st["median_step_s"] == pytest.approx(np.median([14.648, 13.964, 13.961, 13.974,
                                                            13.977]) / 10, rel=1e-6)
-    assert 0.3 < st["predicted_mfu"] < 0.7 and st["count"] == 6
+    assert 0.3 < st["predicted_mfu"] < 0.7 and st["count"] == 6 and st["predicted_fits"]
     assert "alert" not in {f["level"] for f in out["findings"]}
 
 
@@ -180,6 +180,13 @@ def test_a_scenario_unlike_the_log_is_named(cat):
     assert levels["measured MFU above 1"] == "alert"
     assert levels["the scenario does not match the log"] == "warn"
     assert "global_batch_tokens=4194304" in out["notes"][0]
+
+
+def test_a_layout_that_does_not_fit_is_named(cat):
+    # 405B parameters on 8 H100: 810 GB of BF16 weights alone against 8 x 80 GiB
+    out = _check_log(cat, "torchtitan_llama3_8b_h100.log", "model=llama3-405b&gpus=8&gpu=h100-sxm")
+    assert out["steps"]["predicted_fits"] is False
+    assert out["findings"][0]["what"] == "the scenario's layout does not fit in memory"
 
 
 def test_restart_and_gap_from_a_log_logged_twice(cat):
