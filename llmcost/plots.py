@@ -842,3 +842,50 @@ def ladder_table(results: Results, *, compare=(), label=None) -> go.Figure:
     height = 120 + 60 * len(df)
     fig.update_layout(height=height, title=_title(title, height))
     return fig
+
+
+def cluster_busbw(check: dict) -> go.Figure:
+    """Measured bus bandwidth against message size with the expected curve, per collective:
+    ``check`` is :func:`llmcost.checks.check.check`'s dict (its ``collectives`` rows)."""
+    rows = check.get("collectives") or []
+    if not rows:
+        return _empty("Bus bandwidth vs message size", "no nccl-tests output read")
+    fig = _fig("Bus bandwidth vs message size: measured and expected", height=380)
+    for op, colour in zip(dict.fromkeys(r["op"] for r in rows), SCENARIO_COLOURS * 3):
+        mine = [r for r in rows if r["op"] == op]
+        x = [r["size_bytes"] for r in mine]
+        fig.add_trace(go.Scatter(x=x, y=[r["busbw_gb_per_s"] for r in mine], mode="lines+markers",
+                                 name=f"{op} measured", line=dict(color=colour)))
+        if any(r["expected_busbw_gb_per_s"] is not None for r in mine):
+            fig.add_trace(go.Scatter(x=x, y=[r["expected_busbw_gb_per_s"] for r in mine],
+                                     mode="lines", name=f"{op} expected",
+                                     line=dict(color=colour, dash="dash")))
+    fig.update_xaxes(type="log", title="message size [bytes]")
+    fig.update_yaxes(title="bus bandwidth [GB/s]", rangemode="tozero")
+    return _legend_below(fig)
+
+
+def cluster_steps(step, step_time_s, predicted_step_time_s=None) -> go.Figure:
+    """Step time over the logged steps, with the predicted step time as a line.
+
+    Parameters
+    ----------
+    step, step_time_s : array
+        From :class:`llmcost.checks.train_log.TrainLog` [-], [s].
+    predicted_step_time_s : float, optional
+        The review's prediction for the run's layout [s].
+    """
+    step, t = np.asarray(step, float), np.asarray(step_time_s, float)
+    ok = np.isfinite(t)
+    if not ok.any():
+        return _empty("Step time over the run", "the log gives no step time")
+    fig = _fig("Step time over the run, measured and predicted", height=340)
+    fig.add_trace(go.Scatter(x=step[ok], y=t[ok], mode="lines+markers", name="measured",
+                             line=dict(color=SCENARIO_COLOURS[0])))
+    if predicted_step_time_s:
+        fig.add_trace(go.Scatter(x=[step[ok].min(), step[ok].max()],
+                                 y=[predicted_step_time_s] * 2, mode="lines", name="predicted",
+                                 line=dict(color=SCENARIO_COLOURS[1], dash="dash")))
+    fig.update_xaxes(title="step")
+    fig.update_yaxes(title="step time [s]", rangemode="tozero")
+    return _legend_below(fig)
