@@ -15,7 +15,7 @@ from .predict import predict
 FIT_PARAMS = {"memory_efficiency": (0.3, 1.0), "prefill_efficiency": (0.1, 1.0),
               "decode_compute_efficiency": (0.1, 1.0), "step_overhead_s": (0.0, 0.05),
               "sequence_overhead_s": (0.0, 1e-4), "moe_efficiency": (0.1, 1.0),
-              "collective_latency_us": (0.0, 200.0)}
+              "collective_latency_us": (0.0, 200.0), "fp4_efficiency": (0.3, 1.0)}
 
 
 def predict_rows(rows: pd.DataFrame, eng: Engine, cat=None) -> pd.DataFrame:

@@ -118,6 +118,9 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
 
     # mixed formats (gpt-oss: BF16 attention, MXFP4 experts): the slower rate, conservatively
     peak = min(compute_peak_tflops(gpu, fmt), compute_peak_tflops(gpu, efmt))
+    if gpu.generation in FP4_GENERATIONS and "fp4" in fmt + efmt:
+        # FP4 GEMMs reach a smaller share of their doubled peak than FP8 ones of theirs
+        peak = peak * engine.fp4_efficiency
     hbm = gpu.hbm_bandwidth_tbps
     L, h, V = model.layers, model.hidden, model.vocab
     win_l = model.window_layers if model.attention_window else 0
