@@ -63,12 +63,14 @@ def _attention_dims(model: ModelSpec, decode: bool) -> tuple[int, int]:
 
 def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine, *,
             isl, osl, tp=1, ep=1, weights="bf16", expert_weights=None, kv=None,
-            concurrency=None, attention_dp=None) -> ServePrediction:
+            concurrency=None, attention_dp=None, requests=None) -> ServePrediction:
     """Memory and times of serving ``model`` on instances of ``tp`` GPUs.
 
     ``concurrency`` None: the most the memory and the engine's batch cap allow (the offline
     maximum-throughput regime). ``ep`` splits routed experts over ep GPUs (ep divides tp);
-    ``attention_dp`` None: the engine's default for MoE models."""
+    ``attention_dp`` None: the engine's default for MoE models. ``requests``: a benchmark of
+    that many prompts, its first wave sent at once (TTFT includes their queue); None: the
+    steady closed loop."""
     fmt = mem.weight_format(weights)
     efmt = mem.weight_format(expert_weights) if expert_weights else fmt
     kvf = kv or engine.kv_format(fmt)
@@ -166,6 +168,9 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
         + comm_s(c) + engine.step_overhead_s + c * engine.sequence_overhead_s
 
     ttft, tpot, latency = lat.closed_loop(t_pre, t_dec, c, osl)
+    if requests is not None:      # a benchmark's first wave queues its prefills
+        ttft = lat.benchmark_ttft_s(ttft, t_pre, c, v.integer("requests", requests,
+                                                               maximum=10**9))
     x = lat.output_tokens_per_s_per_gpu(c, osl, latency, t)
     return ServePrediction(ttft, tpot, latency, x, c, c_max, fits, w_gpu, kv_token,
                            kv_seq_gpu, act, t_pre, t_dec, kvf, fmt, adp)

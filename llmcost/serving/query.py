@@ -25,6 +25,7 @@ KEYS = {
     "ttft_ms_max": ("float", (1e-3, 1e9)), "tpot_ms_max": ("float", (1e-3, 1e9)),
     "requests_per_s": ("float", (1e-9, 1e9)),
     "attention_dp": ("choice", ("0", "1")),
+    "num_prompts": ("int", (1, 10**9)),
 }
 DEFAULTS = {"gpu": "h100-sxm", "weights": "bf16", "isl": 1024, "osl": 1024,
             "engine": "vllm", "ep": 1}
@@ -79,7 +80,8 @@ def answer(query: str, model_config: str | None = None, cat=None) -> dict:
     up = cat.fabric(gpu.scale_up)
     common = dict(isl=q["isl"], osl=q["osl"], engine=q["engine"], weights=q["weights"],
                   expert_weights=q.get("expert_weights"), kv=q.get("kv"),
-                  attention_dp=None if "attention_dp" not in q else q["attention_dp"] == "1")
+                  attention_dp=None if "attention_dp" not in q else q["attention_dp"] == "1",
+                  requests=q.get("num_prompts"))
     if q.get("expert_weights") and not m.is_moe:
         raise v.InputError("expert_weights", f"expert_weights applies to MoE models; {m.id} "
                                              "is dense")

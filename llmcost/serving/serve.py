@@ -84,12 +84,12 @@ def _result(r, i, isl, osl, prices, tp, ep):
 
 def serve(model, gpu, scale_up, *, isl, osl, engine="vllm", tp=1, ep=1, weights="bf16",
           expert_weights=None, kv=None, concurrency=None, prices=None,
-          attention_dp=None) -> dict:
+          attention_dp=None, requests=None) -> dict:
     """One layout's figures as the CLI's JSON (``concurrency`` None: the engine's maximum)."""
     eng = engine_preset(engine)
     r = predict(model, gpu, scale_up, eng, isl=isl, osl=osl, tp=tp, ep=ep, weights=weights,
                 expert_weights=expert_weights, kv=kv, concurrency=concurrency,
-                attention_dp=attention_dp)
+                attention_dp=attention_dp, requests=requests)
     prices = option_prices(gpu) if prices is None else prices
     out = _result(r, 0, isl, osl, prices, tp, ep)
     out["engine"] = eng.id
@@ -107,7 +107,7 @@ def serve(model, gpu, scale_up, *, isl, osl, engine="vllm", tp=1, ep=1, weights=
 
 def plan(model, gpu, scale_up, *, isl, osl, engine="vllm", weights="bf16", expert_weights=None,
          kv=None, ttft_ms_max=None, tpot_ms_max=None, tps=None, concurrencies=None,
-         prices=None, top=5, attention_dp=None) -> dict:
+         prices=None, top=5, attention_dp=None, requests=None) -> dict:
     """The layouts (TP, EP) and concurrencies that maximise output tokens/s per GPU under
     TTFT and TPOT limits, every candidate evaluated at once (arrays of layouts x
     concurrencies)."""
@@ -122,7 +122,8 @@ def plan(model, gpu, scale_up, *, isl, osl, engine="vllm", weights="bf16", exper
     ep = np.array([e for _, e in lay])[:, None]
     c = np.asarray(concurrencies if concurrencies is not None else CONCURRENCIES)[None, :]
     r = predict(model, gpu, scale_up, eng, isl=isl, osl=osl, tp=tp, ep=ep, weights=weights,
-                expert_weights=expert_weights, kv=kv, concurrency=c, attention_dp=attention_dp)
+                expert_weights=expert_weights, kv=kv, concurrency=c, attention_dp=attention_dp,
+                requests=requests)
     ok = np.asarray(r.fits).copy()
     if ttft_ms_max is not None:
         ok &= r.ttft_s * 1e3 <= v.positive("ttft_ms_max", ttft_ms_max)
