@@ -77,6 +77,13 @@ class UtilizationApp(Panel):
                               self.check_note, self.check_busbw, self.check_steps]
         return super()._build()
 
+    def refresh(self) -> bool:
+        ok = super().refresh()
+        if ok and getattr(self, "check_texts", None):
+            # the uploads are read against the scenario: a changed GPU or model re-checks them
+            self.run_check()
+        return ok
+
     def load_check_file(self, kind: str, name: str, text: str) -> None:
         """An uploaded file: kept (replacing the last of its kind) and the check re-run."""
         self.check_texts[kind] = (name, text)

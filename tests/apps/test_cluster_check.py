@@ -55,3 +55,14 @@ def test_dcgm_upload_and_a_too_large_file():
     assert "DCGM fields not available" in p.check_note.value
     p._check_failed("'big.log' is 30,000,000 bytes; a file up to 20,000,000 bytes is read")
     assert "llmc-err" in p.check_note.value and "20,000,000" in p.check_note.value
+
+
+def test_a_changed_gpu_checks_the_uploads_again():
+    p = panels.UtilizationApp(query="gpu=a100-80gb&fabric=ib-hdr")
+    _upload(p, "nccl_tests", "nccl_all_reduce_p4de_a100_16.txt")
+    before = p.check_result["collectives"][-1]["expected_busbw_gb_per_s"]
+    p.set(gpu="h100-sxm")
+    after = p.check_result["collectives"][-1]["expected_busbw_gb_per_s"]
+    # 2 nodes over ib-hdr's 8 x 25 GB/s x 0.9: the NICs bind on both GPUs, NVLink does not
+    assert after == pytest.approx(before, rel=1e-9)
+    assert "h100-sxm over nvlink4" in p.check_note.value
