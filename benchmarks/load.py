@@ -449,6 +449,49 @@ def server_round(server: "Server", n: int, quiet_cores: float = 0.05, query: str
     return r
 
 
+#: the review page's states after a control change, in the page's clock (ms): when the
+#: figures are greyed (busy) and when the busy state goes, after the new figures are sent
+CHANGE_SCRIPT = """() => {
+  const el = document.querySelector('.llmc-figures');
+  window.__llmcChange = {};
+  new MutationObserver((records) => {
+    for (const r of records) {
+      const was = (r.oldValue || '').split(' ').includes('llmc-busy');
+      if (!was && !window.__llmcChange.busy) window.__llmcChange.busy = performance.now();
+      if (was) window.__llmcChange.idle = performance.now();
+    }
+  }).observe(el, {attributes: true, attributeFilter: ['class'], attributeOldValue: true});
+  return performance.now();
+}"""
+
+
+async def _change(browser, url: str, result: Round, greyed: list) -> None:
+    """A reviewer changes the GPU count on a drawn review page: the time until the figures
+    are greyed goes to ``greyed``, until the busy state is gone (new figures sent) to
+    ``result``."""
+    ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = await ctx.new_page()
+        page.on("websocket",
+                lambda ws: result.kernels.update(re.findall(rf"/api/kernels/({KERNEL_ID})/", ws.url)))
+        await page.goto(url, timeout=VISIT_TIMEOUT_S * 1000)
+        await page.wait_for_function(f"document.querySelectorAll('{PLOT}').length >= {PLOTS_DRAWN}",
+                                     timeout=VISIT_TIMEOUT_S * 1000)
+        t0 = await page.evaluate(CHANGE_SCRIPT)
+        box = page.locator(".llmc-ctl-gpus input").first
+        await box.fill("512")
+        await box.press("Enter")
+        await page.wait_for_function("window.__llmcChange.idle", polling=50,
+                                     timeout=VISIT_TIMEOUT_S * 1000)
+        ch = await page.evaluate("window.__llmcChange")
+        greyed.append((ch["busy"] - t0) / 1000)
+        result.times_s.append((ch["idle"] - t0) / 1000)
+    except Exception:
+        result.failures += 1
+    finally:
+        await ctx.close()
+
+
 async def _round(browser, url: str, n: int, selector: str = PLOT) -> Round:
     r = Round()
     await asyncio.gather(*(_visit(browser, url, r, selector=selector) for _ in range(n)))
@@ -477,6 +520,15 @@ def measure(server: Server, browser_loop, warm_repeats=3, visits=(1, 4, 8, 16),
         back.kernels = set()
     if returning:
         out["returning"] = back
+    if server.selector == PLOT:          # the review page (not the floor's one widget)
+        change, greyed = Round(), []
+        for _ in range(warm_repeats):
+            wait_quiet(server)
+            loop.run_until_complete(_change(browser, server.base, change, greyed))
+            server.round_ended(change.kernels)
+            change.kernels = set()
+        change.greyed_s = greyed
+        out["change"] = change
     for n in server_visits:
         for key, query in ((f"server {n}", ""), (f"server {n} link", LINK_QUERY)):
             wait_quiet(server)
@@ -621,6 +673,14 @@ def rows(results: dict) -> list[tuple[str, int, float, str]]:
                     + ("" if layout == "floor" else " (budget 2.5 s)")
                     + f", failures {w.failures}"
                     + ("" if plain else was("warm", lambda r: f"{r.p(50):.2f} s"))))
+        ch = res.get("change")
+        if ch is not None:
+            g = sorted(ch.greyed_s)
+            out.append((f"voila [{label}] control change: figures greyed, then new figures sent",
+                        len(ch.times_s), ch.p(50),
+                        f"greyed after p50 {g[len(g) // 2] * 1e3:,.0f} ms, new figures after "
+                        f"p50 {ch.p(50):.2f} s, failures {ch.failures}" if g else
+                        f"failures {ch.failures}"))
         back = res.get("returning")
         if back is not None:
             out.append((f"voila [{label}] {what}, warm, returning visitor", len(back.times_s),

@@ -62,6 +62,7 @@ CSS = """<style>
   padding:3px 10px; text-align:left; vertical-align:top}
 .llmc-compare-table .llmc-delta {color:#555; font-size:12px}
 .llmc-navbar a, .llmc-navbar b {margin-right:4px}
+.llmc-busy {opacity:0.35; transition:opacity 0.15s; pointer-events:none}
 .llmc-table-title {font-weight:600; margin:8px 0 2px}
 .llmc-table {border-collapse:collapse; margin:2px 0 8px; font-size:13px}
 .llmc-table th, .llmc-table td {border-bottom:1px solid #e5e5e5; padding:3px 10px;
@@ -388,8 +389,12 @@ class Panel:
         left += [make(W.HTML, "<div class='llmc-group'>Compare, share and save</div>"),
                  make(W.HBox, [self.pin_button, self.clear_button]), self.share,
                  self.download, self.upload, self.report_button, self.downloader]
+        # one box for the plots: the busy state greys it (a PlotView's own classes are not
+        # updated by its view after the first render)
+        self.figures_box = make(W.VBox, list(self.outputs.values()))
+        self.figures_box.add_class("llmc-figures")
         right = [self.headline_box, self.status, self.compare_box, self.tables_box, self.notes,
-                 *self.extra_widgets, *self.outputs.values()]
+                 *self.extra_widgets, self.figures_box]
         header = make(W.HTML, f"{CSS}<h2 class='llmc-title'>{esc(self.title)}</h2>"
                               f"<div class='llmc-intro'>{self.intro}</div>")
         body = make(W.HBox, [make(W.VBox, left, layout=dict(width="400px", flex="0 0 400px")),
@@ -484,7 +489,24 @@ class Panel:
         """The current scenario's letter when scenarios are pinned, else ""."""
         return COMPARE_LABELS[len(self.pins)] if self.pins else ""
 
+    def _busy_widgets(self) -> list:
+        return [self.headline_box, self.tables_box, getattr(self, "figures_box", None)]
+
+    def _set_busy(self, busy: bool) -> None:
+        """Grey the figures from a change until the new ones are sent: figures on screen are
+        never taken for current while the kernel computes (the class goes out before the
+        computation, and is removed after the new figures' messages)."""
+        for w in filter(None, self._busy_widgets()):
+            (w.add_class if busy else w.remove_class)("llmc-busy")
+
     def refresh(self) -> bool:
+        self._set_busy(True)
+        try:
+            return self._refresh()
+        finally:
+            self._set_busy(False)
+
+    def _refresh(self) -> bool:
         t0 = time.perf_counter()
         try:
             res = self.compute(self.scenario)

@@ -355,3 +355,41 @@ def test_a_scenario_file_with_a_5000_digit_number_says_so_in_chromium(voila, pag
     assert "a number with 5,000 digits" in body and "nested" not in body
     assert page.locator(".llmc-ctl-model select").first.input_value() == before
     assert_no_error_text(page)
+
+
+BUSY_OBSERVER = """() => {
+  const el = document.querySelector('.llmc-figures');
+  window.__llmcStates = [];
+  let title = (el.querySelector('.gtitle') || {}).textContent;
+  new MutationObserver((records) => {
+    for (const r of records) {
+      if (r.target === el && r.attributeName === 'class') {
+        const was = (r.oldValue || '').split(' ').includes('llmc-busy');
+        // the transition this record made (the current state may be later than it)
+        window.__llmcStates.push([was ? 'idle' : 'busy', performance.now()]);
+      }
+    }
+    const t = (el.querySelector('.gtitle') || {}).textContent;
+    if (t !== title) { title = t; window.__llmcStates.push(['figure', performance.now()]); }
+  }).observe(el, {attributes: true, attributeOldValue: true, subtree: true, childList: true,
+                  characterData: true});
+}"""
+
+
+def test_a_change_greys_the_figures_until_the_new_ones_are_drawn(voila, page):
+    # issue 31: after a change the old figures stayed on screen for seconds, looking current
+    open_app(page, voila, "review")
+    page.wait_for_function("document.querySelectorAll('.llmc-plotview.js-plotly-plot').length >= 2",
+                           timeout=60_000)
+    page.evaluate(BUSY_OBSERVER)
+    fill_number(page, "gpus", 512)
+    page.wait_for_function("window.__llmcStates.some(s => s[0] === 'figure') && "
+                           "window.__llmcStates[window.__llmcStates.length - 1][0] === 'idle'",
+                           timeout=60_000)
+    timed = page.evaluate("window.__llmcStates")
+    states = [s for s, _ in timed]
+    # the busy state comes first, the new figure while it holds, and it goes after the figure
+    assert states[0] == "busy", states
+    assert states.index("figure") < len(states) - 1 and "idle" not in states[:states.index("figure")], states
+    assert page.locator(".llmc-busy").count() == 0
+    assert_no_error_text(page)
