@@ -28,8 +28,8 @@ from typing import Callable
 import ipywidgets as W
 
 from .. import catalog as catalog_mod
-from ..scenario import (COMPARE_LABELS, CUSTOM_MODE, FIELDS, Scenario, describe, number_text,
-                        parse_value, scenarios_from_query, scenarios_to_query)
+from ..scenario import (COMPARE_LABELS, CUSTOM_MODE, FIELDS, Scenario, config_text, describe,
+                        number_text, parse_value, scenarios_from_query, scenarios_to_query)
 from .plotview import clear_figure, plot_widget, show_figure
 from .shared import make, shared_layout
 from .text import esc
@@ -93,6 +93,17 @@ def field_label(name: str) -> str:
     """A control's label with its unit, as the user reads it."""
     d = describe(name)
     return d["label"] + (f" [{d['unit']}]" if d["unit"] else "")
+
+
+def _looks_like_hf_config(text: str) -> bool:
+    """A Hugging Face config.json (it names its model type or architectures), not a
+    scenario file; a file that does not parse is left to the scenario reader's message."""
+    import json
+    try:
+        d = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(d, dict) and ("model_type" in d or "architectures" in d)
 
 
 def tables_html(tables: list[dict]) -> str:
@@ -216,9 +227,14 @@ class Panel:
         self.report_button.add_class("llmc-report")
         self.report_button.on_click(lambda _: self.report())
         from .upload import FilePicker
-        self.upload = FilePicker(self._load_text, self._load_failed, label="Load scenario",
+        takes_model = "model" in self.fields
+        self.upload = FilePicker(self._load_text, self._load_failed,
+                                 label="Load scenario or config.json" if takes_model
+                                 else "Load scenario",
                                  accept=".json", max_bytes=MAX_SCENARIO_BYTES,
-                                 hint="A scenario file saved here (JSON)")
+                                 hint="A scenario file saved here (JSON)" + (
+                                     ", or a model's Hugging Face config.json" if takes_model
+                                     else ""))
         self.upload.add_class("llmc-load")
         self.pin_button = make(W.Button, description="Pin as A", icon="thumb-tack",
                                tooltip="Keep these values as a scenario to compare against")
@@ -684,8 +700,12 @@ class Panel:
                                                                "nothing changed:")
 
     def _load_text(self, name: str, text: str) -> None:
-        """A scenario file's values replace the controls'; a file that is not a scenario
-        changes nothing and says why."""
+        """A scenario file's values replace the controls'; a Hugging Face config.json (in
+        an app with a model) becomes the scenario's model, carried by its link as
+        ``cfg.<field>`` keys; a file that is neither changes nothing and says why."""
+        if "model" in self.fields and _looks_like_hf_config(text):
+            self._load_config(name, text)
+            return
         s, warnings = Scenario.from_json(text, self.catalog)
         if warnings and warnings[0].startswith("not a scenario file"):
             self._load_failed(warnings[0])
@@ -696,6 +716,26 @@ class Panel:
             self._load_failed("its values could not be evaluated (see the message above the "
                               "figures); the controls keep the last good values")
             self.scenario_sync_back()
+
+    def _load_config(self, name: str, text: str) -> None:
+        from ..training import hf_config
+        try:
+            fields = hf_config.config_fields(hf_config.read_config(text, name=name))
+            model, notes = hf_config.model_from_config(fields)
+            s = replace(self.scenario, model="config", model_config=config_text(fields))
+        except ValueError as e:
+            self._load_failed(str(e))
+            return
+        if not self.set_scenario(s, sync_controls=True):
+            self._load_failed("the model it describes could not be evaluated (see the message "
+                              "above the figures); the controls keep the last good values")
+            self.scenario_sync_back()
+            return
+        head = (f"Model from {name}: {model.layers} layers, hidden {model.hidden:,}, "
+                f"{model.params / 1e9:,.1f} B parameters"
+                + (f" ({model.active_params / 1e9:,.1f} B active)" if model.is_moe else "")
+                + "; the share link carries it.")
+        self.warning_box.value = self._warning_html([head, *notes], "Loaded a config.json:")
 
     def scenario_sync_back(self) -> None:
         self._sync_controls()

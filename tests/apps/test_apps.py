@@ -379,3 +379,27 @@ def test_the_cost_table_shows_the_figures_of_review_json():
     assert "llmc-cost-table" in p.tables_box.value and usd_text(r["costs_usd"]["spot"]) in p.tables_box.value
     html = p.report_html(share_url="http://x/")
     assert "Cost by way to pay" in html and usd_text(r["costs_usd"]["on_prem"]) in html
+
+
+@pytest.mark.parametrize("cls", [panels.ReviewApp, panels.SizingApp])
+def test_a_config_json_upload_becomes_the_model_and_its_link(cls):
+    # issue 31: a reviewer's own model in the apps, as the CLI's --model-config takes it
+    from pathlib import Path
+    from llmcost.training import hf_config
+    text = (Path(__file__).resolve().parents[1] / "data" / "hf_configs" / "qwen3-8b.json").read_text()
+    p = cls(query="")
+    p._on_upload({"new": [{"name": "config.json", "content": memoryview(text.encode())}]})
+    m, _ = hf_config.model_from_config(hf_config.read_config(text))
+    assert p.scenario.model == "config" and p.results.inputs.model.params == m.params
+    assert "Loaded a config.json" in p.warning_box.value and "36 layers" in p.warning_box.value
+    again = cls(query=p.share_link().split("?", 1)[1])
+    assert again.scenario == p.scenario
+    assert again.headline(again.results) == p.headline(p.results)
+
+
+def test_a_broken_config_json_changes_nothing_and_says_why():
+    p = panels.ReviewApp(query="")
+    before = p.scenario
+    p._on_upload({"new": [{"name": "config.json",
+                           "content": memoryview(b'{"model_type": "llama", "hidden_size": -5}')}]})
+    assert p.scenario == before and "nothing changed" in p.warning_box.value

@@ -291,7 +291,7 @@ def test_load_scenario_file_in_the_browser(voila, page, tmp_path):
     # the picker's label has no "(0)" count; a good file loads, a broken one changes nothing
     open_app(page, voila, "review")
     button = page.locator(".llmc-file-button").first
-    assert button.inner_text() == "Load scenario"
+    assert button.inner_text() == "Load scenario or config.json"
     good = tmp_path / "s.json"
     good.write_text('{"model": "llama3-8b", "gpus": 64}')
     page.locator(".llmc-file-input").first.set_input_files(str(good))
@@ -392,4 +392,26 @@ def test_a_change_greys_the_figures_until_the_new_ones_are_drawn(voila, page):
     assert states[0] == "busy", states
     assert states.index("figure") < len(states) - 1 and "idle" not in states[:states.index("figure")], states
     assert page.locator(".llmc-busy").count() == 0
+    assert_no_error_text(page)
+
+
+def test_a_config_json_upload_reviews_that_model_and_its_link_reproduces_it(voila, page, tmp_path):
+    # issue 31: a reviewer's own model, brought as its Hugging Face config.json
+    src = Path(__file__).resolve().parents[1] / "data" / "hf_configs" / "qwen3-8b.json"
+    cfg = tmp_path / "config.json"
+    cfg.write_text(src.read_text())
+    open_app(page, voila, "review")
+    days = text_of(page, ".llmc-headline-days")
+    page.locator(".llmc-file-input").first.set_input_files(str(cfg))
+    page.wait_for_selector("text=Loaded a config.json", timeout=30_000)
+    assert "36 layers, hidden 4,096" in page.locator("body").inner_text()
+    assert page.locator(".llmc-ctl-model select").first.input_value() == "config"
+    new_days = wait_change(page, lambda: text_of(page, ".llmc-headline-days"), days)
+    link = page.locator(".llmc-share-link").first.inner_text()
+    assert "cfg.num_hidden_layers=36" in link and "model=config" in link
+    # the link opens the same model and the same figures
+    page.goto(link if link.startswith("http") else voila + link.split("voila", 1)[-1])
+    page.wait_for_selector(".llmc-headline-days", timeout=60_000)
+    wait_change(page, lambda: text_of(page, ".llmc-headline-days"), "")
+    assert text_of(page, ".llmc-headline-days") == new_days
     assert_no_error_text(page)
