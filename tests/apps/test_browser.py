@@ -38,6 +38,8 @@ def test_review_number_box(voila, page):
     wait_change(page, lambda: text_of(page, ".llmc-headline-gpus"), "1,024")
     assert wait_change(page, lambda: text_of(page, ".llmc-headline-days"), days) != days
     assert wait_change(page, lambda: titles(page), t0) != t0
+    # the notebook's tinker cell prints only outside Voila
+    assert "Days to train: " not in page.locator("body").inner_text()
     # issue 31: a count typed as people write it, and shown back the same way
     fill_number(page, "gpus", "2,048")
     wait_change(page, lambda: text_of(page, ".llmc-headline-gpus"), "512")

@@ -40,11 +40,16 @@ def test_one_thin_notebook_per_registered_app_and_the_landing_page():
     for p in NOTEBOOKS:
         nb = nbformat.read(p, as_version=4)
         code = [c for c in nb.cells if c.cell_type == "code"]
-        assert len(code) == 1 and "llmcost.apps" in code[0].source
-        assert not code[0].get("outputs"), f"{p.name} is committed with outputs"
+        assert "llmcost.apps" in code[0].source
+        assert not any(c.get("outputs") for c in code), f"{p.name} is committed with outputs"
         if p.stem != "index":
-            # the notebook shows the app registered under its own name
+            # the notebook shows the app registered under its own name, then one commented
+            # cell to tinker with, which prints only outside Voila
             assert f'show("{p.stem}")' in code[0].source
+            assert len(code) == 2 and code[1].source.startswith("#")
+            assert "if not in_voila():" in code[1].source and "app.compute(" in code[1].source
+        else:
+            assert len(code) == 1
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -109,3 +114,26 @@ def test_a_corrupt_catalog_is_named_on_the_page_not_a_traceback(name, tmp_path, 
     # the review says so at once; the landing page's cards each say why they have no figure
     assert "The catalog cannot be read" in shown if name == "review" else "Not computed" in shown
     assert "gpus.csv" in shown and "gpus_per_node" in shown and "row 1" in shown, shown[:500]
+
+
+@pytest.mark.parametrize("name", ["review", "spot"])
+def test_the_tinker_cell_prints_the_headline_of_its_scenario_and_nothing_in_voila(name, tmp_path):
+    # issue 31: a reviewer who opens the notebook has a cell to tinker with; a Voila page
+    # (VOILA_KERNEL_ID set in its kernel) shows only the app
+    path = NOTEBOOKS[0].parent / f"{name}.ipynb"
+    nb = run(path)
+    printed = "".join(o.get("text", "") for o in nb.cells[1].get("outputs", ())
+                      if o.output_type == "stream")
+    from dataclasses import replace
+    from llmcost.apps.registry import app
+    panel = app(name)(query="")
+    field = {"review": "gpus", "spot": "preemptions_per_day"}[name]
+    other = panel.compute(replace(panel.scenario, **{field: 2 * getattr(panel.scenario, field)}))
+    expected = [f"{label}: {text}" for label, text, *_ in panel.headline(other).values()]
+    assert expected and printed.splitlines() == expected
+    os.environ["VOILA_KERNEL_ID"] = "probe"
+    try:
+        quiet = run(path)
+    finally:
+        os.environ.pop("VOILA_KERNEL_ID")
+    assert not quiet.cells[1].get("outputs")
