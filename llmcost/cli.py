@@ -731,7 +731,8 @@ def _check_text(r: dict) -> str:
                          f" / {_fmt(e) if e is not None else '-'}")
     if r["steps"]:
         lines.append("steps:")
-        lines += [f"  {k}: {_fmt(x)}" for k, x in r["steps"].items()]
+        lines += [f"  {k}: " + (", ".join(_fmt(e) for e in x) if isinstance(x, list) else _fmt(x))
+                  for k, x in r["steps"].items()]
     if r.get("dcgm"):
         lines.append("dcgm (mean, min, max; blanks):")
         lines += [f"  {k}: " + ", ".join("-" if x[q] is None else _fmt(x[q])

@@ -865,8 +865,9 @@ def cluster_busbw(check: dict) -> go.Figure:
     return _legend_below(fig)
 
 
-def cluster_steps(step, step_time_s, predicted_step_time_s=None) -> go.Figure:
-    """Step time over the logged steps, with the predicted step time as a line.
+def cluster_steps(step, step_time_s, predicted_step_time_s=None, band_s=None) -> go.Figure:
+    """Step time over the logged steps, with the predicted step time as a line and the step
+    model's band around it.
 
     Parameters
     ----------
@@ -874,6 +875,8 @@ def cluster_steps(step, step_time_s, predicted_step_time_s=None) -> go.Figure:
         From :class:`llmcost.checks.train_log.TrainLog` [-], [s].
     predicted_step_time_s : float, optional
         The review's prediction for the run's layout [s].
+    band_s : (float, float), optional
+        The prediction band of the step time [s] (``steps["predicted_step_time_band_s"]``).
     """
     step, t = np.asarray(step, float), np.asarray(step_time_s, float)
     ok = np.isfinite(t)
@@ -882,8 +885,15 @@ def cluster_steps(step, step_time_s, predicted_step_time_s=None) -> go.Figure:
     fig = _fig("Step time over the run, measured and predicted", height=340)
     fig.add_trace(go.Scatter(x=step[ok].tolist(), y=t[ok].tolist(), mode="lines+markers", name="measured",
                              line=dict(color=SCENARIO_COLOURS[0])))
+    ends = [float(step[ok].min()), float(step[ok].max())]
+    if band_s:
+        fig.add_trace(go.Scatter(x=ends, y=[band_s[1]] * 2, mode="lines", showlegend=False,
+                                 line=dict(width=0), hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=ends, y=[band_s[0]] * 2, mode="lines", name="prediction band",
+                                 line=dict(width=0), fill="tonexty",
+                                 fillcolor=_tint(SCENARIO_COLOURS[1], 0.2)))
     if predicted_step_time_s:
-        fig.add_trace(go.Scatter(x=[float(step[ok].min()), float(step[ok].max())],
+        fig.add_trace(go.Scatter(x=ends,
                                  y=[predicted_step_time_s] * 2, mode="lines", name="predicted",
                                  line=dict(color=SCENARIO_COLOURS[1], dash="dash")))
     fig.update_xaxes(title="step")

@@ -128,8 +128,10 @@ class UtilizationApp(Panel):
         else:
             clear_figure(self.check_busbw)
         if log is not None:
+            st = out["steps"]
             show_figure(self.check_steps, plots.cluster_steps(
-                log.step, log.step_time_s, out["steps"]["predicted_step_time_s"]))
+                log.step, log.step_time_s, st["predicted_step_time_s"],
+                st["predicted_step_time_band_s"]))
         else:
             clear_figure(self.check_steps)
         return out

@@ -142,12 +142,21 @@ def check_steps(log: TrainLog, results) -> tuple[dict, list]:
     mfu = (fpt * tokens_per_s / (gpus * gpu.bf16_dense_tflops * 1e12)
            if tokens_per_s else None)
     predicted = results.predict.mfu if results.predict is not None else None
+    # the step model's own band (data/step_model_errors.csv): tokens/s within
+    # [1 - low, 1 + high] x the prediction, so MFU likewise and the step time inversely
+    band = results.economics.band if results.economics is not None else None
+    pred_step = results.predict.step_time_s if results.predict is not None else None
     log_mfu = log.log_mfu[np.isfinite(log.log_mfu)]
     log_tf = log.log_tflops_per_gpu[np.isfinite(log.log_tflops_per_gpu)]
     steps = {"count": int(len(log.step)), "framework": log.framework,
              "median_step_s": median_s, "tokens_per_s": tokens_per_s, "mfu": mfu,
-             "predicted_mfu": predicted, "predicted_step_time_s":
-             results.predict.step_time_s if results.predict is not None else None,
+             "predicted_mfu": predicted, "predicted_step_time_s": pred_step,
+             "predicted_mfu_band": ([predicted * (1 - band.low), predicted * (1 + band.high)]
+                                    if band and predicted else None),
+             "predicted_step_time_band_s": ([pred_step / (1 + band.high),
+                                             pred_step / (1 - band.low)]
+                                            if band and pred_step and band.low < 1 else None),
+             "band_reason": band.reason if band else None,
              "predicted_fits": bool(results.headline["fits"]),
              "model": model.id, "gpu": gpu.id, "gpus": int(gpus), "seq_len": int(model.seq_len),
              "flops_per_token": fpt,
@@ -159,7 +168,8 @@ def check_steps(log: TrainLog, results) -> tuple[dict, list]:
         "describes a run that cannot happen; give the run's layout (tp=, pp=, ...) in --query")]
     return steps, found + fnd.step_findings(
         log.step, log.step_time_s, log.time_s, mfu, predicted, median_s,
-        fpt * tokens_per_s / gpus / 1e12 if tokens_per_s else None, steps["log_tflops_per_gpu"])
+        fpt * tokens_per_s / gpus / 1e12 if tokens_per_s else None, steps["log_tflops_per_gpu"],
+        steps["predicted_mfu_band"], steps["band_reason"])
 
 
 def typed_keys(query: str | None) -> set:

@@ -109,7 +109,8 @@ def busbw_findings(op: str, size_bytes, busbw, expected, wrong, ranks) -> list:
 
 
 def step_findings(step, step_time_s, time_s, mfu, predicted_mfu, median_step_s,
-                  model_tflops_per_gpu=None, log_tflops_per_gpu=None) -> list:
+                  model_tflops_per_gpu=None, log_tflops_per_gpu=None, mfu_band=None,
+                  band_reason=None) -> list:
     """Findings for a training log: MFU against prediction, tail, restarts and gaps."""
     step, st, t = (np.asarray(step, float), np.asarray(step_time_s, float),
                    np.asarray(time_s, float))
@@ -130,6 +131,11 @@ def step_findings(step, step_time_s, time_s, mfu, predicted_mfu, median_step_s,
         ev = f"MFU {mfu:.3f} = {share:.2f} x the predicted {predicted_mfu:.3f}"
         if share < MFU_ALERT_SHARE:
             out.append(finding("alert", "MFU far below the prediction", ev))
+        elif mfu_band and mfu < mfu_band[0]:
+            # the band is the step model's own error on published runs of this kind
+            out.append(finding("warn", "MFU below the prediction band",
+                               f"{ev}; band {mfu_band[0]:.3f}-{mfu_band[1]:.3f} "
+                               f"({band_reason})"))
         else:
             out.append(finding("ok", "MFU within reach of the prediction", ev))
     good = st[np.isfinite(st)]

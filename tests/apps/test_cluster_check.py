@@ -37,7 +37,10 @@ def test_train_log_upload_shows_mfu_against_the_prediction():
     assert "MFU: 34.3%" in p.check_note.value
     steps = shown_figure(p.check_steps)
     assert steps["data"][0]["x"] == [210, 220, 230, 240, 250]
-    assert steps["data"][1]["y"][0] == pytest.approx(st["predicted_step_time_s"])
+    # measured, the band's top and bottom (filled between), the prediction
+    assert [d["y"][0] for d in steps["data"][1:]] == pytest.approx(
+        [st["predicted_step_time_band_s"][1], st["predicted_step_time_band_s"][0],
+         st["predicted_step_time_s"]])
 
 
 def test_a_bad_file_is_named_and_clears_the_figures():

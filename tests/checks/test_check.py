@@ -159,6 +159,31 @@ def test_torchtitan_mfu_is_ours_and_agrees_with_the_log(cat):
     assert "alert" not in {f["level"] for f in out["findings"]}
 
 
+def test_the_prediction_band_is_the_step_models_own(cat):
+    from llmcost.training.uncertainty import throughput_band
+    out = _check_log(cat, "torchtitan_llama3_8b_h100.log", TITAN_Q)
+    st = out["steps"]
+    band = throughput_band("hopper", "bf16", st["predicted_mfu"], cat.step_model_errors())
+    assert st["predicted_mfu_band"] == pytest.approx(
+        [st["predicted_mfu"] * (1 - band.low), st["predicted_mfu"] * (1 + band.high)])
+    # tokens/s in the band means step time in [t / (1 + high), t / (1 - low)]
+    t = st["predicted_step_time_s"]
+    assert st["predicted_step_time_band_s"] == pytest.approx([t / (1 + band.high),
+                                                              t / (1 - band.low)])
+    assert st["band_reason"] == band.reason
+
+
+def test_mfu_below_the_band_is_a_warning_above_the_alert(cat):
+    # the torchtitan run read against the Megatron stack's prediction (the wrong stack: the
+    # run is FSDP): below 0.6 x the prediction an alert, else below the band a warning
+    out = _check_log(cat, "torchtitan_llama3_8b_h100.log", TITAN_Q.replace("&stack=fsdp", ""))
+    st = out["steps"]
+    level = ("alert" if st["mfu"] < 0.6 * st["predicted_mfu"] else
+             "warn" if st["mfu"] < st["predicted_mfu_band"][0] else "ok")
+    assert level != "ok"
+    assert out["findings"][0]["level"] == level
+
+
 def test_same_throughput_on_a_b200_is_an_alert(cat):
     # 339 model TFLOP/s per GPU is 34% of an H100 but 15% of a B200's 2,250: below 0.6 x
     # any prediction the step model makes for a B200
