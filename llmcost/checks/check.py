@@ -157,6 +157,9 @@ def check_steps(log: TrainLog, results) -> tuple[dict, list]:
                                              pred_step / (1 - band.low)]
                                             if band and pred_step and band.low < 1 else None),
              "band_reason": band.reason if band else None,
+             "checkpoints": int(len(log.checkpoint_s)),
+             "checkpoint_p99_s": (float(np.percentile(log.checkpoint_s, 99))
+                                  if len(log.checkpoint_s) else None),
              "predicted_fits": bool(results.headline["fits"]),
              "model": model.id, "gpu": gpu.id, "gpus": int(gpus), "seq_len": int(model.seq_len),
              "flops_per_token": fpt,
@@ -169,7 +172,8 @@ def check_steps(log: TrainLog, results) -> tuple[dict, list]:
     return steps, found + fnd.step_findings(
         log.step, log.step_time_s, log.time_s, mfu, predicted, median_s,
         fpt * tokens_per_s / gpus / 1e12 if tokens_per_s else None, steps["log_tflops_per_gpu"],
-        steps["predicted_mfu_band"], steps["band_reason"])
+        steps["predicted_mfu_band"], steps["band_reason"]) + fnd.checkpoint_findings(
+        log.checkpoint_s, median_s)
 
 
 def typed_keys(query: str | None) -> set:

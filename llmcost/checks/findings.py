@@ -186,3 +186,18 @@ def dcgm_findings(summary: dict) -> list:
                            ", ".join(f"{k.removeprefix('DCGM_FI_PROF_')} mean {x['mean']:.2f}"
                                      for k, x in prof.items())))
     return out
+
+
+def checkpoint_findings(checkpoint_s, median_step_s=None) -> list:
+    """What the log says of its checkpoint saves: count, p50 and p99 of the blocking time.
+    The cluster guide (seed 001, "Monitoring: What to Watch") says to watch the p99 of
+    checkpoint writes, not the p50: both are shown, with the p99 in steps."""
+    c = np.asarray(checkpoint_s, float)
+    if not len(c):
+        return []
+    p50, p99 = np.percentile(c, 50), np.percentile(c, 99)
+    steps = f" ({p99 / median_step_s:.2f} steps)" if median_step_s else ""
+    return [finding("ok", "checkpoint saves",
+                    f"{len(c)} save(s) blocking training p50 {p50:.2f} s, p99 {p99:.2f} s"
+                    f"{steps}; with async saving this is the staging, the write goes on "
+                    "behind training")]

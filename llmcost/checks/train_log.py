@@ -29,7 +29,7 @@ the steps between them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -59,6 +59,7 @@ _TT_MFU = re.compile(r"\bmfu:\s*" + _NUM + "%")
 _TT_MEM = re.compile(r"\bmemory:\s*" + _NUM + r"GiB")
 _TT_TIME = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})")
 _TT_RANK = re.compile(r"^\s*\[rank(\d+)\]:")
+_TT_CKPT = re.compile(r"Finished saving the checkpoint.*?\bin\s*(\S+)\s*seconds")
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,9 @@ class TrainLog:
     log_mfu: np.ndarray               #: the log's own MFU [-] (torchtitan)
     memory_gib: np.ndarray            #: torchtitan's peak memory per GPU [GiB]
     args: dict = field(default_factory=dict)  #: Megatron arguments found (seq_length, ...)
+    #: blocking time of each checkpoint save the log reports [s] (torchtitan: "Finished
+    #: saving the checkpoint ... in X seconds"; with async saving, the staging only)
+    checkpoint_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def _num(tok: str, lineno: int, what: str, line: str) -> float:
@@ -108,7 +112,7 @@ def read(text) -> TrainLog:
     TrainLog
     """
     text = _t.as_text(text, PARAM)
-    meg, nemo, tt, args = [], [], [], {}
+    meg, nemo, tt, args, ckpt = [], [], [], {}, []
     for lineno, line in _t.lines(text):
         if "elapsed time per iteration (ms)" in line:
             m, e = _MEG_ITER.search(line), _MEG_ELAPSED.search(line)
@@ -154,6 +158,11 @@ def read(text) -> TrainLog:
                    _num(mfu.group(1), lineno, "mfu", line) / 100 if mfu else np.nan,
                    _num(mem.group(1), lineno, "memory", line) if mem else np.nan)
             tt.append((rank,) + row)
+        elif "Finished saving the checkpoint" in line:
+            c = _TT_CKPT.search(line)
+            r = _TT_RANK.match(line)
+            if c and (r is None or r.group(1) == "0"):
+                ckpt.append(_num(c.group(1), lineno, "checkpoint seconds", line))
         else:
             a = _MEG_ARG.match(line)
             if a:
@@ -168,10 +177,12 @@ def read(text) -> TrainLog:
                                   "lines ('step: N ... tps: X')")
     most = max(len(meg), len(nemo), len(tt_rows))
     if len(meg) == most:
-        return _log("megatron", meg, args)
-    if len(nemo) == most:
-        return _log("nemo", nemo, args)
-    return _torchtitan(tt_rows, args)
+        out = _log("megatron", meg, args)
+    elif len(nemo) == most:
+        out = _log("nemo", nemo, args)
+    else:
+        out = _torchtitan(tt_rows, args)
+    return replace(out, checkpoint_s=np.array(ckpt, dtype=float))
 
 
 def _one_rank(rows) -> list:

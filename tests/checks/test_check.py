@@ -184,6 +184,13 @@ def test_mfu_below_the_band_is_a_warning_above_the_alert(cat):
     assert out["findings"][0]["level"] == level
 
 
+def test_checkpoint_saves_p50_and_p99(cat):
+    out = _check_log(cat, "torchtitan_checkpoint_zoc.log", TITAN_Q)
+    assert out["steps"]["checkpoints"] == 1 and out["steps"]["checkpoint_p99_s"] == 0.02
+    f = [x for x in out["findings"] if x["what"] == "checkpoint saves"][0]
+    assert "p50 0.02 s, p99 0.02 s" in f["evidence"]
+
+
 def test_same_throughput_on_a_b200_is_an_alert(cat):
     # 339 model TFLOP/s per GPU is 34% of an H100 but 15% of a B200's 2,250: below 0.6 x
     # any prediction the step model makes for a B200

@@ -155,6 +155,15 @@ def test_torchtitan_step_lines():
     assert small.step.tolist() == list(range(14, 22)) and small.log_mfu[0] == pytest.approx(0.0017)
 
 
+def test_torchtitan_checkpoint_save_lines():
+    log = _log("torchtitan_checkpoint_zoc.log")
+    assert log.step.tolist() == [800, 810, 820]
+    assert log.checkpoint_s.tolist() == [0.02]
+    # 13:20:46,458 -> 13:21:01,733 over 10 steps, the save and a profiler dump inside
+    assert log.step_time_s[1] == pytest.approx(15.275 / 10, abs=1e-6)
+    assert len(_log("torchtitan_llama3_8b_h100.log").checkpoint_s) == 0
+
+
 def test_torchtitan_other_ranks_copies_dropped_restart_kept():
     text = (DATA / "torchtitan_llama3_8b_h100.log").read_text()
     both = "\n".join(x + "\n" + x.replace("[rank0]", "[rank3]") for x in text.splitlines())
