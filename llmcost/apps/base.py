@@ -62,6 +62,7 @@ CSS = """<style>
   padding:3px 10px; text-align:left; vertical-align:top}
 .llmc-compare-table .llmc-delta {color:#555; font-size:12px}
 .llmc-navbar a, .llmc-navbar b {margin-right:4px}
+.llmc-file-button {width:auto; min-width:148px; padding:0 12px}
 .llmc-busy {opacity:0.35; transition:opacity 0.15s; pointer-events:none}
 .llmc-table-title {font-weight:600; margin:8px 0 2px}
 .llmc-table {border-collapse:collapse; margin:2px 0 8px; font-size:13px}

@@ -25,6 +25,8 @@ MEASURED_RANGES = {"nodes": (1, 131_072), "gpus": (1, 131_072),
                    "global_batch": (1, 1e7), "seq_len": (1, 1e7)}
 #: the most rows a measured-scaling CSV is read with (a scaling study has a few dozen)
 MAX_MEASURED_ROWS = 10_000
+#: the largest measured-scaling CSV read: 10,000 rows of a few columns are ~1 MB
+MAX_SCALING_CSV_BYTES = 2_000_000
 
 
 def read_measured_csv(text: str) -> pd.DataFrame:
@@ -74,14 +76,18 @@ class SizingApp(ReviewPanel):
 
     def _build(self):
         # here, not in __init__: a panel made only to compute (a landing card) makes no widget
-        self.scaling_upload = make(W.FileUpload, accept=".csv", multiple=False,
-                                   description="Measured scaling CSV")
+        from .upload import FilePicker
+        # a plain label ("Measured scaling CSV"), not FileUpload's counted one, cut at 1400 px
+        self.scaling_upload = FilePicker(
+            lambda name, text: self._on_scaling({"new": [{"name": name,
+                                                          "content": memoryview(text.encode())}]}),
+            self._scaling_failed, label="Measured scaling CSV", accept=".csv",
+            max_bytes=MAX_SCALING_CSV_BYTES, hint="nodes (or gpus) and tokens_per_s per row")
         self.scaling_upload.add_class("llmc-scaling-upload")
         self.scaling_note = make(W.HTML, "")
         self.scaling_note.add_class("llmc-scaling-note")
         self.scaling_out = plot_widget()
         self.scaling_out.add_class("llmc-plot-measured")
-        self.scaling_upload.observe(self._on_scaling, names="value")
         self.extra_widgets = [make(W.HBox, [self.scaling_upload]), self.scaling_note, self.scaling_out]
         return super()._build()
 
@@ -109,6 +115,11 @@ class SizingApp(ReviewPanel):
         top = int(df["nodes"].max())
         return analyse_measured_scaling(df, target_nodes=[top * 2, top * 4])
 
+    def _scaling_failed(self, message: str) -> None:
+        self.measured = None
+        clear_figure(self.scaling_out)
+        self.scaling_note.value = f"<span class='llmc-err'>Could not read the CSV: {esc(message)}</span>"
+
     def _on_scaling(self, change):
         files = change["new"]
         if not files:
@@ -118,10 +129,7 @@ class SizingApp(ReviewPanel):
             res = self.analyse_csv(bytes(item["content"]).decode("utf-8", errors="replace"))
         except (ValueError, KeyError, TypeError, ArithmeticError, pd.errors.ParserError) as e:
             # this file's error replaces whatever the last upload said, and its curve
-            self.measured = None
-            clear_figure(self.scaling_out)
-            self.scaling_note.value = (f"<span class='llmc-err'>Could not read the CSV: "
-                                       f"{esc(str(e))}</span>")
+            self._scaling_failed(str(e))
             return
         warn = "".join(f"<li>{esc(w)}</li>" for w in res.warnings) or "<li>no cliff: gradual</li>"
         self.scaling_note.value = (f"<div>Fitted communication share: {res.comm_share_per_doubling:.1%} "

@@ -261,13 +261,26 @@ def _overlaps(a, b) -> bool:
                 a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
 
 
+#: text cut by its box: an ellipsis or hidden overflow (a button's, a label's, a table
+#: cell's), read from the page: scrollWidth beyond clientWidth
+CLIPPED_TEXT = """() => Array.from(document.querySelectorAll(
+    '.widget-button, .jupyter-button, .widget-label, .llmc-label, .llmc-file-button, '
+    + '.llmc-table td, .llmc-table th, .llmc-headline-label, .llmc-headline-value'))
+  .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1
+          && getComputedStyle(e).overflowX !== 'visible')
+  .map(e => e.textContent.trim().slice(0, 60))"""
+
+
 def test_every_app_screenshot_without_overlaps_or_clipped_labels(voila, page):
-    """A screenshot of every registered app; in every plot the legend does not overlap a
-    colorbar and the axis titles and the plot title lie inside the figure."""
+    """A screenshot of every registered app at 1400 x 900; in every plot the legend does
+    not overlap a colorbar, the axis titles, the plot title, the tick labels and the rows of
+    a table lie inside the figure; no button, label or table cell cuts its text."""
     from llmcost.apps.registry import apps
+    page.set_viewport_size({"width": 1400, "height": 900})
     for cls in apps():
         open_app(page, voila, cls.name)
         page.wait_for_timeout(500)
+        assert page.evaluate(CLIPPED_TEXT) == [], f"{cls.name}: text cut by its box"
         shot(page, f"app-{cls.name}")
         assert_no_error_text(page)
         for plot in page.locator(".js-plotly-plot").all():
@@ -278,7 +291,8 @@ def test_every_app_screenshot_without_overlaps_or_clipped_labels(voila, page):
                 for cb in bars:
                     lb, cbb = lg.bounding_box(), cb.bounding_box()
                     assert not (lb and cbb and _overlaps(lb, cbb)), f"{cls.name}: legend over colorbar"
-            for sel in (".xtitle", ".ytitle", ".gtitle"):
+            for sel in (".xtitle", ".ytitle", ".gtitle", ".xtick text", ".ytick text",
+                        ".y2tick text", "g.table-cell text"):
                 for t in plot.locator(sel).all():
                     tb = t.bounding_box()
                     if not tb or not box:
