@@ -171,6 +171,22 @@ def test_report_downloads_in_the_browser(voila, page, tmp_path):
         not any((ROOT / "notebooks" / "reports").iterdir())
 
 
+def test_the_report_of_a_review_sized_by_days_names_the_gpus_used(voila, page, tmp_path):
+    # issue 31: the report's assumptions said the GPU box's 1,024 when sizing by days used
+    # thousands; it also carries the cost table of the page
+    open_app(page, voila, "review", "?model=llama3-70b&tokens=15e12&sizing=days&target_days=30")
+    gpus = text_of(page, ".llmc-headline-gpus")
+    assert gpus != "1,024"
+    with page.expect_download(timeout=60_000) as dl:
+        page.locator(".llmc-report button, button.llmc-report").first.click()
+    saved = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(saved)
+    text = saved.read_text()
+    assert f"{gpus} (sized for the days)" in text and "Layout used" in text
+    cash = page.locator(".llmc-cost-table tbody tr").first.locator("td").nth(2).inner_text()
+    assert "Cost by way to pay" in text and f'<td class="value">{cash}</td>' in text
+
+
 def test_moe_review_link_plans_deepseek_v3_on_h800(voila, page):
     # issue 10: an MoE model from a shared link, planned with expert parallelism
     open_app(page, voila, "review",
