@@ -232,6 +232,44 @@ class Scenario:
                                       group="measured")
     measured_peak_tflops: float = _f(0.0, 0, 1e5, label="Peak used (0: GPU's dense BF16)",
                                      unit="TFLOP/s", group="measured")
+    # ---- serving (the Serving app; the keys of `llmcost serve --query` where they do not
+    # clash with the training layout's, and its defaults: llmcost.serving.query.DEFAULTS)
+    #: 0: the serving planner's best layout under the latency limits (serve without tp=)
+    serve_tp: int = _f(0, 0, 4096, label="Serving TP (0: planner)", kind="int",
+                       group="serving")
+    #: 0: 1 with a given TP, the planner's choice without one
+    serve_ep: int = _f(0, 0, 4096, label="Serving EP (0: 1 or planner)", kind="int",
+                       group="serving")
+    #: BF16 checkpoints as published; fp8/fp4 as TensorRT-LLM's perf-overview runs them
+    weights: str = _options("bf16", ("bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4"),
+                            label="Weights format", group="serving")
+    #: auto: the engine's default KV element (vLLM/SGLang kv_cache_dtype=auto: the model's
+    #: dtype; TensorRT-LLM FP8 KV with FP8/FP4 weights)
+    kv: str = _options("auto", ("auto", "bf16", "fp8"), label="KV cache precision",
+                       group="serving")
+    #: 1024/1024: the common input/output lengths of TensorRT-LLM's perf-overview tables and
+    #: InferenceX's 1k/1k workload
+    isl: int = _f(1024, 1, 10_000_000, label="Input tokens per request", kind="int",
+                  unit="tokens", group="serving")
+    osl: int = _f(1024, 1, 10_000_000, label="Output tokens per request", kind="int",
+                  unit="tokens", group="serving")
+    #: 0: the planner's best concurrency (with a given TP and no limits: the engine's cap or
+    #: what fits in memory, as serve without concurrency=)
+    concurrency: int = _f(0, 0, 10_000_000, label="Concurrency (0: best)", kind="int",
+                          unit="requests", group="serving")
+    #: vLLM: the most deployed open engine (its defaults: docs.vllm.ai Engine Arguments)
+    engine: str = _options("vllm", ("vllm", "sglang", "trtllm"), label="Serving engine",
+                           group="serving")
+    #: 0: no limit
+    ttft_ms_max: float = _f(0.0, 0, 1e9, label="TTFT limit (0: none)", unit="ms",
+                            group="serving")
+    tpot_ms_max: float = _f(0.0, 0, 1e9, label="TPOT limit (0: none)", unit="ms",
+                            group="serving")
+    #: the pricing option the headline's $ per million output tokens uses (all options are
+    #: plotted); on-demand: what anyone can rent today
+    price_option: str = _options("on_demand", ("on_demand", "reserved_1y", "reserved_3y",
+                                               "spot", "on_prem"),
+                                 label="Price of the headline $/M tokens", group="serving")
 
     def __post_init__(self):
         for f in fields(self):
