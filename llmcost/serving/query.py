@@ -60,12 +60,15 @@ def parse(query: str) -> dict:
     return out
 
 
-def answer(query: str, model_config: str | None = None, cat=None) -> dict:
-    """The serve answer of a query (and a config.json model), as the CLI prints it."""
+def answer(query: str, model_config: str | None = None, cat=None, model=None) -> dict:
+    """The serve answer of a query (and a config.json model), as the CLI prints it; the
+    Serving app passes its config model as ``model`` (a Model, with ``model=config``)."""
     cat = cat or catalog_mod.default()
     q = {**DEFAULTS, **parse(query)}
     notes = []
-    if model_config:
+    if model is not None:
+        m = model
+    elif model_config:
         if q.get("model") not in (None, "config"):
             raise v.InputError("model_config", f"give --model-config or model={q['model']}, "
                                                "not both")
