@@ -31,6 +31,7 @@ from .. import catalog as catalog_mod
 from ..scenario import (COMPARE_LABELS, CUSTOM_MODE, FIELDS, Scenario, config_text, describe,
                         number_text, parse_value, scenarios_from_query, scenarios_to_query)
 from .plotview import clear_figure, plot_widget, show_figure
+from .registry import apps, register
 from .shared import make, shared_layout
 from .text import esc
 
@@ -171,12 +172,10 @@ class Panel:
                     "spot": "Spot", "reliability": "Failures, checkpoints and storage",
                     "measured": "Your measured run"}
 
-    registry: dict[str, type] = {}
-
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         if cls.__dict__.get("name"):
-            Panel.registry[cls.name] = cls
+            register(cls)
 
     def __init__(self, scenario: Scenario | None = None, query: str | None = None,
                  catalog: catalog_mod.Catalog | None = None, *, build: bool = True,
@@ -663,7 +662,6 @@ class Panel:
         return scenarios_to_query([*self.pins, self.scenario])
 
     def _update_links(self) -> None:
-        from .registry import apps
         q = self.query()
         suffix = f"?{q}" if q else ""
         link = self.share_link()

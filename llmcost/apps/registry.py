@@ -9,7 +9,14 @@ import functools
 import importlib
 import pkgutil
 
-from .base import Panel
+#: name -> app class; ``Panel`` subclasses that set ``name`` register themselves here
+#: (:meth:`llmcost.apps.base.Panel.__init_subclass__`), so this module imports no app
+REGISTRY: dict[str, type] = {}
+
+
+def register(cls: type) -> None:
+    """Record an app class under its ``name``."""
+    REGISTRY[cls.name] = cls
 
 
 @functools.lru_cache(maxsize=1)
@@ -18,7 +25,7 @@ def _load() -> tuple:
     for mod in pkgutil.iter_modules(package.__path__):
         if mod.name.endswith("_app"):
             importlib.import_module(f"{package.__name__}.{mod.name}")
-    return tuple(sorted(Panel.registry.values(), key=lambda c: (c.order, c.name)))
+    return tuple(sorted(REGISTRY.values(), key=lambda c: (c.order, c.name)))
 
 
 def apps() -> tuple:

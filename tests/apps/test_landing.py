@@ -64,7 +64,6 @@ def test_a_new_app_is_its_module_alone_for_navigation_landing_and_registry(tmp_p
     every app and the landing page."""
     import llmcost.apps as package
     from llmcost.apps import registry
-    from llmcost.apps.base import Panel
     from llmcost.apps.review_app import ReviewApp
     (tmp_path / "demo_app.py").write_text(
         "from llmcost.apps.base import ReviewPanel\n"
@@ -84,5 +83,5 @@ def test_a_new_app_is_its_module_alone_for_navigation_landing_and_registry(tmp_p
     finally:
         import sys
         sys.modules.pop("llmcost.apps.demo_app", None)
-        Panel.registry.pop("demo", None)
+        registry.REGISTRY.pop("demo", None)
         registry._load.cache_clear()

@@ -47,7 +47,7 @@ def test_one_thin_notebook_per_registered_app_and_the_landing_page():
             # cell to tinker with, which prints only outside Voila
             assert f'show("{p.stem}")' in code[0].source
             assert len(code) == 2 and code[1].source.startswith("#")
-            assert "if not in_voila():" in code[1].source and "app.compute(" in code[1].source
+            assert "if not in_voila()" in code[1].source and "app.compute(" in code[1].source
         else:
             assert len(code) == 1
 
