@@ -5,7 +5,7 @@ PY      = $(VENV)/bin/python
 PORT   ?= 8866
 HOST   ?= 127.0.0.1
 
-.PHONY: test test-fast lint bench validate app install clean plotly-bundle
+.PHONY: test test-fast lint bench validate app install clean plotly-bundle docs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,15 @@ bench: install
 validate: install
 	$(PY) benchmarks/validate.py $(if $(FIT),--fit) $(if $(WRITE),--write-errors)
 
+$(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e ".[docs]"
+	touch $@
+
+# HTML into docs/_build/html; warnings are errors (CI runs it). The CLI reference, the data
+# files' schema and the validation tables are generated from the code at build time.
+docs: $(VENV)/.docs-installed
+	$(VENV)/bin/sphinx-build -b html -W --keep-going -q docs docs/_build/html
+
 # Serves the apps of notebooks/ (python -m llmcost.server: Voila with the workbook's
 # defaults): / opens the landing app, preheated kernels paint the first page fast, at most
 # MAX_KERNELS pages' kernels (then a "busy, retry in a minute" page), a closed page's kernel
@@ -56,4 +65,4 @@ plotly-bundle: install
 	PY=$(PY) bash llmcost/apps/static/build.sh
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist .pytest_cache .hypothesis docs/_build docs/generated docs/api

@@ -33,13 +33,21 @@ _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 class ReportScenario:
     """One scenario of a report, as readable text.
 
-    label : "A", "B", "C", or "" for a report of one scenario.
-    headline : (label, text, flag level or None) per headline figure, in display order.
-    assumptions : (readable label with unit, readable value) per setting that matters.
-    notes : sentences shown under the scenario.
-    figures : name -> plotly Figure. An overlay of several scenarios is given once, in the
+    Attributes
+    ----------
+    label : str
+        "A", "B", "C", or "" for a report of one scenario.
+    headline : tuple
+        (label, text, flag level or None) per headline figure, in display order.
+    assumptions : tuple
+        (readable label with unit, readable value) per setting that matters.
+    notes : tuple
+        Sentences shown under the scenario.
+    figures : dict
+        Name -> plotly Figure. An overlay of several scenarios is given once, in the
         first scenario's figures.
-    tables : the app's tables of this scenario, as it shows them.
+    tables : tuple
+        The app's tables of this scenario, as it shows them.
     """
 
     label: str = ""

@@ -49,7 +49,7 @@ def log_errors(rows: pd.DataFrame, eng: Engine, cat=None) -> np.ndarray:
 def fit(rows: pd.DataFrame, eng: Engine, params=tuple(FIT_PARAMS), cat=None):
     """Least squares on log(predicted / measured) over ``params`` (scipy.optimize).
 
-    Returns (fitted Engine, mean absolute relative error |pred / meas - 1| at the fit)."""
+    Returns (fitted Engine, mean absolute relative error ``|pred / meas - 1|`` at the fit)."""
     from scipy.optimize import least_squares
     lo = [FIT_PARAMS[p][0] for p in params]
     hi = [FIT_PARAMS[p][1] for p in params]

@@ -1,5 +1,5 @@
 """One serving layout of a model on a GPU: memory, TTFT, TPOT, throughput (vectorized over
-tp, ep and concurrency arrays). Composes :mod:`.memory`, :mod:`.latency` and
+tp, ep and concurrency arrays). Composes :mod:`llmcost.serving.memory`, :mod:`llmcost.serving.latency` and
 :mod:`llmcost.training.comm`; the model and GPU are the catalog's ModelSpec and GPUSpec."""
 
 from __future__ import annotations

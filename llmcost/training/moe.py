@@ -33,10 +33,12 @@ from .. import _validate as v
 ATTENTIONS = ("gqa", "mla")
 
 #: share of the MoE dispatch/combine all-to-all hidden behind compute, by named recipe [-]:
+#:
 #: - "none": nothing overlapped (Megatron-Core's dropless dispatcher without overlap flags);
-#: - "1f1b": Megatron-Core's EP overlap in the 1F1B schedule (``--overlap-moe-expert-parallel-
-#:   comm``, with DeepEP/HybridEP), as the Megatron-Bridge 25.11-26.08 MoE recipes run it:
-#:   0.71, fitted with the dispatcher cost to the 106 expressible MoE rows of that summary
+#: - "1f1b": Megatron-Core's EP overlap in the 1F1B schedule
+#:   (``--overlap-moe-expert-parallel-comm``, with DeepEP/HybridEP), as the Megatron-Bridge
+#:   25.11-26.08 MoE recipes run it: 0.71, fitted with the dispatcher cost to the 106
+#:   expressible MoE rows of that summary
 #:   (log-std 0.089; ``make validate FIT=1``, benchmarks/validate.py MOE_A2A_OVERLAP);
 #: - "dualpipe": DeepSeek-V3's DualPipe, which overlaps forward and backward chunks so that
 #:   the all-to-all overhead is "near-zero" (arXiv:2412.19437 §3.2.1, Fig. 4): 0.95, an

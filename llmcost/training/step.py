@@ -144,11 +144,13 @@ GB300_E = 0.7858
 #: validate.py ``fit``, ``make validate FIT=1``): with all four constants free the Hopper and
 #: Blackwell fits run to their bounds (e_max 0.98 against NVLink efficiency 0.3: the rows
 #: trade them against each other), so the other constants keep Table 1's values.
+#:
 #: - hopper: 0.6921, log-std 0.044, on the 13 expressible H100 rows (Llama 3 Table 4,
 #:   Megatron-Bridge 25.11-26.06 FP8); leave-one-group-out mean 9.1%, max 24.3%, against
 #:   8.4% / 23.9% with Table 1's 0.7171: the H100 rows do not identify a better level.
 #: - blackwell: BLACKWELL_E, on the 26 expressible dense B200/GB200 rows (GB300 apart, see
 #:   CALIBRATION_BY_GPU); B300 has no dense row and takes this set.
+#:
 #: Generations with no calibration row (Ada, CDNA3, ...) use Table 1's set, and their
 #: predictions carry the uncalibrated band (:mod:`llmcost.training.uncertainty`).
 CALIBRATION_BY_GENERATION = {
@@ -195,11 +197,13 @@ FSDP_LAYER_HOST_OVERHEAD_S = 0.003504
 #: e_max and e_attn are refit per generation (cuBLAS and flash-attn 2 as the stack called
 #: them), with gamma and the host overhead above; the NVLink efficiency and the GEMM traffic
 #: k keep Table 1's values (measured / not identified, as for megatron).
+#:
 #: - ampere: e_max 0.7689 (log-std 0.013), e_attn 0.3205 (0.016) on the 139 A100 rows.
 #: - hopper: e_max 0.6567 (0.017), e_attn 0.1814 (0.022) on the 77 H100 rows, e_attn
 #:   identified by the 16k-65k sequences (7B at 65536: 28.6% MFU). The megatron sets keep
 #:   0.33, FlashAttention-2's own H100 benchmark; llm-foundry's 2023 runs (flash-attn 2 called
 #:   through its varlen interface on unpadded tokens) reached about half of it.
+#:
 #: Each of the five tables predicted with the constants refit on the other four: mean 4.8%,
 #: max 41.8% (H100 tables 3.4-5.1%, A100 4.4-5.6%). Out of sample, torchtitan's eager FSDP2
 #: Llama 3.1 8B rows on 8 and 128 H100 (pytorch/torchtitan
