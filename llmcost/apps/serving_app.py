@@ -103,7 +103,7 @@ class ServingApp(Panel):
              "the planner for the layout and concurrency with the most output tokens/s per "
              "GPU under the TTFT and TPOT limits. Prices per GPU-hour: the GPU's first catalog "
              "offer, its purchase amortized at full use. The same figures as "
-             "<code>llmcost serve --query ...</code>.")
+             "“llmcost serve --query ...”.")
     fields = ("model", "gpu", "serve_tp", "serve_ep", "weights", "kv", "isl", "osl",
               "concurrency", "engine", "ttft_ms_max", "tpot_ms_max", "price_option")
     group_titles = {**Panel.group_titles, "serving": "Serving"}
