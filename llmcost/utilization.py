@@ -6,12 +6,12 @@ hardware executed (recomputation included). A figure comes back with findings, n
 
 References
 ----------
-.. [1] A. Chowdhery et al., "PaLM", arXiv:2204.02311, Appendix B (MFU definition; PaLM 540B
+1. A. Chowdhery et al., "PaLM", arXiv:2204.02311, Appendix B (MFU definition; PaLM 540B
    46.2% MFU, 57.8% HFU; GPT-3 21.3%, Gopher 32.5%, MT-NLG 30.2%).
-.. [2] V. Korthikanti et al., arXiv:2205.05198, §6 (model vs hardware FLOPs).
-.. [3] Llama Team, "The Llama 3 Herd of Models", arXiv:2407.21783, Table 4 (405B on 8,192 to
+2. V. Korthikanti et al., arXiv:2205.05198, §6 (model vs hardware FLOPs).
+3. Llama Team, "The Llama 3 Herd of Models", arXiv:2407.21783, Table 4 (405B on 8,192 to
    16,384 H100: 38-43% BF16 MFU).
-.. [4] D. Narayanan et al., arXiv:2104.04473, Table 1 (A100: 43-52% of peak, hardware FLOPs).
+4. D. Narayanan et al., arXiv:2104.04473, Table 1 (A100: 43-52% of peak, hardware FLOPs).
 """
 
 from __future__ import annotations

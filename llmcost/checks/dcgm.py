@@ -9,9 +9,9 @@ permitted; those are kept as "blank", never as a number.
 
 References
 ----------
-.. [1] NVIDIA DCGM API reference, "Enums and Macros" (DCGM_INT32_BLANK, DCGM_INT64_BLANK,
+1. NVIDIA DCGM API reference, "Enums and Macros" (DCGM_INT32_BLANK, DCGM_INT64_BLANK,
    DCGM_FP64_BLANK and their NOT_FOUND / NOT_SUPPORTED / NOT_PERMISSIONED offsets).
-.. [2] Prometheus exposition format (text): ``metric_name{label="value",...} value``.
+2. Prometheus exposition format (text): ``metric_name{label="value",...} value``.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ for a ring, S. Jeaugey, NVIDIA/nccl-tests#212). Above is not a problem; below is
 
 References
 ----------
-.. [1] NVIDIA, nccl-tests doc/PERFORMANCE.md (bus bandwidth factors).
-.. [2] S. Jeaugey, NVIDIA/nccl-tests issue 212 (2024-05-06): NVLink line rate 450 GB/s,
+1. NVIDIA, nccl-tests doc/PERFORMANCE.md (bus bandwidth factors).
+2. S. Jeaugey, NVIDIA/nccl-tests issue 212 (2024-05-06): NVLink line rate 450 GB/s,
    ~370 GB/s effective after protocol overhead (ring), ~480 GB/s busbw with NVLS on 8 GPUs.
 """
 

@@ -14,7 +14,7 @@ and the earlier ``--json`` of nccl-tests PR 318 (``benchmark``: ``{size: {oop_bu
 
 References
 ----------
-.. [1] NVIDIA, nccl-tests, doc/PERFORMANCE.md (algorithm and bus bandwidth; busbw = algbw x
+1. NVIDIA, nccl-tests, doc/PERFORMANCE.md (algorithm and bus bandwidth; busbw = algbw x
    2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for
    send/receive, broadcast and reduce).
 """

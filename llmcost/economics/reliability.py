@@ -13,28 +13,28 @@ per-GPU rate and is not a preset.
 
 References
 ----------
-.. [1] J. Young, "A first order approximation to the optimum checkpoint interval", CACM
+1. J. Young, "A first order approximation to the optimum checkpoint interval", CACM
    17(9):530-531, 1974: tau = sqrt(2 delta M).
-.. [2] J. Daly, "A higher order estimate of the optimum checkpoint interval for restart
+2. J. Daly, "A higher order estimate of the optimum checkpoint interval for restart
    dumps", FGCS 22(3):303-312, 2006: Eq. 37 (interval), Eq. 13-14 (expected wall time).
-.. [3] A. Kokolis et al., "Revisiting Reliability in Large-Scale Machine Learning Research
+3. A. Kokolis et al., "Revisiting Reliability in Large-Scale Machine Learning Research
    Clusters", HPCA 2025, arXiv:2410.21680: 6.50 node failures per 1000 node-days (RSC-1,
    A100), 2.34 (RSC-2); job MTTF ~ 1 / (nodes r_f); measured 47.7 days for 8-GPU jobs,
    7.9 h for 1,024-GPU jobs.
-.. [4] Llama Team, "The Llama 3 Herd of Models", arXiv:2407.21783, Sec. 3.3.4, Table 5:
+4. Llama Team, "The Llama 3 Herd of Models", arXiv:2407.21783, Sec. 3.3.4, Table 5:
    419 unexpected interruptions in 54 days on 16,384 H100 (one per ~3.1 h).
-.. [5] Seed article 001: MTBF 4.7 days; synchronous checkpoints 30-60 s each, asynchronous
+5. Seed article 001: MTBF 4.7 days; synchronous checkpoints 30-60 s each, asynchronous
    3-5 s local write for 70B; 500 checkpoints over 18 days = 5-8 h idle.
-.. [6] B. Wan et al., "Robust LLM Training Infrastructure at ByteDance" (ByteRobust), SOSP
+6. B. Wan et al., "Robust LLM Training Infrastructure at ByteDance" (ByteRobust), SOSP
    2025, arXiv:2509.16293: Table 1 (incidents of 778,135 jobs in three months), Sec. 2.2
    (detection ~60 s, localization 2-15 min), Table 3 (detection with inspection), Table 7
    (requeue vs in-place restart, 2,048-16,384 GPUs), Sec. 8.1.3 (ETTR up to 97% on 9,600
    GPUs).
-.. [7] Z. Jiang et al., "MegaScale: Scaling Large Language Model Training to More Than
+7. Z. Jiang et al., "MegaScale: Scaling Large Language Model Training to More Than
    10,000 GPUs", NSDI 2024, arXiv:2402.15627: Sec. 3.5 (communicator initialisation 1,047 s
    on 2,048 GPUs before, under 5 s after, under 30 s above 10,000), Sec. 4.4 (two-stage
    asynchronous checkpoints), Sec. 6.3 (detection and diagnosis under 10 min on average).
-.. [8] Llama Team 2024, arXiv:2407.21783, Sec. 3.3.1: Tectonic serves the 16,384-GPU cluster
+8. Llama Team 2024, arXiv:2407.21783, Sec. 3.3.1: Tectonic serves the 16,384-GPU cluster
    at 2 TB/s sustained, 7 TB/s peak.
 """
 

@@ -11,16 +11,16 @@ the target is an answer (the nearest options), as is a batch too small for its p
 
 References
 ----------
-.. [1] Seed article 000 ("size from the target training time backward: estimate the total
+1. Seed article 000 ("size from the target training time backward: estimate the total
    compute required, divide by per-GPU throughput adjusted for scaling efficiency, and add
    headroom").
-.. [2] Seed article 003: LoRA of 7-13B on one node of eight accelerators, QLoRA on one card;
+2. Seed article 003: LoRA of 7-13B on one node of eight accelerators, QLoRA on one card;
    fine-tunes cost hundreds to low thousands of dollars, pretraining seven figures.
-.. [3] Narayanan et al. 2021, arXiv:2104.04473, §5.1 (training time ~ 8 T P / (n X)).
-.. [4] E. Hu et al., arXiv:2106.09685, §4.2 (LoRA needs no gradients for frozen weights).
-.. [5] Llama Team 2024, "The Llama 3 Herd of Models", arXiv:2407.21783, §3.4.1 and Table 4
+3. Narayanan et al. 2021, arXiv:2104.04473, §5.1 (training time ~ 8 T P / (n X)).
+4. E. Hu et al., arXiv:2106.09685, §4.2 (LoRA needs no gradients for frozen weights).
+5. Llama Team 2024, "The Llama 3 Herd of Models", arXiv:2407.21783, §3.4.1 and Table 4
    (16M tokens per batch for 405B).
-.. [6] Dettmers et al. 2023, arXiv:2305.14314 (QLoRA: NF4 base weights).
+6. Dettmers et al. 2023, arXiv:2305.14314 (QLoRA: NF4 base weights).
 """
 
 from __future__ import annotations

@@ -11,11 +11,11 @@ the nodes stays billed. Spot and on-demand are compared for the same useful work
 
 References
 ----------
-.. [1] Seed article 001: AWS P5 spot, "60% cost savings", 2.4 preemptions per day, 1-2 h of
+1. Seed article 001: AWS P5 spot, "60% cost savings", 2.4 preemptions per day, 1-2 h of
    work lost each, "net savings: 22%".
-.. [2] A. Wald, "On cumulative sums of random variables", Ann. Math. Stat. 15(3), 1944
+2. A. Wald, "On cumulative sums of random variables", Ann. Math. Stat. 15(3), 1944
    (E[sum] = E[count] E[term]; gives the expected stretched duration).
-.. [3] J. Young, "A first order approximation to the optimum checkpoint interval", CACM
+3. J. Young, "A first order approximation to the optimum checkpoint interval", CACM
    17(9), 1974 (work lost per failure: half a checkpoint interval on average).
 """
 

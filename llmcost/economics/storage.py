@@ -9,26 +9,26 @@ says TiB (2**40 bytes).
 
 References
 ----------
-.. [1] S. Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+1. S. Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
    Models", SC 2020, arXiv:1910.02054, Sec. 3.1 (mixed-precision Adam: 2 + 2 + 12 bytes per
    parameter; the 12 are fp32 master weights, momentum and variance).
-.. [2] Megatron-Core ``dist_checkpointing`` (torch_dist format; ``FullyParallelSaveStrategy``
+2. Megatron-Core ``dist_checkpointing`` (torch_dist format; ``FullyParallelSaveStrategy``
    spreads the save over data-parallel ranks) and PyTorch Distributed Checkpoint (DCP).
-.. [3] Llama Team, "The Llama 3 Herd of Models", arXiv:2407.21783, Sec. 3.3.1 (Tectonic:
+3. Llama Team, "The Llama 3 Herd of Models", arXiv:2407.21783, Sec. 3.3.1 (Tectonic:
    240 PB on 7,500 SSD servers, 2 TB/s sustained, 7 TB/s peak; bursty checkpoint writes;
    1 MB to 4 GB of state per GPU), Table 4 (405B layouts on 16,384 H100).
-.. [4] Z. Wang et al., "GEMINI: Fast Failure Recovery in Distributed Training with In-Memory
+4. Z. Wang et al., "GEMINI: Fast Failure Recovery in Distributed Training with In-Memory
    Checkpoints", SOSP 2023, pp. 364-381, doi:10.1145/3600006.3613145 (checkpoints in local
    and peer CPU memory; remote persistent storage as the last resort).
-.. [5] J. Daly, FGCS 22(3):303-312, 2006, Eq. 13-14 and 37; J. Young, CACM 17(9), 1974.
-.. [6] J. Mohan et al., "Analyzing and Mitigating Data Stalls in DNN Training", PVLDB 14(5),
+5. J. Daly, FGCS 22(3):303-312, 2006, Eq. 13-14 and 37; J. Young, CACM 17(9), 1974.
+6. J. Mohan et al., "Analyzing and Mitigating Data Stalls in DNN Training", PVLDB 14(5),
    2021 (with prefetching, fetch and compute overlap: a step takes the longer of the two).
-.. [7] AWS, "Best practices design patterns: optimizing Amazon S3 performance": at least
+7. AWS, "Best practices design patterns: optimizing Amazon S3 performance": at least
    3,500 PUT/COPY/POST/DELETE or 5,500 GET/HEAD requests per second per partitioned prefix.
-.. [8] AWS EC2 User Guide, "Spot Instance interruption notices" (two minutes; check every
+8. AWS EC2 User Guide, "Spot Instance interruption notices" (two minutes; check every
    5 s); Google Compute Engine ``Scheduling.skipGuestOsShutdown`` (30 s between ACPI G2 soft
    off and G3 mechanical off for Spot VMs).
-.. [9] Seed articles 000 and 001 (tiers; "500 checkpoints x 30-60 s = 5-8 h"; "3-5 s local
+9. Seed articles 000 and 001 (tiers; "500 checkpoints x 30-60 s = 5-8 h"; "3-5 s local
    write for 70B"; "watch the p99").
 """
 

@@ -19,18 +19,18 @@ so the breakeven month is exactly where the on-prem and on-demand curves cross.
 
 References
 ----------
-.. [1] Seed article 001: 8x H100 node $40-50/h in the cloud vs $250,000 per node on
+1. Seed article 001: 8x H100 node $40-50/h in the cloud vs $250,000 per node on
    premises; breakeven "around 7-8 months of 90% utilization"; "80%+ for 12+ months: buy".
-.. [2] Uptime Institute, Global Data Center Survey 2023: average PUE 1.58.
-.. [3] U.S. EIA, Electric Power Monthly (2023): industrial electricity 8.06 cents/kWh.
-.. [4] R. Brealey, S. Myers, F. Allen, Principles of Corporate Finance, ch. 2 (net present
+2. Uptime Institute, Global Data Center Survey 2023: average PUE 1.58.
+3. U.S. EIA, Electric Power Monthly (2023): industrial electricity 8.06 cents/kWh.
+4. R. Brealey, S. Myers, F. Allen, Principles of Corporate Finance, ch. 2 (net present
    value: cash flow C_t discounted by (1 + r)^t) and ch. 6 (straight-line depreciation).
-.. [5] "H100 Freakonomics: the economical tiers of H100's" (tech-talk-cto substack, Aug 2024)
+5. "H100 Freakonomics: the economical tiers of H100's" (tech-talk-cto substack, Aug 2024)
    and its spreadsheet: $310k per 8x H100 node incl. InfiniBand cards, 64-port 400G switch
    $36k (FS.com), 48 switches and $2,621,440 of connectors and cables for 1,024 H100 (two
    switch tiers), facility and operations $50k per node over its life; all-in $47k-52k per
    H100.
-.. [6] NVIDIA DGX H100 datasheet: 10.2 kW maximum system power, 8 GPUs.
+6. NVIDIA DGX H100 datasheet: 10.2 kW maximum system power, 8 GPUs.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@ price of a million tokens at the end.
 
 References
 ----------
-.. [1] Seed article 001 ("utilization isn't just runtime. It's effective utilization").
-.. [2] Chowdhery et al. 2022, arXiv:2204.02311, App. B (MFU counts model FLOPs only).
-.. [3] Daly 2006 (goodput with checkpoints and failures).
+1. Seed article 001 ("utilization isn't just runtime. It's effective utilization").
+2. Chowdhery et al. 2022, arXiv:2204.02311, App. B (MFU counts model FLOPs only).
+3. Daly 2006 (goodput with checkpoints and failures).
 """
 
 from __future__ import annotations

@@ -8,19 +8,19 @@ prefill per request lifetime. Times in seconds, FLOP/s in TFLOP/s, bandwidths in
 
 References
 ----------
-.. [1] S. Williams, A. Waterman, D. Patterson, "Roofline: An Insightful Visual Performance
+1. S. Williams, A. Waterman, D. Patterson, "Roofline: An Insightful Visual Performance
    Model for Multicore Architectures", CACM 52(4), 2009 (time = max(work / peak, bytes /
    bandwidth)).
-.. [2] R. Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023, §2-3
+2. R. Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023, §2-3
    (decode reads all weights and the KV cache per step; prefill is compute-bound; 2N FLOPs
    per token plus attention).
-.. [3] G.-I. Yu et al., "Orca: A Distributed Serving System for Transformer-Based Generative
+3. G.-I. Yu et al., "Orca: A Distributed Serving System for Transformer-Based Generative
    Models", OSDI 2022 (iteration-level scheduling: prefills join the running batch).
-.. [4] A. Agrawal et al., "Taming Throughput-Latency Tradeoff in LLM Inference with
+4. A. Agrawal et al., "Taming Throughput-Latency Tradeoff in LLM Inference with
    Sarathi-Serve", OSDI 2024, §2-3 (prefills stall the decodes they share steps with).
-.. [5] L. Kleinrock, "Queueing Systems, Vol. 1", 1975, §5.6 (M/D/1 mean wait
+5. L. Kleinrock, "Queueing Systems, Vol. 1", 1975, §5.6 (M/D/1 mean wait
    rho / (2 (1 - rho)) service times).
-.. [6] DeepSeek-AI, arXiv:2405.04434, Appendix C (MLA decode with absorbed up-projections
+6. DeepSeek-AI, arXiv:2405.04434, Appendix C (MLA decode with absorbed up-projections
    attends over the d_c + d_h^R latent).
 """
 

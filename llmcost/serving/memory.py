@@ -6,20 +6,20 @@ of layouts.
 
 References
 ----------
-.. [1] DeepSeek-AI, "DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts
+1. DeepSeek-AI, "DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts
    Language Model", arXiv:2405.04434, 2024, §2.1.2-2.1.4 and Table 1 (MLA caches the
    d_c = 512 latent and the d_h^R = 64 decoupled RoPE key per layer and token).
-.. [2] J. Lin et al., "AWQ: Activation-aware Weight Quantization", MLSys 2024, §3 (INT4,
+2. J. Lin et al., "AWQ: Activation-aware Weight Quantization", MLSys 2024, §3 (INT4,
    group size 128, FP16 scale and zero point per group); E. Frantar et al., "GPTQ",
    ICLR 2023 (the same group layout).
-.. [3] Open Compute Project, "OCP Microscaling Formats (MX) Specification v1.0", 2023,
+3. Open Compute Project, "OCP Microscaling Formats (MX) Specification v1.0", 2023,
    §5 and Table 1 (MXFP4: E2M1 elements, one E8M0 scale per 32).
-.. [4] NVIDIA, "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference"
+4. NVIDIA, "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference"
    (developer blog, 2025): E2M1 elements, one FP8 E4M3 scale per 16, one FP32 per tensor.
-.. [5] W. Kwon et al., "Efficient Memory Management for Large Language Model Serving with
+5. W. Kwon et al., "Efficient Memory Management for Large Language Model Serving with
    PagedAttention", SOSP 2023, §2.3 (KV cache 2 x layers x kv heads x head dim x bytes per
    token) and §4 (blocks of 16 tokens).
-.. [6] OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card", 2025, §2.1 (alternating banded
+6. OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card", 2025, §2.1 (alternating banded
    window of 128 tokens and dense layers; learned attention sinks hold no KV).
 """
 

@@ -14,12 +14,12 @@ exponential units again (NVIDIA 2026).
 
 References
 ----------
-.. [1] T. Dao, "FlashAttention-2", arXiv:2307.08691, §3.1 (causal masking skips the blocks
+1. T. Dao, "FlashAttention-2", arXiv:2307.08691, §3.1 (causal masking skips the blocks
    above the diagonal), §4.1 (backward 2.5x the forward's FLOPs).
-.. [2] J. Shah et al., "FlashAttention-3", arXiv:2407.08608, §3.1 (H100 SXM5: 989 TFLOPS of
+2. J. Shah et al., "FlashAttention-3", arXiv:2407.08608, §3.1 (H100 SXM5: 989 TFLOPS of
    FP16 matmul, 3.9 TFLOPS of special functions; exponentials limit small head dims), §3.2
    (softmax overlapped with the matmuls: the slower of the two sets the pace).
-.. [3] NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell Ultra", NVIDIA Technical
+3. NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell Ultra", NVIDIA Technical
    Blog, 2026 (Blackwell Ultra doubles MUFU.EX2 throughput over Blackwell).
 """
 

@@ -20,10 +20,10 @@ that ramped it up.
 
 References
 ----------
-.. [1] DeepSeek-AI, "DeepSeek LLM: Scaling Open-Source Language Models with Longtermism",
+1. DeepSeek-AI, "DeepSeek LLM: Scaling Open-Source Language Models with Longtermism",
    arXiv:2401.02954, §3.1 (Eq. for B_opt and eta_opt, Fig. 3), §3.2 (M, non-embedding
    FLOPs per token), Table 2 (7B: 2304 and 67B: 4608 sequences of 4096 tokens).
-.. [2] ``data/published_batches.csv``: the global batch of published pre-training runs, each
+2. ``data/published_batches.csv``: the global batch of published pre-training runs, each
    row with its paper section or table (e.g. Llama 3: arXiv:2407.21783 §3.4.1 and Table 4;
    DeepSeek-V3: arXiv:2412.19437 §4.2).
 """

@@ -6,13 +6,13 @@ per direction in GB/s (1e9 bytes/s); latencies in microseconds; times in seconds
 
 References
 ----------
-.. [1] R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of Collective Communication
+1. R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of Collective Communication
    Operations in MPICH", IJHPCA 19(1), 2005, §4 (ring, recursive-doubling, tree costs).
-.. [2] P. Patarasuk, X. Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+2. P. Patarasuk, X. Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
    workstations", JPDC 69(2), 2009 (ring all-reduce 2(n-1)/n S/B is bandwidth-optimal).
-.. [3] NVIDIA, "NCCL tests: performance" (doc/PERFORMANCE.md): bus bandwidth = algorithm
+3. NVIDIA, "NCCL tests: performance" (doc/PERFORMANCE.md): bus bandwidth = algorithm
    bandwidth x 2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter.
-.. [4] S. Jeaugey, "Massively scale your deep learning training with NCCL 2.4" (NVIDIA
+4. S. Jeaugey, "Massively scale your deep learning training with NCCL 2.4" (NVIDIA
    blog, 2019): double binary trees, latency log2(n).
 """
 

@@ -6,17 +6,17 @@ V vocabulary, B global batch (sequences). FLOPs count a multiply-add as 2 FLOPs.
 
 References
 ----------
-.. [1] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
+1. D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
    Using Megatron-LM", SC'21, arXiv:2104.04473. Eq. 2 (parameters), Eq. 3 (FLOPs per
    iteration with full activation recomputation), Table 1.
-.. [2] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+2. V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
    Models", MLSys 2023, arXiv:2205.05198. Eq. 7 (model FLOPs), Eq. 8 (hardware FLOPs with
    selective recomputation).
-.. [3] A. Chowdhery et al., "PaLM: Scaling Language Modeling with Pathways",
+3. A. Chowdhery et al., "PaLM: Scaling Language Modeling with Pathways",
    arXiv:2204.02311, Appendix B (6N + 12 L H Q T).
-.. [4] J. Kaplan et al., "Scaling Laws for Neural Language Models", arXiv:2001.08361, §2.1
+4. J. Kaplan et al., "Scaling Laws for Neural Language Models", arXiv:2001.08361, §2.1
    (C = 6 N D).
-.. [5] J. Hoffmann et al., "Training Compute-Optimal Large Language Models",
+5. J. Hoffmann et al., "Training Compute-Optimal Large Language Models",
    arXiv:2203.15556 (about 20 tokens per parameter; Table 3).
 """
 

@@ -30,15 +30,15 @@ Family notes (parameter layout, from each model's published code and configurati
 
 References
 ----------
-.. [1] Hugging Face transformers, ``configuration_<model>.py`` and ``modeling_<model>.py``
+1. Hugging Face transformers, ``configuration_<model>.py`` and ``modeling_<model>.py``
    of llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3, gpt_oss, falcon, mpt,
    bloom, smollm3 (https://github.com/huggingface/transformers): field names and defaults.
-.. [2] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, §2.1-2.2, §4.2.
-.. [3] OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card", arXiv:2508.10925, §2.
-.. [4] E. Almazrouei et al., "The Falcon Series of Open Language Models",
+2. DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, §2.1-2.2, §4.2.
+3. OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card", arXiv:2508.10925, §2.
+4. E. Almazrouei et al., "The Falcon Series of Open Language Models",
    arXiv:2311.16867, §4 (multigroup attention, parallel attention/MLP).
-.. [5] MosaicML, MPT-7B (https://huggingface.co/mosaicml/mpt-7b, 2023-05): ALiBi, no biases.
-.. [6] BigScience, "BLOOM", arXiv:2211.05100, §3.2 (ALiBi, embedding LayerNorm).
+5. MosaicML, MPT-7B (https://huggingface.co/mosaicml/mpt-7b, 2023-05): ALiBi, no biases.
+6. BigScience, "BLOOM", arXiv:2211.05100, §3.2 (ALiBi, embedding LayerNorm).
 """
 
 from __future__ import annotations

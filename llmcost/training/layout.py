@@ -11,7 +11,7 @@ Data parallelism follows: dp = gpus / (tp pp cp).
 
 References
 ----------
-.. [1] Megatron-LM, ``megatron/training/arguments.py`` (the flags above); Narayanan et al.
+1. Megatron-LM, ``megatron/training/arguments.py`` (the flags above); Narayanan et al.
    2021, arXiv:2104.04473, §2-3.
 """
 

@@ -7,15 +7,15 @@ in bytes; GB in names means 1e9 bytes.
 
 References
 ----------
-.. [1] S. Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+1. S. Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
    Models", SC'20, arXiv:1910.02054, §3.1 and §5 (Figure 1).
-.. [2] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+2. V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
    Models", MLSys 2023, arXiv:2205.05198, §4, Table 2, Eq. 5.
-.. [3] D. Narayanan et al., SC'21, arXiv:2104.04473, §2.2 (schedules).
-.. [4] E. Hu et al., "LoRA: Low-Rank Adaptation of Large Language Models", arXiv:2106.09685.
-.. [5] T. Dettmers et al., "QLoRA: Efficient Finetuning of Quantized LLMs",
+3. D. Narayanan et al., SC'21, arXiv:2104.04473, §2.2 (schedules).
+4. E. Hu et al., "LoRA: Low-Rank Adaptation of Large Language Models", arXiv:2106.09685.
+5. T. Dettmers et al., "QLoRA: Efficient Finetuning of Quantized LLMs",
    arXiv:2305.14314, §3 (NF4, double quantization: 0.127 bits per parameter of constants).
-.. [6] T. Dettmers et al., "8-bit Optimizers via Block-wise Quantization", arXiv:2110.02861.
+6. T. Dettmers et al., "8-bit Optimizers via Block-wise Quantization", arXiv:2110.02861.
 """
 
 from __future__ import annotations

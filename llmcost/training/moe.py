@@ -12,16 +12,16 @@ DeepSeek-V3 report's 37B "activated" parameters and Mixtral's 13B "active" ones 
 
 References
 ----------
-.. [1] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, §2.1 (MLA, Eq. 1-11),
+1. DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, §2.1 (MLA, Eq. 1-11),
    §2.1.2 (DeepSeekMoE: shared and routed experts, Eq. 12-16), §2.2 (multi-token prediction,
    Eq. 21-25), §4.2 (hyper-parameters: 61 layers, first 3 dense, 1 shared + 256 routed experts
    of width 2048, top-8; 671B total, 37B activated; MTP module 14B with the shared embedding
    and head, 11.6B without).
-.. [2] A. Q. Jiang et al., "Mixtral of Experts", arXiv:2401.04088, §2 (top-2 of 8 SwiGLU
+2. A. Q. Jiang et al., "Mixtral of Experts", arXiv:2401.04088, §2 (top-2 of 8 SwiGLU
    experts; 47B parameters, 13B active).
-.. [3] N. Shazeer et al., "Outrageously Large Neural Networks: The Sparsely-Gated
+3. N. Shazeer et al., "Outrageously Large Neural Networks: The Sparsely-Gated
    Mixture-of-Experts Layer", arXiv:1701.06538 (the router h x E).
-.. [4] J. Kaplan et al. 2020, arXiv:2001.08361, §2.1 (C = 6 N per token).
+4. J. Kaplan et al. 2020, arXiv:2001.08361, §2.1 (C = 6 N per token).
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ reviewer sees what the memory wall costs.
 
 References
 ----------
-.. [1] Narayanan et al. 2021, arXiv:2104.04473, §3 (takeaways: TP within a node, PP across,
+1. Narayanan et al. 2021, arXiv:2104.04473, §3 (takeaways: TP within a node, PP across,
    DP for the rest) and §5.
-.. [2] Seed article 001: "keep TP within a single node (max 8 GPUs), keep PP within a rack
+2. Seed article 001: "keep TP within a single node (max 8 GPUs), keep PP within a rack
    (max 4 nodes), and scale DP across racks" (the "seed" heuristic here).
 """
 

@@ -18,19 +18,19 @@ GPU, h hidden, f FFN inner size, a heads, d head size, d_q = a d, d_kv = a_kv d,
 
 References
 ----------
-.. [1] NVIDIA Transformer Engine documentation, "Low precision training": "Performance
+1. NVIDIA Transformer Engine documentation, "Low precision training": "Performance
    Considerations" (Handling transposes: tensor usages, Table 2; Memory usage; Fused
    layers), "FP8 Current Scaling" (quantization reads the tensor twice: amax, then cast;
    Hopper/Ada need a physical transpose, Blackwell does not), "MXFP8" (block size 32, E8M0
    scales; rowwise and columnwise quantizations differ and are both kept).
    https://github.com/NVIDIA/TransformerEngine, docs/features/low_precision_training/.
-.. [2] Open Compute Project, "OCP Microscaling Formats (MX) Specification", v1.0 (2023),
+2. Open Compute Project, "OCP Microscaling Formats (MX) Specification", v1.0 (2023),
    §5: block size k = 32, shared scale E8M0 (8 bits).
-.. [3] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+3. V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
    Models", arXiv:2205.05198, §4.1 (per-layer activation bytes, 34 s b h + 5 a s^2 b).
-.. [4] P. Micikevicius et al., "FP8 Formats for Deep Learning", arXiv:2209.05433, §4
+4. P. Micikevicius et al., "FP8 Formats for Deep Learning", arXiv:2209.05433, §4
    (GEMM inputs in FP8, everything else in higher precision).
-.. [5] NVIDIA Megatron-Bridge, docs/performance-summary.md, releases 25.11+ (precision
+5. NVIDIA Megatron-Bridge, docs/performance-summary.md, releases 25.11+ (precision
    labels BF16, FP8-CS, FP8-MX/MXFP8 by GPU).
 """
 

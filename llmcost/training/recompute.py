@@ -10,14 +10,14 @@ of the module, counted here. Hardware FLOPs (HFU) include it, model FLOPs (MFU) 
 
 References
 ----------
-.. [1] NVIDIA Megatron-LM (commit d98e8a6, 2026-08-22), megatron/core/transformer/
+1. NVIDIA Megatron-LM (commit d98e8a6, 2026-08-22), megatron/core/transformer/
    transformer_config.py (``recompute_modules``: "core_attn", "moe_act", "layernorm",
    "mla_up_proj", "mlp", "moe", "shared_experts"; output-discarding checkpoints for
    "moe_act", "layernorm", "mla_up_proj", normal checkpoints for the others), and
    megatron/training/arguments.py (``--recompute-modules``).
-.. [2] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, §3.2.3
+2. DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, §3.2.3
    ("Recomputation of RMSNorm and MLA Up-Projection").
-.. [3] V. Korthikanti et al., arXiv:2205.05198, §5, Eq. 8 (selective recomputation of the
+3. V. Korthikanti et al., arXiv:2205.05198, §5, Eq. 8 (selective recomputation of the
    attention core: 72 B s l h^2 (1 + s/3h + V/12lh) hardware FLOPs).
 """
 

@@ -4,11 +4,11 @@ share, an extrapolation and a warning where the curve falls off a cliff.
 
 References
 ----------
-.. [1] Seed article 000 ("How to Scale LLM Training Infrastructure"): measure MFU at
+1. Seed article 000 ("How to Scale LLM Training Infrastructure"): measure MFU at
    increasing node counts; utilization should degrade gradually, not cliff-like.
-.. [2] Seed article 001: InfiniBand 98% scaling efficiency to 128 GPUs, RoCE v2 82% at 64
+2. Seed article 001: InfiniBand 98% scaling efficiency to 128 GPUs, RoCE v2 82% at 64
    and 71% at 128 (the anecdote the fabric constants are fitted to).
-.. [3] G. Amdahl, AFIPS 1967; J. Gustafson, CACM 31(5), 1988 (fixed and scaled speed-up).
+3. G. Amdahl, AFIPS 1967; J. Gustafson, CACM 31(5), 1988 (fixed and scaled speed-up).
 """
 
 from __future__ import annotations

@@ -11,19 +11,19 @@ bandwidth and links.
 
 References
 ----------
-.. [1] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
+1. D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
    Using Megatron-LM", SC'21, arXiv:2104.04473: §2.2 (bubble (p-1)/m, interleaved
    (p-1)/(v m)), §3 (TP, PP, DP communication; scatter/gather p2p), §4 (Table 1).
-.. [2] V. Korthikanti et al., arXiv:2205.05198: §4 (sequence parallelism: all-gather +
+2. V. Korthikanti et al., arXiv:2205.05198: §4 (sequence parallelism: all-gather +
    reduce-scatter in place of all-reduce), §5 (recomputation), Eq. 7-8.
-.. [3] S. Rajbhandari et al., ZeRO, arXiv:1910.02054, §7 (communication: stages 0-2 move
+3. S. Rajbhandari et al., ZeRO, arXiv:1910.02054, §7 (communication: stages 0-2 move
    2 Psi per step, stage 3 moves 3 Psi).
-.. [4] H. Liu et al., "Ring Attention with Blockwise Transformers", arXiv:2310.01889
+4. H. Liu et al., "Ring Attention with Blockwise Transformers", arXiv:2310.01889
    (context parallelism: K/V blocks passed around a ring, overlapped with attention).
-.. [5] S. Williams et al., "Roofline", CACM 52(4), 2009 (memory-bound time = bytes / bandwidth).
-.. [6] T. Dao, "FlashAttention-2", arXiv:2307.08691, §3.1, §4.1; J. Shah et al.,
+5. S. Williams et al., "Roofline", CACM 52(4), 2009 (memory-bound time = bytes / bandwidth).
+6. T. Dao, "FlashAttention-2", arXiv:2307.08691, §3.1, §4.1; J. Shah et al.,
    "FlashAttention-3", arXiv:2407.08608, Fig. 5-6 (H100 attention throughput).
-.. [7] Y. Zhao et al., "PyTorch FSDP", VLDB 2023, arXiv:2304.11277, §3.3-3.4.
+7. Y. Zhao et al., "PyTorch FSDP", VLDB 2023, arXiv:2304.11277, §3.3-3.4.
 """
 
 from __future__ import annotations

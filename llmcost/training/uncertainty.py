@@ -9,9 +9,9 @@ validated rows, or a predicted MFU above every published large run, gets the env
 
 References
 ----------
-.. [1] ``data/step_model_errors.csv``: errors of the step model per (generation, precision),
+1. ``data/step_model_errors.csv``: errors of the step model per (generation, precision),
    written from ``make validate`` (benchmarks/validate.py), with the commit and date.
-.. [2] Narayanan et al. 2021 Table 1; Llama Team 2024 Table 4; NVIDIA Megatron-Bridge
+2. Narayanan et al. 2021 Table 1; Llama Team 2024 Table 4; NVIDIA Megatron-Bridge
    performance summary (the calibration rows behind those errors).
 """
 
