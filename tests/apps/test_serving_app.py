@@ -1,0 +1,174 @@
+"""The Serving app (issue 27) in a kernel: its headline is ``llmcost serve --json``'s answer
+for the same query (one computation), its figures follow the hand counts of the issue, its
+link reproduces it, and bad values are refused next to their control."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llmcost.apps.serving_app import ServingApp, serve_query
+from llmcost.cli import main
+from llmcost.scenario import Scenario
+
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
+
+
+def cli_serve(capsys, query, *extra):
+    capsys.readouterr()
+    assert main(["serve", "--query", query, *extra, "--json"]) in (0, None)
+    return json.loads(capsys.readouterr().out)
+
+
+#: (link query, what it exercises)
+LINKS = [
+    "",                                                             # planner, serve's defaults
+    "serve_tp=4&concurrency=64",                                     # a given layout
+    "serve_tp=2&weights=fp8&kv=fp8&isl=4096&osl=512&engine=sglang",  # engine's max concurrency
+    "ttft_ms_max=200&tpot_ms_max=30",                                # the planner under limits
+    "model=qwen3-30b-a3b&gpu=b200&weights=nvfp4&engine=trtllm&serve_tp=4&serve_ep=4",  # MoE
+]
+
+
+@pytest.mark.parametrize("link", LINKS)
+def test_headline_is_llmcost_serve_json_for_the_same_query(link, capsys):
+    p = ServingApp(query=link)
+    assert p.results is not None, p.status.value
+    want = cli_serve(capsys, serve_query(p.scenario))
+    a = p.results.answer
+    for key in ("tp", "ep", "concurrency", "ttft_ms", "tpot_ms", "output_tokens_per_s_per_gpu",
+                "kv_bytes_per_token", "max_concurrency", "weights_gb_per_gpu", "fits",
+                "usd_per_million_output_tokens"):
+        assert a[key] == want[key], key
+    head = {k: text for k, (_, text, *_) in p.headline(p.results).items()}
+    assert head["ttft"] == f"{want['ttft_ms']:,.1f} ms"
+    assert head["tpot"] == f"{want['tpot_ms']:,.1f} ms"
+    assert head["tokens"] == f"{want['output_tokens_per_s_per_gpu']:,.0f}"
+    assert head["max_concurrency"] == f"{want['max_concurrency']:,} sequences"
+    assert head["fits"] == ("yes" if want["fits"] else "no")
+    assert head["usd"] == f"${want['usd_per_million_output_tokens']['on_demand']:,.3f}"
+    assert head["layout"].startswith(f"TP {want['tp']}, EP {want['ep']}")
+    assert not p.status.value and set(p.figures) == {"pareto", "memory", "cost"}
+
+
+def test_defaults_are_serves_and_the_query_names_only_what_is_set():
+    # serve's own defaults (llmcost.serving.query.DEFAULTS: h100-sxm, bf16, 1024/1024, vllm)
+    # are the Scenario's: the default scenario's query adds no layout, concurrency or limit
+    assert serve_query(Scenario()) == ("model=llama3-70b&gpu=h100-sxm&weights=bf16&isl=1024"
+                                       "&osl=1024&engine=vllm")
+    s = Scenario(serve_tp=8, serve_ep=2, concurrency=32, kv="fp8", ttft_ms_max=250.5)
+    assert serve_query(s).endswith("&kv=fp8&tp=8&ep=2&concurrency=32&ttft_ms_max=250.5")
+
+
+def test_llama3_70b_at_tp8_by_hand():
+    # Llama 3 70B: 80 layers x 8 KV heads x 128 dims x (K, V) x 2 bytes = 327,680 bytes per
+    # token (320 KiB, issue 27); weights 70.55e9 parameters x 2 bytes / TP 8 = 17.64 GB per
+    # GPU; $ per M output tokens at AWS p5's $55.04 per 8-GPU hour (data/prices.csv):
+    # 6.88 x 1e6 / (3600 x tokens/s per GPU)
+    p = ServingApp(query="serve_tp=8&concurrency=128")
+    a = p.results.answer
+    assert a["kv_bytes_per_token"] == 80 * 8 * 128 * 2 * 2 == 327_680
+    assert a["weights_gb_per_gpu"] == pytest.approx(70.55e9 * 2 / 8 / 1e9, rel=0.005)
+    x = a["output_tokens_per_s_per_gpu"]
+    assert a["usd_per_million_output_tokens"]["on_demand"] == pytest.approx(
+        55.04 / 8 * 1e6 / (3600 * x), rel=1e-9)
+    # the memory plot stacks weights, KV at 128 in flight, activations, then the free rest of
+    # H100's 80 GiB (85.9 GB): the KV bar is 128 x 2,048 tokens x 327,680 B / TP 8
+    mem = p.figures["memory"]
+    bars = {t.name: t.x[0] for t in mem.data}
+    assert bars["weights"] == pytest.approx(a["weights_gb_per_gpu"])
+    assert bars["KV cache"] == pytest.approx(128 * 2048 * 327_680 / 8 / 1e9, rel=0.01)
+    assert sum(bars.values()) == pytest.approx(80 * 2**30 / 1e9, rel=1e-9)
+
+
+def test_the_price_option_moves_only_the_dollar_figure():
+    p = ServingApp(query="")
+    before = p.headline(p.results)
+    p.set(price_option="spot")
+    after = p.headline(p.results)
+    # AWS p5 spot $30.24 per 8-GPU hour against $55.04 on demand
+    ratio = (float(after["usd"][1].lstrip("$")) / float(before["usd"][1].lstrip("$")))
+    assert ratio == pytest.approx(30.24 / 55.04, abs=0.002)
+    assert "Spot" in after["usd"][0] or "spot" in after["usd"][0]
+    assert {k: v for k, v in after.items() if k != "usd"} == \
+        {k: v for k, v in before.items() if k != "usd"}
+
+
+def test_a_lower_tpot_limit_gives_a_layout_that_meets_it_at_lower_throughput():
+    free = ServingApp(query="").results.answer
+    p = ServingApp(query="tpot_ms_max=20")
+    a = p.results.answer
+    assert free["tpot_ms"] > 20 and a["tpot_ms"] <= 20
+    assert a["output_tokens_per_s_per_gpu"] < free["output_tokens_per_s_per_gpu"]
+    # the front drawn is the planner's: every point under the limit, throughput rising with TPOT
+    front = p.results.pareto
+    assert all(pt["tpot_ms"] <= 20 for pt in front)
+    ys = [pt["output_tokens_per_s_per_gpu"] for pt in front]
+    assert ys == sorted(ys)
+    # the table lists serve's candidates, best first: the headline's layout on its first row
+    best = a["candidates"][0]
+    assert best["tp"] == a["tp"] and best["concurrency"] == a["concurrency"]
+    assert f"<td>TP {a['tp']}, EP {a['ep']}</td><td>{a['concurrency']:,}</td>" in \
+        p.tables_box.value.split("</tr>")[1]
+
+
+def test_a_given_layout_is_drawn_against_the_free_planners_front():
+    p = ServingApp(query="serve_tp=2&concurrency=16")
+    free = ServingApp(query="").results
+    assert p.results.pareto == free.pareto
+    star = [t for t in p.figures["pareto"].data if t.name == "chosen"][0]
+    assert star.x[0] == p.results.answer["tpot_ms"]
+
+
+def test_a_link_reproduces_the_headline_and_figures():
+    p = ServingApp(query="")
+    p.set(engine="trtllm", weights="fp8", isl=2048)
+    q = p.query()
+    assert "engine=trtllm" in q and "weights=fp8" in q and "isl=2048" in q
+    again = ServingApp(query=q)
+    assert again.scenario == p.scenario
+    assert again.headline(again.results) == p.headline(p.results)
+    assert again.figures["pareto"].to_dict() == p.figures["pareto"].to_dict()
+
+
+@pytest.mark.parametrize("field,value,words", [
+    ("serve_tp", 3, "divide the 64 attention heads"),   # Llama 3 70B has 64 query heads
+    ("isl", 0, "Input tokens per request must be"),
+    ("concurrency", -1, "Concurrency (0: best) must be"),
+])
+def test_a_bad_value_is_named_at_its_control_and_the_figures_stay(field, value, words):
+    p = ServingApp(query="")
+    head = p.headline(p.results)
+    p.set(**{field: value})
+    assert words in p.errors[field].value
+    assert "Not applied" in p.status.value
+    assert p.headline(p.results) == head
+
+
+def test_nothing_fits_is_an_answer_not_an_error():
+    # 405B in BF16 is 811 GB of weights: no layout of one 8-GPU H100 node holds it
+    p = ServingApp(query="model=llama3-405b")
+    a = p.results.answer
+    assert a["fits"] is False and a["feasible"] == 0
+    head = p.headline(p.results)
+    assert head["fits"][1] == "no" and head["fits"][2].level == "infeasible"
+    assert "no layout" in p.figures["pareto"].layout.annotations[0].text
+
+
+def test_a_config_json_is_served_as_llmcost_serve_model_config_serves_it(capsys):
+    # Llama 3.1 8B: 32 layers x 8 KV heads x 128 dims x 2 x 2 bytes = 131,072 (128 KiB)
+    path = CONFIGS / "llama3.1-8b.json"
+    p = ServingApp(query="serve_tp=1&concurrency=32")
+    p._on_upload({"new": [{"name": "config.json",
+                           "content": memoryview(path.read_bytes())}]})
+    assert p.scenario.model == "config", p.warning_box.value
+    a = p.results.answer
+    assert a["kv_bytes_per_token"] == 32 * 8 * 128 * 2 * 2 == 131_072
+    want = cli_serve(capsys, serve_query(p.scenario), "--model-config", str(path))
+    for key in ("ttft_ms", "tpot_ms", "output_tokens_per_s_per_gpu", "max_concurrency",
+                "weights_gb_per_gpu"):
+        assert a[key] == want[key], key
+    again = ServingApp(query=p.share_link().split("?", 1)[1])
+    assert again.headline(again.results) == p.headline(p.results)
