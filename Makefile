@@ -10,7 +10,7 @@ HOST   ?= 127.0.0.1
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,app]"
+	$(PY) -m pip install --quiet -e ".[test,app,docs]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -38,13 +38,9 @@ bench: install
 validate: install
 	$(PY) benchmarks/validate.py $(if $(FIT),--fit) $(if $(WRITE),--write-errors)
 
-$(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml
-	$(PY) -m pip install --quiet -e ".[docs]"
-	touch $@
-
 # HTML into docs/_build/html; warnings are errors (CI runs it). The CLI reference, the data
 # files' schema and the validation tables are generated from the code at build time.
-docs: $(VENV)/.docs-installed
+docs: install
 	$(VENV)/bin/sphinx-build -b html -W --keep-going -q docs docs/_build/html
 
 # Serves the apps of notebooks/ (python -m llmcost.server: Voila with the workbook's

@@ -1,0 +1,105 @@
+"""The documentation (docs/, ``make docs``): built offline with warnings as errors, its
+generated pages (CLI reference, data schema, validation tables) complete."""
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS))
+import gen  # noqa: E402  (docs/gen.py)
+
+
+def test_conf_reaches_no_network():
+    # CI builds on a clean clone with only the package registries reachable
+    tree = ast.parse((DOCS / "conf.py").read_text())
+    assigned = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+                for t in node.targets if isinstance(t, ast.Name)}
+    extensions = ast.literal_eval(assigned["extensions"])
+    assert not [e for e in extensions if "intersphinx" in e or "linkcheck" in e]
+    assert "numpydoc" in extensions and "sphinx.ext.autosummary" in extensions
+    assert "intersphinx_mapping" not in assigned
+
+
+def test_make_docs_treats_warnings_as_errors_and_ci_runs_it_after_lint():
+    make = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^docs:.*\n\t(.*)$", make, re.M).group(1)
+    assert "sphinx-build" in recipe and "-W" in recipe.split() and "--keep-going" in recipe
+    assert "docs/_build" in recipe
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert ci.index("make docs") == ci.index("make lint") + 1
+
+
+@pytest.mark.parametrize("column,unit", [
+    ("hbm_bandwidth_tbps", "TB/s"),            # gpus.csv: H100 SXM 3.35 TB/s of HBM3
+    ("bandwidth_gbps_per_gpu", "GB/s per GPU"),
+    ("memory_gib", "GiB (2**30 bytes)"),
+    ("on_demand_usd_per_hour", "USD per hour"),
+    ("latency_us", "microseconds"),
+    ("bf16_dense_tflops", "TFLOP/s, dense"),
+    ("read_gb_per_s", "GB/s (1e9 bytes)"),
+    ("link_gbit_per_s", "Gbit/s"),
+    ("usd_per_gb_month", "USD per GB-month"),
+    ("gpus", ""),                               # a count has no unit
+])
+def test_units_follow_the_column_names(column, unit):
+    got = gen.unit_of(column)
+    assert got.startswith(unit) if unit else got == ""
+
+
+def test_data_page_lists_every_csv_and_every_column():
+    page = gen.data_schema()
+    for path in sorted((ROOT / "data").glob("*.csv")):
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        head = f"``data/{path.name}``"
+        assert head in page
+        section = page.split(head, 1)[1].split("\n``data/", 1)[0]
+        assert f"{len(df)} rows," in section
+        for col in df.columns:
+            assert f"``{col}``" in section, (path.name, col)
+
+
+def test_cli_page_shows_every_subcommands_help():
+    from llmcost.cli import build_parser
+    sub = build_parser()._subparsers._group_actions[0].choices
+    page = gen.cli_reference()
+    for name, parser in sub.items():
+        assert f"``llmcost {name}``" in page
+        # every option of the subcommand is documented, --json included
+        for action in parser._actions:
+            for flag in action.option_strings:
+                assert flag in page, (name, flag)
+
+
+@pytest.mark.slow
+def test_validation_page_carries_every_calibration_row():
+    page = gen.validation_tables()
+    n_rows = len(pd.read_csv(ROOT / "data" / "calibration_runs.csv"))
+    # the table's "rows predicted / listed" column: its listed counts add up to the CSV
+    listed = [int(m) for m in re.findall(r"^     - \d+ / (\d+)$", page, re.M)]
+    assert sum(listed) == n_rows
+    # and the full output of make validate follows, one line per calibration row
+    ids = pd.read_csv(ROOT / "data" / "calibration_runs.csv")["id"]
+    assert all(f"   {i} " in page for i in ids)
+
+
+@pytest.mark.slow
+def test_docs_build_without_a_warning(tmp_path):
+    out = tmp_path / "html"
+    run = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-q",
+                          str(DOCS), str(out), "-d", str(tmp_path / "doctrees")],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "WARNING" not in run.stderr
+    for page in ("index", "architecture", "model", "data", "cli", "serving", "api",
+                 "api/llmcost.training.flops"):
+        assert (out / f"{page}.html").exists(), page
+    # the API reference carries a formula's docstring: its equation and its reference
+    flops = (out / "api" / "llmcost.training.flops.html").read_text()
+    assert "flops_per_token" in flops and "Korthikanti" in flops
