@@ -933,7 +933,7 @@ def serving_memory(answer: dict, memory_gb: float) -> go.Figure:
     fig = _fig(f"Memory per GPU: {sum(parts.values()):,.1f} of {memory_gb:,.1f} GB"
                + ("" if free >= 0 else " (does not fit)"), height=260)
     for (name, gb), colour in zip(list(parts.items()) + [("free", max(free, 0.0))],
-                                  list(SCENARIO_COLOURS) + ["#dddddd"]):
+                                  list(SCENARIO_COLOURS[:len(parts)]) + ["#dddddd"]):
         fig.add_trace(go.Bar(x=[gb], y=["GPU"], orientation="h", name=name,
                              marker=dict(color=colour)))
     fig.update_layout(barmode="stack")
