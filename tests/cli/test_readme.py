@@ -1,4 +1,4 @@
-"""Every `llmcost` command the README shows runs, as written and with --json."""
+"""Every `llmcost` command the README and the docs' guides show runs, as written and with --json."""
 
 import json
 import shlex
@@ -8,13 +8,16 @@ import pytest
 
 from llmcost.cli import main
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+# the pages of docs/ that show commands (the long examples moved there from the README)
+DOC_PAGES = [ROOT / "docs" / "cli_guide.md", ROOT / "docs" / "model.md"]
 
 
-def readme_commands() -> list[list[str]]:
-    """The `llmcost ...` lines of the README's bash blocks, continuation lines joined."""
+def readme_commands(path: Path = README) -> list[list[str]]:
+    """The `llmcost ...` lines of a page's bash blocks, continuation lines joined."""
     cmds, in_bash, buf = [], False, ""
-    for line in README.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("```"):
             in_bash = line.strip() == "```bash"
             continue
@@ -30,6 +33,7 @@ def readme_commands() -> list[list[str]]:
 
 
 COMMANDS = readme_commands()
+DOC_COMMANDS = [c for page in DOC_PAGES for c in readme_commands(page)]
 
 
 def test_the_readme_shows_every_subcommand():
@@ -43,6 +47,22 @@ def test_the_readme_shows_every_subcommand():
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=[" ".join(c[:3]) for c in COMMANDS])
 def test_readme_command_runs(argv, capsys):
+    _runs(argv, capsys)
+
+
+def test_the_docs_show_every_subcommand():
+    from llmcost.cli import build_parser
+    sub = build_parser()._subparsers._group_actions[0].choices
+    assert set(sub) - {"list"} <= {c[0] for c in DOC_COMMANDS}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", DOC_COMMANDS, ids=[" ".join(c[:3]) for c in DOC_COMMANDS])
+def test_docs_command_runs(argv, capsys):
+    _runs(argv, capsys)
+
+
+def _runs(argv, capsys):
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert out.strip() and "Traceback" not in out + err

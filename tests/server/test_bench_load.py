@@ -134,15 +134,15 @@ def test_paired_rows_give_every_rounds_figures_in_the_order_run():
 
 
 def test_the_readmes_paired_command_runs_the_paired_rounds(monkeypatch, capsys):
-    # the README's `python benchmarks/load.py --paired 3`, with the browser rounds stubbed
+    # docs/serving.md's `python benchmarks/load.py --paired 3`, with the browser rounds stubbed
     # (a real run takes ~20 min: make bench's territory)
     asked = []
     monkeypatch.setattr(load, "paired", lambda pairs: asked.append(pairs) or {
         "workbook": [_round([30.0] * 8, machine_cpu_s=60.0)],
         "floor": [_round([24.0] * 8, machine_cpu_s=50.0)]})
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "serving.md").read_text()
     argv = "python benchmarks/load.py --paired 3".split()
-    assert " ".join(argv) in readme
+    assert " ".join(argv) in page
     load.main(argv[2:])
     out = capsys.readouterr().out.splitlines()
     assert asked == [3]
