@@ -30,8 +30,9 @@ CHECK_FILES = {
 
 class UtilizationApp(Panel):
     name = "utilization"
-    title = "Effective utilization of a measured run"
-    question = "Is the utilization a running cluster reports plausible, and what does it mean?"
+    title = "Cluster check"
+    question = ("Is the cluster delivering what its hardware and layout should, by its measured "
+                "utilization, nccl-tests, training log and DCGM files?")
     order = 50
     #: the card says which run its figure is of: the measured run's inputs are the app's own,
     #: not the scenario's cluster (a card reading 4.8% beside "llama3-8b on 64 GPUs" was of
