@@ -982,25 +982,47 @@ def _add_precision_arg(sp):
                          "Blackwell) or mxfp8 (Blackwell); attention and the rest stay BF16")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="llmcost", description="Numbers for an LLM training architecture review.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def _add_layout_common(sp: argparse.ArgumentParser) -> None:
+    """The model, precision, hardware and options flags of predict and plan."""
+    _add_model_args(sp)
+    sp.add_argument("--gpu", default="a100-80gb", help="catalog id (default a100-80gb)")
+    sp.add_argument("--fabric", help="scale-out fabric id (default: the GPU's usual)")
+    sp.add_argument("--gpus", type=int, required=True)
+    sp.add_argument("--global-batch", type=int, required=True, help="sequences per step")
+    sp.add_argument("--no-flash-attention", action="store_true")
+    sp.add_argument("--dp-overlap", type=float, default=step_mod.Options.dp_overlap,
+                    help="share of gradient sync overlapped with backward (0-1)")
+    sp.add_argument("--tp-comm-overlap", action="store_true",
+                    help="TP communication overlapped with GEMMs (TransformerEngine)")
+    _add_precision_arg(sp)
+    sp.add_argument("--stack", choices=("megatron", "fsdp"), default="megatron",
+                    help="training stack: Megatron-LM/NeMo/Megatron-Bridge with Transformer "
+                         "Engine (default) or PyTorch FSDP/FSDP2 (torchtitan, llm-foundry)")
+    sp.add_argument("--moe-load-imbalance", type=float,
+                    default=MOE_LOAD_IMBALANCE_DEFAULT,
+                    help="MoE: tokens on the busiest expert rank over the mean (>= 1; "
+                         f"default {MOE_LOAD_IMBALANCE_DEFAULT}, auxiliary-loss-free "
+                         "balancing as 2025 recipes route)")
+    sp.add_argument("--moe-overlap", choices=tuple(A2A_OVERLAP), default=MOE_OVERLAP_DEFAULT,
+                    help="MoE: how the expert all-to-all is hidden, a named recipe ("
+                         + ", ".join(f"{k} {x:g}" for k, x in A2A_OVERLAP.items())
+                         + f"; default {MOE_OVERLAP_DEFAULT})")
+    sp.add_argument("--moe-a2a-overlap", type=float, default=None,
+                    help="MoE: your own share of the all-to-all hidden (0-1), instead of "
+                         "--moe-overlap")
 
-    def add(name: str, func: Callable, help_: str) -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, help=help_, description=help_)
-        sp.add_argument("--json", action="store_true", help="print one JSON object")
-        sp.set_defaults(func=func)
-        return sp
 
-    sp = add("flops", cmd_flops, "Parameters and training FLOPs of a model.")
+def _args_flops(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost flops``."""
     _add_model_args(sp)
     sp.add_argument("--tokens", type=float, help="training tokens (default: 20 per parameter)")
     sp.add_argument("--method", choices=("architecture", "6n", "palm"), default="architecture",
                     help="FLOPs per token: from the architecture (Megatron/Korthikanti Eq. 7), "
                          "6N, or PaLM 6N + 12LHQT")
 
-    sp = add("mfu", cmd_mfu, "Effective utilization of a measured run (the cluster guide's formula), "
-                             "with plausibility findings.")
+
+def _args_mfu(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost mfu``."""
     _add_model_args(sp)
     sp.add_argument("--flops-per-token", type=float, help="model FLOPs per token (or give a model)")
     sp.add_argument("--global-batch", type=float, required=True, help="sequences per step")
@@ -1014,7 +1036,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--wall-clock-s", type=float, required=True)
     sp.add_argument("--published", type=float, help="a published figure to compare with (0-1)")
 
-    sp = add("memory", cmd_memory, "Per-GPU memory of a layout, by component (GB = 1e9 bytes).")
+
+def _args_memory(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost memory``."""
     _add_model_args(sp)
     sp.add_argument("--params", type=float, help="parameters (model states only, no activations)")
     sp.add_argument("--gpus", type=int, required=True)
@@ -1038,36 +1062,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--etp", type=int, default=1, help="expert tensor-parallel size (MoE)")
     _add_recipe_args(sp)
 
-    def layout_common(sp):
-        _add_model_args(sp)
-        sp.add_argument("--gpu", default="a100-80gb", help="catalog id (default a100-80gb)")
-        sp.add_argument("--fabric", help="scale-out fabric id (default: the GPU's usual)")
-        sp.add_argument("--gpus", type=int, required=True)
-        sp.add_argument("--global-batch", type=int, required=True, help="sequences per step")
-        sp.add_argument("--no-flash-attention", action="store_true")
-        sp.add_argument("--dp-overlap", type=float, default=step_mod.Options.dp_overlap,
-                        help="share of gradient sync overlapped with backward (0-1)")
-        sp.add_argument("--tp-comm-overlap", action="store_true",
-                        help="TP communication overlapped with GEMMs (TransformerEngine)")
-        _add_precision_arg(sp)
-        sp.add_argument("--stack", choices=("megatron", "fsdp"), default="megatron",
-                        help="training stack: Megatron-LM/NeMo/Megatron-Bridge with Transformer "
-                             "Engine (default) or PyTorch FSDP/FSDP2 (torchtitan, llm-foundry)")
-        sp.add_argument("--moe-load-imbalance", type=float,
-                        default=MOE_LOAD_IMBALANCE_DEFAULT,
-                        help="MoE: tokens on the busiest expert rank over the mean (>= 1; "
-                             f"default {MOE_LOAD_IMBALANCE_DEFAULT}, auxiliary-loss-free "
-                             "balancing as 2025 recipes route)")
-        sp.add_argument("--moe-overlap", choices=tuple(A2A_OVERLAP), default=MOE_OVERLAP_DEFAULT,
-                        help="MoE: how the expert all-to-all is hidden, a named recipe ("
-                             + ", ".join(f"{k} {x:g}" for k, x in A2A_OVERLAP.items())
-                             + f"; default {MOE_OVERLAP_DEFAULT})")
-        sp.add_argument("--moe-a2a-overlap", type=float, default=None,
-                        help="MoE: your own share of the all-to-all hidden (0-1), instead of "
-                             "--moe-overlap")
 
-    sp = add("predict", cmd_predict, "Step time, MFU/HFU and memory of one layout, each term explained.")
-    layout_common(sp)
+def _args_predict(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost predict``."""
+    _add_layout_common(sp)
     sp.add_argument("--tp", type=int, required=True)
     sp.add_argument("--pp", type=int, required=True)
     sp.add_argument("--cp", type=int, default=1)
@@ -1081,8 +1079,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--etp", type=int, default=1, help="expert tensor-parallel size (MoE)")
     _add_recipe_args(sp)
 
-    sp = add("plan", cmd_plan, "Every layout evaluated and ranked; the best first.")
-    layout_common(sp)
+
+def _args_plan(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost plan``."""
+    _add_layout_common(sp)
     sp.add_argument("--top", type=int, default=5)
     sp.add_argument("--max-tp", type=int, help="allow TP beyond one node, up to this")
     _add_stage_args(sp)
@@ -1097,14 +1097,18 @@ def build_parser() -> argparse.ArgumentParser:
                          "dividing the experts)")
     sp.add_argument("--etp", type=int, nargs="+", help="expert tensor-parallel sizes (MoE)")
 
-    sp = add("breakeven", cmd_breakeven, "Months after which buying a node beats renting it.")
+
+def _args_breakeven(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost breakeven``."""
     sp.add_argument("--cloud-usd-per-node-hour", type=float, required=True)
     sp.add_argument("--onprem-capex-usd-per-node", type=float, required=True)
     sp.add_argument("--utilization", type=float, required=True, help="share of hours used (0-1]")
     sp.add_argument("--onprem-opex-usd-per-node-month", type=float, default=0.0)
     sp.add_argument("--horizon-months", type=float, help="also compare total cost over a horizon")
 
-    sp = add("spot", cmd_spot, "Net savings of spot over on-demand after preemptions.")
+
+def _args_spot(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost spot``."""
     sp.add_argument("--discount", type=float, required=True, help="spot price cut (0-1)")
     sp.add_argument("--preemptions-per-day", type=float, required=True)
     sp.add_argument("--lost-hours-per-preemption", type=float,
@@ -1131,7 +1135,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--monte-carlo-runs", type=int, default=0)
     sp.add_argument("--run-hours", type=float, default=24 * 18.0, help="useful hours, for Monte Carlo")
 
-    sp = add("checkpoint", cmd_checkpoint, "Optimal checkpoint interval (Young, Daly) and goodput.")
+
+def _args_checkpoint(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost checkpoint``."""
     sp.add_argument("--checkpoint-s", type=float, required=True, help="blocking time per checkpoint")
     sp.add_argument("--mtbf-h", type=float, help="job mean time between failures")
     sp.add_argument("--gpus", type=float, help="instead of --mtbf-h: GPUs in the job")
@@ -1149,7 +1155,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--restart-s", type=float, default=0.0)
     sp.add_argument("--run-days", type=float, help="count checkpoints and their hours over a run")
 
-    sp = add("size", cmd_size, "GPUs and nodes to train within a target number of days, and cost.")
+
+def _args_size(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost size``."""
     _add_model_args(sp)
     sp.add_argument("--tokens", type=float, help="training tokens (default: 20 per parameter)")
     sp.add_argument("--days", type=float, required=True, help="target days")
@@ -1173,9 +1181,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--pue", type=float, default=sizing.DEFAULT_PUE,
                     help="power usage effectiveness (default 1.58, Uptime Institute 2023)")
 
-    sp = add("ladder", cmd_ladder, "The fine-tune ladder of the infrastructure overview ('LLM "
-                                   "Training Infrastructure'): adapt, QLoRA, LoRA, full "
-                                   "fine-tune, pretraining; GPUs, hours and dollars, cheapest first.")
+
+def _args_ladder(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost ladder``."""
     _add_model_args(sp)
     sp.add_argument("--tokens", type=float, default=1e9,
                     help="fine-tune tokens, epochs included (default 1e9)")
@@ -1185,23 +1193,26 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--gpu", action="append",
                     help="a GPU to consider (repeatable; default: every catalog GPU with a price)")
 
-    sp = add("review", cmd_review, "The whole review of a scenario: days, layout, MFU, "
-                                   "reliability and the cash cost of each pricing option.")
+
+def _args_review(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost review``."""
     sp.add_argument("--query", help='the apps\' query string, e.g. "model=llama3-405b&gpus=16384"')
     sp.add_argument("--scenario", help="a scenario file saved by an app (JSON)")
     sp.add_argument("--model-config", metavar="FILE",
                     help="a Hugging Face config.json: review that model (model=config)")
 
-    sp = add("storage", cmd_storage, "Checkpoint size, stalls, upload, durable interval, "
-                                     "goodput and data read rate of a scenario.")
+
+def _args_storage(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost storage``."""
     sp.add_argument("--query", help='the apps\' query string, e.g. '
                                     '"model=llama3-405b&gpus=16384&checkpoint_mode=async"')
     sp.add_argument("--scenario", help="a scenario file saved by an app (JSON)")
     sp.add_argument("--model-config", metavar="FILE",
                     help="a Hugging Face config.json: that model's checkpoints and reads")
 
-    sp = add("serve", cmd_serve, "Serving a model: memory, TTFT, TPOT, output tokens/s per "
-                                 "GPU and $ per million tokens; the best layout under limits.")
+
+def _args_serve(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost serve``."""
     sp.add_argument("--query", required=True,
                     help='e.g. "model=llama3-70b&gpu=h100-sxm&tp=4&weights=fp8&isl=1000&'
                          'osl=1000&concurrency=64&engine=vllm"; keys: '
@@ -1210,8 +1221,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--model-config", metavar="FILE",
                     help="a Hugging Face config.json: serve that model (model=config)")
 
-    sp = add("check", cmd_check, "Is the cluster delivering: nccl-tests output and a training "
-                                 "log against the model's expectations, with findings.")
+
+def _args_check(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost check``."""
     sp.add_argument("--nccl-tests", metavar="FILE",
                     help="nccl-tests output (text of any *_perf, or its -J JSON)")
     sp.add_argument("--nccl-op", choices=CHECK_OPS,
@@ -1227,8 +1239,57 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--query", help='the run, as the apps\' query string, e.g. '
                                     '"model=llama3-8b&gpu=h100-sxm&gpus=8&seq_len=8192"')
 
-    sp = add("list", cmd_list, "List a catalog table.")
+
+def _args_list(sp: argparse.ArgumentParser) -> None:
+    """The flags of ``llmcost list``."""
     sp.add_argument("table", choices=catalog.TABLES)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="llmcost", description="Numbers for an LLM training architecture review.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    def add(name: str, func: Callable, help_: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.add_argument("--json", action="store_true", help="print one JSON object")
+        sp.set_defaults(func=func)
+        return sp
+    sp = add("flops", cmd_flops, "Parameters and training FLOPs of a model.")
+    _args_flops(sp)
+    sp = add("mfu", cmd_mfu, "Effective utilization of a measured run (the cluster guide's formula), "
+                             "with plausibility findings.")
+    _args_mfu(sp)
+    sp = add("memory", cmd_memory, "Per-GPU memory of a layout, by component (GB = 1e9 bytes).")
+    _args_memory(sp)
+    sp = add("predict", cmd_predict, "Step time, MFU/HFU and memory of one layout, each term explained.")
+    _args_predict(sp)
+    sp = add("plan", cmd_plan, "Every layout evaluated and ranked; the best first.")
+    _args_plan(sp)
+    sp = add("breakeven", cmd_breakeven, "Months after which buying a node beats renting it.")
+    _args_breakeven(sp)
+    sp = add("spot", cmd_spot, "Net savings of spot over on-demand after preemptions.")
+    _args_spot(sp)
+    sp = add("checkpoint", cmd_checkpoint, "Optimal checkpoint interval (Young, Daly) and goodput.")
+    _args_checkpoint(sp)
+    sp = add("size", cmd_size, "GPUs and nodes to train within a target number of days, and cost.")
+    _args_size(sp)
+    sp = add("ladder", cmd_ladder, "The fine-tune ladder of the infrastructure overview ('LLM "
+                                   "Training Infrastructure'): adapt, QLoRA, LoRA, full "
+                                   "fine-tune, pretraining; GPUs, hours and dollars, cheapest first.")
+    _args_ladder(sp)
+    sp = add("review", cmd_review, "The whole review of a scenario: days, layout, MFU, "
+                                   "reliability and the cash cost of each pricing option.")
+    _args_review(sp)
+    sp = add("storage", cmd_storage, "Checkpoint size, stalls, upload, durable interval, "
+                                     "goodput and data read rate of a scenario.")
+    _args_storage(sp)
+    sp = add("serve", cmd_serve, "Serving a model: memory, TTFT, TPOT, output tokens/s per "
+                                 "GPU and $ per million tokens; the best layout under limits.")
+    _args_serve(sp)
+    sp = add("check", cmd_check, "Is the cluster delivering: nccl-tests output and a training "
+                                 "log against the model's expectations, with findings.")
+    _args_check(sp)
+    sp = add("list", cmd_list, "List a catalog table.")
+    _args_list(sp)
     return p
 
 
