@@ -195,3 +195,17 @@ def test_the_notebooks_tinker_cell_prints_the_fp8_headline_and_nothing_in_voila(
     finally:
         os.environ.pop("VOILA_KERNEL_ID")
     assert not quiet.cells[1].get("outputs")
+
+
+def test_pinned_scenarios_compare_and_the_report_carries_them(tmp_path):
+    p = ServingApp(query="")
+    a = p.headline(p.results)
+    p.pin()
+    p.set(weights="fp8")
+    b = p.headline(p.results)
+    assert p.query() == "b.weights=fp8"
+    table = p.compare_box.value
+    for key in ("tpot", "usd"):
+        assert f"<td>{a[key][1]}</td><td>{b[key][1]}</td>" in table
+    text = p.report(tmp_path).read_text()
+    assert a["usd"][1] in text and b["usd"][1] in text and "Weights format" in text
