@@ -694,20 +694,7 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     B = max(1, int(round(float(v.positive("global_batch_tokens", global_batch_tokens)) / s)))
     max_nodes = int(v.integer("max_nodes", max_nodes))
     PUE = float(v.in_range("pue", pue, 1.0, 5.0))
-    cap_gpus = None
-    if max_power_mw is not None:
-        P = float(v.positive("max_power_mw", max_power_mw))
-        if power_kw_per_gpu is None:
-            w = getattr(gpu, "power_w_per_gpu", None)
-            if w is None:
-                raise v.InputError("power_kw_per_gpu", "a power envelope needs the system "
-                                   "power per GPU (e.g. DGX H100: 10.2 kW / 8 = 1.275 kW)")
-            kw = float(w) / 1000
-        else:
-            kw = float(v.positive("power_kw_per_gpu", power_kw_per_gpu))
-        cap_gpus = int(np.floor(P * 1000 / (kw * PUE) + 1e-9))
-    elif power_kw_per_gpu is not None:
-        kw = float(v.positive("power_kw_per_gpu", power_kw_per_gpu))
+    cap_gpus, kw = _power_cap(gpu, max_power_mw, power_kw_per_gpu, PUE)
     gpus = candidate_sizes(node, max_nodes)
     nodes = gpus // node
     if callable(goodput):
@@ -718,26 +705,7 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
 
     best, info = _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
                                  prec, simplest_within, memory_kwargs)
-    days = np.full(len(gpus), np.inf)       # with the schedule headroom: the target's test
-    train_days = np.full(len(gpus), np.inf)  # without it: the review's "days to train"
-    cols = {k: np.full(len(gpus), np.nan) for k in ("mfu", "global_batch", "tokens_per_s",
-                                                    "memory_gb", "bubble_share")}
-    lay = {k: np.full(len(gpus), None, dtype=object) for k in LAYOUT_KEYS}
-    if best is not None:
-        i = best["si"]
-        stall = data_stall(best["tokens_per_s"], gpus[i]) if callable(data_stall) else \
-            np.full(len(i), float(data_stall))
-        stall = v.fraction("data_stall", stall, allow_zero=True, allow_one=False)
-        train_days[i] = D / best["tokens_per_s"] / G[i] / (1 - stall) / SECONDS_PER_DAY
-        days[i] = train_days[i] * (1 + h)
-        cols["mfu"][i] = best["mfu"]
-        cols["global_batch"][i] = best["global_batch"]
-        cols["tokens_per_s"][i] = best["tokens_per_s"]
-        cols["memory_gb"][i] = best["memory_gb"]
-        cols["bubble_share"][i] = (best["pp"] - 1) / (best["interleave"]
-                                                      * best["num_microbatches"])
-        for k in LAYOUT_KEYS:
-            lay[k][i] = best[k]
+    days, train_days, cols, lay = _size_columns(best, gpus, D, G, h, data_stall)
     fits = np.isfinite(days)
     in_power = np.ones(len(gpus), bool) if cap_gpus is None else gpus <= cap_gpus
     table = pd.DataFrame({"gpus": gpus, "nodes": nodes, "days": np.where(fits, days, np.nan),
@@ -762,18 +730,8 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
                             L["dp"], s, max_batch_tokens)
 
     if cap_gpus is not None:
-        if cap_gpus < gpus[0]:
-            notes.append(f"the power envelope ({max_power_mw:g} MW at {kw:g} kW per GPU and "
-                         f"PUE {PUE:g}) allows {cap_gpus} GPUs, less than one node of {node}")
-        elif meets_any.any() and not meets.any():
-            need = int(gpus[np.argmax(meets_any)])
-            notes.append(f"the power envelope binds: {max_power_mw:g} MW allows {cap_gpus:,} "
-                         f"GPUs ({kw:g} kW each at PUE {PUE:g}); meeting {target:g} days needs "
-                         f"{need:,} GPUs ({need * kw * PUE / 1000:.3g} MW)")
-        elif not meets_any.any() and fits.any() and gpus[np.argmin(days)] > cap_gpus:
-            notes.append(f"the power envelope binds: {max_power_mw:g} MW allows {cap_gpus:,} "
-                         f"GPUs; the fastest size, {int(gpus[np.argmin(days)]):,} GPUs, is "
-                         "beyond it")
+        notes += _power_notes(cap_gpus, max_power_mw, kw, PUE, node, gpus, days, fits,
+                              meets_any, meets, target)
 
     cost = {}
     if meets.any():
@@ -789,8 +747,77 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
                       layout_at(i), floor, total_flops, D, table, cost, tuple(notes),
                       int(cols["global_batch"][i]), None, adv, cap_gpus, space)
 
-    # no size meets the target: the nearest options
-    ok = fits & in_power
+    return _nearest_sizing(model, gpu, gpus, days, train_days, fits, fits & in_power, cols,
+                           layout_at, advice_at, notes, floor, total_flops, D, table, target, h,
+                           B, max_nodes, info, cap_gpus, space)
+
+
+def _size_columns(best, gpus, D, G, h, data_stall) -> tuple:
+    """Per candidate size: days with the schedule headroom (the target's test), days to
+    train without it (the review's figure), the best layout's figures and its layout (inf,
+    NaN and None where nothing fits)."""
+    days = np.full(len(gpus), np.inf)
+    train_days = np.full(len(gpus), np.inf)
+    cols = {k: np.full(len(gpus), np.nan) for k in ("mfu", "global_batch", "tokens_per_s",
+                                                    "memory_gb", "bubble_share")}
+    lay = {k: np.full(len(gpus), None, dtype=object) for k in LAYOUT_KEYS}
+    if best is not None:
+        i = best["si"]
+        stall = data_stall(best["tokens_per_s"], gpus[i]) if callable(data_stall) else \
+            np.full(len(i), float(data_stall))
+        stall = v.fraction("data_stall", stall, allow_zero=True, allow_one=False)
+        train_days[i] = D / best["tokens_per_s"] / G[i] / (1 - stall) / SECONDS_PER_DAY
+        days[i] = train_days[i] * (1 + h)
+        for k in ("mfu", "global_batch", "tokens_per_s", "memory_gb"):
+            cols[k][i] = best[k]
+        cols["bubble_share"][i] = (best["pp"] - 1) / (best["interleave"]
+                                                      * best["num_microbatches"])
+        for k in LAYOUT_KEYS:
+            lay[k][i] = best[k]
+    return days, train_days, cols, lay
+
+
+def _power_cap(gpu, max_power_mw, power_kw_per_gpu, pue) -> tuple:
+    """(the most GPUs within the power envelope or None, kW per GPU or None)."""
+    cap_gpus, kw = None, None
+    if max_power_mw is not None:
+        P = float(v.positive("max_power_mw", max_power_mw))
+        if power_kw_per_gpu is None:
+            w = getattr(gpu, "power_w_per_gpu", None)
+            if w is None:
+                raise v.InputError("power_kw_per_gpu", "a power envelope needs the system "
+                                   "power per GPU (e.g. DGX H100: 10.2 kW / 8 = 1.275 kW)")
+            kw = float(w) / 1000
+        else:
+            kw = float(v.positive("power_kw_per_gpu", power_kw_per_gpu))
+        cap_gpus = int(np.floor(P * 1000 / (kw * pue) + 1e-9))
+    elif power_kw_per_gpu is not None:
+        kw = float(v.positive("power_kw_per_gpu", power_kw_per_gpu))
+    return cap_gpus, kw
+
+
+def _power_notes(cap_gpus, max_power_mw, kw, pue, node, gpus, days, fits, meets_any, meets,
+                 target) -> list:
+    """What the power envelope does to the sizing, in words."""
+    if cap_gpus < gpus[0]:
+        return [f"the power envelope ({max_power_mw:g} MW at {kw:g} kW per GPU and "
+                f"PUE {pue:g}) allows {cap_gpus} GPUs, less than one node of {node}"]
+    if meets_any.any() and not meets.any():
+        need = int(gpus[np.argmax(meets_any)])
+        return [f"the power envelope binds: {max_power_mw:g} MW allows {cap_gpus:,} "
+                f"GPUs ({kw:g} kW each at PUE {pue:g}); meeting {target:g} days needs "
+                f"{need:,} GPUs ({need * kw * pue / 1000:.3g} MW)"]
+    if not meets_any.any() and fits.any() and gpus[np.argmin(days)] > cap_gpus:
+        return [f"the power envelope binds: {max_power_mw:g} MW allows {cap_gpus:,} "
+                f"GPUs; the fastest size, {int(gpus[np.argmin(days)]):,} GPUs, is beyond it"]
+    return []
+
+
+def _nearest_sizing(model, gpu, gpus, days, train_days, fits, ok, cols, layout_at, advice_at,
+                    notes, floor, total_flops, D, table, target, h, B, max_nodes, info,
+                    cap_gpus, space) -> Sizing:
+    """No size meets the target: the nearest options (the fastest size, the fewest GPUs
+    that fit), or why nothing fits."""
     if not ok.any():
         if not fits.any():
             why = (f"{model.id} fits in no layout of the space on up to {max_nodes:,} nodes of "
@@ -976,20 +1003,7 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
        arXiv:2305.14314 (NF4 base weights; the reference code keeps embeddings and the LM
        head in 16 bits).
     """
-    gpu_list = list(gpus) if isinstance(gpus, (list, tuple)) else [gpus]
-    if not gpu_list:
-        raise v.InputError("gpus", "give at least one GPU")
-    if isinstance(usd_per_gpu_hour, dict):
-        prices = {k: float(v.positive(f"usd_per_gpu_hour[{k}]", x))
-                  for k, x in usd_per_gpu_hour.items() if x is not None}
-    else:
-        if len(gpu_list) != 1:
-            raise v.InputError("usd_per_gpu_hour", "with several GPUs give prices by GPU id")
-        prices = {gpu_list[0].id: float(v.positive("usd_per_gpu_hour", usd_per_gpu_hour))}
-    priced = [g for g in gpu_list if g.id in prices]
-    if not priced:
-        raise v.InputError("usd_per_gpu_hour", "no GPU given has a price: "
-                           + ", ".join(g.id for g in gpu_list))
+    priced, prices = _ladder_prices(gpus, usd_per_gpu_hour)
     Dft = float(v.positive("finetune_tokens", finetune_tokens))
     Dpt = float(chinchilla_optimal_tokens(model.params)) if pretrain_tokens is None else \
         float(v.positive("pretrain_tokens", pretrain_tokens))
@@ -1068,21 +1082,45 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
         if best is not None:
             rungs.append(best)
 
+    rungs.append(_pretrain_rung(model, priced, prices, unit, Dpt, days, u["pretrain"]))
+    return sorted(rungs, key=lambda r: r.cost_usd)
+
+
+def _ladder_prices(gpus, usd_per_gpu_hour) -> tuple[list, dict]:
+    """The GPUs of the ladder that have a price, and GPU id -> $ per GPU-hour."""
+    gpu_list = list(gpus) if isinstance(gpus, (list, tuple)) else [gpus]
+    if not gpu_list:
+        raise v.InputError("gpus", "give at least one GPU")
+    if isinstance(usd_per_gpu_hour, dict):
+        prices = {k: float(v.positive(f"usd_per_gpu_hour[{k}]", x))
+                  for k, x in usd_per_gpu_hour.items() if x is not None}
+    else:
+        if len(gpu_list) != 1:
+            raise v.InputError("usd_per_gpu_hour", "with several GPUs give prices by GPU id")
+        prices = {gpu_list[0].id: float(v.positive("usd_per_gpu_hour", usd_per_gpu_hour))}
+    priced = [g for g in gpu_list if g.id in prices]
+    if not priced:
+        raise v.InputError("usd_per_gpu_hour", "no GPU given has a price: "
+                           + ", ".join(g.id for g in gpu_list))
+    return priced, prices
+
+
+def _pretrain_rung(model, priced, prices, unit, tokens, days, mfu) -> "Rung":
+    """The ladder's last rung: pretraining on whole nodes of the cheapest priced GPU within
+    ``days``, at ``mfu``."""
     best = None
     for g in priced:
         node = g.gpus_per_node
         peak = g.bf16_dense_tflops * 1e12
-        flops = FLOPS_PER_PARAM_TOKEN["pretrain"] * model.params * Dpt
-        gpu_hours = flops / (peak * u["pretrain"]) / 3600
+        flops = FLOPS_PER_PARAM_TOKEN["pretrain"] * model.params * tokens
+        gpu_hours = flops / (peak * mfu) / 3600
         n = _billed(node * max(1, np.ceil(gpu_hours / (days * 24) / node)), unit[g.id])
         cost = gpu_hours * prices[g.id]
         if best is None or cost < best.cost_usd:
-            best = Rung("pretrain", g.id, n, gpu_hours / n, gpu_hours, cost, flops, Dpt,
-                        u["pretrain"], f"{Dpt:.3g} tokens on {n:,} x {g.id} in about "
-                        f"{gpu_hours / n / 24:.0f} days at MFU {u['pretrain']:.2f}",
-                        0, prices[g.id])
-    rungs.append(best)
-    return sorted(rungs, key=lambda r: r.cost_usd)
+            best = Rung("pretrain", g.id, n, gpu_hours / n, gpu_hours, cost, flops, tokens,
+                        mfu, f"{tokens:.3g} tokens on {n:,} x {g.id} in about "
+                        f"{gpu_hours / n / 24:.0f} days at MFU {mfu:.2f}", 0, prices[g.id])
+    return best
 
 
 def cheapest_on_demand(prices: pd.DataFrame) -> dict:
