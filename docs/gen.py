@@ -57,8 +57,40 @@ UNIT_SUFFIXES = [
 ]
 
 
+# Columns whose name carries no unit suffix but whose unit is a convention of the project
+# (the papers' symbols: sequences, tokens, parallel degrees).
+NAMED_UNITS = {
+    "seq_len": "tokens per sequence",
+    "isl": "input tokens per request",
+    "osl": "output tokens per request",
+    "global_batch": "sequences per step",
+    "micro_batch": "sequences per micro-batch",
+    "batch_sequences": "sequences per step",
+    "batch_tokens": "tokens per step",
+    "batch_tokens_start": "tokens per step",
+    "tokens": "tokens",
+    "gpus": "count of GPUs",
+    "gpus_per_node": "count of GPUs",
+    "system_gpus": "count of GPUs",
+    "scale_up_domain_gpus": "count of GPUs",
+    "tp": "parallel degree", "pp": "parallel degree", "cp": "parallel degree",
+    "ep": "parallel degree", "etp": "parallel degree", "vp": "virtual stages per rank",
+    "fsdp": "sharding degree",
+    "ga": "gradient-accumulation steps",
+    "concurrency": "requests in flight",
+    "layers": "count", "heads": "count", "kv_heads": "count", "moe_experts": "count",
+    "hidden": "dimension", "ffn_hidden": "dimension", "head_dim": "dimension",
+    "vocab": "tokens in the vocabulary",
+    "oversubscription": "ratio",
+    "efficiency": "fraction",
+    "utilization": "fraction",
+}
+
+
 def unit_of(column: str) -> str:
-    """The unit a column's name states, or an empty string for counts, ids and text."""
+    """The unit a column's name states, or an empty string for ids, flags and text."""
+    if column in NAMED_UNITS:
+        return NAMED_UNITS[column]
     for suffix, unit in UNIT_SUFFIXES:
         if column == suffix.lstrip("_") or column.endswith(suffix):
             return unit
@@ -88,7 +120,7 @@ def data_schema() -> str:
              "Every catalog is a CSV in ``data/``; every row names its ``source`` and the date it "
              "was read (``as_of``). This page is generated from the files when the docs are built.",
              "Units follow from the column names (GB = 1e9 bytes, GiB = 2**30 bytes); a column with "
-             "no unit is an id, a count or text. Add your own rows with "
+             "no unit is an id, a flag or text. Add your own rows with "
              "``catalog.default().with_rows(\"gpus\", [...])``.", ""]
     for path in sorted((ROOT / "data").glob("*.csv")):
         df = pd.read_csv(path, dtype=str, keep_default_na=False)
