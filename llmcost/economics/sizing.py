@@ -42,41 +42,6 @@ from ..training.step import Options, predict_step
 SECONDS_PER_DAY = 86400.0
 
 
-def training_days(total_flops, gpus, peak_tflops, mfu, goodput=1.0):
-    r"""Days to train at a given MFU and goodput.
-
-    .. math:: t = \frac{C}{N\, F_{peak}\, \mathrm{MFU}\, G} \,/\, 86400
-
-    Parameters
-    ----------
-    total_flops : float or array
-        C, model FLOPs [FLOP].
-    gpus : float or array
-        N [-].
-    peak_tflops : float or array
-        [TFLOP/s].
-    mfu : float or array
-        [-], in (0, 1].
-    goodput : float or array
-        G, share of wall time that advances training [-].
-
-    Returns
-    -------
-    days : float or array
-        [days].
-
-    References
-    ----------
-    .. [1] Narayanan et al. 2021, §5.1.
-    """
-    c = v.positive("total_flops", total_flops)
-    n = v.positive("gpus", gpus)
-    p = v.positive("peak_tflops", peak_tflops)
-    u = v.fraction("mfu", mfu)
-    g = v.fraction("goodput", goodput)
-    return v.result(c / (n * p * 1e12 * u * g) / SECONDS_PER_DAY)
-
-
 def days_from_efficiency(days_a, efficiency_a, efficiency_b):
     r"""Days on fabric B implied by days on A and the two scaling efficiencies (same job).
 
