@@ -934,7 +934,8 @@ def whole_runs(out=None, rows=None) -> pd.DataFrame:
                    napkin_gpu_hours=np.nan, napkin_error=np.nan, layout="", mfu=np.nan,
                    goodput=np.nan, fits=None, days=np.nan, gpus=whole_run_gpus(row),
                    global_batch_tokens=np.nan,
-                   in_statistics=row["hours_status"] in WHOLE_RUN_STATISTICS, status="ok",
+                   in_statistics=row["hours_status"] in WHOLE_RUN_STATISTICS,
+                   gpus_published=not pd.isna(row["gpus"]), status="ok",
                    query=whole_run_query(row))
         try:
             s, _ = Scenario.from_query(rec["query"], strict=True)
@@ -986,10 +987,18 @@ def whole_runs_summary(res: pd.DataFrame) -> str:
         return "no counted run was answered"
     e, n = use["error"].abs(), use["napkin_error"].abs()
     closer = int((e < n).sum())
-    return (f"{len(use)} runs counted (* = approximate hours, listed only: {left}): review mean "
+    line = (f"{len(use)} runs counted (* = approximate hours, listed only: {left}): review mean "
             f"|error| {100 * e.mean():.1f}%, max {100 * e.max():.1f}%; napkin mean |error| "
             f"{100 * n.mean():.1f}%, max {100 * n.max():.1f}%; the review is closer on {closer} "
             f"of {len(use)}")
+    if "gpus_published" in use and 0 < use["gpus_published"].sum() < len(use):
+        # a run whose GPU count is assumed is reviewed at a size it may not have run at
+        pub = use[use["gpus_published"]]
+        ep, np_ = pub["error"].abs(), pub["napkin_error"].abs()
+        line += (f"\n{len(pub)} of them with the GPU count the run published: review mean "
+                 f"|error| {100 * ep.mean():.1f}%, max {100 * ep.max():.1f}%; napkin mean |error| "
+                 f"{100 * np_.mean():.1f}%, max {100 * np_.max():.1f}%")
+    return line
 
 
 def main(argv=None):

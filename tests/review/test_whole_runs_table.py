@@ -149,6 +149,12 @@ def test_the_summary_counts_reported_and_derived_rows_only():
     assert "review mean |error| 15.0%, max 20.0%" in line
     assert "napkin mean |error| 20.0%, max 30.0%" in line
     assert "closer on 1 of 2" in line
+    assert "GPU count the run published" not in line       # no column: one statistic
+    res["gpus_published"] = [True, False, True]
+    line = VALIDATE.whole_runs_summary(res)
+    # the run with its published count: review 10%, napkin 30%
+    assert "1 of them with the GPU count the run published: review mean |error| 10.0%, " \
+           "max 10.0%; napkin mean |error| 30.0%, max 30.0%" in line
 
 
 def test_the_printed_table_and_the_command_line_section(table):
