@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import shlex
 import sys
 from pathlib import Path
 
@@ -163,12 +164,51 @@ def cli_reference() -> str:
              "", ".. code-block:: text", ""]
     lines += ["   " + x for x in _help(parser).splitlines()]
     lines.append("")
+    examples = guide_examples()
     for name, sp in sub.items():
         title = f"``llmcost {name}``"
         lines += [title, "-" * len(title), "", ".. code-block:: text", ""]
         lines += ["   " + x for x in _help(sp).splitlines()]
         lines.append("")
+        if name in examples:
+            # the keys a script can rely on, read from a real run of the guide's example
+            keys = ", ".join(f"``{k}``" for k in json_keys(examples[name]))
+            lines += [f"With ``--json``, ``llmcost {shlex.join(examples[name])}`` answers one "
+                      f"object with the keys {keys}.", ""]
     return "\n".join(lines)
+
+
+def guide_examples(path: Path = Path(__file__).resolve().parent / "cli_guide.md") -> dict:
+    """The first ``llmcost`` command of each subcommand in the guide's bash blocks, as argv."""
+    found, in_bash, buf = {}, False, ""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            in_bash = line.strip() == "```bash"
+            continue
+        if not in_bash:
+            continue
+        if line.endswith("\\"):
+            buf += line.rstrip("\\").rstrip() + " "
+            continue
+        buf += line
+        if buf.strip().startswith("llmcost "):
+            argv = shlex.split(buf.split("#")[0])[1:]
+            found.setdefault(argv[0], argv)
+        buf = ""
+    return found
+
+
+def json_keys(argv: list[str]) -> list[str]:
+    """The top-level keys of ``llmcost <argv> --json`` (run in-process)."""
+    import json
+
+    from llmcost.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(list(argv) + ["--json"])
+    if code not in (0, None):
+        raise RuntimeError(f"llmcost {' '.join(argv)} --json exited {code}")
+    return list(json.loads(out.getvalue()))
 
 
 def _help(parser) -> str:

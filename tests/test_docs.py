@@ -67,6 +67,7 @@ def test_data_page_lists_every_csv_and_every_column():
             assert f"``{col}``" in section, (path.name, col)
 
 
+@pytest.mark.slow   # runs each subcommand's example of the guide
 def test_cli_page_shows_every_subcommands_help():
     from llmcost.cli import build_parser
     sub = build_parser()._subparsers._group_actions[0].choices
@@ -77,6 +78,12 @@ def test_cli_page_shows_every_subcommands_help():
         for action in parser._actions:
             for flag in action.option_strings:
                 assert flag in page, (name, flag)
+    # the JSON keys the command line contract promises (DESIGN's table), read from real runs
+    for name, key in (("mfu", "effective_utilization"), ("breakeven", "breakeven_months"),
+                      ("spot", "net_savings"), ("checkpoint", "daly_interval_s"),
+                      ("serve", "usd_per_million_output_tokens"), ("review", "napkin_gpu_hours")):
+        section = page.split(f"``llmcost {name}``\n", 1)[1].split("\n``llmcost ", 1)[0]
+        assert f"``{key}``" in section, (name, key)
 
 
 @pytest.mark.slow
