@@ -365,8 +365,8 @@ class Scenario:
 
     def to_query(self, only_changed=True) -> str:
         base = Scenario()
-        items = {k: val for k, val in self.to_dict().items()
-                 if not only_changed or val != getattr(base, k)}
+        items = _with_modes({k: val for k, val in self.to_dict().items()
+                             if not only_changed or val != getattr(base, k)}, self)
         return urlencode(_expand_config({k: _fmt(val) for k, val in items.items()}))
 
     @classmethod
@@ -452,6 +452,18 @@ COMPARE_LABELS = ("A", "B", "C")
 _PREFIXES = ("b.", "c.")
 
 
+def _with_modes(items: dict, s: "Scenario") -> dict:
+    """A link's items plus the mode of each custom figure they carry whose mode is not
+    custom: a figure read without its mode switches the mode to custom (from_mapping), so a
+    figure kept beside catalog prices would come back as custom prices."""
+    out = dict(items)
+    for k in items:
+        mode = CUSTOM_MODE.get(k)
+        if mode and getattr(s, mode[0]) != mode[1] and mode[0] not in out:
+            out[mode[0]] = getattr(s, mode[0])
+    return out
+
+
 def scenarios_to_query(scenarios) -> str:
     """One link for up to three scenarios: A as plain keys (those that differ from the
     defaults), B and C as ``b.<key>`` / ``c.<key>`` for the keys that differ from A."""
@@ -462,7 +474,7 @@ def scenarios_to_query(scenarios) -> str:
     a = scenarios[0]
     parts = [a.to_query()]
     for prefix, s in zip(_PREFIXES, scenarios[1:]):
-        diff = {k: x for k, x in s.to_dict().items() if x != getattr(a, k)}
+        diff = _with_modes({k: x for k, x in s.to_dict().items() if x != getattr(a, k)}, s)
         # an identical scenario still needs one key to exist in the link
         diff = diff or {"model": s.model}
         parts.append(urlencode({prefix + k: x for k, x in
