@@ -157,6 +157,7 @@ def check_steps(log: TrainLog, results) -> tuple[dict, list]:
                                              pred_step / (1 - band.low)]
                                             if band and pred_step and band.low < 1 else None),
              "band_reason": band.reason if band else None,
+             "data_loading_share": fnd.data_loading_share(log.data_loading_s, log.step_time_s),
              "checkpoints": int(len(log.checkpoint_s)),
              "checkpoint_p99_s": (float(np.percentile(log.checkpoint_s, 99))
                                   if len(log.checkpoint_s) else None),
@@ -173,7 +174,9 @@ def check_steps(log: TrainLog, results) -> tuple[dict, list]:
         log.step, log.step_time_s, log.time_s, mfu, predicted, median_s,
         fpt * tokens_per_s / gpus / 1e12 if tokens_per_s else None, steps["log_tflops_per_gpu"],
         steps["predicted_mfu_band"], steps["band_reason"]) + fnd.checkpoint_findings(
-        log.checkpoint_s, median_s)
+        log.checkpoint_s, median_s) + fnd.data_loading_findings(log.data_loading_s,
+                                                                log.step_time_s)
+
 
 
 def typed_keys(query: str | None) -> set:

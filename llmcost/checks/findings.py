@@ -41,6 +41,15 @@ GAP_MIN_S = 60.0
 LOG_FLOPS_RATIO = 1.5
 
 
+#: the share of a step spent waiting for data above which it is a finding: the cluster
+#: guide ("GPU Clusters for LLM Training: A Builder's Guide", Monitoring: What to Watch)
+#: wants data loading under 10% of the step
+DATA_WARN_SHARE = 0.10
+#: above this share the step waits for its data longer than it computes: an alert (a
+#: derivation, not a published figure)
+DATA_ALERT_SHARE = 0.5
+
+
 def finding(level: str, what: str, evidence: str) -> dict:
     return {"level": level, "what": what, "evidence": evidence}
 
@@ -201,3 +210,31 @@ def checkpoint_findings(checkpoint_s, median_step_s=None) -> list:
                     f"{len(c)} save(s) blocking training p50 {p50:.2f} s, p99 {p99:.2f} s"
                     f"{steps}; with async saving this is the staging, the write goes on "
                     "behind training")]
+
+
+def data_loading_share(data_loading_s, step_time_s):
+    """Median share of a step spent waiting for data: Megatron's batch-generator timer over
+    the elapsed time per iteration, over the logged intervals that have both (None: none)."""
+    d, t = np.asarray(data_loading_s, float), np.asarray(step_time_s, float)
+    if not len(d) or len(d) != len(t):
+        return None
+    ok = np.isfinite(d) & np.isfinite(t) & (t > 0)
+    return float(np.median(d[ok] / t[ok])) if ok.any() else None
+
+
+def data_loading_findings(data_loading_s, step_time_s) -> list:
+    """Data loading against the cluster guide's 10% of the step."""
+    share = data_loading_share(data_loading_s, step_time_s)
+    if share is None:
+        return []
+    d, t = np.asarray(data_loading_s, float), np.asarray(step_time_s, float)
+    ok = np.isfinite(d) & np.isfinite(t) & (t > 0)
+    ev = (f"median {share:.1%} of the step waiting for data (batch-generator "
+          f"{np.median(d[ok]) * 1e3:,.1f} ms of {np.median(t[ok]) * 1e3:,.1f} ms, "
+          f"{int(ok.sum())} interval(s)); the cluster guide wants under "
+          f"{DATA_WARN_SHARE:.0%}")
+    if share > DATA_ALERT_SHARE:
+        return [finding("alert", "the step waits for its data longer than it computes", ev)]
+    if share > DATA_WARN_SHARE:
+        return [finding("warn", "data loading above 10% of the step", ev)]
+    return [finding("ok", "data loading", ev)]

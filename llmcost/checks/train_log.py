@@ -60,6 +60,9 @@ _TT_MEM = re.compile(r"\bmemory:\s*" + _NUM + r"GiB")
 _TT_TIME = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})")
 _TT_RANK = re.compile(r"^\s*\[rank(\d+)\]:")
 _TT_CKPT = re.compile(r"Finished saving the checkpoint.*?\bin\s*(\S+)\s*seconds")
+#: Megatron's timers (``--timing-log-level``): "batch-generator: 15.86" in the "time (ms)"
+#: line, or "batch-generator ....: (min, max)" across ranks with ``--timing-log-option minmax``
+_MEG_DATA = re.compile(r"batch-generator[ .]*:\s*\(?\s*([0-9.eE+-]+)(?:\s*,\s*([0-9.eE+-]+))?")
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,9 @@ class TrainLog:
     #: blocking time of each checkpoint save the log reports [s] (torchtitan: "Finished
     #: saving the checkpoint ... in X seconds"; with async saving, the staging only)
     checkpoint_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: Megatron's "batch-generator" timer per logged step: the time the step waited for
+    #: its data [s] (the slowest rank's with min/max timers; NaN where not logged)
+    data_loading_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def _num(tok: str, lineno: int, what: str, line: str) -> float:
@@ -112,8 +118,17 @@ def read(text) -> TrainLog:
     TrainLog
     """
     text = _t.as_text(text, PARAM)
-    meg, nemo, tt, args, ckpt = [], [], [], {}, []
+    meg, nemo, tt, args, ckpt, data = [], [], [], {}, [], {}
     for lineno, line in _t.lines(text):
+        if "batch-generator" in line and meg:
+            d = _MEG_DATA.search(line)
+            if d:
+                # the timers after an iteration line are that interval's; with min/max the
+                # slowest rank's, which the whole data-parallel group waits for
+                data[len(meg) - 1] = _num(d.group(2) or d.group(1), lineno,
+                                          "batch-generator (ms)", line) / 1e3
+            if "elapsed time per iteration (ms)" not in line:
+                continue
         if "elapsed time per iteration (ms)" in line:
             m, e = _MEG_ITER.search(line), _MEG_ELAPSED.search(line)
             if not m or not e:
@@ -178,6 +193,10 @@ def read(text) -> TrainLog:
     most = max(len(meg), len(nemo), len(tt_rows))
     if len(meg) == most:
         out = _log("megatron", meg, args)
+        loading = np.full(len(meg), np.nan)
+        for i, x in data.items():
+            loading[i] = x
+        out = replace(out, data_loading_s=loading)
     elif len(nemo) == most:
         out = _log("nemo", nemo, args)
     else:

@@ -292,3 +292,29 @@ def test_cli_dcgm_findings():
     assert [(f["level"], f["what"]) for f in r["findings"]] == [("warn", "profiling gauges read 0")]
     code, out, err = run_cli(["check", "--dcgm", str(DATA / "dcgm_exporter_readme.prom")])
     assert code == 0 and "[warn] DCGM fields not available: DCGM_FI_DEV_MEMORY_TEMP (1)" in out
+
+
+def test_data_loading_share_against_the_cluster_guides_10_percent():
+    # GWDA's log: the step waits 274.37 ms of 429.4 ms (63.9%) and 263.80 of 1996.1 (13.2%):
+    # median 38.6%, above the guide's 10%; a warning, not yet "longer than it computes"
+    log = train_log.read((DATA / "megatron_data_bound_gwda.log").read_text())
+    share = fnd.data_loading_share(log.data_loading_s, log.step_time_s)
+    assert share == pytest.approx(np.median([263.80 / 1996.1, 274.37 / 429.4]), rel=1e-12)
+    (f,) = fnd.data_loading_findings(log.data_loading_s, log.step_time_s)
+    assert f["level"] == "warn" and f"{share:.1%}" == "38.6%" and "38.6%" in f["evidence"]
+    # the step itself: 274 of 429 ms is above half: an alert
+    (g,) = fnd.data_loading_findings([0.27437], [0.4294])
+    assert g["level"] == "alert"
+    # BigScience's Megatron runs on 16 GB V100 nodes: 2.70 ms of 661.3 ms, fine
+    (h,) = fnd.data_loading_findings([0.00270], [0.6613])
+    assert h["level"] == "ok"
+
+
+def test_cli_check_reports_the_data_loading_share():
+    code, out, err = run_cli(["check", "--train-log", str(DATA / "megatron_data_bound_gwda.log"),
+                              "--query", "model=llama3-8b&gpu=h100-sxm&gpus=2", "--json"])
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["steps"]["data_loading_share"] == pytest.approx(
+        np.median([263.80 / 1996.1, 274.37 / 429.4]), rel=1e-12)
+    assert any(f["what"] == "data loading above 10% of the step" for f in r["findings"])

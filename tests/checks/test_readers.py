@@ -134,6 +134,26 @@ def test_megatron_without_throughput_or_timestamps():
     assert (log.global_batch == 1024).all()
 
 
+def test_megatron_batch_generator_timers_gwda():
+    # the time each step waited for its data, as the "time (ms)" line after the iteration
+    # line prints it: 263.80 ms of 1996.1 ms, then 274.37 ms of 429.4 ms
+    log = _log("megatron_data_bound_gwda.log")
+    assert log.step.tolist() == [1, 2]
+    assert log.data_loading_s.tolist() == pytest.approx([0.26380, 0.27437], rel=1e-12)
+    assert log.step_time_s.tolist() == pytest.approx([1.9961, 0.4294], rel=1e-12)
+
+
+def test_megatron_minmax_timers_take_the_slowest_rank():
+    text = ("iteration 10/ 100 | elapsed time per iteration (ms): 500.0 | global batch size: 8 |\n"
+            "    batch-generator ...............................: (12.50, 80.00)\n")
+    log = train_log.read(text)
+    assert log.data_loading_s.tolist() == [0.08]
+
+
+def test_a_log_without_timers_has_no_data_loading():
+    assert np.isnan(_log("megatron_mixtral_8x7b_16xh100.log").data_loading_s).all()
+
+
 def test_nemo2_step_lines():
     log = _log("nemo2_esm2_bionemo.log")
     assert log.framework == "nemo"
