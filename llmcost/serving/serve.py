@@ -121,6 +121,15 @@ def plan(model, gpu, scale_up, *, isl, osl, engine="vllm", weights="bf16", exper
     tp = np.array([t for t, _ in lay])[:, None]
     ep = np.array([e for _, e in lay])[:, None]
     c = np.asarray(concurrencies if concurrencies is not None else CONCURRENCIES)[None, :]
+    if concurrencies is None:
+        # each layout's own most (memory and the engine's cap): with no latency limit the
+        # best point, which powers of two alone would miss (TP 4 at 245 in flight)
+        most = predict(model, gpu, scale_up, eng, isl=isl, osl=osl, tp=tp, ep=ep,
+                       weights=weights, expert_weights=expert_weights, kv=kv,
+                       attention_dp=attention_dp, requests=requests).concurrency
+        c = np.concatenate([np.broadcast_to(c, (len(lay), c.shape[1])),
+                            np.broadcast_to(np.asarray(most, dtype=int).reshape(-1, 1),
+                                            (len(lay), 1))], axis=1)
     r = predict(model, gpu, scale_up, eng, isl=isl, osl=osl, tp=tp, ep=ep, weights=weights,
                 expert_weights=expert_weights, kv=kv, concurrency=c, attention_dp=attention_dp,
                 requests=requests)
