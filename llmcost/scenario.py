@@ -33,9 +33,12 @@ def _choice(default, table, *, label, group="run", special=()):
                                                 special=tuple(special)))
 
 
-def _options(default, options, *, label, group="run"):
+def _options(default, options, *, label, group="run", aliases=None):
+    """A choice among ``options``; ``aliases`` (other name -> option) are read as the option
+    they name (a link written with the CLI's spelling)."""
     return field(default=default, metadata=dict(kind="options", options=tuple(options),
-                                                label=label, unit="", group=group))
+                                                label=label, unit="", group=group,
+                                                aliases=dict(aliases or {})))
 
 
 #: tokens on the busiest expert rank over the mean, for routers balanced as 2025 MoE recipes
@@ -242,7 +245,8 @@ class Scenario:
                        group="serving")
     #: BF16 checkpoints as published; fp8/fp4 as TensorRT-LLM's perf-overview runs them
     weights: str = _options("bf16", ("bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4"),
-                            label="Weights format", group="serving")
+                            label="Weights format", group="serving",
+                            aliases={"fp4": "nvfp4"})    # as llmcost serve reads it
     #: auto: the engine's default KV element (vLLM/SGLang kv_cache_dtype=auto: the model's
     #: dtype; TensorRT-LLM FP8 KV with FP8/FP4 weights)
     kv: str = _options("auto", ("auto", "bf16", "fp8"), label="KV cache precision",
@@ -689,6 +693,7 @@ def parse_value(f, raw: Any, cat: catalog.Catalog | None = None):
         return s
     if kind == "options":
         s = str(raw)
+        s = f.metadata.get("aliases", {}).get(s, s)
         if s not in f.metadata["options"]:
             raise ValueError(f"expected one of {', '.join(f.metadata['options'])}, got {_short(s)!r}")
         return s

@@ -209,3 +209,10 @@ def test_pinned_scenarios_compare_and_the_report_carries_them(tmp_path):
         assert f"<td>{a[key][1]}</td><td>{b[key][1]}</td>" in table
     text = p.report(tmp_path).read_text()
     assert a["usd"][1] in text and b["usd"][1] in text and "Weights format" in text
+
+
+def test_a_link_with_the_clis_fp4_reads_as_nvfp4():
+    # `llmcost serve` reads weights=fp4 as NVFP4: a link written the same way does too
+    from llmcost.scenario import Scenario
+    s, warnings = Scenario.from_query("weights=fp4&gpu=b200")
+    assert s.weights == "nvfp4" and warnings == []
