@@ -28,6 +28,7 @@ UNIT_SUFFIXES = [
     ("_gbit_per_s", "Gbit/s"),
     ("_gb_per_s_per_gpu", "GB/s per GPU (1e9 bytes)"),
     ("_gb_per_s", "GB/s (1e9 bytes)"),
+    ("_tb_per_s", "TB/s (1e12 bytes)"),
     ("_gbps_per_gpu", "GB/s per GPU (1e9 bytes; legacy spelling)"),
     ("_gbps", "GB/s (1e9 bytes; legacy spelling)"),
     ("_tbps", "TB/s (1e12 bytes; legacy spelling)"),

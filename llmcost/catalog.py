@@ -98,8 +98,8 @@ COLUMNS: dict[str, dict[str, Col]] = {
         "name": _text(True), "vendor": _text(), "generation": _text(True),
         "form_factor": _text(), "bf16_dense_tflops": _pos(True), "fp8_dense_tflops": _pos(),
         "fp16_dense_tflops": _pos(), "tf32_dense_tflops": _pos(), "memory_gib": _pos(True),
-        "hbm_bandwidth_tbps": _pos(True), "scale_up": _text(True),
-        "scale_up_bandwidth_gbps": _pos(True), "gpus_per_node": _count(required=True),
+        "hbm_bandwidth_tb_per_s": _pos(True), "scale_up": _text(True),
+        "scale_up_bandwidth_gb_per_s": _pos(True), "gpus_per_node": _count(required=True),
         "tdp_w": _pos(True), "system_power_kw": _pos(), "system_gpus": _count(),
         "system_power_note": _text(), "capex_usd_per_system": _pos(),
         "scale_up_domain_gpus": _count(), "exp_per_s": _pos()},
@@ -119,7 +119,7 @@ COLUMNS: dict[str, dict[str, Col]] = {
         "active_params_counts": _text(), "published_active_params_b": _pos()},
     "fabrics": {
         "name": _text(), "kind": _text(True, ("scale_up", "scale_out")), "technology": _text(),
-        "link_gbit_per_s": _pos(), "bandwidth_gbps_per_gpu": _pos(True),
+        "link_gbit_per_s": _pos(), "bandwidth_gb_per_s_per_gpu": _pos(True),
         "latency_us": _pos(True), "oversubscription": _pos(), "efficiency": _share(),
         "congestion_per_doubling": _nonneg()},
     # an optional price of 0 means "not offered" (usd_per_gpu_hour skips it)
@@ -289,6 +289,13 @@ def _check_table(name: str, df: pd.DataFrame, rows: _Rows, header: list | None =
     return out
 
 
+#: columns renamed to units in their names (GB/s and TB/s: bytes); a catalog written with
+#: the old names is still read, under the new ones (its "gbps" meant GB/s, not gigabits)
+LEGACY_COLUMNS = {"bandwidth_gbps_per_gpu": "bandwidth_gb_per_s_per_gpu",
+                  "hbm_bandwidth_tbps": "hbm_bandwidth_tb_per_s",
+                  "scale_up_bandwidth_gbps": "scale_up_bandwidth_gb_per_s"}
+
+
 def _read_csv(path: str, name: str) -> tuple[pd.DataFrame, list]:
     """The raw table and its header as written; CatalogError for a file that is missing,
     unreadable or not CSV."""
@@ -310,7 +317,8 @@ def _read_csv(path: str, name: str) -> tuple[pd.DataFrame, list]:
         raise CatalogError(path, f"not UTF-8 text (byte {e.start})") from None
     except OSError as e:
         raise CatalogError(path, f"cannot be read ({e.strerror or type(e).__name__})") from None
-    return df, header
+    old = {k: x for k, x in LEGACY_COLUMNS.items() if k in df.columns and x not in df.columns}
+    return df.rename(columns=old), [old.get(c, c) for c in header]
 
 
 def _parse_error(path: str, text: str) -> CatalogError:
@@ -513,9 +521,9 @@ class Catalog:
             bf16_dense_tflops=float(r["bf16_dense_tflops"]),
             fp8_dense_tflops=opt("fp8_dense_tflops", float),
             memory_gib=float(r["memory_gib"]),
-            hbm_bandwidth_tbps=float(r["hbm_bandwidth_tbps"]),
+            hbm_bandwidth_tb_per_s=float(r["hbm_bandwidth_tb_per_s"]),
             scale_up=r["scale_up"],
-            scale_up_bandwidth_gbps=float(r["scale_up_bandwidth_gbps"]),
+            scale_up_bandwidth_gb_per_s=float(r["scale_up_bandwidth_gb_per_s"]),
             gpus_per_node=int(r["gpus_per_node"]), tdp_w=float(r["tdp_w"])))
 
     def model(self, key: str) -> ModelSpec:
@@ -576,7 +584,7 @@ class Catalog:
 
         return self._spec("fabrics", i, lambda: FabricSpec(
             id=r["id"], name=r.get("name", r["id"]), kind=r["kind"],
-            bandwidth_gbps_per_gpu=float(r["bandwidth_gbps_per_gpu"]),
+            bandwidth_gb_per_s_per_gpu=float(r["bandwidth_gb_per_s_per_gpu"]),
             latency_us=float(r["latency_us"]),
             oversubscription=num("oversubscription", 1.0),
             efficiency=num("efficiency", 1.0),
@@ -592,7 +600,7 @@ class Catalog:
         bw = float(v.positive("fabric_gb_per_s_per_gpu", gb_per_s_per_gpu))
         family, ref_id = FABRIC_TECHNOLOGIES[tech]
         ref = self.fabric(ref_id)
-        return replace(ref, id="custom", bandwidth_gbps_per_gpu=bw, technology=family,
+        return replace(ref, id="custom", bandwidth_gb_per_s_per_gpu=bw, technology=family,
                        name=f"custom {tech} fabric, {bw:g} GB/s per GPU (other constants of "
                             f"{ref.id})")
 

@@ -849,8 +849,8 @@ LIST_TEXT_COLUMNS = {
                "published_params_b", "moe_experts", "moe_top_k", "published_active_params_b",
                "as_of"),
     "gpus": ("id", "name", "generation", "bf16_dense_tflops", "fp8_dense_tflops", "memory_gib",
-             "hbm_bandwidth_tbps", "scale_up", "scale_up_domain_gpus", "gpus_per_node", "as_of"),
-    "fabrics": ("id", "name", "kind", "bandwidth_gbps_per_gpu", "latency_us", "efficiency",
+             "hbm_bandwidth_tb_per_s", "scale_up", "scale_up_domain_gpus", "gpus_per_node", "as_of"),
+    "fabrics": ("id", "name", "kind", "bandwidth_gb_per_s_per_gpu", "latency_us", "efficiency",
                 "congestion_per_doubling", "as_of"),
 }
 

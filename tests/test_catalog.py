@@ -69,7 +69,7 @@ def test_user_rows_extend_a_copy():
     base = catalog.default()
     mine = base.with_rows("gpus", [dict(
         id="my-gpu", name="In-house", generation="hopper", bf16_dense_tflops=500,
-        memory_gib=96, hbm_bandwidth_tbps=4, scale_up="nvlink4", scale_up_bandwidth_gbps=900,
+        memory_gib=96, hbm_bandwidth_tb_per_s=4, scale_up="nvlink4", scale_up_bandwidth_gb_per_s=900,
         gpus_per_node=8, tdp_w=600)])
     assert mine.gpu("my-gpu").memory_bytes == 96 * 2**30
     assert "my-gpu" not in base.ids("gpus")
@@ -77,8 +77,8 @@ def test_user_rows_extend_a_copy():
     assert row["source"] == "user-supplied" and re.fullmatch(r"\d{4}-\d{2}-\d{2}", row["as_of"])
     with pytest.raises(InputError):
         mine.with_rows("gpus", [dict(id="my-gpu", name="x", generation="x", bf16_dense_tflops=1,
-                                     memory_gib=1, hbm_bandwidth_tbps=1, scale_up="x",
-                                     scale_up_bandwidth_gbps=1, gpus_per_node=1, tdp_w=1)])
+                                     memory_gib=1, hbm_bandwidth_tb_per_s=1, scale_up="x",
+                                     scale_up_bandwidth_gb_per_s=1, gpus_per_node=1, tdp_w=1)])
 
 
 def test_user_rows_are_validated():
@@ -108,3 +108,20 @@ def test_catalog_from_another_folder(tmp_path):
     for t in catalog.TABLES:
         (tmp_path / f"{t}.csv").write_text((catalog.data_dir() / f"{t}.csv").read_text())
     assert Catalog.from_dir(tmp_path).gpu("b200").bf16_dense_tflops == 2250
+
+
+def test_a_catalog_with_the_old_gbps_columns_is_read_under_the_new_names(tmp_path):
+    # bandwidth_gbps_per_gpu / hbm_bandwidth_tbps / scale_up_bandwidth_gbps meant GB/s and TB/s
+    import shutil
+    from llmcost import catalog as cat_mod
+    data = tmp_path / "data"
+    shutil.copytree(cat_mod.data_dir(), data)
+    for name, old in (("fabrics.csv", "bandwidth_gb_per_s_per_gpu"),
+                      ("gpus.csv", "hbm_bandwidth_tb_per_s")):
+        text = (data / name).read_text()
+        legacy = {x: k for k, x in cat_mod.LEGACY_COLUMNS.items()}[old]
+        (data / name).write_text(text.replace(old, legacy, 1))
+    c = cat_mod.Catalog.from_dir(data)
+    new = cat_mod.default()
+    assert c.gpu("h100-sxm").hbm_bandwidth_tb_per_s == new.gpu("h100-sxm").hbm_bandwidth_tb_per_s
+    assert c.fabric("ib-ndr").bandwidth_gb_per_s_per_gpu == new.fabric("ib-ndr").bandwidth_gb_per_s_per_gpu

@@ -43,9 +43,9 @@ COUNTS = {
 }
 #: whole numbers in every shipped row, yet real-valued quantities (a fraction is fine)
 WHOLE_BUT_REAL = {
-    "gpus": {"memory_gib", "scale_up_bandwidth_gbps", "tdp_w", "capex_usd_per_system",
+    "gpus": {"memory_gib", "scale_up_bandwidth_gb_per_s", "tdp_w", "capex_usd_per_system",
              "exp_per_s"},
-    "fabrics": {"link_gbit_per_s", "bandwidth_gbps_per_gpu", "oversubscription"},
+    "fabrics": {"link_gbit_per_s", "bandwidth_gb_per_s_per_gpu", "oversubscription"},
     "published_runs": {"achieved_tflops_per_gpu"},
     "published_batches": {"tokens", "compute_flops", "batch_tokens", "batch_tokens_start"},
 }
@@ -63,10 +63,10 @@ MAY_BE_ZERO = {
 }
 #: columns every row must fill (besides id, source, as_of)
 REQUIRED = {
-    "gpus": ["name", "generation", "bf16_dense_tflops", "memory_gib", "hbm_bandwidth_tbps",
-             "scale_up", "scale_up_bandwidth_gbps", "gpus_per_node", "tdp_w"],
+    "gpus": ["name", "generation", "bf16_dense_tflops", "memory_gib", "hbm_bandwidth_tb_per_s",
+             "scale_up", "scale_up_bandwidth_gb_per_s", "gpus_per_node", "tdp_w"],
     "models": ["layers", "hidden", "heads", "vocab", "seq_len"],
-    "fabrics": ["kind", "bandwidth_gbps_per_gpu", "latency_us"],
+    "fabrics": ["kind", "bandwidth_gb_per_s_per_gpu", "latency_us"],
     "prices": ["provider", "gpu", "gpus", "on_demand_usd_per_hour"],
     "published_runs": ["model"],
     "failure_rates": ["failures_per_1000_gpu_days", "counts"],
@@ -307,8 +307,8 @@ def test_a_table_is_read_once(tmp_path, monkeypatch):
 
 def test_user_rows_name_their_row_and_column(tmp_path):
     row = dict(id="my-gpu", name="In-house", generation="hopper", bf16_dense_tflops=500,
-               memory_gib=96, hbm_bandwidth_tbps=4, scale_up="nvlink4",
-               scale_up_bandwidth_gbps=900, gpus_per_node=8, tdp_w=600)
+               memory_gib=96, hbm_bandwidth_tb_per_s=4, scale_up="nvlink4",
+               scale_up_bandwidth_gb_per_s=900, gpus_per_node=8, tdp_w=600)
     base = catalog.default()
     for column, value in (("gpus_per_node", 8.5), ("tdp_w", "abc"), ("system_gpus", -1)):
         with pytest.raises(CatalogError) as e:

@@ -37,8 +37,8 @@ def test_make_docs_treats_warnings_as_errors_and_ci_runs_it_after_lint():
 
 
 @pytest.mark.parametrize("column,unit", [
-    ("hbm_bandwidth_tbps", "TB/s"),            # gpus.csv: H100 SXM 3.35 TB/s of HBM3
-    ("bandwidth_gbps_per_gpu", "GB/s per GPU"),
+    ("hbm_bandwidth_tb_per_s", "TB/s"),            # gpus.csv: H100 SXM 3.35 TB/s of HBM3
+    ("bandwidth_gb_per_s_per_gpu", "GB/s per GPU"),
     ("memory_gib", "GiB (2**30 bytes)"),
     ("on_demand_usd_per_hour", "USD per hour"),
     ("latency_us", "microseconds"),

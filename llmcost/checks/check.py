@@ -68,8 +68,8 @@ def check_nccl(res: NcclTests, gpu, scale_up, scale_out) -> tuple[list, list, li
     for op in dict.fromkeys(res.op):
         m = res.op == op
         exp = expect.expected_busbw_gb_per_s(
-            op, res.size_bytes[m], ranks, k, scale_up.bandwidth_gbps_per_gpu,
-            scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
+            op, res.size_bytes[m], ranks, k, scale_up.bandwidth_gb_per_s_per_gpu,
+            scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
             eff_i, scale_out.efficiency, cong)
         exp = np.broadcast_to(np.asarray(exp, float), res.size_bytes[m].shape)
         for s, b, bi, a, t, e in zip(res.size_bytes[m], res.busbw_gb_per_s[m],

@@ -57,7 +57,7 @@ def bus_bandwidth_factor(op: str, ranks):
     return v.result(np.ones_like(n, dtype=float))
 
 
-def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps,
+def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s,
                                   intra_latency_us=0.0, inter_latency_us=0.0,
                                   intra_efficiency=1.0, inter_efficiency=1.0, congestion=1.0):
     r"""Bus bandwidth of NCCL's tree all-reduce across nodes (double binary tree between
@@ -71,7 +71,7 @@ def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, intra_gbps,
 
     Parameters
     ----------
-    size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps, intra_latency_us,
+    size_bytes, ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s, intra_latency_us,
     inter_latency_us, intra_efficiency, inter_efficiency, congestion
         As :func:`expected_busbw_gb_per_s`.
 
@@ -90,9 +90,9 @@ def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, intra_gbps,
     s = v.nonnegative("size_bytes", size_bytes)
     n = v.integer("ranks", ranks, minimum=2)
     k = np.minimum(v.integer("ranks_per_node", ranks_per_node), n)
-    bi = v.positive("intra_gbps", intra_gbps) * 1e9 * v.fraction("intra_efficiency",
+    bi = v.positive("intra_gb_per_s", intra_gb_per_s) * 1e9 * v.fraction("intra_efficiency",
                                                                   intra_efficiency)
-    bo = v.positive("inter_gbps", inter_gbps) * 1e9 * v.fraction("inter_efficiency",
+    bo = v.positive("inter_gb_per_s", inter_gb_per_s) * 1e9 * v.fraction("inter_efficiency",
                                                                   inter_efficiency)
     alpha = np.maximum(v.nonnegative("intra_latency_us", intra_latency_us),
                        v.nonnegative("inter_latency_us", inter_latency_us)) * 1e-6
@@ -104,7 +104,7 @@ def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, intra_gbps,
     return v.result(bw)
 
 
-def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps,
+def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s,
                             intra_latency_us=0.0, inter_latency_us=0.0, intra_efficiency=1.0,
                             inter_efficiency=1.0, congestion=1.0):
     r"""Expected nccl-tests bus bandwidth of one collective.
@@ -130,7 +130,7 @@ def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gb
         N [-].
     ranks_per_node : int or array
         k, ranks inside one NVLink domain [-].
-    intra_gbps, inter_gbps : float or array
+    intra_gb_per_s, inter_gb_per_s : float or array
         B_i (NVLink per GPU), B_o (NIC per GPU) [GB/s per direction].
     intra_latency_us, inter_latency_us : float or array
         [us].
@@ -151,7 +151,7 @@ def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gb
     s = v.nonnegative("size_bytes", size_bytes)
     n = v.integer("ranks", ranks, minimum=2)
     k = np.minimum(v.integer("ranks_per_node", ranks_per_node), n)
-    args = (intra_gbps, inter_gbps, intra_latency_us, inter_latency_us, intra_efficiency,
+    args = (intra_gb_per_s, inter_gb_per_s, intra_latency_us, inter_latency_us, intra_efficiency,
             inter_efficiency, congestion)
     if op == "all_reduce":
         t = comm.hierarchical_allreduce_time_s(s, n, k, *args)
@@ -167,9 +167,9 @@ def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gb
     elif op == "sendrecv":
         across = n > k
         t = np.where(across,
-                     comm.p2p_time_s(s, inter_gbps, inter_latency_us, inter_efficiency)
+                     comm.p2p_time_s(s, inter_gb_per_s, inter_latency_us, inter_efficiency)
                      * np.asarray(congestion, float),
-                     comm.p2p_time_s(s, intra_gbps, intra_latency_us, intra_efficiency))
+                     comm.p2p_time_s(s, intra_gb_per_s, intra_latency_us, intra_efficiency))
     else:
         return v.result(np.full(np.broadcast(s, n).shape, np.nan))
     t = np.asarray(t, float)

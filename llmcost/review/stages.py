@@ -146,7 +146,7 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
                                      "scale-out fabric (InfiniBand or RoCE)")
     check_precision(s.precision, g)
     warnings, resolved = list(model_warnings), {}
-    resolved["fabric_gb_per_s_per_gpu"] = out.bandwidth_gbps_per_gpu
+    resolved["fabric_gb_per_s_per_gpu"] = out.bandwidth_gb_per_s_per_gpu
     if s.price_source == "catalog":
         prices, offer, billing, discount, w = _catalog_prices(s, cat, g)
         warnings += w

@@ -142,7 +142,7 @@ def expert_read_fraction(tokens, experts, top_k):
     return v.result(1.0 - (1.0 - top_k / experts) ** np.maximum(n, 1.0))
 
 
-def roofline_time_s(flops, bytes_moved, peak_tflops, hbm_tbps, compute_efficiency=1.0,
+def roofline_time_s(flops, bytes_moved, peak_tflops, hbm_tb_per_s, compute_efficiency=1.0,
                     memory_efficiency=1.0):
     r"""Roofline time of a kernel sequence: the slower of compute and memory traffic.
 
@@ -156,7 +156,7 @@ def roofline_time_s(flops, bytes_moved, peak_tflops, hbm_tbps, compute_efficienc
         Q, HBM traffic [bytes].
     peak_tflops : float or array
         P [TFLOP/s].
-    hbm_tbps : float or array
+    hbm_tb_per_s : float or array
         B [TB/s].
     compute_efficiency, memory_efficiency : float or array
         eta_c, eta_m, achieved shares [-].
@@ -174,7 +174,7 @@ def roofline_time_s(flops, bytes_moved, peak_tflops, hbm_tbps, compute_efficienc
     q = v.nonnegative("bytes_moved", bytes_moved)
     p = v.positive("peak_tflops", peak_tflops) * TERA * v.fraction("compute_efficiency",
                                                                  compute_efficiency)
-    b = v.positive("hbm_tbps", hbm_tbps) * TERA * v.fraction("memory_efficiency",
+    b = v.positive("hbm_tb_per_s", hbm_tb_per_s) * TERA * v.fraction("memory_efficiency",
                                                              memory_efficiency)
     return v.result(np.maximum(f / p, q / b))
 

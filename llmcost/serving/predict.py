@@ -123,14 +123,14 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     if gpu.generation in FP4_GENERATIONS and "fp4" in fmt + efmt:
         # FP4 GEMMs reach a smaller share of their doubled peak than FP8 ones of theirs
         peak = peak * engine.fp4_efficiency
-    hbm = gpu.hbm_bandwidth_tbps
+    hbm = gpu.hbm_bandwidth_tb_per_s
     L, h, V = model.layers, model.hidden, model.vocab
     win_l = model.window_layers if model.attention_window else 0
     win = model.attention_window
     p_mm = model.active_matmul_params_per_layer * L
 
     # ---- communication per forward: TP all-reduces, EP all-to-all (NVLink domain)
-    bw, alpha, eff = scale_up.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_up.efficiency
+    bw, alpha, eff = scale_up.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_up.efficiency
     lm = model.moe_layers
     ep_on = np.asarray(e) > 1
     n_ar = 2.0 * (L - lm) + lm * np.where(ep_on, 1.0, 2.0)

@@ -26,15 +26,15 @@ US = 1e-6
 GBPS = 1e9
 
 
-def _args(size_bytes, n, bandwidth_gbps, latency_us, efficiency):
+def _args(size_bytes, n, bandwidth_gb_per_s, latency_us, efficiency):
     s = v.nonnegative("size_bytes", size_bytes)
     n = v.integer("n", n)
-    bw = v.positive("bandwidth_gbps", bandwidth_gbps) * GBPS * v.fraction("efficiency", efficiency)
+    bw = v.positive("bandwidth_gb_per_s", bandwidth_gb_per_s) * GBPS * v.fraction("efficiency", efficiency)
     a = v.nonnegative("latency_us", latency_us) * US
     return s, n, bw, a
 
 
-def ring_allreduce_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficiency=1.0):
+def ring_allreduce_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us=0.0, efficiency=1.0):
     r"""Ring all-reduce: reduce-scatter then all-gather around a ring.
 
     .. math:: t = 2(n-1)\,\alpha + \frac{2(n-1)}{n}\,\frac{S}{\eta B}
@@ -45,7 +45,7 @@ def ring_allreduce_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficie
         S, bytes each rank contributes [bytes].
     n : int or array
         Ranks [-]; n = 1 costs nothing.
-    bandwidth_gbps : float or array
+    bandwidth_gb_per_s : float or array
         B, per-rank link bandwidth per direction [GB/s].
     latency_us : float or array
         alpha, per-step latency [us].
@@ -61,18 +61,18 @@ def ring_allreduce_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficie
     ----------
     .. [1] Thakur et al. 2005, §4.5; Patarasuk and Yuan 2009.
     """
-    s, n, bw, a = _args(size_bytes, n, bandwidth_gbps, latency_us, efficiency)
+    s, n, bw, a = _args(size_bytes, n, bandwidth_gb_per_s, latency_us, efficiency)
     return v.result(2 * (n - 1) * a + 2 * (n - 1) / n * s / bw)
 
 
-def tree_allreduce_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficiency=1.0):
+def tree_allreduce_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us=0.0, efficiency=1.0):
     r"""Pipelined (double binary) tree all-reduce: log-depth latency, ~ring bandwidth.
 
     .. math:: t = 2 \lceil \log_2 n \rceil \alpha + \frac{2 S}{\eta B}\,[n > 1]
 
     Parameters
     ----------
-    size_bytes, n, bandwidth_gbps, latency_us, efficiency
+    size_bytes, n, bandwidth_gb_per_s, latency_us, efficiency
         As :func:`ring_allreduce_time_s`.
 
     Returns
@@ -85,12 +85,12 @@ def tree_allreduce_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficie
     .. [1] Thakur et al. 2005, §4.5 (binomial tree); Jeaugey 2019 (NCCL double binary
        trees: full bandwidth, logarithmic latency).
     """
-    s, n, bw, a = _args(size_bytes, n, bandwidth_gbps, latency_us, efficiency)
+    s, n, bw, a = _args(size_bytes, n, bandwidth_gb_per_s, latency_us, efficiency)
     steps = np.ceil(np.log2(np.maximum(n, 1)))
     return v.result(2 * steps * a + np.where(n > 1, 2 * s / bw, 0.0))
 
 
-def allgather_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficiency=1.0):
+def allgather_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us=0.0, efficiency=1.0):
     r"""Ring all-gather of a buffer of S bytes in total (S/n from each rank).
 
     .. math:: t = (n-1)\,\alpha + \frac{n-1}{n}\,\frac{S}{\eta B}
@@ -99,7 +99,7 @@ def allgather_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficiency=1
     ----------
     size_bytes : float or array
         S, gathered size [bytes].
-    n, bandwidth_gbps, latency_us, efficiency
+    n, bandwidth_gb_per_s, latency_us, efficiency
         As :func:`ring_allreduce_time_s`.
 
     Returns
@@ -111,18 +111,18 @@ def allgather_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficiency=1
     ----------
     .. [1] Thakur et al. 2005, §4.1 (ring all-gather).
     """
-    s, n, bw, a = _args(size_bytes, n, bandwidth_gbps, latency_us, efficiency)
+    s, n, bw, a = _args(size_bytes, n, bandwidth_gb_per_s, latency_us, efficiency)
     return v.result((n - 1) * a + (n - 1) / n * s / bw)
 
 
-def reduce_scatter_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficiency=1.0):
+def reduce_scatter_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us=0.0, efficiency=1.0):
     r"""Ring reduce-scatter of S bytes (each rank keeps S/n reduced).
 
     .. math:: t = (n-1)\,\alpha + \frac{n-1}{n}\,\frac{S}{\eta B}
 
     Parameters
     ----------
-    size_bytes, n, bandwidth_gbps, latency_us, efficiency
+    size_bytes, n, bandwidth_gb_per_s, latency_us, efficiency
         As :func:`allgather_time_s`.
 
     Returns
@@ -134,17 +134,17 @@ def reduce_scatter_time_s(size_bytes, n, bandwidth_gbps, latency_us=0.0, efficie
     ----------
     .. [1] Thakur et al. 2005, §4.3 (reduce-scatter).
     """
-    return allgather_time_s(size_bytes, n, bandwidth_gbps, latency_us, efficiency)
+    return allgather_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us, efficiency)
 
 
-def p2p_time_s(size_bytes, bandwidth_gbps, latency_us=0.0, efficiency=1.0):
+def p2p_time_s(size_bytes, bandwidth_gb_per_s, latency_us=0.0, efficiency=1.0):
     r"""Point-to-point send of S bytes.
 
     .. math:: t = \alpha + \frac{S}{\eta B}
 
     Parameters
     ----------
-    size_bytes, bandwidth_gbps, latency_us, efficiency
+    size_bytes, bandwidth_gb_per_s, latency_us, efficiency
         As :func:`ring_allreduce_time_s`.
 
     Returns
@@ -157,7 +157,7 @@ def p2p_time_s(size_bytes, bandwidth_gbps, latency_us=0.0, efficiency=1.0):
     .. [1] R. Hockney, "The communication challenge for MPP", Parallel Computing 20(3),
        1994 (the alpha-beta model).
     """
-    s, _, bw, a = _args(size_bytes, 2, bandwidth_gbps, latency_us, efficiency)
+    s, _, bw, a = _args(size_bytes, 2, bandwidth_gb_per_s, latency_us, efficiency)
     return v.result(a + s / bw)
 
 
@@ -196,20 +196,20 @@ def congestion_factor(nodes, per_doubling=0.0, oversubscription=1.0):
     return v.result(np.maximum(o, 1.0) * (1 + k * np.log2(np.maximum(n, 1))))
 
 
-def _two_level_args(size_bytes, ranks, local, intra_gbps, inter_gbps, intra_latency_us,
+def _two_level_args(size_bytes, ranks, local, intra_gb_per_s, inter_gb_per_s, intra_latency_us,
                     inter_latency_us, intra_efficiency, inter_efficiency, congestion):
     """Validated arguments of a collective over a scale-up domain and a fabric (SI units)."""
     s = v.nonnegative("size_bytes", size_bytes)
     N = v.integer("ranks", ranks)
     k = np.minimum(v.integer(local[0], local[1]), N)
-    bi = v.positive("intra_gbps", intra_gbps) * GBPS * v.fraction("intra_efficiency", intra_efficiency)
-    bo = v.positive("inter_gbps", inter_gbps) * GBPS * v.fraction("inter_efficiency", inter_efficiency)
+    bi = v.positive("intra_gb_per_s", intra_gb_per_s) * GBPS * v.fraction("intra_efficiency", intra_efficiency)
+    bo = v.positive("inter_gb_per_s", inter_gb_per_s) * GBPS * v.fraction("inter_efficiency", inter_efficiency)
     ai = v.nonnegative("intra_latency_us", intra_latency_us) * US
     ao = v.nonnegative("inter_latency_us", inter_latency_us) * US
     return s, N, k, bi, bo, ai, ao, v.positive("congestion", congestion)
 
 
-def hierarchical_allreduce_time_s(size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps,
+def hierarchical_allreduce_time_s(size_bytes, ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s,
                                   intra_latency_us=0.0, inter_latency_us=0.0,
                                   intra_efficiency=1.0, inter_efficiency=1.0,
                                   congestion=1.0):
@@ -231,7 +231,7 @@ def hierarchical_allreduce_time_s(size_bytes, ranks, ranks_per_node, intra_gbps,
         N [-].
     ranks_per_node : int or array
         k [-], the ranks of this group inside one node.
-    intra_gbps, inter_gbps : float or array
+    intra_gb_per_s, inter_gb_per_s : float or array
         B_i (NVLink), B_o (per-GPU NIC) [GB/s per direction].
     intra_latency_us, inter_latency_us : float or array
         [us].
@@ -250,7 +250,7 @@ def hierarchical_allreduce_time_s(size_bytes, ranks, ranks_per_node, intra_gbps,
     .. [1] Jeaugey 2019 (NCCL rings across nodes, one per NIC); Patarasuk and Yuan 2009.
     """
     s, N, k, bi, bo, ai, ao, c = _two_level_args(
-        size_bytes, ranks, ("ranks_per_node", ranks_per_node), intra_gbps, inter_gbps,
+        size_bytes, ranks, ("ranks_per_node", ranks_per_node), intra_gb_per_s, inter_gb_per_s,
         intra_latency_us, inter_latency_us, intra_efficiency, inter_efficiency, congestion)
     multi = N > k
     per_byte = np.maximum(1.0 / bi, np.where(multi, c / (k * bo), 0.0))
@@ -258,7 +258,7 @@ def hierarchical_allreduce_time_s(size_bytes, ranks, ranks_per_node, intra_gbps,
     return v.result(2 * (N - 1) * alpha + 2 * (N - 1) / N * s * per_byte)
 
 
-def hierarchical_allgather_time_s(size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps,
+def hierarchical_allgather_time_s(size_bytes, ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s,
                                   intra_latency_us=0.0, inter_latency_us=0.0,
                                   intra_efficiency=1.0, inter_efficiency=1.0,
                                   congestion=1.0):
@@ -278,7 +278,7 @@ def hierarchical_allgather_time_s(size_bytes, ranks, ranks_per_node, intra_gbps,
     ----------
     size_bytes : float or array
         S, the gathered (or reduced) buffer [bytes]; each rank holds S/N of it.
-    ranks, ranks_per_node, intra_gbps, inter_gbps, intra_latency_us, inter_latency_us,
+    ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s, intra_latency_us, inter_latency_us,
     intra_efficiency, inter_efficiency, congestion
         As :func:`hierarchical_allreduce_time_s`.
 
@@ -294,12 +294,12 @@ def hierarchical_allgather_time_s(size_bytes, ranks, ranks_per_node, intra_gbps,
        reduce-scatter = algorithm bandwidth x (n-1)/n).
     """
     return v.result(0.5 * hierarchical_allreduce_time_s(
-        size_bytes, ranks, ranks_per_node, intra_gbps, inter_gbps, intra_latency_us,
+        size_bytes, ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s, intra_latency_us,
         inter_latency_us, intra_efficiency, inter_efficiency, congestion))
 
 
 
-def hierarchical_alltoall_time_s(size_bytes, ranks, ranks_per_domain, intra_gbps, inter_gbps,
+def hierarchical_alltoall_time_s(size_bytes, ranks, ranks_per_domain, intra_gb_per_s, inter_gb_per_s,
                                  intra_latency_us=0.0, inter_latency_us=0.0,
                                  intra_efficiency=1.0, inter_efficiency=1.0,
                                  congestion=1.0):
@@ -324,7 +324,7 @@ def hierarchical_alltoall_time_s(size_bytes, ranks, ranks_per_domain, intra_gbps
         N, the expert-parallel group [-].
     ranks_per_domain : int or array
         k, the group's ranks inside one NVLink domain [-] (capped at N).
-    intra_gbps, inter_gbps, intra_latency_us, inter_latency_us, intra_efficiency,
+    intra_gb_per_s, inter_gb_per_s, intra_latency_us, inter_latency_us, intra_efficiency,
     inter_efficiency, congestion
         As :func:`hierarchical_allreduce_time_s`.
 
@@ -340,7 +340,7 @@ def hierarchical_alltoall_time_s(size_bytes, ranks, ranks_per_domain, intra_gbps
        and NVLink inside them; node-limited routing keeps most traffic on NVLink).
     """
     s, N, k, bi, bo, ai, ao, c = _two_level_args(
-        size_bytes, ranks, ("ranks_per_domain", ranks_per_domain), intra_gbps, inter_gbps,
+        size_bytes, ranks, ("ranks_per_domain", ranks_per_domain), intra_gb_per_s, inter_gb_per_s,
         intra_latency_us, inter_latency_us, intra_efficiency, inter_efficiency, congestion)
     t_in = np.where(k > 1, ai + (k - 1) / N * s / bi, 0.0)
     t_out = np.where(N > k, ao + (N - k) / N * s * c / bo, 0.0)

@@ -17,9 +17,9 @@ class GPUSpec:
     bf16_dense_tflops: float
     fp8_dense_tflops: float | None
     memory_gib: float
-    hbm_bandwidth_tbps: float
+    hbm_bandwidth_tb_per_s: float
     scale_up: str
-    scale_up_bandwidth_gbps: float
+    scale_up_bandwidth_gb_per_s: float
     gpus_per_node: int
     tdp_w: float
     #: power of the system the GPU ships in at full load [kW] (e.g. DGX H100 10.2 kW); None
@@ -80,7 +80,7 @@ class FabricSpec:
     id: str
     name: str
     kind: str
-    bandwidth_gbps_per_gpu: float
+    bandwidth_gb_per_s_per_gpu: float
     latency_us: float
     oversubscription: float = 1.0
     #: achievable share of the link bandwidth in collectives (NCCL bus bandwidth / link rate)

@@ -360,7 +360,7 @@ class StepPrediction(NamedTuple):
                  "dp_comm_s", "optimizer_s")
 
 
-def gemm_efficiency(m, n, k, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRATION,
+def gemm_efficiency(m, n, k, peak_tflops, hbm_tb_per_s, calibration=DEFAULT_CALIBRATION,
                     operand_bytes=2.0, output_bytes=2.0):
     r"""Achieved share of dense peak for an (M x K) by (K x N) GEMM: a roofline in series.
 
@@ -384,7 +384,7 @@ def gemm_efficiency(m, n, k, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRAT
         N, K: the per-GPU output and reduction widths, e.g. h / t, f / t [-].
     peak_tflops : float or array
         Dense peak at the GEMM's precision [TFLOP/s].
-    hbm_tbps : float or array
+    hbm_tb_per_s : float or array
         HBM bandwidth [TB/s].
     calibration : Calibration
         e_max (``matmul_efficiency``) and k (``gemm_traffic``).
@@ -407,7 +407,7 @@ def gemm_efficiency(m, n, k, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRAT
     N = v.positive("n", n)
     K = v.positive("k", k)
     ridge = (v.positive("peak_tflops", peak_tflops) * 1e12
-             / (v.positive("hbm_tbps", hbm_tbps) * 1e12))
+             / (v.positive("hbm_tb_per_s", hbm_tb_per_s) * 1e12))
     qi = v.positive("operand_bytes", operand_bytes)
     qo = v.positive("output_bytes", output_bytes)
     intensity = 2.0 * M * N * K / (qi * (M * K + K * N) + qo * M * N)
@@ -415,7 +415,7 @@ def gemm_efficiency(m, n, k, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRAT
                            + calibration.gemm_traffic * ridge / intensity))
 
 
-def matmul_efficiency(width, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRATION,
+def matmul_efficiency(width, peak_tflops, hbm_tb_per_s, calibration=DEFAULT_CALIBRATION,
                       rows=None):
     r"""Achieved share of dense peak for a BF16 GEMM of per-GPU width w and height M.
 
@@ -432,7 +432,7 @@ def matmul_efficiency(width, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRAT
         Per-GPU GEMM width w, e.g. h / t [-].
     peak_tflops : float or array
         Dense peak [TFLOP/s].
-    hbm_tbps : float or array
+    hbm_tb_per_s : float or array
         HBM bandwidth [TB/s].
     calibration : Calibration
     rows : float or array, optional
@@ -451,10 +451,10 @@ def matmul_efficiency(width, peak_tflops, hbm_tbps, calibration=DEFAULT_CALIBRAT
     w = v.positive("width", width)
     M = np.inf if rows is None else v.positive("rows", rows)
     if rows is None:
-        ridge = v.positive("peak_tflops", peak_tflops) / v.positive("hbm_tbps", hbm_tbps)
+        ridge = v.positive("peak_tflops", peak_tflops) / v.positive("hbm_tb_per_s", hbm_tb_per_s)
         return v.result(1.0 / (1.0 / calibration.matmul_efficiency
                                + calibration.gemm_traffic * ridge / (w / 2.0)))
-    return gemm_efficiency(M, w, w, peak_tflops, hbm_tbps, calibration)
+    return gemm_efficiency(M, w, w, peak_tflops, hbm_tb_per_s, calibration)
 
 
 def attention_core_flops_per_token(seq_len, q_dim, causal=True, recompute="none"):
@@ -899,7 +899,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     # attention, logits and memory-bound work run at the BF16 peak for every precision,
     # and MFU/HFU are stated against it (one convention for all precisions)
     peak = gpu.bf16_dense_tflops * 1e12
-    hbm = gpu.hbm_bandwidth_tbps * 1e12
+    hbm = gpu.hbm_bandwidth_tb_per_s * 1e12
     # what NVLink reaches: the scale-up domain (72 GPUs in an NVL72 rack), not the billing
     # or failure unit (a 4-GPU GB200 tray)
     node = gpu.scale_up_domain
@@ -1031,12 +1031,12 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     n_tp = 4.0 + 2.0 * (rec == "full")
     tp_in_node = tp <= node
     tp_bytes = tokens * h * 2.0
-    t_ar_nvl = comm.ring_allreduce_time_s(tp_bytes, tp, scale_up.bandwidth_gbps_per_gpu,
+    t_ar_nvl = comm.ring_allreduce_time_s(tp_bytes, tp, scale_up.bandwidth_gb_per_s_per_gpu,
                                           scale_up.latency_us, cal.nvlink_efficiency)
     tp_nodes = np.maximum(tp // node, 1)
     t_ar_net = comm.hierarchical_allreduce_time_s(
-        tp_bytes, tp, np.minimum(tp, node), scale_up.bandwidth_gbps_per_gpu,
-        scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
+        tp_bytes, tp, np.minimum(tp, node), scale_up.bandwidth_gb_per_s_per_gpu,
+        scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
         cal.nvlink_efficiency, scale_out.efficiency,
         comm.congestion_factor(tp_nodes, scale_out.congestion_per_doubling,
                                scale_out.oversubscription))
@@ -1046,9 +1046,9 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     cp_in_node = tp * cp <= node
     kv_bytes = tokens * 2.0 * model.kv_heads * model.head_dim / np.minimum(tp, model.kv_heads) * 2.0
     t_cp_link = np.where(cp_in_node,
-                         comm.p2p_time_s(kv_bytes, scale_up.bandwidth_gbps_per_gpu,
+                         comm.p2p_time_s(kv_bytes, scale_up.bandwidth_gb_per_s_per_gpu,
                                          scale_up.latency_us, cal.nvlink_efficiency),
-                         comm.p2p_time_s(kv_bytes, scale_out.bandwidth_gbps_per_gpu,
+                         comm.p2p_time_s(kv_bytes, scale_out.bandwidth_gb_per_s_per_gpu,
                                          scale_out.latency_us, scale_out.efficiency))
     t_cp_total = 3.0 * (cp - 1) * t_cp_link
     t_cp = np.maximum(0.0, t_cp_total - t_attn)
@@ -1060,8 +1060,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         ep_in_domain = np.maximum(node // etp, 1)
         ep_nodes = np.maximum(-(-ep // ep_in_domain), 1)
         t_a2a_one = comm.hierarchical_alltoall_time_s(
-            a2a_bytes, ep, ep_in_domain, scale_up.bandwidth_gbps_per_gpu,
-            scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
+            a2a_bytes, ep, ep_in_domain, scale_up.bandwidth_gb_per_s_per_gpu,
+            scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
             cal.nvlink_efficiency, scale_out.efficiency,
             comm.congestion_factor(ep_nodes, scale_out.congestion_per_doubling,
                                    scale_out.oversubscription))
@@ -1090,9 +1090,9 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     p2p_in_node = tp * cp * dp < node
     p2p_bytes = tokens * h * 2.0 / tp  # Megatron scatter/gather: 1/t per NIC, then all-gather
     t_p2p_one = np.where(p2p_in_node,
-                         comm.p2p_time_s(p2p_bytes, scale_up.bandwidth_gbps_per_gpu,
+                         comm.p2p_time_s(p2p_bytes, scale_up.bandwidth_gb_per_s_per_gpu,
                                          scale_up.latency_us, cal.nvlink_efficiency),
-                         comm.p2p_time_s(p2p_bytes, scale_out.bandwidth_gbps_per_gpu,
+                         comm.p2p_time_s(p2p_bytes, scale_out.bandwidth_gb_per_s_per_gpu,
                                          scale_out.latency_us, scale_out.efficiency))
     t_p2p_mb = np.where(pp > 1, 2.0 * vv * t_p2p_one, 0.0)
     t_mb = t_stage + t_p2p_mb
@@ -1111,8 +1111,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                                         scale_out.oversubscription)
     grad_bytes = stage_params * opt.grad_bytes
     t_ar_dp = comm.hierarchical_allreduce_time_s(
-        grad_bytes, group, per_node, scale_up.bandwidth_gbps_per_gpu,
-        scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
+        grad_bytes, group, per_node, scale_up.bandwidth_gb_per_s_per_gpu,
+        scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
         cal.nvlink_efficiency, scale_out.efficiency, congestion)
     if moe_on:
         # routed experts: their own gradients over the expert data-parallel group, on the
@@ -1122,7 +1122,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
         # (expert_layer, e_node, e_nodes are used again by ZeRO-3 below)
         t_ar_dp = t_ar_dp + comm.hierarchical_allreduce_time_s(
             n_heavy * expert_layer / (ep * etp) * opt.grad_bytes, edp, e_node,
-            scale_up.bandwidth_gbps_per_gpu, scale_out.bandwidth_gbps_per_gpu,
+            scale_up.bandwidth_gb_per_s_per_gpu, scale_out.bandwidth_gb_per_s_per_gpu,
             scale_up.latency_us, scale_out.latency_us, cal.nvlink_efficiency,
             scale_out.efficiency, comm.congestion_factor(
                 e_nodes, scale_out.congestion_per_doubling, scale_out.oversubscription))
@@ -1145,15 +1145,15 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     t_z2 = exposed(m * half, (m - 1) * stage_compute + backward) + exposed(half, forward)
     # ZeRO-3 / FSDP: zero3_exposed_comm_s, per layer and per micro-batch
     unit_params = stage_params / n_heavy   # embedding and LM head spread over the layers
-    comm_args = (group, per_node, scale_up.bandwidth_gbps_per_gpu,
-                 scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
+    comm_args = (group, per_node, scale_up.bandwidth_gb_per_s_per_gpu,
+                 scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
                  cal.nvlink_efficiency, scale_out.efficiency, congestion)
     t_gather = comm.hierarchical_allgather_time_s(2.0 * unit_params, *comm_args)
     t_scatter = comm.hierarchical_allgather_time_s(opt.grad_bytes * unit_params, *comm_args)
     if moe_on:
         # a layer's routed experts are gathered and reduce-scattered over the expert-DP group
-        e_args = (edp, e_node, scale_up.bandwidth_gbps_per_gpu,
-                  scale_out.bandwidth_gbps_per_gpu, scale_up.latency_us, scale_out.latency_us,
+        e_args = (edp, e_node, scale_up.bandwidth_gb_per_s_per_gpu,
+                  scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
                   cal.nvlink_efficiency, scale_out.efficiency, comm.congestion_factor(
                       e_nodes, scale_out.congestion_per_doubling, scale_out.oversubscription))
         e_unit = expert_layer / (ep * etp)
@@ -1183,12 +1183,12 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     step = t_pipe + t_dp + t_opt
 
     # ---- ideal scale-out: the same layout if every link were as fast as NVLink
-    fast = replace(scale_out, bandwidth_gbps_per_gpu=scale_up.bandwidth_gbps_per_gpu,
+    fast = replace(scale_out, bandwidth_gb_per_s_per_gpu=scale_up.bandwidth_gb_per_s_per_gpu,
                    latency_us=scale_up.latency_us, efficiency=cal.nvlink_efficiency,
                    congestion_per_doubling=0.0, oversubscription=1.0)
     if not with_scaling:
         ideal = None
-    elif (scale_out.bandwidth_gbps_per_gpu < scale_up.bandwidth_gbps_per_gpu
+    elif (scale_out.bandwidth_gb_per_s_per_gpu < scale_up.bandwidth_gb_per_s_per_gpu
           or scale_out.congestion_per_doubling > 0 or scale_out.oversubscription > 1):
         ideal = _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
                             zero, opt, cal, s, memory_kwargs, flash, tpo,

@@ -28,7 +28,7 @@ def test_expected_8_gpu_h100_all_reduce(cat):
     gpu = cat.gpu("h100-sxm")
     up = cat.fabric(gpu.scale_up)
     eta = calibration_for(gpu).nvlink_efficiency
-    got = expect.expected_busbw_gb_per_s("all_reduce", 8 * GIB, 8, 8, up.bandwidth_gbps_per_gpu,
+    got = expect.expected_busbw_gb_per_s("all_reduce", 8 * GIB, 8, 8, up.bandwidth_gb_per_s_per_gpu,
                                          50, up.latency_us, 1, eta, 0.9)
     # ring: t = 2 (n-1) alpha + 2 (n-1)/n S / (eta B); busbw = 2 (n-1)/n S / t
     t = 14 * up.latency_us * 1e-6 + 1.75 * 8 * GIB / (eta * 450e9)
@@ -102,8 +102,8 @@ def test_healthy_clusters_get_no_alert(cat, name, gpu, fabric):
     # two nodes of 8: NCCL's tree, 2(N-1)/N x the node's NICs k eta B_o / c(2), or NVLink's
     # eta_i B_i if that is lower
     f, g = cat.fabric(fabric), cat.gpu(gpu)
-    nics = 8 * f.bandwidth_gbps_per_gpu * f.efficiency / (1 + f.congestion_per_doubling)
-    nvlink = 0.77 * cat.fabric(g.scale_up).bandwidth_gbps_per_gpu
+    nics = 8 * f.bandwidth_gb_per_s_per_gpu * f.efficiency / (1 + f.congestion_per_doubling)
+    nvlink = 0.77 * cat.fabric(g.scale_up).bandwidth_gb_per_s_per_gpu
     assert top["expected_busbw_gb_per_s"] == pytest.approx(2 * 15 / 16 * min(nics, nvlink),
                                                            rel=0.01)
     # the same cluster at 45% of what it measured: below half the expectation an alert,

@@ -265,7 +265,7 @@ def test_catalog_power_and_capex_per_gpu():
 
 def test_gpuspec_without_system_fields_still_builds():
     g = GPUSpec(id="x", name="x", generation="x", bf16_dense_tflops=1, fp8_dense_tflops=None,
-                memory_gib=1, hbm_bandwidth_tbps=1, scale_up="x", scale_up_bandwidth_gbps=1,
+                memory_gib=1, hbm_bandwidth_tb_per_s=1, scale_up="x", scale_up_bandwidth_gb_per_s=1,
                 gpus_per_node=8, tdp_w=500)
     assert g.power_w_per_gpu is None and g.capex_usd_per_gpu is None
     prem = tco.OnPrem.for_gpu(g)

@@ -62,8 +62,8 @@ def test_user_rows_reach_the_chain():
     cat = catalog.default().with_rows("gpus", [dict(
         id="my-h100", name="H100 at a discount", vendor="nvidia", generation="hopper",
         form_factor="sxm", bf16_dense_tflops=989.4, fp8_dense_tflops=1978.9,
-        memory_gib=80, hbm_bandwidth_tbps=3.35, scale_up="nvlink4",
-        scale_up_bandwidth_gbps=900, gpus_per_node=8, tdp_w=700)])
+        memory_gib=80, hbm_bandwidth_tb_per_s=3.35, scale_up="nvlink4",
+        scale_up_bandwidth_gb_per_s=900, gpus_per_node=8, tdp_w=700)])
     s, warnings = Scenario.from_query("gpu=my-h100&gpus=512", cat)
     assert s.gpu == "my-h100" and warnings == []
     r = evaluate(s, cat)

@@ -36,7 +36,7 @@ def test_per_gpu_bandwidth_is_the_instance_figure_over_8_gpus_and_8_bits(fid):
     gbit, tech = PER_INSTANCE_GBIT[fid]
     f = catalog.fabric(fid)
     assert f.kind == "scale_out" and f.technology == tech
-    assert f.bandwidth_gbps_per_gpu == pytest.approx(gbit / 8 / 8, rel=1e-12)
+    assert f.bandwidth_gb_per_s_per_gpu == pytest.approx(gbit / 8 / 8, rel=1e-12)
     row = catalog.fabrics().set_index("id").loc[fid]
     assert row["link_gbit_per_s"] == pytest.approx(gbit / 8, rel=1e-12)
     assert 0 < f.efficiency <= 1 and f.latency_us > 0
@@ -58,7 +58,7 @@ def test_tcpxo_constants_reproduce_the_published_two_node_all_gather():
     measured_us = np.array([166.6, 204.6, 284.0, 447.4, 808.3, 1522.1, 2892.3, 5532.7, 10863,
                             21481, 42713])
     f = catalog.fabric("gcp-a3-mega-tcpxo")
-    t = comm.hierarchical_allgather_time_s(size, 16, 8, 450, f.bandwidth_gbps_per_gpu, 1.0,
+    t = comm.hierarchical_allgather_time_s(size, 16, 8, 450, f.bandwidth_gb_per_s_per_gpu, 1.0,
                                            f.latency_us, 1.0, f.efficiency, 1.0)
     np.testing.assert_allclose(t * 1e6, measured_us, rtol=0.05)
     # the plateau alone: busbw 188.54 GB/s at 8 GiB of 8 NICs x 25 GB/s
@@ -69,7 +69,7 @@ def test_tcpx_efficiency_is_the_published_plateau():
     # dstack examples/clusters/a3high: busbw 49-50 GB/s from 128 MiB to 8 GiB, 4 NICs x 25 GB/s
     plateau_busbw = np.array([49.99, 49.67, 50.19, 49.27, 50.01, 49.77, 50.17])
     f = catalog.fabric("gcp-a3-tcpx")
-    assert f.efficiency == pytest.approx(plateau_busbw.mean() / (8 * f.bandwidth_gbps_per_gpu),
+    assert f.efficiency == pytest.approx(plateau_busbw.mean() / (8 * f.bandwidth_gb_per_s_per_gpu),
                                          abs=0.01)
 
 
@@ -81,7 +81,7 @@ def test_p4d_constants_from_the_published_two_node_all_reduce():
     f = catalog.fabric("aws-efa-p4d")
     assert f.efficiency == pytest.approx(eta, abs=0.01)
     # 8-byte all-reduce ~161 us = 2(n-1) alpha in the model's hierarchical all-reduce
-    t8 = comm.hierarchical_allreduce_time_s(8, n, 8, 300, f.bandwidth_gbps_per_gpu, 1.0,
+    t8 = comm.hierarchical_allreduce_time_s(8, n, 8, 300, f.bandwidth_gb_per_s_per_gpu, 1.0,
                                             f.latency_us, 1.0, f.efficiency, 1.0)
     assert t8 * 1e6 == pytest.approx(161, rel=0.05)
 
@@ -90,7 +90,7 @@ def test_p5_efficiency_is_not_below_what_the_published_all_reduce_needs():
     # 2 x p5.48xlarge: busbw 487 GB/s at 16 GiB through NVLink SHARP needs 487 / 1.875 GB/s of
     # EFA per node (NVIDIA/nccl#1017); the row's assumed 0.9 must not fall below that
     f = catalog.fabric("aws-efa-p5")
-    assert f.efficiency >= 487.09 / (2 * 15 / 16) / (8 * f.bandwidth_gbps_per_gpu)
+    assert f.efficiency >= 487.09 / (2 * 15 / 16) / (8 * f.bandwidth_gb_per_s_per_gpu)
 
 
 @pytest.mark.parametrize("tech", sorted(catalog.FABRIC_TECHNOLOGIES))
@@ -99,8 +99,8 @@ def test_custom_fabric_takes_the_reference_row_constants(tech):
     ref = catalog.fabric(ref_id)
     assert ref.technology == family
     f = catalog.custom_fabric(7.5, tech)
-    assert f.id == "custom" and f.bandwidth_gbps_per_gpu == 7.5 and f.technology == family
-    assert replace(f, id=ref.id, name=ref.name, bandwidth_gbps_per_gpu=ref.bandwidth_gbps_per_gpu) == ref
+    assert f.id == "custom" and f.bandwidth_gb_per_s_per_gpu == 7.5 and f.technology == family
+    assert replace(f, id=ref.id, name=ref.name, bandwidth_gb_per_s_per_gpu=ref.bandwidth_gb_per_s_per_gpu) == ref
 
 
 def test_custom_fabric_with_ib_ndr_numbers_gives_ib_ndr_days_and_a_slower_one_more():

@@ -199,7 +199,7 @@ def test_fp8_speedup_on_h100_is_well_below_2x(gpus):
     gemm, attn = 6.0 * P_MM_70B, 12.0 * 8192 * 8192
     bf16 = pr.peak_tflops_by_part(h100, "bf16")
     fp8 = pr.peak_tflops_by_part(h100, "fp8")
-    hbm = h100.hbm_bandwidth_tbps * 1e12
+    hbm = h100.hbm_bandwidth_tb_per_s * 1e12
     t_bf16 = (gemm / bf16.gemm_tflops + attn / bf16.other_tflops) * T / t / 1e12
     casts = pr.fp8_cast_bytes_per_layer(8192, 1, tp=t, sequence_parallel=True, **L70)
     weights = pr.fp8_weight_cast_bytes(P_MM_70B / t, "fp8")
@@ -214,7 +214,7 @@ def test_fp8_speedup_on_h100_is_well_below_2x(gpus):
     b200 = gpus["b200"]
     bf = pr.peak_tflops_by_part(b200, "bf16")
     mx = pr.peak_tflops_by_part(b200, "mxfp8")
-    hbm_b = b200.hbm_bandwidth_tbps * 1e12
+    hbm_b = b200.hbm_bandwidth_tb_per_s * 1e12
     tb = (gemm / bf.gemm_tflops + attn / bf.other_tflops) * T / t / 1e12
     tm = ((gemm / mx.gemm_tflops + attn / mx.other_tflops) * T / t / 1e12
           + pr.fp8_cast_bytes_per_layer(8192, 1, tp=t, sequence_parallel=True,
