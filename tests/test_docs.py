@@ -112,3 +112,31 @@ def test_docs_build_without_a_warning(tmp_path):
     # the API reference carries a formula's docstring: its equation and its reference
     flops = (out / "api" / "llmcost.training.flops.html").read_text()
     assert "flops_per_token" in flops and "Korthikanti" in flops
+
+
+README = ROOT / "README.md"
+
+
+def test_readme_is_a_users_page():
+    # issue 29: about 100 lines, the long sections live in docs/
+    assert len(README.read_text().splitlines()) < 120
+
+
+def test_readme_links_into_docs_resolve():
+    text = README.read_text()
+    links = re.findall(r"\]\((docs/[^)#]+)\)", text)
+    assert len(links) >= 5
+    for link in links:
+        assert (ROOT / link).is_file(), link
+
+
+def test_readme_shows_one_example_link_per_app_and_each_loads_cleanly():
+    from llmcost.scenario import Scenario
+    text = README.read_text()
+    apps = {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")} - {"index"}
+    examples = dict(re.findall(r"`(\w+)\.ipynb\?([^`]+)`", text))
+    assert set(examples) == apps
+    for app, query in examples.items():
+        # strict: an unknown key or a bad value would raise instead of warning
+        _, warnings = Scenario.from_query(query, strict=True)
+        assert warnings == [], (app, warnings)
