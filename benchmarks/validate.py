@@ -225,7 +225,7 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
 #: bug, not the hardware and layout the step model describes: they stay in the table and are
 #: listed, but neither fit a constant nor count in the errors.
 SOURCE_FLAGGED_REGRESSION = ("Performance regression", "known issue")
-#: status of such a row, and its words in the README table's "left out: why" column
+#: status of such a row, and its words in the docs table's "left out: why" column
 REGRESSION_STATUS = "excluded: the source flags a known regression (see notes)"
 REGRESSION_WHY = "source-flagged regression"
 
@@ -333,7 +333,8 @@ def summarize(res: pd.DataFrame) -> pd.DataFrame:
 
 
 def readme_table(res: pd.DataFrame) -> str:
-    """The README's table: per source family, GPU and precision, rows predicted / listed and
+    """The docs' table (docs/model.md, built by docs/gen.py): per source family, GPU and
+    precision, rows predicted / listed and
     the mean and max |error|, with what the model cannot express yet."""
     fam = res["source_table"].str.replace(r"megatron-bridge .*", "Megatron-Bridge 25.11-26.08",
                                           regex=True)
