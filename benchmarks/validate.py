@@ -334,8 +334,8 @@ def summarize(res: pd.DataFrame) -> pd.DataFrame:
 
 def readme_table(res: pd.DataFrame) -> str:
     """The docs' table (docs/model.md, built by docs/gen.py): per source family, GPU and
-    precision, rows predicted / listed and
-    the mean and max |error|, with what the model cannot express yet."""
+    precision, rows predicted / listed and the mean and max |error|, with what the model
+    cannot express yet."""
     fam = res["source_table"].str.replace(r"megatron-bridge .*", "Megatron-Bridge 25.11-26.08",
                                           regex=True)
     fam = fam.replace({"narayanan2021 table 1": "Narayanan 2021 Table 1",
