@@ -115,13 +115,14 @@ def bench_spot_monte_carlo():
                  f"{n / t:,.0f} runs/s; mean vs closed form {err:+.2%}"))
 
 
-CHANGES = {   # app -> (control, values it cycles through)
-    "ReviewApp": ("gpus", [512, 768, 1024, 2048]),
-    "UtilizationApp": ("measured_wall_clock_s", [8000.0, 10000.0, 12000.0, 15000.0]),
-    "TcoApp": ("utilization", [0.5, 0.7, 0.8, 0.9]),
-    "SpotApp": ("preemptions_per_day", [0.5, 1.0, 2.4, 4.0]),
-    "SizingApp": ("gpus", [512, 768, 1024, 2048]),
-    "CheckpointApp": ("checkpoint_mode", ["async", "sync"]),
+CHANGES = {   # app name (registry) -> (control, values it cycles through)
+    "review": ("gpus", [512, 768, 1024, 2048]),
+    "utilization": ("measured_wall_clock_s", [8000.0, 10000.0, 12000.0, 15000.0]),
+    "tco": ("utilization", [0.5, 0.7, 0.8, 0.9]),
+    "spot": ("preemptions_per_day", [0.5, 1.0, 2.4, 4.0]),
+    "sizing": ("gpus", [512, 768, 1024, 2048]),
+    "checkpoints": ("checkpoint_mode", ["async", "sync"]),
+    "serving": ("concurrency", [16, 64, 128, 0]),
 }
 
 
@@ -145,10 +146,11 @@ def bench_review():
 
 
 def bench_apps(rounds=5):
-    from llmcost.apps import panels
+    from llmcost.apps.registry import app
+    from llmcost.apps.sizing_app import SizingApp
     from llmcost.review import chain
-    for cls_name, (field, values) in CHANGES.items():
-        panel = getattr(panels, cls_name)(query="")
+    for name, (field, values) in CHANGES.items():
+        panel = app(name)(query="")
         panel.timings.clear()
         for _ in range(rounds):
             for x in values:
@@ -161,10 +163,10 @@ def bench_apps(rounds=5):
     # the sizing app's days-vs-GPUs curve is one sweep over every size, which the GPU count
     # does not change (sizing by days ignores it): the row above recomputes it at every
     # change (a model change does), this one keeps it as the app does for a GPU count
-    panel = panels.SizingApp(query="")
+    panel = SizingApp(query="")
     panel.timings.clear()
     for _ in range(rounds):
-        for x in CHANGES["SizingApp"][1]:
+        for x in CHANGES["sizing"][1]:
             for key in [k for k in chain._CACHE if k[0].sizing != "days"]:
                 del chain._CACHE[key]
             panel.set(gpus=x)

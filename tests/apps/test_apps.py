@@ -12,7 +12,12 @@ import io
 import pytest
 
 from llmcost import review
-from llmcost.apps import panels
+from llmcost.apps.checkpoints_app import CheckpointApp
+from llmcost.apps.review_app import ReviewApp
+from llmcost.apps.sizing_app import SizingApp
+from llmcost.apps.spot_app import SpotApp
+from llmcost.apps.tco_app import TcoApp
+from llmcost.apps.utilization_app import UtilizationApp
 from llmcost.apps.plotview import figure_json, shown_figure
 from llmcost.apps.registry import titles
 from llmcost.economics import spot, tco
@@ -33,7 +38,7 @@ def plot_json(panel, name):
 
 
 def test_review_app_matches_library_and_updates():
-    p = panels.ReviewApp(query="")
+    p = ReviewApp(query="")
     ref = review.evaluate(Scenario())
     lo, hi = ref.economics.days_range
     shown = review.format_headline("days", ref.headline["days"])
@@ -51,7 +56,7 @@ def test_review_app_matches_library_and_updates():
 
 
 def test_bad_value_shows_message_and_keeps_last_results():
-    p = panels.ReviewApp(query="")
+    p = ReviewApp(query="")
     before = headline_text(p, "days")
     p.set(gpus=-8)
     # in the words of the control, with the allowed range
@@ -64,10 +69,10 @@ def test_bad_value_shows_message_and_keeps_last_results():
 
 
 def test_query_string_preloads_and_warns():
-    p = panels.ReviewApp(query="model=llama3-8b&gpus=64&theme=dark")
+    p = ReviewApp(query="model=llama3-8b&gpus=64&theme=dark")
     assert p.controls["model"].value == "llama3-8b" and p.controls["gpus"].value == "64"
     assert p.warning_box.value == ""
-    bad = panels.ReviewApp(query="gpus=-5&foo=1&model=nope")
+    bad = ReviewApp(query="gpus=-5&foo=1&model=nope")
     assert bad.scenario == Scenario()
     for word in ("gpus", "foo", "model"):
         assert word in bad.warning_box.value
@@ -75,7 +80,7 @@ def test_query_string_preloads_and_warns():
 
 
 def test_save_and_load_json():
-    p = panels.SpotApp(query="")
+    p = SpotApp(query="")
     s = Scenario(preemptions_per_day=1.0, spot_discount=0.5, price_source="custom",
                  spot_lost_work="custom", lost_hours_per_preemption=1.5)
     p._on_upload({"new": [{"content": memoryview(s.to_json().encode())}]})
@@ -100,7 +105,7 @@ def test_old_saved_files_keep_their_meaning():
 
 
 def test_tco_app_breakeven():
-    p = panels.TcoApp(query="")
+    p = TcoApp(query="")
     p.set(utilization=0.5)
     res = review.evaluate(Scenario(utilization=0.5))
     # at 50%: $6.88 x 730 x 0.5 = $2,511.20 per GPU-month of cloud against the per-GPU
@@ -115,7 +120,7 @@ def test_tco_app_breakeven():
 
 def test_spot_app_seed_numbers():
     # the seed's link: 60% off, 2.4 preemptions a day, 1.5 h lost, no restart, no failures
-    p = panels.SpotApp(query="price_source=custom&spot_discount=0.6&spot_lost_work=custom"
+    p = SpotApp(query="price_source=custom&spot_discount=0.6&spot_lost_work=custom"
                              "&lost_hours_per_preemption=1.5&restart_s=0&failure_rate=custom"
                              "&failures_per_1000_gpu_days=0.0001")
     assert headline_text(p, "net") == "52.9%"         # 1 - 0.4 / (1 - 2.4 x 1.5 / 24)
@@ -127,7 +132,7 @@ def test_spot_app_seed_numbers():
 def test_spot_controls_show_what_the_figures_use():
     # before: a control showed 20 preemptions a day while the figures used 0; now a derived
     # figure is shown greyed out with the value in use
-    p = panels.SpotApp(query="")
+    p = SpotApp(query="")
     sp = p.results.economics.spot
     assert p.controls["lost_hours_per_preemption"].disabled
     # shown to six significant digits
@@ -146,14 +151,14 @@ def test_spot_controls_show_what_the_figures_use():
                                                   ("16k", 16_000, "16,000"), ("2048", 2048, "2,048")])
 def test_counts_are_typed_as_people_write_them(typed, count, shown):
     # issue 31: "100,000" could not be typed in the GPUs box (a number box refuses the comma)
-    p = panels.SizingApp(query="")
+    p = SizingApp(query="")
     p.controls["gpus"].value = typed
     assert p.errors["gpus"].value == "" and p.scenario.gpus == count
     assert p.controls["gpus"].value == shown
 
 
 def test_stale_error_is_cleared_by_a_later_success():
-    p = panels.ReviewApp(query="")
+    p = ReviewApp(query="")
     p.set(gpus=-8)
     assert p.errors["gpus"].value
     p.set(tokens=3e12)
@@ -168,13 +173,13 @@ def box_classes(panel, key: str) -> set[str]:
 
 
 def test_infeasible_headline_is_coloured():
-    p = panels.ReviewApp(query="model=llama3-405b&gpus=8&tokens=15000000000000")
+    p = ReviewApp(query="model=llama3-405b&gpus=8&tokens=15000000000000")
     assert "llmc-flag-infeasible" in box_classes(p, "fits")
     assert {"llmc-flag-infeasible", "llmc-flag-implausible"} & box_classes(p, "days")
 
 
 def test_utilization_app_flags_a_sparse_peak():
-    p = panels.UtilizationApp(query="")
+    p = UtilizationApp(query="")
     assert "plausible" in p.notes.value
     p.set(measured_peak_tflops=1978.9)
     assert "sparsity" in p.notes.value
@@ -186,7 +191,7 @@ def test_utilization_app_flags_a_sparse_peak():
 
 def test_checkpoint_app_async_cuts_the_stall():
     # sync to a 20 GB/s tier (the defaults: async, a tier scaling with the nodes)
-    p = panels.CheckpointApp(query="checkpoint_mode=sync&shared_storage_gb_per_s=20")
+    p = CheckpointApp(query="checkpoint_mode=sync&shared_storage_gb_per_s=20")
     sync = p.results.reliability.checkpoint_stall_s
     p.set(checkpoint_mode="async")
     assert p.results.reliability.checkpoint_stall_s < sync / 10
@@ -194,7 +199,7 @@ def test_checkpoint_app_async_cuts_the_stall():
 
 
 def test_sizing_app_measured_scaling_upload():
-    p = panels.SizingApp(query="")
+    p = SizingApp(query="")
     csv = "nodes,tokens_per_s\n1,1000\n2,1950\n4,3800\n8,4800\n"
     p._on_scaling({"new": [{"content": memoryview(csv.encode())}]})
     assert "cliff between 4 and 8" in p.scaling_note.value
@@ -207,7 +212,7 @@ def test_sizing_app_measured_scaling_upload():
 
 
 def test_report_carries_every_scenario_from_the_same_results(tmp_path):
-    p = panels.ReviewApp(query="model=llama3-8b&gpus=64")
+    p = ReviewApp(query="model=llama3-8b&gpus=64")
     path = p.report(tmp_path)
     text = path.read_text()
     assert text.startswith("<!doctype html>") and "Days to train" in text
@@ -222,13 +227,13 @@ def test_report_carries_every_scenario_from_the_same_results(tmp_path):
     for label, shown, *_ in p.headline(p.pinned_results[0][1]).values():
         assert html.escape(shown) in both               # A's figures
     assert "b.gpus=128" in both
-    g = panels.SpotApp(query="").report(tmp_path)
+    g = SpotApp(query="").report(tmp_path)
     assert "Net savings" in g.read_text()
 
 
 def test_every_app_builds_without_errors():
-    for cls in (panels.ReviewApp, panels.UtilizationApp, panels.TcoApp, panels.SpotApp,
-                panels.SizingApp, panels.CheckpointApp):
+    for cls in (ReviewApp, UtilizationApp, TcoApp, SpotApp,
+                SizingApp, CheckpointApp):
         p = cls(query="")
         assert p.last_error is None and p.status.value == "" and p.figures
         assert p.name in titles()
@@ -238,7 +243,7 @@ def test_every_app_builds_without_errors():
 
 
 def test_prices_follow_the_gpu_in_the_app():
-    p = panels.TcoApp(query="")
+    p = TcoApp(query="")
     p.set(gpu="a100-40gb")      # AWS p4d: 8x A100 40GB, $21.96 on demand, $10.80 spot
     assert p.controls["on_demand_usd_per_gpu_hour"].value == pytest.approx(21.96 / 8)
     assert p.controls["on_demand_usd_per_gpu_hour"].disabled
@@ -255,7 +260,7 @@ def test_prices_follow_the_gpu_in_the_app():
 
 def test_utilization_app_compares_with_the_published_run_of_the_same_model():
     # Llama 3 405B reached 43% MFU (arXiv:2407.21783); a claim of about twice that is suspect.
-    p = panels.UtilizationApp(query="model=llama3-405b&measured_seq_len=8192")
+    p = UtilizationApp(query="model=llama3-405b&measured_seq_len=8192")
     u = p.results.effective_utilization
     p.set(measured_wall_clock_s=p.scenario.measured_wall_clock_s * u / 0.86)
     assert p.results.published_mfu == pytest.approx(0.43)
@@ -265,7 +270,7 @@ def test_utilization_app_compares_with_the_published_run_of_the_same_model():
 
 def test_sizing_app_shows_the_ladder_of_the_cli(capsys):
     from llmcost.cli import main
-    p = panels.SizingApp(query="model=llama2-7b&finetune_tokens=1000000000")
+    p = SizingApp(query="model=llama2-7b&finetune_tokens=1000000000")
     table = plot_json(p, "ladder")["data"][0]["cells"]["values"]
     # the app pretrains on the review's tokens (2e12 by default)
     assert main(["ladder", "--model", "llama2-7b", "--tokens", "1e9", "--pretrain-tokens", "2e12",
@@ -287,7 +292,7 @@ def test_user_catalog_rows_reach_the_apps():
     cat = catalog.default().with_rows("prices", [dict(
         id="my-deal", provider="negotiated", instance="8x H100", gpu="h100-sxm", gpus=8,
         on_demand_usd_per_hour=16.0, spot_usd_per_hour=8.0)])
-    p = panels.ReviewApp(query="price_offer=my-deal", catalog=cat)
+    p = ReviewApp(query="price_offer=my-deal", catalog=cat)
     assert "my-deal" in [v for _, v in p.controls["price_offer"].options]
     assert p.results.inputs.price_offer == "my-deal"
     assert p.controls["on_demand_usd_per_gpu_hour"].value == 2.0        # $16 / 8 GPUs
@@ -298,7 +303,7 @@ def test_user_catalog_rows_reach_the_apps():
 
 def test_an_unpriced_gpu_shows_no_price_in_its_controls():
     # GB300 has no cited price: the greyed price boxes show 0 (none), not H100's $6.88
-    p = panels.ReviewApp(query="gpu=gb300&fabric=ib-xdr")
+    p = ReviewApp(query="gpu=gb300&fabric=ib-xdr")
     assert p.results.inputs.prices is None
     for name in ("on_demand_usd_per_gpu_hour", "reserved_1y_usd_per_gpu_hour",
                  "reserved_3y_usd_per_gpu_hour", "spot_discount", "onprem_capex_usd_per_gpu"):
@@ -310,7 +315,7 @@ def test_an_unpriced_gpu_shows_no_price_in_its_controls():
                                      b"\xff\xfe{", b"{}" + b" " * 300_000])
 def test_a_failed_load_changes_nothing_and_says_why(content):
     # issue 13: unreadable, deep, huge or non-object files leave every control as it was
-    p = panels.ReviewApp(query="gpus=64")
+    p = ReviewApp(query="gpus=64")
     before = {k: w.value for k, w in p.controls.items()}
     p._on_upload({"new": [{"content": memoryview(content)}]})
     assert {k: w.value for k, w in p.controls.items()} == before and p.scenario.gpus == 64
@@ -318,7 +323,7 @@ def test_a_failed_load_changes_nothing_and_says_why(content):
 
 
 def test_a_file_with_one_bad_value_loads_the_rest_and_names_it():
-    p = panels.ReviewApp(query="gpus=64")
+    p = ReviewApp(query="gpus=64")
     p._on_upload({"new": [{"content": memoryview(b'{"model": "llama3-8b", "gpus": 1' + b"0" * 400 + b"}")}]})
     assert p.scenario.model == "llama3-8b" and p.controls["model"].value == "llama3-8b"
     assert "gpus: expected a number" in p.warning_box.value and len(p.warning_box.value) < 400
@@ -328,7 +333,7 @@ def test_a_file_with_one_bad_value_loads_the_rest_and_names_it():
 def test_sizing_app_days_curve_passes_through_its_headline(query):
     # through the app: the shown days-vs-GPUs curve (sized by GPUs or by days) goes through
     # the point the app plots, which is the headline's days at the headline's GPUs
-    p = panels.SizingApp(query=query)
+    p = SizingApp(query=query)
     r = review.evaluate(p.scenario)
     fig = plot_json(p, "days")
     line, point = fig["data"][0], fig["data"][1]
@@ -344,7 +349,7 @@ def test_sizing_app_days_curve_passes_through_its_headline(query):
 def test_the_reports_assumptions_name_the_gpus_and_layout_the_figures_used():
     # issue 31: sizing by days used thousands of GPUs while the report's assumptions said
     # the GPUs box's 1,024
-    p = panels.ReviewApp(query="model=llama3-70b&gpu=h100-sxm&tokens=15e12&sizing=days"
+    p = ReviewApp(query="model=llama3-70b&gpu=h100-sxm&tokens=15e12&sizing=days"
                                "&target_days=30&gpus=1024")
     sized = p.results.plan.gpus
     assert sized != 1024
@@ -360,7 +365,7 @@ def test_the_cost_table_shows_the_figures_of_review_json():
     from llmcost.cli import main as cli_main
     from llmcost.review.format import usd_text
     query = "model=llama3-70b&gpu=h100-sxm&gpus=1024&tokens=15e12"
-    p = panels.ReviewApp(query=query)
+    p = ReviewApp(query=query)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         assert cli_main(["review", "--query", query, "--json"]) == 0
@@ -381,7 +386,7 @@ def test_the_cost_table_shows_the_figures_of_review_json():
     assert "Cost by way to pay" in html and usd_text(r["costs_usd"]["on_prem"]) in html
 
 
-@pytest.mark.parametrize("cls", [panels.ReviewApp, panels.SizingApp])
+@pytest.mark.parametrize("cls", [ReviewApp, SizingApp])
 def test_a_config_json_upload_becomes_the_model_and_its_link(cls):
     # issue 31: a reviewer's own model in the apps, as the CLI's --model-config takes it
     from pathlib import Path
@@ -398,7 +403,7 @@ def test_a_config_json_upload_becomes_the_model_and_its_link(cls):
 
 
 def test_a_broken_config_json_changes_nothing_and_says_why():
-    p = panels.ReviewApp(query="")
+    p = ReviewApp(query="")
     before = p.scenario
     p._on_upload({"new": [{"name": "config.json",
                            "content": memoryview(b'{"model_type": "llama", "hidden_size": -5}')}]})

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from llmcost.apps import panels
+from llmcost.apps.utilization_app import UtilizationApp
 from llmcost.apps.plotview import shown_figure
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cluster"
@@ -18,7 +18,7 @@ def _upload(p, kind, name):
 
 
 def test_nccl_tests_upload_shows_findings_and_the_expected_curve():
-    p = panels.UtilizationApp(query="gpu=a100-80gb&fabric=ib-hdr")
+    p = UtilizationApp(query="gpu=a100-80gb&fabric=ib-hdr")
     _upload(p, "nccl_tests", "nccl_all_reduce_collapse.txt")
     assert "[alert]</b> all_reduce on 24 ranks: bandwidth collapse at 64 MiB" in p.check_note.value
     fig = shown_figure(p.check_busbw)
@@ -29,7 +29,7 @@ def test_nccl_tests_upload_shows_findings_and_the_expected_curve():
 
 
 def test_train_log_upload_shows_mfu_against_the_prediction():
-    p = panels.UtilizationApp(query=TITAN)
+    p = UtilizationApp(query=TITAN)
     _upload(p, "train_log", "torchtitan_llama3_8b_h100.log")
     st = p.check_result["steps"]
     # torchtitan's own MFU 34.3% (6N + 12LHQT over the H100's dense peak)
@@ -44,7 +44,7 @@ def test_train_log_upload_shows_mfu_against_the_prediction():
 
 
 def test_a_bad_file_is_named_and_clears_the_figures():
-    p = panels.UtilizationApp(query="gpu=a100-80gb&fabric=ib-hdr")
+    p = UtilizationApp(query="gpu=a100-80gb&fabric=ib-hdr")
     _upload(p, "nccl_tests", "nccl_all_reduce_collapse.txt")
     p.load_check_file("nccl_tests", "<b>x</b>.txt", "   1024 256 float sum -1 abc 1 1 0")
     assert "Could not check &lt;b&gt;x&lt;/b&gt;.txt: line 1: expected a non-negative" \
@@ -53,7 +53,7 @@ def test_a_bad_file_is_named_and_clears_the_figures():
 
 
 def test_dcgm_upload_and_a_too_large_file():
-    p = panels.UtilizationApp(query="")
+    p = UtilizationApp(query="")
     _upload(p, "dcgm", "dcgm_exporter_readme.prom")
     assert "DCGM fields not available" in p.check_note.value
     p._check_failed("'big.log' is 30,000,000 bytes; a file up to 20,000,000 bytes is read")
@@ -61,7 +61,7 @@ def test_dcgm_upload_and_a_too_large_file():
 
 
 def test_a_changed_gpu_checks_the_uploads_again():
-    p = panels.UtilizationApp(query="gpu=a100-80gb&fabric=ib-hdr")
+    p = UtilizationApp(query="gpu=a100-80gb&fabric=ib-hdr")
     _upload(p, "nccl_tests", "nccl_all_reduce_p4de_a100_16.txt")
     before = p.check_result["collectives"][-1]["expected_busbw_gb_per_s"]
     p.set(gpu="h100-sxm")

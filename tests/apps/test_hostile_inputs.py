@@ -4,14 +4,15 @@ import json
 
 import pytest
 
-from llmcost.apps import panels
+from llmcost.apps.review_app import ReviewApp
+from llmcost.apps.sizing_app import SizingApp
 from llmcost.scenario import Scenario
 from test_apps import box_classes
 
 
 def test_scaling_csv_error_is_escaped():
     # a CSV whose cell is markup must not reach the page as markup
-    p = panels.SizingApp(query="")
+    p = SizingApp(query="")
     csv = "nodes,tokens_per_s\n<img src=x onerror=alert(1)>,1000\n"
     p._on_scaling({"new": [{"content": memoryview(csv.encode())}]})
     assert "Could not read the CSV" in p.scaling_note.value
@@ -32,7 +33,7 @@ def test_scenario_files_that_are_hostile_are_answered():
 
 
 def test_a_hostile_link_keeps_defaults_and_says_so():
-    p = panels.ReviewApp(query="gpus=" + "9" * 5000 + "&model=<script>alert(1)</script>")
+    p = ReviewApp(query="gpus=" + "9" * 5000 + "&model=<script>alert(1)</script>")
     assert p.scenario == Scenario()
     assert "<script>" not in p.warning_box.value and "&lt;script&gt;" in p.warning_box.value
 
@@ -54,7 +55,7 @@ def test_results_that_cannot_be_true_are_flagged_in_app_cli_and_report(tmp_path,
     assert {"days", "goodput", "cost_on_demand_usd"} <= set(r.flags)
     assert all(r.flags[k].level == "implausible" for k in ("goodput", "cost_on_demand_usd"))
     # the app marks the boxes, the CLI prints the flags, the report carries them
-    p = panels.ReviewApp(query=q)
+    p = ReviewApp(query=q)
     for k in ("days", "goodput", "cost_on_demand_usd"):
         assert "llmc-flag-implausible" in box_classes(p, k)
     assert cli.main(["review", "--query", q]) == 0

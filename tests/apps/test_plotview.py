@@ -13,7 +13,8 @@ import plotly.graph_objects as go
 import plotly.offline
 import pytest
 
-from llmcost.apps import assets, panels
+from llmcost.apps import assets
+from llmcost.apps.review_app import ReviewApp
 from llmcost.apps.plotview import PlotView, plot_widget, show_figure, shown_figure
 from llmcost.apps.registry import apps
 from llmcost.scenario import Scenario
@@ -83,7 +84,7 @@ def test_plot_widget_is_a_plotview_under_a_workbook_server(monkeypatch):
 
 def test_apps_build_their_plots_as_plotviews_under_a_workbook_server(monkeypatch):
     monkeypatch.setenv(assets.URL_ENV, assets.bundle_url("/"))
-    p = panels.ReviewApp(query="")
+    p = ReviewApp(query="")
     assert p.outputs and all(isinstance(w, PlotView) for w in p.outputs.values())
     for name, w in p.outputs.items():
         assert shown_figure(w)["layout"]["title"]["text"], name

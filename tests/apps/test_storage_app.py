@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from llmcost import catalog, review
-from llmcost.apps import panels
+from llmcost.apps.checkpoints_app import CheckpointApp
 from llmcost.apps.plotview import shown_figure
 from llmcost.apps.registry import titles
 from llmcost.economics import reliability as rel
@@ -56,7 +56,7 @@ def mode_curves(panel):
 
 
 def test_title_and_url():
-    p = panels.CheckpointApp(query="")
+    p = CheckpointApp(query="")
     assert p.name == "checkpoints" and titles()["checkpoints"] == "Storage and checkpoints"
     assert p.title == "Storage and checkpoints" and "What storage" in p.intro
     assert p.last_error is None and p.status.value == ""
@@ -68,7 +68,7 @@ def test_title_and_url():
                                       ("checkpoint_mode=async", {"checkpoint_mode": "async"}),
                                       (Q405, S405)])
 def test_headline_is_the_review_and_storage_summary_of_the_scenario(query, kw):
-    p = panels.CheckpointApp(query=query)
+    p = CheckpointApp(query=query)
     res = review.evaluate(Scenario(**kw))
     assert p.results is res                      # one cached Results per Scenario
     out = storage_summary(res)
@@ -92,7 +92,7 @@ def test_headline_is_the_review_and_storage_summary_of_the_scenario(query, kw):
 
 
 def test_405b_async_interval_is_never_shorter_than_the_upload():
-    p = panels.CheckpointApp(query=Q405)
+    p = CheckpointApp(query=Q405)
     P = catalog.model("llama3-405b").params
     # 2,048 nodes; the 20 GB/s shared tier binds (2,048 x 50 GB/s node links do not)
     upload = 14 * P / 20e9                                       # 284.1 s
@@ -110,7 +110,7 @@ def test_405b_async_interval_is_never_shorter_than_the_upload():
 
 
 def test_goodput_plot_has_three_mode_curves_and_marks_the_headline():
-    p = panels.CheckpointApp(query=Q405)
+    p = CheckpointApp(query=Q405)
     curves = mode_curves(p)
     assert set(curves) == {"sync", "async", "peer-memory"}
     out = storage_summary(review.evaluate(Scenario(**S405)))
@@ -153,7 +153,7 @@ def test_goodput_series_keeps_the_sync_curve_and_the_wide_columns():
 
 
 def test_switching_the_mode_changes_the_headline():
-    p = panels.CheckpointApp(query="checkpoint_mode=sync")     # async is the default
+    p = CheckpointApp(query="checkpoint_mode=sync")     # async is the default
     before = {k: headline_text(p, k) for k in ("stall", "interval", "goodput", "shared")}
     p.set(checkpoint_mode="async")
     after = {k: headline_text(p, k) for k in before}
@@ -167,7 +167,7 @@ def test_switching_the_mode_changes_the_headline():
 def test_tiers_table_has_hot_and_warm_needed_vs_offered():
     # llama3-70b, 1,024 GPUs, sync, a 20 GB/s shared tier (the defaults are async and a tier
     # scaling with the nodes)
-    p = panels.CheckpointApp(query="checkpoint_mode=sync&shared_storage_gb_per_s=20")
+    p = CheckpointApp(query="checkpoint_mode=sync&shared_storage_gb_per_s=20")
     cells = plot_json(p, "tiers")["data"][0]
     head = cells["header"]["values"]
     cols = dict(zip(head, cells["cells"]["values"]))
@@ -183,7 +183,7 @@ def test_tiers_table_has_hot_and_warm_needed_vs_offered():
 
 
 def test_checkpoint_on_notice_table_and_headline():
-    p = panels.CheckpointApp(query="")
+    p = CheckpointApp(query="")
     P = catalog.model("llama3-70b").params
     node_gb = 14 * P / 128 / 1e9                                  # 7.72 GB per node
     t = plot_json(p, "notice")["data"][0]
@@ -203,7 +203,7 @@ def test_checkpoint_on_notice_table_and_headline():
 
 
 def test_seed_claims_in_the_notes():
-    p = panels.CheckpointApp(query="")
+    p = CheckpointApp(query="")
     notes = html.unescape(p.notes.value)
     # 500 x 30 s = 4.17 h, 500 x 60 s = 8.33 h; 5-8 h is 36-57.6 s each
     assert f"the arithmetic gives {500 * 30 / 3600:.1f}-{500 * 60 / 3600:.1f} h" in notes
@@ -222,7 +222,7 @@ def test_seed_claims_in_the_notes():
 
 
 def test_data_stall_control_moves_the_useful_share():
-    p = panels.CheckpointApp(query="")
+    p = CheckpointApp(query="")
     g = p.results.reliability.goodput
     # computed from the dataset tier: greyed out, showing the share the figures use (0)
     assert p.controls["data_stall_share"].disabled and p.controls["data_stall_share"].value == 0

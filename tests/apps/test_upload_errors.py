@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from llmcost.apps import panels
+from llmcost.apps.review_app import ReviewApp
+from llmcost.apps.sizing_app import SizingApp
 from llmcost.apps.plotview import shown_figure
 
 GOOD = "nodes,tokens_per_s\n1,1000\n2,1950\n4,3800\n8,4800\n"
@@ -19,7 +20,7 @@ def upload(p, text):
 
 @pytest.fixture(scope="module")
 def sizing():
-    return panels.SizingApp(query="")
+    return SizingApp(query="")
 
 
 @pytest.mark.parametrize("text, where", [
@@ -51,7 +52,7 @@ def test_a_good_file_after_a_bad_one_is_read(sizing):
     ('{"gpus": 64,}', "line 1, column 13"),
 ])
 def test_a_scenario_files_json_error_says_what_is_wrong(text, says):
-    p = panels.ReviewApp(query="")
+    p = ReviewApp(query="")
     p._load_failed("an earlier message")
     before = p.scenario
     p._load_text("s.json", text)

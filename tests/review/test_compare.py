@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcost import cli
-from llmcost.apps import panels
+from llmcost.apps.review_app import ReviewApp
+from llmcost.apps.spot_app import SpotApp
 from llmcost.review import evaluate
 from llmcost.scenario import Scenario, scenarios_from_query, scenarios_to_query
 
@@ -54,7 +55,7 @@ def test_compare_keys_warn_with_their_label_and_strict_names_the_key():
 
 
 def test_pinning_in_the_app_compares_with_deltas_from_the_same_results():
-    p = panels.ReviewApp(query="model=llama3-8b&gpus=64")
+    p = ReviewApp(query="model=llama3-8b&gpus=64")
     a_days = evaluate(p.scenario).headline["days"]
     p.pin()
     assert p.label == "B" and p.pin_button.description == "Pin as B"
@@ -78,7 +79,7 @@ def test_pinning_in_the_app_compares_with_deltas_from_the_same_results():
 
 
 def test_compare_link_opens_the_app_with_pins():
-    p = panels.SpotApp(query="gpus=64&b.spot_discount=0.3&c.spot_discount=0.5")
+    p = SpotApp(query="gpus=64&b.spot_discount=0.3&c.spot_discount=0.5")
     assert [s.spot_discount for s in p.pins] == [0.6, 0.3] and p.scenario.spot_discount == 0.5
     assert p.label == "C" and "C (current)" in p.compare_box.value
 

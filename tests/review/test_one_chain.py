@@ -6,7 +6,7 @@ import json
 import pytest
 
 from llmcost import catalog
-from llmcost.apps import panels
+from llmcost.apps.sizing_app import SizingApp
 from llmcost.cli import main
 from llmcost.economics import sizing
 from llmcost.review import evaluate, ladder
@@ -30,7 +30,7 @@ def agree(capsys, model, gpu, tokens, days):
     size = run(capsys, "size", "--model", model, "--gpu", gpu, "--tokens", repr(tokens),
                "--days", f"{days:g}")
     assert size["fabric"] == rev["scenario"].get("fabric", Scenario().fabric)
-    app = panels.SizingApp(query=q).results.to_json()
+    app = SizingApp(query=q).results.to_json()
     rung = next(r for r in ladder(CAT.model(model), CAT, pretrain_tokens=tokens,
                                   pretrain_days=days, gpu_ids=[gpu]).rungs
                 if r.method == "pretrain")
@@ -58,7 +58,7 @@ def test_the_issue_run_has_one_answer(capsys, gpu):
 
 def test_the_sizing_app_agrees_with_the_review_in_gpus_mode():
     q = "model=llama3-8b&gpu=h200&gpus=256&tokens=1e12"
-    app = panels.SizingApp(query=q).results.to_json()
+    app = SizingApp(query=q).results.to_json()
     rev = evaluate(Scenario.from_query(q)[0]).to_json()
     assert app["days"] == pytest.approx(rev["days"], rel=REL)
     assert app["costs_usd"] == pytest.approx(rev["costs_usd"], rel=REL)
@@ -79,7 +79,7 @@ def test_grid_every_model_on_every_priced_gpu(capsys, model, gpu):
     agree(capsys, model, gpu, tokens, 60)
     # GPUs mode: the review and the sizing app read one computation
     q = f"model={model}&gpu={gpu}&gpus={rev.to_json()['gpus']}&tokens={tokens!r}"
-    app = panels.SizingApp(query=q).results.to_json()
+    app = SizingApp(query=q).results.to_json()
     ref = evaluate(Scenario.from_query(q)[0]).to_json()
     assert app["days"] == pytest.approx(ref["days"], rel=REL)
     assert app["costs_usd"] == pytest.approx(ref["costs_usd"], rel=REL)

@@ -105,8 +105,8 @@ def test_catalog_mode_warns_for_each_option_the_offer_lacks():
 
 
 def test_review_app_offers_both_reservation_terms():
-    from llmcost.apps import panels
-    p = panels.ReviewApp(query="gpu=h200&price_offer=hyperstack-h200")
+    from llmcost.apps.review_app import ReviewApp
+    p = ReviewApp(query="gpu=h200&price_offer=hyperstack-h200")
     for name in ("reserved_1y_usd_per_gpu_hour", "reserved_3y_usd_per_gpu_hour"):
         assert name in p.controls and p.controls[name].disabled     # from the catalog
     # the greyed 1-year box shows the offer's figure: $22.32 / 8 per GPU-hour

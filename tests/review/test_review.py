@@ -100,8 +100,8 @@ def test_review_query_of_the_issue(capsys):
 
 
 def test_review_app_answers_llama3_405b_with_its_real_tokens():
-    from llmcost.apps import panels
-    p = panels.ReviewApp(query="model=llama3-405b&tokens=15000000000000&gpus=16384")
+    from llmcost.apps.review_app import ReviewApp
+    p = ReviewApp(query="model=llama3-405b&tokens=15000000000000&gpus=16384")
     assert p.last_error is None and p.status.value == ""
     p.set(sizing="days", target_days=10.0)
     assert p.last_error is None and "Could not evaluate" not in p.status.value

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from llmcost import InputError, catalog, review
-from llmcost.apps import panels
+from llmcost.apps.review_app import ReviewApp
+from llmcost.apps.sizing_app import SizingApp
 from llmcost.apps.plotview import shown_figure
 from llmcost.cli import main
 from llmcost.scenario import Scenario
@@ -169,14 +170,14 @@ def test_cli_refuses_ep_on_a_dense_model(capsys):
     "model=qwen3-235b-a22b&gpu=b200&gpus=256&precision=mxfp8&tokens=36000000000000",
 ])
 def test_review_app_plans_moe_without_errors(query):
-    p = panels.ReviewApp(query=query)
+    p = ReviewApp(query=query)
     assert p.last_error is None and p.warning_box.value == ""
     r = review.evaluate(p.scenario)
     assert r.plan.fits and r.plan.layout.ep > 1
     assert r.predict.fits and 0 < r.predict.mfu < 1
     assert f"EP{r.plan.layout.ep}" in r.plan.layout.description
     # the sizing app's memory chart shows the experts' weights, its table EP
-    sz = panels.SizingApp(query=query)
+    sz = SizingApp(query=query)
     assert sz.last_error is None
     mem = shown_figure(sz.outputs["memory"])
     names = [t["name"] for t in mem["data"]]
