@@ -14,12 +14,12 @@ from .series import (breakeven_tornado, decision_grid, finetune_ladder, goodput_
                      layout_memory,
                      measured_utilization, scaling_series, spot_distribution, spot_grid,
                      tco_series)
-from .stages import OPTIONS, REVIEW_SPACE
+from .stages import REVIEW_SPACE, STEP_OPTIONS
 
 __all__ = ["evaluate", "ReviewChain", "DEFAULT_CHAIN", "Results", "Inputs", "Layout",
            "PlanResult", "PredictResult", "ReliabilityResult", "EconomicsResult", "SizeResult",
            "SpotSummary", "Flag", "HEADLINE_LABELS", "OPTION_LABELS", "format_headline",
            "headline_items", "layout_memory", "tco_series",
            "decision_grid", "breakeven_tornado", "spot_grid", "spot_distribution",
-           "scaling_series", "goodput_series", "measured_utilization", "OPTIONS",
+           "scaling_series", "goodput_series", "measured_utilization", "STEP_OPTIONS",
            "REVIEW_SPACE", "ladder", "LadderResult", "finetune_ladder"]

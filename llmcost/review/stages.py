@@ -42,7 +42,8 @@ REVIEW_SPACE = planner.Space(cp=(1, 2), micro_batch=(1, 2), zero_stage=(1, 3),
                              # MoE: no EP, one node's worth, and the sizes the published
                              # runs use across nodes (DeepSeek-V3 EP 64, Megatron-Bridge 32)
                              ep=(1, 8, 32, 64))
-OPTIONS = Options(flash_attention=True)
+#: the step model's options every review starts from (:func:`options_for` adds the scenario's)
+STEP_OPTIONS = Options(flash_attention=True)
 
 
 #: CP only from the sequence lengths where published recipes use it: Megatron-Bridge
@@ -64,7 +65,7 @@ def a2a_overlap(s: Scenario) -> float:
 def options_for(s: Scenario) -> Options:
     """The step model's options for a scenario: one precision for sizing, plan and predict
     (they must pick and predict the same layout)."""
-    return replace(OPTIONS, precision=s.precision, moe_load_imbalance=s.moe_load_imbalance,
+    return replace(STEP_OPTIONS, precision=s.precision, moe_load_imbalance=s.moe_load_imbalance,
                    moe_a2a_overlap=a2a_overlap(s), stack=s.stack)
 
 
@@ -196,8 +197,11 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
         batch_tokens = float(batch.tokens)
     resolved["global_batch_tokens"] = batch_tokens
     resolved["moe_a2a_overlap"] = a2a_overlap(s)
-    return Inputs(s, cat, m, g, up, out, prices, offer, billing, discount, onprem, rate, source,
-                  resolved, tuple(warnings), batch_tokens, batch)
+    return Inputs(scenario=s, catalog=cat, model=m, gpu=g, scale_up=up, scale_out=out,
+                  prices=prices, price_offer=offer, billing_gpus=billing, spot_discount=discount,
+                  onprem=onprem, failures_per_1000_gpu_days=rate, failure_source=source,
+                  resolved=resolved, warnings=tuple(warnings), global_batch_tokens=batch_tokens,
+                  batch=batch)
 
 
 def model_of(s: Scenario, cat: catalog_mod.Catalog):
@@ -387,7 +391,8 @@ def size(inp: Inputs) -> SizeResult | None:
                              simplest_within=SIMPLEST_WITHIN, memory_kwargs=REVIEW_MEMORY,
                              power_kw_per_gpu=power, pue=s.pue)
     gpus = _sized_gpus(sz, s)
-    return SizeResult(sz, int(gpus), bool(sz.meets_target), tuple(sz.notes))
+    return SizeResult(sizing=sz, gpus=int(gpus), meets_target=bool(sz.meets_target),
+                      notes=tuple(sz.notes))
 
 
 def _sized_gpus(sz, s) -> int:
@@ -449,9 +454,12 @@ def interruption_terms(inp: Inputs, gpus, mode: str | None = None) -> Interrupti
     terms = restart_terms_at(inp, gpus)
     restart = s.restart_s if terms is None else terms.total_s
     shape = np.shape(M)
-    return InterruptionTerms(per_day, M, size_b, nodes, stall, np.broadcast_to(tau, shape),
-                             np.broadcast_to(upload, shape), np.broadcast_to(restart, shape),
-                             np.broadcast_to(shared, shape))
+    return InterruptionTerms(failures_per_day=per_day, mtbf_s=M, checkpoint_bytes=size_b,
+                             nodes=nodes, stall_s=stall,
+                             interval_s=np.broadcast_to(tau, shape),
+                             upload_s=np.broadcast_to(upload, shape),
+                             restart_s=np.broadcast_to(restart, shape),
+                             storage_gb_per_s=np.broadcast_to(shared, shape))
 
 
 def restart_terms_at(inp: Inputs, gpus) -> rel.RestartTerms | None:
@@ -537,7 +545,8 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
         notes.append(f"no layout splits a global batch near {B} sequences over {gpus} GPUs: "
                      f"use a GPU count that is a multiple of {g.gpus_per_node} (and of the "
                      "pipeline depth)")
-        return PlanResult(gpus, None, pd.DataFrame(), None, False, 0, 0, tuple(notes))
+        return PlanResult(gpus=gpus, global_batch=None, layouts=pd.DataFrame(), layout=None,
+                          fits=False, evaluated=0, feasible=0, notes=tuple(notes))
     if B2 != B:
         notes.append(f"global batch adjusted from {B} to {B2} sequences so that it splits "
                      f"evenly over {gpus} GPUs")
@@ -565,8 +574,9 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
         shown = fitting.head(10)
         fits = True
     layout = Layout.from_row(shown.iloc[0], global_batch=int(B), precision=s.precision)
-    return PlanResult(int(gpus), int(B), shown.reset_index(drop=True), layout, fits,
-                      int(P.evaluated), int(P.feasible), tuple(notes))
+    return PlanResult(gpus=int(gpus), global_batch=int(B), layouts=shown.reset_index(drop=True),
+                      layout=layout, fits=fits, evaluated=int(P.evaluated),
+                      feasible=int(P.feasible), notes=tuple(notes))
 
 
 def splittable_batch(m, gpus, B, node, space=REVIEW_SPACE):
@@ -600,10 +610,13 @@ def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
     step = float(p.step_time_s)
     mfu_p, hfu_p = precision_utilization(float(p.mfu), float(p.hfu), inp.gpu,
                                          inp.scenario.precision)
-    return PredictResult(p, step, float(p.tokens_per_s), float(p.mfu), float(p.hfu),
-                         float(p.model_tflops_per_gpu), mem, mem["total_gb"],
-                         inp.gpu.memory_bytes / 1e9, bool(p.fits), float(p.pp_bubble_s) / step,
-                         mfu_p, hfu_p)
+    return PredictResult(step=p, step_time_s=step, tokens_per_s=float(p.tokens_per_s),
+                         mfu=float(p.mfu), hfu=float(p.hfu),
+                         model_tflops_per_gpu=float(p.model_tflops_per_gpu), memory_gb=mem,
+                         memory_gb_per_gpu=mem["total_gb"],
+                         capacity_gb=inp.gpu.memory_bytes / 1e9, fits=bool(p.fits),
+                         bubble_share=float(p.pp_bubble_s) / step, mfu_precision=mfu_p,
+                         hfu_precision=hfu_p)
 
 
 class PhysicalBoundError(ValueError):
@@ -719,15 +732,17 @@ def spot_summary(inp: Inputs, r: ReliabilityResult) -> SpotSummary:
     common = dict(restart_h=r.restart_h, capacity_wait_h=s.capacity_wait_h,
                   failures_per_day=r.failures_per_day,
                   failure_lost_hours=r.lost_hours_per_interruption)
+    asked = dict(preemptions_per_day=s.preemptions_per_day, lost_hours_per_preemption=w,
+                 lost_hours_source=s.spot_lost_work, checkpoint_interval_s=tau)
+    not_run = dict(net_savings=None, duration_stretch=None, breakeven_lost_hours=None,
+                   implied_lost_hours=None)
     if d is None:
-        return SpotSummary(False, None, s.preemptions_per_day, w, s.spot_lost_work, None, None,
-                           None, None, checkpoint_interval_s=tau)
+        return SpotSummary(offered=False, discount=None, **asked, **not_run)
     try:
         res = spot.spot_net_savings(d, s.preemptions_per_day, w, **common)
     except v.InputError:
         # preemptions x hours lost fill the day: the spot run never finishes
-        return SpotSummary(False, d, s.preemptions_per_day, w, s.spot_lost_work, None, None,
-                           None, None, checkpoint_interval_s=tau)
+        return SpotSummary(offered=False, discount=d, **asked, **not_run)
     be = implied = None
     if s.preemptions_per_day > 0:
         be = float(spot.breakeven_lost_hours(d, s.preemptions_per_day, **common))
@@ -742,8 +757,9 @@ def spot_summary(inp: Inputs, r: ReliabilityResult) -> SpotSummary:
                 if entered:
                     raise
                 implied = None
-    return SpotSummary(True, d, s.preemptions_per_day, w, s.spot_lost_work,
-                       float(res.net_savings), float(res.duration_stretch), be, implied, res, tau)
+    return SpotSummary(offered=True, discount=d, **asked, net_savings=float(res.net_savings),
+                       duration_stretch=float(res.duration_stretch), breakeven_lost_hours=be,
+                       implied_lost_hours=implied, result=res)
 
 
 def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
@@ -766,11 +782,11 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
         prices = replace(prices, spot_overhead=max(1.0, overhead))
     elif prices is not None and prices.spot is not None:
         prices = replace(prices, spot=None)        # the spot run never finishes
-    cp = prices if prices is not None else tco.CloudPrices()
+    cloud_prices = prices if prices is not None else tco.CloudPrices()
     op = inp.onprem if inp.onprem is not None else tco.OnPrem(capex_usd_per_gpu=None)
     if hours is not None and (prices is not None or inp.onprem is not None):
-        costs = tco.run_costs_usd(hours, billed, cp, op, s.discount_rate, s.resale)
-        amort = tco.run_costs_amortized_usd(hours, billed, cp, op, s.utilization,
+        costs = tco.run_costs_usd(hours, billed, cloud_prices, op, s.discount_rate, s.resale)
+        amort = tco.run_costs_amortized_usd(hours, billed, cloud_prices, op, s.utilization,
                                             s.discount_rate, s.resale)
         costs = {k: float(x) for k, x in costs.items()}
         amort = {k: float(x) for k, x in amort.items()}
@@ -794,7 +810,7 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
         be = b if math.isfinite(b) else None
     if prices is not None or inp.onprem is not None:
         per_h = {k: float(x) for k, x in tco.cost_per_useful_gpu_hour(
-            s.horizon_months, s.utilization, cp, op, discount_rate=s.discount_rate,
+            s.horizon_months, s.utilization, cloud_prices, op, discount_rate=s.discount_rate,
             resale=s.resale).items()}
     band = days_range = None
     costs_range = {}
@@ -805,8 +821,8 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
                                inp.catalog.step_model_errors(), moe=inp.model.is_moe)
         days_range = band.days_range(days)
         if costs:
-            lo = tco.run_costs_usd(days_range[0] * 24, billed, cp, op, s.discount_rate, s.resale)
-            hi = tco.run_costs_usd(days_range[1] * 24, billed, cp, op, s.discount_rate, s.resale)
+            lo = tco.run_costs_usd(days_range[0] * 24, billed, cloud_prices, op, s.discount_rate, s.resale)
+            hi = tco.run_costs_usd(days_range[1] * 24, billed, cloud_prices, op, s.discount_rate, s.resale)
             costs_range = {k: (float(lo[k]), float(hi[k])) for k in costs}
     wf = eff = None
     if pr is not None:
@@ -824,9 +840,13 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
         fpt = pr.model_tflops_per_gpu * 1e12 / (pr.tokens_per_s / pl.gpus)
         factors = {k: float(x) for k, x in
                    napkin.napkin_factors(fpt, m.active_params, pr.mfu, useful).items()}
-    return EconomicsResult(useful, days, hours, billed, costs, amort, commit, run_days, be,
-                           per_h, sp, wf, eff, prices, op, band, days_range, costs_range,
-                           stall_share, gpu_hours=hours * pl.gpus if hours is not None else None,
+    return EconomicsResult(useful_share=useful, days=days, run_hours=hours, billed_gpus=billed,
+                           costs_usd=costs, costs_amortized_usd=amort, commitments=commit,
+                           run_days=run_days, breakeven_months=be, usd_per_used_gpu_hour=per_h,
+                           spot=sp, waterfall=wf, effective_utilization=eff, prices=prices,
+                           onprem=op, band=band, days_range=days_range,
+                           costs_usd_range=costs_range, data_stall_share=stall_share,
+                           gpu_hours=hours * pl.gpus if hours is not None else None,
                            napkin_gpu_hours=nap, napkin_factors=factors)
 
 
