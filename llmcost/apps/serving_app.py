@@ -85,8 +85,9 @@ def evaluate_serving(s: Scenario, cat) -> ServingResults:
     except v.InputError as e:
         raise v.InputError(_FIELD_OF.get(e.param, e.param), str(e)) from None
     gpu = cat.gpu(s.gpu)
-    return ServingResults(s, q, ans, pareto or [], gpu.memory_bytes / 1e9,
-                          notes + list(ans.get("notes", [])))
+    return ServingResults(scenario=s, query=q, answer=ans, pareto=pareto or [],
+                          memory_gb=gpu.memory_bytes / 1e9,
+                          notes=notes + list(ans.get("notes", [])))
 
 
 class ServingApp(Panel):

@@ -114,8 +114,9 @@ def read(text) -> DcgmSamples:
                                   "('DCGM_FI_...{gpu=\"0\",...} value')")
     metric, gpu, value, blank = (np.array(c) for c in zip(*rows))
     value, blank = value.astype(float), blank.astype(bool)
-    return DcgmSamples(metric.astype(str), gpu.astype(str), np.where(blank, np.nan, value),
-                       blank, max(set(models), key=models.count) if models else None)
+    return DcgmSamples(metric=metric.astype(str), gpu=gpu.astype(str),
+                       value=np.where(blank, np.nan, value), blank=blank,
+                       model=max(set(models), key=models.count) if models else None)
 
 
 def summary(d: DcgmSamples) -> dict:

@@ -223,8 +223,9 @@ def _one_rank(rows) -> list:
 def _log(framework, rows, args) -> TrainLog:
     c = [np.array(x, dtype=float) for x in zip(*rows)]
     t0 = np.nanmin(c[2]) if np.isfinite(c[2]).any() else 0.0
-    return TrainLog(framework, c[0].astype(int), c[1], c[2] - t0, c[3], c[4], c[5], c[6], c[7],
-                    dict(args))
+    return TrainLog(framework=framework, step=c[0].astype(int), step_time_s=c[1], time_s=c[2] - t0,
+                    global_batch=c[3], tokens_per_s_per_gpu=c[4], log_tflops_per_gpu=c[5],
+                    log_mfu=c[6], memory_gib=c[7], args=dict(args))
 
 
 def _torchtitan(rows, args) -> TrainLog:

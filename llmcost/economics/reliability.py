@@ -591,7 +591,8 @@ def goodput_breakdown(interval_s, checkpoint_s, mtbf_s, restart_s=0.0) -> Goodpu
     rework = failure * (a / 2) / first
     restart = failure * R / first
     ckpt = d / a * inv_f
-    return GoodputBreakdown(g, v.result(ckpt), v.result(rework), v.result(restart))
+    return GoodputBreakdown(goodput=g, checkpoint_share=v.result(ckpt),
+                            rework_share=v.result(rework), restart_share=v.result(restart))
 
 
 # --------------------------------------------------------------------------- restart terms
@@ -879,8 +880,8 @@ def restart_terms(gpus, checkpoint_bytes, gpus_per_node=8,
     w = np.asarray(warmup_s(g, init_s_per_rank, dataloader_s, compile_s), float)
     shape = np.broadcast(d, r, load, w).shape
     d, r, load, w = (np.broadcast_to(x, shape) for x in (d, r, load, w))
-    return RestartTerms(v.result(d), v.result(r), v.result(load), v.result(w),
-                        v.result(d + r + load + w))
+    return RestartTerms(detect_s=v.result(d), reschedule_s=v.result(r), load_s=v.result(load),
+                        warmup_s=v.result(w), total_s=v.result(d + r + load + w))
 
 
 def restart_time_s(gpus, checkpoint_bytes, **terms):

@@ -708,9 +708,11 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
         for name, price in (usd_per_gpu_hour or {}).items():
             if price is not None:
                 cost[name] = gpu_hours * float(v.positive(f"usd_per_gpu_hour[{name}]", price))
-        return Sizing(int(gpus[i]), int(nodes[i]), float(days[i]), True, float(cols["mfu"][i]),
-                      layout_at(i), floor, total_flops, D, table, cost, tuple(notes),
-                      int(cols["global_batch"][i]), None, adv, cap_gpus, space)
+        return Sizing(gpus=int(gpus[i]), nodes=int(nodes[i]), days=float(days[i]),
+                      meets_target=True, mfu=float(cols["mfu"][i]), layout=layout_at(i),
+                      memory_floor_gpus=floor, total_flops=total_flops, tokens=D, table=table,
+                      cost_usd=cost, notes=tuple(notes), global_batch=int(cols["global_batch"][i]),
+                      nearest=None, batch=adv, max_gpus_power=cap_gpus, space=space)
 
     return _nearest_sizing(model, gpu, gpus, days, train_days, fits, fits & in_power, cols,
                            layout_at, advice_at, notes, floor, total_flops, D, table, target, h,
@@ -793,16 +795,23 @@ def _nearest_sizing(model, gpu, gpus, days, train_days, fits, ok, cols, layout_a
         else:
             why = f"nothing fits within the power envelope ({cap_gpus:,} GPUs)"
         notes.insert(0, why)
-        return Sizing(None, None, None, False, None, {}, floor, total_flops, D, table,
+        return Sizing(gpus=None, nodes=None, days=None, meets_target=False, mfu=None, layout={},
+                      memory_floor_gpus=floor, total_flops=total_flops, tokens=D, table=table,
                       notes=tuple(notes), max_gpus_power=cap_gpus, space=space,
-                      nearest=Nearest(None, None, None, None, floor,
-                                      float(days[np.argmax(fits)]) if fits.any() else None, None))
+                      nearest=Nearest(
+                          fastest_gpus=None, fastest_days=None, fastest_global_batch=None,
+                          fastest_layout=None, smallest_fitting_gpus=floor,
+                          smallest_fitting_days=(float(days[np.argmax(fits)]) if fits.any()
+                                                 else None),
+                          tokens_within_target=None))
     f = int(np.argmin(np.where(ok, days, np.inf)))
     sm = int(np.argmax(ok))
     adv = advice_at(f)
     within = D * target / float(days[f])
-    nearest = Nearest(int(gpus[f]), float(days[f]), int(cols["global_batch"][f]), layout_at(f),
-                      int(gpus[sm]), float(days[sm]), within)
+    nearest = Nearest(fastest_gpus=int(gpus[f]), fastest_days=float(days[f]),
+                      fastest_global_batch=int(cols["global_batch"][f]),
+                      fastest_layout=layout_at(f), smallest_fitting_gpus=int(gpus[sm]),
+                      smallest_fitting_days=float(days[sm]), tokens_within_target=within)
     top = int(gpus[-1]) if cap_gpus is None else min(int(gpus[-1]), cap_gpus)
     # days without the headroom first: the figure a review shows as "days to train"
     notes.insert(0, f"no size up to {top:,} GPUs meets {target:g} days (with the {h:.0%} "
@@ -816,7 +825,8 @@ def _nearest_sizing(model, gpu, gpus, days, train_days, fits, ok, cols, layout_a
     elif cap_gpus is None or int(gpus[np.argmin(days)]) <= cap_gpus:
         notes.append("adding GPUs stops helping: the fixed global batch limits how far the run "
                      "parallelises (communication and per-GPU work shrink together)")
-    return Sizing(None, None, None, False, None, {}, floor, total_flops, D, table,
+    return Sizing(gpus=None, nodes=None, days=None, meets_target=False, mfu=None, layout={},
+                  memory_floor_gpus=floor, total_flops=total_flops, tokens=D, table=table,
                   notes=tuple(notes), nearest=nearest, batch=adv, max_gpus_power=cap_gpus,
                   space=space)
 
@@ -983,12 +993,13 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
             for g in priced}
 
     adapt = float(adapt_cost_usd(Dc, adapt_queries))
-    rungs = [Rung("adapt", None, 0, None, 0.0, adapt, 0.0, Dc, None,
-                  f"retrieval on a hosted model: embed {Dc:.3g} tokens at "
-                  f"${EMBED_USD_PER_MILLION_TOKENS}/M (text-embedding-3-small) and answer "
-                  f"{int(adapt_queries):,} queries of {ADAPT_PROMPT_TOKENS:,} + "
-                  f"{ADAPT_ANSWER_TOKENS} tokens at ${HOSTED_INPUT_USD_PER_MILLION_TOKENS}/"
-                  f"${HOSTED_OUTPUT_USD_PER_MILLION_TOKENS} per M (GPT-4o mini); query volume "
+    rungs = [Rung(method="adapt", gpu=None, gpus=0, hours=None, gpu_hours=0.0, cost_usd=adapt,
+                  flops=0.0, tokens=Dc, mfu=None,
+                  note=f"retrieval on a hosted model: embed {Dc:.3g} tokens at "
+                       f"${EMBED_USD_PER_MILLION_TOKENS}/M (text-embedding-3-small) and answer "
+                       f"{int(adapt_queries):,} queries of {ADAPT_PROMPT_TOKENS:,} + "
+                       f"{ADAPT_ANSWER_TOKENS} tokens at ${HOSTED_INPUT_USD_PER_MILLION_TOKENS}/"
+                       f"${HOSTED_OUTPUT_USD_PER_MILLION_TOKENS} per M (GPT-4o mini); query volume "
                   "and corpus size are assumptions; serving costs after that are not counted")]
 
     one_card = {}
@@ -1041,9 +1052,11 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
                 runs = f"; runs {n}-way data parallel ({', '.join(why)})" if why else ""
                 src = " (step model)" if predict_mfu is not None and method not in (mfu or {}) \
                     else ""
-                best = Rung(method, g.id, n, hours, gpu_hours, cost, flops, Dft, u_n,
-                            f"fits on {'one' if n_min == 1 else f'{n_min} x'} {g.id} ({how}){runs}; "
-                            f"{hours:.1f} h at MFU {u_n:.2f}{src}", n_min, prices[g.id])
+                best = Rung(method=method, gpu=g.id, gpus=n, hours=hours, gpu_hours=gpu_hours,
+                            cost_usd=cost, flops=flops, tokens=Dft, mfu=u_n,
+                            note=f"fits on {'one' if n_min == 1 else f'{n_min} x'} {g.id} ({how}){runs}; "
+                                 f"{hours:.1f} h at MFU {u_n:.2f}{src}", min_gpus=n_min,
+                            usd_per_gpu_hour=prices[g.id])
         if best is not None:
             rungs.append(best)
 
@@ -1082,9 +1095,11 @@ def _pretrain_rung(model, priced, prices, unit, tokens, days, mfu) -> "Rung":
         n = _billed(node * max(1, np.ceil(gpu_hours / (days * 24) / node)), unit[g.id])
         cost = gpu_hours * prices[g.id]
         if best is None or cost < best.cost_usd:
-            best = Rung("pretrain", g.id, n, gpu_hours / n, gpu_hours, cost, flops, tokens,
-                        mfu, f"{tokens:.3g} tokens on {n:,} x {g.id} in about "
-                        f"{gpu_hours / n / 24:.0f} days at MFU {mfu:.2f}", 0, prices[g.id])
+            best = Rung(method="pretrain", gpu=g.id, gpus=n, hours=gpu_hours / n,
+                        gpu_hours=gpu_hours, cost_usd=cost, flops=flops, tokens=tokens, mfu=mfu,
+                        note=f"{tokens:.3g} tokens on {n:,} x {g.id} in about "
+                             f"{gpu_hours / n / 24:.0f} days at MFU {mfu:.2f}", min_gpus=0,
+                        usd_per_gpu_hour=prices[g.id])
     return best
 
 

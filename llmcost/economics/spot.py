@@ -167,7 +167,8 @@ def spot_net_savings(discount, preemptions_per_day, lost_hours_per_preemption, r
     bs = 1 - r * W * (1 - beta) / 24
     spot = (1 - d) * bs / fs
     ond = 1 / fo
-    return SpotResult(v.result(1 - spot / ond), v.result(fo / fs), v.result(spot), v.result(ond))
+    return SpotResult(net_savings=v.result(1 - spot / ond), duration_stretch=v.result(fo / fs),
+                      spot_cost_share=v.result(spot), on_demand_cost_share=v.result(ond))
 
 
 def implied_lost_hours(discount, preemptions_per_day, observed_net_savings, restart_h=0.0,

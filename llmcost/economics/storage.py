@@ -920,10 +920,13 @@ def _need(cap_need, cap, R, Wavg, Wburst, Br, Bw, usd):
     ua = R / Br + Wavg / Bw
     ub = R / Br + Wburst / Bw
     ma, mb = ua <= 1, ub <= 1
-    return TierNeed(v.result(cap_need), v.result(R), v.result(Wavg), v.result(Wburst),
-                    v.result(ua), v.result(ub), v.result(cap_need <= cap), v.result(ma),
-                    v.result(mb), v.result(ma & ~mb),
-                    v.result((R > 0) & (Wburst / Bw <= 1) & ~mb), v.result(usd))
+    return TierNeed(capacity_needed_tb=v.result(cap_need), read_gb_per_s=v.result(R),
+                    write_average_gb_per_s=v.result(Wavg), write_burst_gb_per_s=v.result(Wburst),
+                    utilization_average=v.result(ua), utilization_burst=v.result(ub),
+                    meets_capacity=v.result(cap_need <= cap), meets_average=v.result(ma),
+                    meets_burst=v.result(mb), average_but_not_burst=v.result(ma & ~mb),
+                    burst_collides_with_reads=v.result((R > 0) & (Wburst / Bw <= 1) & ~mb),
+                    usd_per_month=v.result(usd))
 
 
 def tier_bill_of_materials(checkpoint_bytes, nodes, interval_s, burst_s, dataset_tb,
@@ -1055,8 +1058,9 @@ def tier_bill_of_materials(checkpoint_bytes, nodes, interval_s, burst_s, dataset
     cold = _need(cold_need, np.inf, cold_read, cold_write, cold_write,
                  get * rreq / 1e9, put * part / 1e9, cold_usd * cold_need * 1e3)
     total = hot.usd_per_month + warm.usd_per_month + cold.usd_per_month
-    return TierBill(hot, warm, cold, v.result(cold_write * 1e9 / part),
-                    v.result(cold_read * 1e9 / rreq), v.result(total))
+    return TierBill(hot=hot, warm=warm, cold=cold,
+                    cold_put_per_s=v.result(cold_write * 1e9 / part),
+                    cold_get_per_s=v.result(cold_read * 1e9 / rreq), usd_per_month=v.result(total))
 
 
 # --------------------------------------------------------------------------- 8 spot notice

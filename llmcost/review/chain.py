@@ -55,7 +55,8 @@ class ReviewChain:
         r = self.reliability(inp, pl)
         e = self.economics(inp, pl, pr, r)
         warnings, flags = self.checks(inp, sized, pl, pr, r, e)
-        res = Results(s, inp, sized, pl, pr, r, e, _dedupe(warnings), flags)
+        res = Results(scenario=s, inputs=inp, size=sized, plan=pl, predict=pr, reliability=r,
+                      economics=e, warnings=_dedupe(warnings), flags=flags)
         _check_finite(res.headline)
         return res
 

@@ -71,12 +71,13 @@ def pretrain_rung(results) -> sizing.Rung | None:
     s, m = results.scenario, results.inputs.model
     flops = 6.0 * m.active_params * s.tokens
     price = j["prices_usd_per_gpu_hour"].get("on_demand")
-    return sizing.Rung("pretrain", s.gpu, int(j["gpus"]), float(j["days"]) * 24,
-                       float(j["gpu_hours"]), float(cost), flops, float(s.tokens), j["mfu"],
-                       f"{s.tokens:.3g} tokens on {int(j['gpus']):,} x {s.gpu} in "
-                       f"{j['days']:.1f} days (the review: MFU {j['mfu']:.1%}, goodput "
-                       f"{j['goodput']:.1%}, {j['price_offer'] or 'entered price'})",
-                       0, price)
+    return sizing.Rung(method="pretrain", gpu=s.gpu, gpus=int(j["gpus"]),
+                       hours=float(j["days"]) * 24, gpu_hours=float(j["gpu_hours"]),
+                       cost_usd=float(cost), flops=flops, tokens=float(s.tokens), mfu=j["mfu"],
+                       note=f"{s.tokens:.3g} tokens on {int(j['gpus']):,} x {s.gpu} in "
+                            f"{j['days']:.1f} days (the review: MFU {j['mfu']:.1%}, goodput "
+                            f"{j['goodput']:.1%}, {j['price_offer'] or 'entered price'})", min_gpus=0,
+                       usd_per_gpu_hour=price)
 
 
 def _reviewed_pretrain(model, priced, tokens, days, base, cat):
@@ -137,5 +138,6 @@ def ladder(model: ModelSpec, cat: Catalog, finetune_tokens=1e9, pretrain_tokens=
     if reviewed is not None:
         rungs = sorted([r for r in rungs if r.method != "pretrain"] + [reviewed],
                        key=lambda r: r.cost_usd)
-    return LadderResult(model.id, float(finetune_tokens), tuple(rungs), price_ids, skipped,
-                        offer)
+    return LadderResult(model=model.id, finetune_tokens=float(finetune_tokens),
+                        rungs=tuple(rungs), price_ids=price_ids, skipped=skipped,
+                        pretrain_price_id=offer)

@@ -459,8 +459,10 @@ def measured_utilization(s: Scenario, cat=None) -> MeasuredRun:
     same = runs[(runs["model"] == m.id) & runs["mfu"].notna()]
     published = float(same["mfu"].max()) if len(same) else None
     verdict = ut.assess_utilization(u, published=published, peak_tflops=peak, gpu=g)  # BF16 run
-    return MeasuredRun(u, tps, fpt, peak,
-                       float(ut.achieved_tflops_per_gpu(tps, fpt, s.measured_gpus)),
-                       float(ut.hfu(tps, hw, peak, s.measured_gpus)), published,
-                       tuple(verdict.findings), m.id, tokens, s.measured_gpus,
-                       s.measured_wall_clock_s)
+    return MeasuredRun(effective_utilization=u, tokens_per_s=tps, flops_per_token=fpt,
+                       peak_tflops=peak,
+                       achieved_tflops_per_gpu=float(
+                           ut.achieved_tflops_per_gpu(tps, fpt, s.measured_gpus)),
+                       hfu_if_full_recompute=float(ut.hfu(tps, hw, peak, s.measured_gpus)),
+                       published_mfu=published, findings=tuple(verdict.findings), model=m.id,
+                       tokens=tokens, gpus=s.measured_gpus, wall_clock_s=s.measured_wall_clock_s)

@@ -93,15 +93,19 @@ _FITTED = dict(memory_efficiency=0.8, prefill_efficiency=0.488, decode_compute_e
 # SGLang takes vLLM's (an assumption: both schedule from Python around CUDA graphs).
 _VLLM_DECODE = dict(step_overhead_s=1.93e-3, collective_latency_us=21.3)
 ENGINES = {
-    "trtllm": Engine("trtllm", 0.95, True, 8192, 2048, "fp8", True, **_FITTED,
+    "trtllm": Engine(id="trtllm", memory_fraction=0.95, fraction_of_free=True,
+                     max_batched_tokens=8192, max_batch=2048, kv_default="fp8",
+                     attention_dp_moe=True, **_FITTED,
                      source="NVIDIA/TensorRT-LLM perf-overview.md: defaults and the 0.95 KV "
                             "share its runs use; efficiencies fitted (FIT_NOTES)"),
-    "vllm": Engine("vllm", 0.9, False, 8192, 256, "auto", False,
+    "vllm": Engine(id="vllm", memory_fraction=0.9, fraction_of_free=False, max_batched_tokens=8192,
+                   max_batch=256, kv_default="auto", attention_dp_moe=False,
                    **{**_FITTED, **_VLLM_DECODE},
                    source="docs.vllm.ai Engine Arguments (defaults); decode constants solved "
                           "from vLLM's latency benchmark; other efficiencies as trtllm"),
-    "sglang": Engine("sglang", 0.88, False, 8192, 0, "auto", False,
-                     **{**_FITTED, **_VLLM_DECODE},
+    "sglang": Engine(id="sglang", memory_fraction=0.88, fraction_of_free=False,
+                     max_batched_tokens=8192, max_batch=0, kv_default="auto",
+                     attention_dp_moe=False, **{**_FITTED, **_VLLM_DECODE},
                      source="docs.sglang.ai Server Arguments (defaults); decode constants as "
                             "vllm, other efficiencies as trtllm (assumptions)"),
 }

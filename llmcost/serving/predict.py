@@ -172,5 +172,9 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
         ttft = lat.benchmark_ttft_s(ttft, t_pre, c, v.integer("requests", requests,
                                                                maximum=10**9))
     x = lat.output_tokens_per_s_per_gpu(c, osl, latency, t)
-    return ServePrediction(ttft, tpot, latency, x, c, c_max, fits, w_gpu, kv_token,
-                           kv_seq_gpu, act, t_pre, t_dec, kvf, fmt, adp)
+    return ServePrediction(ttft_s=ttft, tpot_s=tpot, latency_s=latency,
+                           output_tokens_per_s_per_gpu=x, concurrency=c, max_concurrency=c_max,
+                           fits=fits, weights_bytes_per_gpu=w_gpu, kv_bytes_per_token=kv_token,
+                           kv_bytes_per_gpu=kv_seq_gpu, activation_bytes_per_gpu=act,
+                           prefill_s=t_pre, decode_step_s=t_dec, kv_format=kvf, weight_format=fmt,
+                           attention_dp=adp)

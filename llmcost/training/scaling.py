@@ -173,4 +173,5 @@ def analyse_measured_scaling(measured, target_nodes=(), cliff_drop=0.10) -> Meas
         extrap = pd.DataFrame(columns=["nodes", "efficiency", "tokens_per_s"])
     table = pd.DataFrame({"nodes": nodes, "tokens_per_s": x, "efficiency": eff,
                           "fitted_efficiency": fit_eff})
-    return MeasuredScaling(table, sigma, extrap, tuple(warnings))
+    return MeasuredScaling(table=table, comm_share_per_doubling=sigma, extrapolated=extrap,
+                           warnings=tuple(warnings))

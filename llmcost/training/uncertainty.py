@@ -88,21 +88,23 @@ def throughput_band(generation: str, precision: str, mfu: float, errors: pd.Data
     if u > PUBLISHED_MFU_CEILING:
         # never narrower than what the group itself showed
         e = max([ENVELOPE_BAND] + [float(x) for x in hit["max_abs_error"]])
-        return Band(e, e, False,
-                    f"predicted MFU {u:.1%} is above every published large run "
-                    f"({PUBLISHED_MFU_CEILING:.1%}): outside the calibrated envelope, "
-                    f"+-{e:.0%}")
+        return Band(low=e, high=e, calibrated=False,
+                    reason=f"predicted MFU {u:.1%} is above every published large run "
+                           f"({PUBLISHED_MFU_CEILING:.1%}): outside the calibrated envelope, "
+                           f"+-{e:.0%}")
     if hit.empty or not int(hit["rows"].iloc[0]):
-        return Band(ENVELOPE_BAND, ENVELOPE_BAND, False,
-                    f"no published {precision.upper()} run on {generation} GPUs validates the "
-                    f"step model: +-{ENVELOPE_BAND:.0%}")
+        return Band(low=ENVELOPE_BAND, high=ENVELOPE_BAND, calibrated=False,
+                    reason=f"no published {precision.upper()} run on {generation} GPUs "
+                           f"validates the step model: +-{ENVELOPE_BAND:.0%}")
     r = hit.iloc[0]
     band = r.get("band_abs_error", np.nan)
     if moe and not pd.isna(band):
         e = float(np.clip(band, 0.0, 0.9))
-        return Band(e, e, True, f"90% of {int(r['rows'])} published MoE runs within +-{e:.0%} "
-                                f"({r['method']}; mean {float(r['mean_abs_error']):.0%}, "
-                                f"max {float(r['max_abs_error']):.0%})")
+        return Band(low=e, high=e, calibrated=True,
+                    reason=f"90% of {int(r['rows'])} published MoE runs within +-{e:.0%} "
+                           f"({r['method']}; mean {float(r['mean_abs_error']):.0%}, "
+                           f"max {float(r['max_abs_error']):.0%})")
     e = float(np.clip(r["max_abs_error"], 0.0, 0.9))
-    return Band(e, e, True, f"largest error on {int(r['rows'])} published {precision.upper()} "
-                            f"run(s) on {generation} GPUs ({r['method']}): +-{e:.0%}")
+    return Band(low=e, high=e, calibrated=True,
+                reason=f"largest error on {int(r['rows'])} published {precision.upper()} "
+                       f"run(s) on {generation} GPUs ({r['method']}): +-{e:.0%}")
