@@ -683,7 +683,7 @@ def cmd_storage(a) -> dict:
 
 def cmd_check(a) -> dict:
     """Is the cluster delivering: nccl-tests output and/or a training log read and checked
-    against the model (issue 28). The hardware from --gpu/--fabric or the query; the run a
+    against the model. The hardware from --gpu/--fabric or the query; the run a
     log comes from (model, GPUs, layout) from the query and what the log states."""
     from .checks import check as chk, dcgm, nccl_tests, text as ctext, train_log
     if a.nccl_tests is None and a.train_log is None and a.dcgm is None:

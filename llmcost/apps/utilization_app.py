@@ -1,5 +1,5 @@
 """Effective utilization (MFU) of a measured run, against published large runs; and the
-cluster check (issue 28): a cluster's own nccl-tests output, training log and DCGM scrape,
+cluster check: a cluster's own nccl-tests output, training log and DCGM scrape,
 uploaded and read against the model."""
 
 from __future__ import annotations

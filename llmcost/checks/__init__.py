@@ -1,5 +1,5 @@
 """Is the cluster delivering? Readers of a cluster's own measurements (nccl-tests, training
-logs) and findings against what the model expects of this hardware and layout (issue 28).
+logs) and findings against what the model expects of this hardware and layout.
 
 Layers, each importable alone:
 

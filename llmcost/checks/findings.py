@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-#: below this share of the expected bus bandwidth at large messages: alert. Issue 28's
-#: acceptance: an 8-GPU H100 all-reduce topping out at a third of the expected is an alert,
-#: a healthy one is not; half sits between with room for the model's own error.
+#: below this share of the expected bus bandwidth at large messages: alert. An 8-GPU H100
+#: all-reduce topping out at a third of the expected is an alert, a healthy one is not;
+#: half sits between with room for the model's own error.
 BUSBW_ALERT_SHARE = 0.5
 #: below this share: warn. NVIDIA's guidance for a healthy NDR 400 Gb/s NIC is 46-48 GB/s
 #: (A. Ladd, NVIDIA/nccl-tests#290, 2025-03-03), 92-96% of line rate against the model's
@@ -24,10 +24,12 @@ LARGE_MESSAGE_BYTES = 256 * 2 ** 20
 #: hardware's peak approached at large sizes. A halving is far outside run-to-run noise.
 COLLAPSE_SHARE = 0.5
 COLLAPSE_FROM_BYTES = 2 ** 20
-#: measured MFU below this share of the predicted one: alert (issue 28's acceptance).
+#: measured MFU below this share of the predicted one: alert (40% short is beyond
+#: the step model's 25% envelope, llmcost.training.uncertainty.ENVELOPE_BAND).
 MFU_ALERT_SHARE = 0.6
 #: step-time tail (p95 / median) above this: stragglers. An assumption (no published
-#: threshold found): 20%, twice the 10% that the seed guide allows data loading in a step.
+#: threshold found): 20%, twice the 10% of a step that the cluster guide
+#: ("GPU Clusters for LLM Training: A Builder's Guide", 2025) allows data loading.
 TAIL_WARN_RATIO = 1.2
 #: a gap between logged steps longer than this multiple of the expected time (median step
 #: time x steps between the lines) and at least GAP_MIN_S: lost time (restart, hang,

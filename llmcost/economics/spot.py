@@ -49,7 +49,7 @@ def _common(discount, preemptions_per_day, lost_hours, restart_h, capacity_wait_
 
 def _failures(failures_per_day, failure_lost_hours, on_demand_failures_per_day,
               on_demand_lost_hours):
-    """Failure terms, accepting the pre-issue-8 keyword names with a warning."""
+    """Failure terms, accepting the older keyword names (on_demand_*) with a warning."""
     if on_demand_failures_per_day is not None:
         warnings.warn("on_demand_failures_per_day is now failures_per_day (and counts for the "
                       "spot run too)", DeprecationWarning, stacklevel=3)

@@ -86,7 +86,7 @@ class OnPrem:
     #: network share [USD per GPU]: two-tier fat tree, 3 x $36k / 64 + $2,560 cables [5].
     network_usd_per_gpu: float = (SWITCH_PORTS_PER_GPU_TWO_TIER * IB_SWITCH_USD / IB_SWITCH_PORTS
                                   + IB_CABLES_USD_PER_GPU)
-    #: shared storage [USD per GPU]. Assumption, no cited price (issue 11 sizes it): the hot
+    #: shared storage [USD per GPU]. Assumption, no cited price (economics/storage.py sizes it): the hot
     #: tier (DGX H100: 8 x 3.84 TB NVMe) is in the server price; this adds a shared warm tier
     #: at about 3% of the server share.
     storage_usd_per_gpu: float = 1_000.0

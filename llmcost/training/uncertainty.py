@@ -25,7 +25,7 @@ import pandas as pd
 from .. import _validate as v
 
 #: band outside the calibrated envelope [-]: the largest error the project accepts on
-#: held-out published runs (issue 9: "no run beyond 25%").
+#: held-out published runs.
 ENVELOPE_BAND = 0.25
 #: highest MFU of a published large run [-] (PaLM 540B HFU 57.8%, MFU 46.2%; Llama 3 405B
 #: 38-43%): a prediction above it is outside anything measured.
