@@ -1232,7 +1232,8 @@ def _args_check(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--train-log", metavar="FILE",
                     help="a Megatron-LM/Megatron-Bridge, NeMo 2 or torchtitan training log")
     sp.add_argument("--dcgm", metavar="FILE",
-                    help="dcgm-exporter's /metrics text (Prometheus): profiling gauges, blanks")
+                    help="dcgm-exporter's /metrics text (Prometheus) or 'dcgmi dmon -e ...' "
+                         "output: profiling gauges, blanks")
     sp.add_argument("--gpu", help="catalog id of the nccl-tests GPUs (or give --query)")
     sp.add_argument("--fabric", help="scale-out fabric id of the nccl-tests run (default: "
                                      "the GPU's usual)")

@@ -24,7 +24,7 @@ CHECK_FILES = {
                    "the text any *_perf prints, or its -J JSON"),
     "train_log": ("Training log", ".txt,.log,.out",
                   "Megatron-LM / Megatron-Bridge, NeMo 2 or torchtitan"),
-    "dcgm": ("DCGM scrape", ".txt,.prom", "dcgm-exporter's /metrics text"),
+    "dcgm": ("DCGM samples", ".txt,.prom,.log", "dcgm-exporter's /metrics text or dcgmi dmon output"),
 }
 
 

@@ -1,17 +1,25 @@
-"""Reader of dcgm-exporter's Prometheus text (``curl host:9400/metrics``).
+"""Readers of DCGM's two text outputs: dcgm-exporter's Prometheus text (``curl
+host:9400/metrics``) and ``dcgmi dmon -e <field ids>``; :func:`read` tells them apart.
 
-Each sample line is ``DCGM_FI_<FIELD>{gpu="0",UUID="...",GPU_I_ID="3",...} <value>``; ``#``
+dcgm-exporter: each sample line is ``DCGM_FI_<FIELD>{gpu="0",UUID="...",GPU_I_ID="3",...} <value>``; ``#``
 lines are help and type. Profiling gauges (``DCGM_FI_PROF_SM_ACTIVE``,
 ``DCGM_FI_PROF_PIPE_TENSOR_ACTIVE``, ``DCGM_FI_PROF_DRAM_ACTIVE``, ...) are ratios in [0, 1].
 DCGM marks a value it could not read with a blank sentinel: 0x7ffffff0 (int32),
 0x7ffffffffffffff0 (int64) or 2**47 (fp64), plus 1 not found, 2 not supported, 3 not
 permitted; those are kept as "blank", never as a number.
 
+``dcgmi dmon``: a header ``# Entity  GRACT  TENSO ...`` (the fields' short names), an ``Id``
+line, then one row per entity and sample: ``GPU 0  0.969  0.928``, ``GPU-I 1 ...`` for a
+MIG instance; ``N/A`` where a field could not be read. Short names are read as the field
+names dcgm-exporter uses (:data:`DMON_FIELDS`), so both outputs meet the same findings.
+
 References
 ----------
 1. NVIDIA DCGM API reference, "Enums and Macros" (DCGM_INT32_BLANK, DCGM_INT64_BLANK,
    DCGM_FP64_BLANK and their NOT_FOUND / NOT_SUPPORTED / NOT_PERMISSIONED offsets).
 2. Prometheus exposition format (text): ``metric_name{label="value",...} value``.
+3. NVIDIA DCGM User Guide, "Feature Overview", Profiling Metrics: field ids 1001-1012, their
+   ``dcgmi dmon`` short names and sample outputs; ``dcgmi dmon --list`` prints the mapping.
 """
 
 from __future__ import annotations
@@ -32,6 +40,19 @@ FP64_BLANK = 2.0 ** 47
 #: the profiling ratios a training check reads
 PROFILING = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE",
              "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE")
+
+#: ``dcgmi dmon`` short column names of the profiling fields [3] -> the DCGM field names
+#: dcgm-exporter prints (ids 1001-1012); other columns keep their short name
+DMON_FIELDS = {"GRACT": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "SMACT": "DCGM_FI_PROF_SM_ACTIVE",
+               "SMOCC": "DCGM_FI_PROF_SM_OCCUPANCY", "TENSO": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+               "DRAMA": "DCGM_FI_PROF_DRAM_ACTIVE", "FP64A": "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
+               "FP32A": "DCGM_FI_PROF_PIPE_FP32_ACTIVE", "FP16A": "DCGM_FI_PROF_PIPE_FP16_ACTIVE",
+               "PCITX": "DCGM_FI_PROF_PCIE_TX_BYTES", "PCIRX": "DCGM_FI_PROF_PCIE_RX_BYTES",
+               "NVLTX": "DCGM_FI_PROF_NVLINK_TX_BYTES", "NVLRX": "DCGM_FI_PROF_NVLINK_RX_BYTES"}
+#: entity kinds a ``dcgmi dmon`` row starts with (GPU, MIG GPU instance, compute instance,
+#: NVSwitch, NVLink, CPU, CPU core)
+_DMON_ENTITY = re.compile(r"^(GPU|GPU-I|GPU-CI|Switch|Link|CPU|Core)\s+(\d{1,6})\s+(.*)$")
+_DMON_BLANK = {"N/A", "NA", "-"}
 
 _LINE = re.compile(r"^(DCGM_[A-Z0-9_]+)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?\s*$")
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
@@ -65,7 +86,89 @@ def _labels(body: str, lineno: int, line: str) -> dict:
     return out
 
 
+def _is_dmon(text: str) -> bool:
+    """True when the first non-blank line is ``dcgmi dmon``'s ``# Entity ...`` header."""
+    for _, line in _t.lines(text):
+        s = line.strip()
+        if s:
+            return s.startswith("#") and s[1:].split()[:1] == ["Entity"]
+    return False
+
+
 def read(text) -> DcgmSamples:
+    """Read DCGM text: ``dcgmi dmon`` output (:func:`read_dmon`) or dcgm-exporter's
+    Prometheus text (:func:`read_exporter`), told apart by the first line.
+
+    Parameters
+    ----------
+    text : str or bytes
+
+    Returns
+    -------
+    DcgmSamples
+    """
+    text = _t.as_text(text, PARAM)
+    return read_dmon(text) if _is_dmon(text) else read_exporter(text)
+
+
+def read_dmon(text) -> DcgmSamples:
+    """Read ``dcgmi dmon -e <field ids>`` output: one sample per entity row and column.
+
+    Parameters
+    ----------
+    text : str or bytes
+
+    Returns
+    -------
+    DcgmSamples
+        ``metric`` is the dcgm-exporter field name for a profiling column
+        (:data:`DMON_FIELDS`), else the column's short name; ``gpu`` is ``"0"`` for GPU 0
+        and ``"GPU-I 1"`` (the entity) for other kinds; ``N/A`` is a blank.
+    """
+    text = _t.as_text(text, PARAM)
+    names, rows = None, []
+    for lineno, line in _t.lines(text):
+        s = line.strip()
+        if not s or s == "Id":
+            continue
+        if s.startswith("#"):
+            head = s[1:].split()
+            if head[:1] != ["Entity"] or len(head) < 2:
+                raise v.InputError(PARAM, f"line {lineno}: expected the header '# Entity "
+                                          f"<field> ...', got {_t.short(s)}")
+            names = [DMON_FIELDS.get(h, h[:40]) for h in head[1:]]
+            continue
+        m = _DMON_ENTITY.match(s)
+        if names is None or not m:
+            raise v.InputError(PARAM, f"line {lineno}: expected a row 'GPU <id> <value> ...' "
+                                      f"after a '# Entity' header, got {_t.short(s)}")
+        kind, ent, vals = m.group(1), m.group(2), m.group(3).split()
+        if len(vals) != len(names):
+            raise v.InputError(PARAM, f"line {lineno}: {len(vals)} value(s) for the "
+                                      f"{len(names)} column(s) of the header")
+        gpu = ent if kind == "GPU" else f"{kind} {ent}"
+        for name, tok in zip(names, vals):
+            blank = tok in _DMON_BLANK
+            try:
+                x = float("nan") if blank else float(tok)
+            except ValueError:
+                x = float("nan")
+            if not blank and (not np.isfinite(x) or x < 0):
+                raise v.InputError(PARAM, f"line {lineno}: expected a non-negative number or "
+                                          f"N/A, got {tok[:30]!r}")
+            rows.append((name, gpu, x, blank or is_blank(x)))
+        if len(rows) > MAX_SAMPLES:
+            raise v.InputError(PARAM, f"line {lineno}: more than {MAX_SAMPLES:,} samples")
+    if not rows:
+        raise v.InputError(PARAM, "no DCGM sample found: expected 'dcgmi dmon' rows "
+                                  "('GPU 0  0.969 ...') under a '# Entity ...' header")
+    metric, gpu, value, blank = (np.array(c) for c in zip(*rows))
+    value, blank = value.astype(float), blank.astype(bool)
+    return DcgmSamples(metric=metric.astype(str), gpu=gpu.astype(str),
+                       value=np.where(blank, np.nan, value), blank=blank, model=None)
+
+
+def read_exporter(text) -> DcgmSamples:
     """Read dcgm-exporter's Prometheus text.
 
     Parameters

@@ -177,7 +177,7 @@ def step_findings(step, step_time_s, time_s, mfu, predicted_mfu, median_step_s,
 
 
 def dcgm_findings(summary: dict) -> list:
-    """Findings for a dcgm-exporter scrape: blank fields, profiling gauges stuck at 0, and
+    """Findings for DCGM samples (dcgm-exporter or dcgmi dmon): blank fields, profiling gauges stuck at 0, and
     the profiling means as read."""
     out = []
     blank = {k: x["blank"] for k, x in summary.items() if x["blank"]}
@@ -201,7 +201,7 @@ def dcgm_findings(summary: dict) -> list:
 
 def checkpoint_findings(checkpoint_s, median_step_s=None) -> list:
     """What the log says of its checkpoint saves: count, p50 and p99 of the blocking time.
-    The cluster guide (seed 001, "Monitoring: What to Watch") says to watch the p99 of
+    The cluster guide ("Monitoring: What to Watch") says to watch the p99 of
     checkpoint writes, not the p50: both are shown, with the p99 in steps."""
     c = np.asarray(checkpoint_s, float)
     if not len(c):

@@ -294,6 +294,16 @@ def test_cli_dcgm_findings():
     assert code == 0 and "[warn] DCGM fields not available: DCGM_FI_DEV_MEMORY_TEMP (1)" in out
 
 
+def test_cli_reads_dcgmi_dmon_output():
+    code, out, err = run_cli(["check", "--dcgm", str(DATA / "dcgmi_dmon_a100_mig.txt"), "--json"])
+    assert code == 0, err
+    r = json.loads(out)
+    tensor = r["dcgm"]["metrics"]["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"]
+    # GPU 0 and two MIG instances, 7 samples each
+    assert tensor["gpus"] == 3 and tensor["samples"] == 21 and tensor["max"] == 0.954
+    assert [(f["level"], f["what"]) for f in r["findings"]] == [("ok", "profiling gauges read")]
+
+
 def test_data_loading_share_against_the_cluster_guides_10_percent():
     # GWDA's log: the step waits 274.37 ms of 429.4 ms (63.9%) and 263.80 of 1996.1 (13.2%):
     # median 38.6%, above the guide's 10%; a warning, not yet "longer than it computes"

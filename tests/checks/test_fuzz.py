@@ -17,7 +17,7 @@ TOKENS = ["8", "-1", "0", "1e400", "nan", "inf", "N/A", "float", "sum", "none", 
           "0:", "{", "}", "[", "]", '"results"', '"benchmark"', ":", ",", "step:", "tps:",
           "iteration", "elapsed time per iteration (ms):", "|", "train_step_timing in s:",
           "global_step:", "Finished saving the checkpoint in", "seconds", "9" * 5000, "\x00", "\t",
-          "é", "\u2028", "# Rank  0 Group  0 Pid 1 on h device 0 [0x1] GPU",
+          "é", "\u2028", "# Entity", "GPU-I", "Id", "# Rank  0 Group  0 Pid 1 on h device 0 [0x1] GPU",
           "Collective test starting: all_reduce_perf", "-" * 300, "DCGM_FI_PROF_SM_ACTIVE",
           '{gpu="0"}', '{gpu="0",x="\\"}', "9223372036854775794", "140737488355330"]
 

@@ -25,7 +25,8 @@ def test_every_data_file_has_an_origin():
     src = pd.read_csv(DATA / "SOURCES.csv")
     files = {p.name for p in DATA.iterdir() if p.name != "SOURCES.csv"}
     assert files == set(src["file"])
-    assert src["origin"].str.startswith("https://github.com/").all()
+    # a public repository's file, issue or pull request, or the vendor's own documentation
+    assert src["origin"].str.match(r"https://(github\.com/|docs\.nvidia\.com/)").all()
     assert src["as_of"].notna().all()
     # at least one file per reader comes from a cluster with a reported problem
     assert src["known_problem"].notna().sum() >= 6
@@ -245,6 +246,55 @@ def test_dcgm_exporter_mig_instances():
     ('# HELP x\nDCGM_FI_PROF_SM_ACTIVE{gpu="0"}', "line 2: expected 'DCGM_NAME"),
 ])
 def test_dcgm_bad_input_is_one_line(text, match):
+    with pytest.raises(InputError, match=match) as e:
+        dcgm.read(text)
+    assert e.value.param == "dcgm" and "\n" not in str(e.value)
+
+
+def test_dcgmi_dmon_a100_proftester():
+    """NVIDIA's own sample: dcgmproftester's tensor load read by 'dcgmi dmon -e 1001,1004,1005'.
+    The guide reads it as ~99% graphics activity and tensor activity pegged at ~93%."""
+    d = dcgm.read((DATA / "dcgmi_dmon_a100_proftester.txt").read_text())
+    assert set(d.metric.tolist()) == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+                                      "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"}
+    assert len(d.value) == 15 * 3 and set(d.gpu.tolist()) == {"0"} and not d.blank.any()
+    s = dcgm.summary(d)
+    tensor = s["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"]
+    assert tensor["samples"] == 15 and tensor["max"] == pytest.approx(0.932)
+    # the loaded samples (the last 11, after 3 idle and 1 ramping) average 0.930
+    loaded = [0.928, 0.931, 0.929, 0.927, 0.929, 0.930, 0.931, 0.931, 0.930, 0.932, 0.930]
+    assert tensor["mean"] == pytest.approx((0.527 + sum(loaded)) / 15, abs=1e-12)
+    assert s["DCGM_FI_PROF_DRAM_ACTIVE"]["max"] == 0.0
+
+
+def test_dcgmi_dmon_mig_instances_are_their_own_entities():
+    d = dcgm.read((DATA / "dcgmi_dmon_a100_mig.txt").read_text())
+    assert list(dict.fromkeys(d.gpu.tolist())) == ["0", "GPU-I 0", "GPU-I 1"]
+    m = (d.metric == "DCGM_FI_PROF_GR_ENGINE_ACTIVE") & (d.gpu == "GPU-I 0")
+    assert d.value[m][-1] == pytest.approx(0.985)
+    # the guide's reading: two 3g.20gb instances hold 2 x 42 of 98 SMs, so the whole GPU's
+    # activity is 84/98 of the instances' (0.8571 x 0.986 = 0.845)
+    whole = d.value[(d.metric == "DCGM_FI_PROF_GR_ENGINE_ACTIVE") & (d.gpu == "0")]
+    assert whole[-1] == pytest.approx(84 / 98 * 0.985, abs=0.003)
+
+
+def test_dcgmi_dmon_not_available_is_a_blank():
+    d = dcgm.read("# Entity  SMACT  TENSO\n      Id\n    GPU 0  0.912  N/A\n    GPU 1  N/A  0.4\n")
+    assert d.blank.tolist() == [False, True, True, False]
+    assert np.isnan(d.value[1]) and d.value[3] == 0.4
+    assert dcgm.summary(d)["DCGM_FI_PROF_SM_ACTIVE"]["blank"] == 1
+
+
+@pytest.mark.parametrize("text, match", [
+    ("# Entity\n GPU 0 1", "line 1: expected the header"),
+    ("    GPU 0  0.5", "line 1: expected a DCGM_"),
+    ("# Entity  SMACT\n      Id\n    GPU 0  0.5  0.7", "line 3: 2 value"),
+    ("# Entity  SMACT\n    GPU 0  fast", "line 2: expected a non-negative number or N/A"),
+    ("# Entity  SMACT\n    GPU 0  -0.5", "line 2: expected a non-negative"),
+    ("# Entity  SMACT\n    Node 0  0.5", "line 2: expected a row 'GPU"),
+    ("# Entity  SMACT\n      Id\n", "no DCGM sample"),
+])
+def test_dcgmi_dmon_bad_input_is_one_line(text, match):
     with pytest.raises(InputError, match=match) as e:
         dcgm.read(text)
     assert e.value.param == "dcgm" and "\n" not in str(e.value)

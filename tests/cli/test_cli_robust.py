@@ -222,7 +222,8 @@ VALID = {
                   st.just("--query"),
                   st.sampled_from(["model=llama3-8b&gpu=h100-sxm&gpus=8&seq_len=8192",
                                    "model=llama3-8b&gpu=a100-80gb&gpus=16&stack=fsdp"])),
-        st.tuples(st.just("--dcgm"), st.sampled_from(sorted(str(p) for p in CLUSTER.glob("*.prom"))))),
+        st.tuples(st.just("--dcgm"), st.sampled_from(sorted(
+            str(p) for p in [*CLUSTER.glob("*.prom"), *CLUSTER.glob("dcgmi_*")])))),
 }
 
 #: examples per subcommand: the whole file stays under a minute on 2 cores; plan and size
