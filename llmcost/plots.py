@@ -825,8 +825,8 @@ def measured_scaling(analysis) -> go.Figure:
 
 
 def ladder_table(results: Results, *, compare=(), label=None) -> go.Figure:
-    """Seed 003's ladder (adapt, fine-tune, train at scale), cheapest first. A table: the
-    current scenario's only."""
+    """The infrastructure overview's ladder ("LLM Training Infrastructure": adapt, fine-tune,
+    train at scale), cheapest first. A table: the current scenario's only."""
     L = finetune_ladder(results)
     df = L.frame()
     df["hours"] = df["hours"].map(lambda x: "-" if x is None or x != x else f"{x:,.1f}")
