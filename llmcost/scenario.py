@@ -133,7 +133,7 @@ class Scenario:
     price_offer: str = _choice("auto", "prices", label="Catalog offer", group="prices",
                                special=("auto",))
     # custom defaults: AWS p5.48xlarge per GPU (data/prices.csv: $55.04 and $23.78 per
-    # 8-GPU instance-hour); spot at the seed's 60% off on-demand.
+    # 8-GPU instance-hour); spot at the cluster guide's 60% off on-demand.
     on_demand_usd_per_gpu_hour: float = _f(6.88, 0, 1e3, lo_open=True, label="On-demand",
                                            unit="$/GPU-h", group="prices", step=0.01)
     reserved_1y_usd_per_gpu_hour: float = _f(0.0, 0, 1e3, label="Reserved 1 year (0: none)",

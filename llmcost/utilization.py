@@ -1,4 +1,4 @@
-"""Effective utilization of a measured run: the seed's formula, MFU and HFU, and whether the
+"""Effective utilization of a measured run: the cluster guide's formula, MFU and HFU, and whether the
 figure is plausible.
 
 MFU counts the model's FLOPs (no recomputation) against the dense peak; HFU counts what the
@@ -34,7 +34,8 @@ FP8_OVER_BF16_PEAK = 2.0
 
 def effective_utilization(flops_per_token, global_batch, seq_len, steps, peak_tflops, gpus,
                           wall_clock_s):
-    r"""The seed article's effective utilization.
+    r"""The cluster guide's effective utilization (N. Dixit, "GPU Clusters for LLM Training: A
+    Builder's Guide", SIVARO, 2026).
 
     .. math:: U = \frac{C_{token}\, B\, s\, n_{steps}}{F_{peak}\, N_{GPU}\, t_{wall}}
 

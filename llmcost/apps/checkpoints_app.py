@@ -93,26 +93,26 @@ class CheckpointApp(ReviewPanel):
         return out
 
     def note_lines(self, res):
-        from ..review.series import notice_checks, seed_storage_claims
-        f, c = self._storage(res), seed_storage_claims(res)
+        from ..review.series import guide_storage_claims, notice_checks
+        f, c = self._storage(res), guide_storage_claims(res)
         node_gb = float(notice_checks(res)["node_gb"].iloc[0])
         s = res.scenario
-        lo, hi = c["seed_hours"]
-        b60, b30 = c["shared_gb_per_s_for_seed_stall"][::-1]
+        lo, hi = c["guide_hours"]
+        b60, b30 = c["shared_gb_per_s_for_guide_stall"][::-1]
         lines = [f"The cluster guide: \"500 checkpoints x 30-60 s = 5-8 h\": the arithmetic gives "
-                 f"{lo:.1f}-{hi:.1f} h (5-8 h is {c['seed_stall_for_hours_s'][0]:.0f}-"
-                 f"{c['seed_stall_for_hours_s'][1]:.0f} s each). A 30-60 s sync stall of this "
+                 f"{lo:.1f}-{hi:.1f} h (5-8 h is {c['guide_stall_for_hours_s'][0]:.0f}-"
+                 f"{c['guide_stall_for_hours_s'][1]:.0f} s each). A 30-60 s sync stall of this "
                  f"{f['checkpoint_gb']:,.0f} GB checkpoint needs {b60:,.1f}-{b30:,.1f} GB/s of "
                  f"shared write; here it stalls {f['sync_stall_s']:,.1f} s at "
                  f"{res.reliability.storage_gb_per_s:,.3g} GB/s, so 500 sync checkpoints would cost "
                  f"{c['run_hours_for_500']:,.1f} h."]
         if "full_gb" in c:
-            n5, n3 = c["nodes_for_seed"]
+            n5, n3 = c["nodes_for_guide"]
             shard = (f"sharded over {n5:,}-{n3:,} nodes at this scenario's "
                      f"{s.local_write_gb_per_s:,.3g} GB/s per node" if n5 and n3 else
                      "sharded over many nodes")
-            w_lo, w_hi = c["weights_gb_per_s_for_seed"]
-            o_lo, o_hi = c["one_node_gb_per_s_for_seed"]
+            w_lo, w_hi = c["weights_gb_per_s_for_guide"]
+            o_lo, o_hi = c["one_node_gb_per_s_for_guide"]
             lines.append(f"The cluster guide: \"3-5 s local write of a 70B checkpoint\": the full "
                          f"{c['full_gb']:,.0f} GB state ({c['model']}, "
                          f"{c['full_bytes_per_param']:.0f} bytes/param) on one "

@@ -8,7 +8,7 @@ and an 8-GPU DGX compare directly. The shipped rates (``data/failure_rates.csv``
 interruptions of all causes (the job-level measurements a default must reproduce) or node
 hardware failures only (a lower bound on job failures).
 
-The seed's "mean time between failures is 4.7 days" names no GPU count, so it gives no
+The cluster guide's "mean time between failures is 4.7 days" [5] names no GPU count, so it gives no
 per-GPU rate and is not a preset.
 
 References
@@ -23,8 +23,9 @@ References
    7.9 h for 1,024-GPU jobs.
 4. Llama Team, "The Llama 3 Herd of Models", arXiv:2407.21783, Sec. 3.3.4, Table 5:
    419 unexpected interruptions in 54 days on 16,384 H100 (one per ~3.1 h).
-5. Seed article 001: MTBF 4.7 days; synchronous checkpoints 30-60 s each, asynchronous
-   3-5 s local write for 70B; 500 checkpoints over 18 days = 5-8 h idle.
+5. N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): MTBF 4.7 days;
+   synchronous checkpoints 30-60 s each, asynchronous 3-5 s local write for 70B; 500
+   checkpoints over 18 days = 5-8 h idle.
 6. B. Wan et al., "Robust LLM Training Infrastructure at ByteDance" (ByteRobust), SOSP
    2025, arXiv:2509.16293: Table 1 (incidents of 778,135 jobs in three months), Sec. 2.2
    (detection ~60 s, localization 2-15 min), Table 3 (detection with inspection), Table 7
@@ -397,7 +398,8 @@ def checkpoint_stall_s(size_bytes, mode="sync", nodes=1, shared_storage_gb_per_s
 
     References
     ----------
-    .. [1] Seed article 001 (sync to shared storage vs local NVMe write, background upload).
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): sync to
+       shared storage vs local NVMe write, background upload.
     .. [2] A. Maurya et al., "DataStates-LLM: Lazy Asynchronous Checkpointing for Large
        Language Models", HPDC 2024 (host-memory staging).
     .. [3] Llama Team 2024, arXiv:2407.21783, Sec. 3.3.1 (2 TB/s for 2,048 nodes).
@@ -436,8 +438,8 @@ def storage_bandwidth_for_stall_gb_per_s(size_bytes, target_stall_s):
 
     References
     ----------
-    .. [1] Seed article 000 ("a storage tier that meets average throughput but cannot handle
-       checkpoint bursts").
+    .. [1] "How to Scale LLM Training Infrastructure Without Bottlenecks" (OneSource Cloud): "a
+       storage tier that meets average throughput but cannot handle checkpoint bursts".
     """
     return v.result(v.positive("size_bytes", size_bytes) /
                     v.positive("target_stall_s", target_stall_s) / 1e9)

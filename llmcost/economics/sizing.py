@@ -1,6 +1,6 @@
 """Cluster sizing backward from a target time, and the fine-tuning ladder.
 
-Sizing follows seed article 000: total compute over per-GPU throughput adjusted for scaling
+Sizing follows the scaling article [1]: total compute over per-GPU throughput adjusted for scaling
 efficiency, plus headroom; here the throughput at each cluster size comes from the step-time
 model (the global batch stays fixed, so the pipeline bubble and communication grow as GPUs
 are added), and the memory floor (fewest GPUs on which the model fits) bounds it below.
@@ -11,11 +11,12 @@ the target is an answer (the nearest options), as is a batch too small for its p
 
 References
 ----------
-1. Seed article 000 ("size from the target training time backward: estimate the total
-   compute required, divide by per-GPU throughput adjusted for scaling efficiency, and add
-   headroom").
-2. Seed article 003: LoRA of 7-13B on one node of eight accelerators, QLoRA on one card;
-   fine-tunes cost hundreds to low thousands of dollars, pretraining seven figures.
+1. "How to Scale LLM Training Infrastructure Without Bottlenecks" (OneSource Cloud): "size from
+   the target training time backward: estimate the total compute required, divide by per-GPU
+   throughput adjusted for scaling efficiency, and add headroom".
+2. "LLM Training Infrastructure" (an infrastructure overview): LoRA of 7-13B on one node of
+   eight accelerators, QLoRA on one card; fine-tunes cost hundreds to low thousands of dollars,
+   pretraining seven figures.
 3. Narayanan et al. 2021, arXiv:2104.04473, §5.1 (training time ~ 8 T P / (n X)).
 4. E. Hu et al., arXiv:2106.09685, §4.2 (LoRA needs no gradients for frozen weights).
 5. Llama Team 2024, "The Llama 3 Herd of Models", arXiv:2407.21783, §3.4.1 and Table 4
@@ -47,7 +48,7 @@ def days_from_efficiency(days_a, efficiency_a, efficiency_b):
 
     .. math:: t_B = t_A\, \epsilon_A / \epsilon_B
 
-    The seed's 18 days on InfiniBand at 98% give 24.8 days on RoCE at 71%, not its 43.
+    The cluster guide's 18 days on InfiniBand at 98% give 24.8 days on RoCE at 71%, not its 43.
 
     Parameters
     ----------
@@ -63,7 +64,8 @@ def days_from_efficiency(days_a, efficiency_a, efficiency_b):
 
     References
     ----------
-    .. [1] Seed article 001 ("18 days instead of 43 on the RoCE setup").
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): "18
+       days instead of 43 on the RoCE setup".
     """
     return v.result(v.positive("days_a", days_a) * v.fraction("efficiency_a", efficiency_a)
                     / v.fraction("efficiency_b", efficiency_b))
@@ -74,7 +76,8 @@ def efficiency_from_days(days_a, efficiency_a, days_b):
 
     .. math:: \epsilon_B = \epsilon_A\, t_A / t_B
 
-    The seed's 18 vs 43 days with IB at 98% imply RoCE at 41%, not the 71% it measured.
+    The cluster guide's 18 vs 43 days with IB at 98% imply RoCE at 41%, not the 71% it
+    measured.
 
     Parameters
     ----------
@@ -92,7 +95,7 @@ def efficiency_from_days(days_a, efficiency_a, days_b):
 
     References
     ----------
-    .. [1] Seed article 001.
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026).
     """
     return v.result(v.fraction("efficiency_a", efficiency_a) * v.positive("days_a", days_a)
                     / v.positive("days_b", days_b))
@@ -406,7 +409,8 @@ def candidate_sizes(gpus_per_node: int, max_nodes: int) -> np.ndarray:
 
     References
     ----------
-    .. [1] Seed article 000 (sizing by whole nodes).
+    .. [1] "How to Scale LLM Training Infrastructure Without Bottlenecks" (OneSource Cloud):
+       sizing by whole nodes.
     """
     node = int(v.integer("gpus_per_node", gpus_per_node))
     n = int(v.integer("max_nodes", max_nodes))
@@ -645,7 +649,8 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
 
     References
     ----------
-    .. [1] Seed article 000; Narayanan et al. 2021, §5.1.
+    .. [1] "How to Scale LLM Training Infrastructure Without Bottlenecks" (OneSource Cloud);
+       Narayanan et al. 2021, §5.1.
     .. [2] Uptime Institute, Global Data Center Survey 2023 (PUE 1.58).
     """
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
@@ -897,7 +902,8 @@ def adapt_cost_usd(corpus_tokens, queries=ADAPT_QUERIES, prompt_tokens=ADAPT_PRO
 
     References
     ----------
-    .. [1] Seed article 003 ("Adapt: prompting and retrieval on a hosted model").
+    .. [1] "LLM Training Infrastructure" (an infrastructure overview): "Adapt: prompting and
+       retrieval on a hosted model".
     .. [2] OpenAI pricing: text-embedding-3-small $0.02, GPT-4o mini $0.15 / $0.60 per
        million tokens.
     """
@@ -920,7 +926,7 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
                     lora_rank=16, seq_len=None, finetune_max_hours=24.0,
                     billing_gpus: dict | None = None, corpus_tokens=None,
                     adapt_queries=ADAPT_QUERIES, predict_mfu=None) -> list[Rung]:
-    r"""The ladder of seed 003, cheapest first: adapt, QLoRA, LoRA, full fine-tune, pretrain.
+    r"""The infrastructure overview's ladder [1], cheapest first: adapt, QLoRA, LoRA, full fine-tune, pretrain.
 
     Each GPU rung is priced on every GPU given a price and keeps the cheapest. QLoRA runs on
     the fewest cards it fits (one for 7-70B: NF4 transformer blocks, embeddings and LM head
@@ -974,9 +980,9 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
 
     References
     ----------
-    .. [1] Seed article 003; Hu et al. 2021, arXiv:2106.09685; Dettmers et al. 2023,
-       arXiv:2305.14314 (NF4 base weights; the reference code keeps embeddings and the LM
-       head in 16 bits).
+    .. [1] "LLM Training Infrastructure" (an infrastructure overview); Hu et al. 2021,
+       arXiv:2106.09685; Dettmers et al. 2023, arXiv:2305.14314 (NF4 base weights; the
+       reference code keeps embeddings and the LM head in 16 bits).
     """
     priced, prices = _ladder_prices(gpus, usd_per_gpu_hour)
     Dft = float(v.positive("finetune_tokens", finetune_tokens))

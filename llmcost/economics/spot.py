@@ -11,8 +11,8 @@ the nodes stays billed. Spot and on-demand are compared for the same useful work
 
 References
 ----------
-1. Seed article 001: AWS P5 spot, "60% cost savings", 2.4 preemptions per day, 1-2 h of
-   work lost each, "net savings: 22%".
+1. N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): AWS P5 spot,
+   "60% cost savings", 2.4 preemptions per day, 1-2 h of work lost each, "net savings: 22%".
 2. A. Wald, "On cumulative sums of random variables", Ann. Math. Stat. 15(3), 1944
    (E[sum] = E[count] E[term]; gives the expected stretched duration).
 3. J. Young, "A first order approximation to the optimum checkpoint interval", CACM
@@ -113,8 +113,8 @@ def spot_net_savings(discount, preemptions_per_day, lost_hours_per_preemption, r
         b_s = 1 - \frac{r W (1 - \beta)}{24} \\
         S &= 1 - \frac{(1 - d)\, b_s / f_s}{1 / f_o}
 
-    With failures, restart and wait at zero: S = 1 - (1 - d)/(1 - r w / 24); the seed's
-    60% off, 2.4/day, 1.5 h gives 52.9%, not its 22%.
+    With failures, restart and wait at zero: S = 1 - (1 - d)/(1 - r w / 24); the cluster
+    guide's 60% off, 2.4/day, 1.5 h gives 52.9%, not its 22%.
 
     Parameters
     ----------
@@ -147,7 +147,8 @@ def spot_net_savings(discount, preemptions_per_day, lost_hours_per_preemption, r
 
     References
     ----------
-    .. [1] Seed article 001; Wald 1944; Young 1974.
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026); Wald
+       1944; Young 1974.
     """
     d, r, w, R, W, beta = _common(discount, preemptions_per_day, lost_hours_per_preemption,
                                   restart_h, capacity_wait_h, billed_share_during_wait)
@@ -182,8 +183,8 @@ def implied_lost_hours(discount, preemptions_per_day, observed_net_savings, rest
 
     .. math:: w = \frac{24\,[(1 - S) A - c B]}{(1 - S)(r + k r_f) - c\, k r_f}
 
-    With restart, wait and failures at zero: w = (24 / r)(1 - (1 - d)/(1 - S)); the seed's
-    60% off, 2.4/day and 22% net imply 4.87 h, not the "1-2 h" it reports: capacity waits,
+    With restart, wait and failures at zero: w = (24 / r)(1 - (1 - d)/(1 - S)); the cluster
+    guide's 60% off, 2.4/day and 22% net imply 4.87 h, not the "1-2 h" it reports: capacity waits,
     restarts and idle nodes must account for the rest.
 
     Parameters
@@ -204,7 +205,7 @@ def implied_lost_hours(discount, preemptions_per_day, observed_net_savings, rest
 
     References
     ----------
-    .. [1] Seed article 001.
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026).
     """
     d, _, _, R, W, beta = _common(discount, 0.0, 0.0, restart_h, capacity_wait_h,
                                   billed_share_during_wait)
@@ -258,7 +259,8 @@ def breakeven_lost_hours(discount, preemptions_per_day, **kw):
 
     References
     ----------
-    .. [1] Seed article 001 ("not worth the engineering hassle").
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): "not
+       worth the engineering hassle".
     """
     return implied_lost_hours(discount, preemptions_per_day, 0.0, **kw)
 

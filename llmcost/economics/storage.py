@@ -28,8 +28,9 @@ References
 8. AWS EC2 User Guide, "Spot Instance interruption notices" (two minutes; check every
    5 s); Google Compute Engine ``Scheduling.skipGuestOsShutdown`` (30 s between ACPI G2 soft
    off and G3 mechanical off for Spot VMs).
-9. Seed articles 000 and 001 (tiers; "500 checkpoints x 30-60 s = 5-8 h"; "3-5 s local
-   write for 70B"; "watch the p99").
+9. "How to Scale LLM Training Infrastructure Without Bottlenecks" (OneSource Cloud) and
+   N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): tiers; "500
+   checkpoints x 30-60 s = 5-8 h"; "3-5 s local write for 70B"; "watch the p99".
 """
 
 from __future__ import annotations
@@ -264,7 +265,8 @@ def token_bytes(vocab_size):
 
     References
     ----------
-    .. [1] Seed article 001 (``np.memmap(..., dtype=np.uint16)`` pre-tokenized data).
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026):
+       ``np.memmap(..., dtype=np.uint16)`` pre-tokenized data.
     .. [2] Megatron-Core ``datasets/indexed_dataset.py``, ``DType.optimal_dtype`` (uint16
        below 65,500, else int32).
     """
@@ -314,7 +316,8 @@ def data_read_rate_gb_per_s(tokens_per_s, nodes=1, bytes_per_token=2.0, read_amp
 
     References
     ----------
-    .. [1] Seed article 001 (pre-tokenize and memory-map; data loading under 10% of a step).
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026):
+       pre-tokenize and memory-map; data loading under 10% of a step.
     .. [2] NVIDIA DGX best practices, "Internal Storage (NFS Cache)": later epochs read the
        local SSD cache.
     """
@@ -463,7 +466,8 @@ def sync_stall_s(size_bytes, writer_nodes, tier_write_gb_per_s, node_write_gb_pe
 
     References
     ----------
-    .. [1] Seed article 001 (synchronous saves to shared storage, 30-60 s each).
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026):
+       synchronous saves to shared storage, 30-60 s each.
     .. [2] Llama Team 2024, arXiv:2407.21783, Sec. 3.3.1 (checkpoint bursts saturate the
        storage fabric).
     """
@@ -504,7 +508,8 @@ def local_stall_s(size_bytes, writer_nodes, host_copy_gb_per_s, gpus_per_node=8,
 
     References
     ----------
-    .. [1] Seed article 001 (local write 3-5 s for 70B, upload in the background).
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): local
+       write 3-5 s for 70B, upload in the background.
     .. [2] A. Maurya et al., "DataStates-LLM: Lazy Asynchronous Checkpointing for Large
        Language Models", HPDC 2024 (host-memory staging).
     """
@@ -546,7 +551,8 @@ def upload_s(size_bytes, writer_nodes, tier_write_gb_per_s, node_network_gb_per_
 
     References
     ----------
-    .. [1] Seed article 001 (local save, then asynchronous copy to S3).
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): local
+       save, then asynchronous copy to S3.
     """
     return sync_stall_s(size_bytes, writer_nodes, tier_write_gb_per_s, node_network_gb_per_s)
 
@@ -573,7 +579,8 @@ def durable_interval_s(interval_s, upload_s):
 
     References
     ----------
-    .. [1] Daly 2006, FGCS 22(3):303, Eq. 37 (tau); seed article 001 (async upload).
+    .. [1] Daly 2006, FGCS 22(3):303, Eq. 37 (tau); N. Dixit, "GPU Clusters for LLM Training: A
+       Builder's Guide" (SIVARO, 2026): async upload.
     """
     tau = v.positive("interval_s", interval_s)
     U = v.nonnegative("upload_s", upload_s)
@@ -760,7 +767,8 @@ def slowest_writer_quantile_s(p50_s, p99_over_p50, writers, quantile=0.5):
     .. [1] H. A. David and H. N. Nagaraja, "Order Statistics", 3rd ed., Wiley 2003, Sec. 2.1
        (the maximum of N i.i.d. variables has CDF F^N).
     .. [2] Phi^{-1}: ``scipy.special.ndtri``, evaluated on the smaller tail.
-    .. [3] Seed article 001 ("watch the p99, not the p50").
+    .. [3] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): "watch
+       the p99, not the p50".
     """
     t50 = v.positive("p50_s", p50_s)
     s = _sigma_from_ratio(p99_over_p50)
@@ -847,8 +855,8 @@ def tier_utilization(read_gb_per_s, write_gb_per_s, tier_read_gb_per_s, tier_wri
 
     References
     ----------
-    .. [1] Seed article 000 ("a storage tier that meets average throughput but cannot handle
-       checkpoint bursts").
+    .. [1] "How to Scale LLM Training Infrastructure Without Bottlenecks" (OneSource Cloud): "a
+       storage tier that meets average throughput but cannot handle checkpoint bursts".
     .. [2] Llama Team 2024, arXiv:2407.21783, Sec. 3.3.1 (checkpoint writes saturate the
        storage fabric for short durations).
     """
@@ -901,7 +909,7 @@ class TierNeed:
     meets_capacity: np.ndarray
     meets_average: np.ndarray
     meets_burst: np.ndarray
-    average_but_not_burst: np.ndarray     # seed 000's failure
+    average_but_not_burst: np.ndarray     # the scaling article's failure
     burst_collides_with_reads: np.ndarray  # the burst alone fits, not beside the data reads
     usd_per_month: np.ndarray
 
@@ -954,7 +962,7 @@ def tier_bill_of_materials(checkpoint_bytes, nodes, interval_s, burst_s, dataset
 
     and the data reads D land on ``data_tier`` (per node on hot). Each tier is checked with
     :func:`tier_utilization` for the average and the burst; ``average_but_not_burst`` is the
-    seed's failure and ``burst_collides_with_reads`` flags a burst that fits alone but not
+    scaling article's failure [1] and ``burst_collides_with_reads`` flags a burst that fits alone but not
     beside the data reads on the same tier. Monthly cost: capacity needed x $/GB-month (hot
     defaults to 0, owned NVMe; cold request charges are not included).
 
@@ -1005,8 +1013,10 @@ def tier_bill_of_materials(checkpoint_bytes, nodes, interval_s, burst_s, dataset
 
     References
     ----------
-    .. [1] Seed article 000 (storage must absorb checkpoint bursts as well as the average).
-    .. [2] Seed article 001 (hot NVMe, warm parallel FS, cold object store).
+    .. [1] "How to Scale LLM Training Infrastructure Without Bottlenecks" (OneSource Cloud):
+       storage must absorb checkpoint bursts as well as the average.
+    .. [2] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): hot
+       NVMe, warm parallel FS, cold object store.
     .. [3] Llama Team 2024, arXiv:2407.21783, Sec. 3.3.1.
     .. [4] AWS S3 performance guide (request limits per prefix).
     """

@@ -19,8 +19,9 @@ so the breakeven month is exactly where the on-prem and on-demand curves cross.
 
 References
 ----------
-1. Seed article 001: 8x H100 node $40-50/h in the cloud vs $250,000 per node on
-   premises; breakeven "around 7-8 months of 90% utilization"; "80%+ for 12+ months: buy".
+1. N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): 8x H100 node
+   $40-50/h in the cloud vs $250,000 per node on premises; breakeven "around 7-8 months of 90%
+   utilization"; "80%+ for 12+ months: buy".
 2. Uptime Institute, Global Data Center Survey 2023: average PUE 1.58.
 3. U.S. EIA, Electric Power Monthly (2023): industrial electricity 8.06 cents/kWh.
 4. R. Brealey, S. Myers, F. Allen, Principles of Corporate Finance, ch. 2 (net present
@@ -48,9 +49,9 @@ RESALE = ("none", "market")
 
 # --- Defaults for one GPU of an 8x H100 SXM cluster, derived from the sources above -------
 GPUS_PER_H100_NODE = 8
-#: server [USD per node]: the seed's $250k [1], the low end of CloudZero's $250k-320k for an
-#: 8x H100 HGX server (Thinkmate quoted $317k, Aug 2024 [5]). The seed calls $250k "fully
-#: loaded"; since a server alone is quoted at $250k-320k we count it as the server only.
+#: server [USD per node]: the cluster guide's $250k [1], the low end of CloudZero's $250k-320k
+#: for an 8x H100 HGX server (Thinkmate quoted $317k, Aug 2024 [5]). The guide calls $250k
+#: "fully loaded"; since a server alone is quoted at $250k-320k we count it as the server only.
 H100_SERVER_USD_PER_NODE = 250_000.0
 #: 64-port 400G InfiniBand switch [USD] (FS.com, via [5]).
 IB_SWITCH_USD, IB_SWITCH_PORTS = 36_000.0, 64
@@ -81,7 +82,7 @@ class OnPrem:
     option: it is left out of every comparison.
     """
 
-    #: server share [USD per GPU]: $250,000 / 8 GPUs (seed [1]; CloudZero $250k-320k).
+    #: server share [USD per GPU]: $250,000 / 8 GPUs (the cluster guide [1]; CloudZero $250k-320k).
     capex_usd_per_gpu: float | None = H100_SERVER_USD_PER_NODE / GPUS_PER_H100_NODE
     #: network share [USD per GPU]: two-tier fat tree, 3 x $36k / 64 + $2,560 cables [5].
     network_usd_per_gpu: float = (SWITCH_PORTS_PER_GPU_TWO_TIER * IB_SWITCH_USD / IB_SWITCH_PORTS
@@ -409,7 +410,8 @@ def run_costs_usd(run_hours, gpus_billed, prices: CloudPrices, onprem: OnPrem, d
 
     References
     ----------
-    .. [1] Seed article 001 (the options compared); Brealey, Myers, Allen, ch. 2 (NPV).
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): the
+       options compared; Brealey, Myers, Allen, ch. 2 (NPV).
     """
     h = v.nonnegative("run_hours", run_hours)
     g = v.positive("gpus_billed", gpus_billed)
@@ -470,7 +472,8 @@ def run_costs_amortized_usd(run_hours, gpus_billed, prices: CloudPrices, onprem:
 
     References
     ----------
-    .. [1] Seed article 001 ("utilization isn't just runtime"); Brealey, Myers, Allen, ch. 2.
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026):
+       "utilization isn't just runtime"; Brealey, Myers, Allen, ch. 2.
     """
     h = v.nonnegative("run_hours", run_hours)
     g = v.positive("gpus_billed", gpus_billed)
@@ -523,7 +526,8 @@ def option_costs_usd(months, utilization, prices: CloudPrices, onprem: OnPrem, g
 
     References
     ----------
-    .. [1] Seed article 001 (the options compared in a review); Brealey, Myers, Allen, ch. 2.
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): the
+       options compared in a review; Brealey, Myers, Allen, ch. 2.
     """
     m = v.nonnegative("months", months)
     u = v.fraction("utilization", utilization)
@@ -575,7 +579,8 @@ def cost_per_useful_gpu_hour(months, utilization, prices: CloudPrices, onprem: O
 
     References
     ----------
-    .. [1] Seed article 001 ("utilization isn't just runtime").
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026):
+       "utilization isn't just runtime".
     """
     m = v.positive("months", months)
     u = v.fraction("utilization", utilization)
@@ -617,8 +622,9 @@ def breakeven_months(usd_per_gpu_hour, capex_usd, utilization, opex_usd_per_mont
 
     References
     ----------
-    .. [1] Seed article 001: "$250,000 per node fully loaded", $40-50/h, breakeven "around
-       7-8 months of 90% utilization" ($50, 90%: 7.61 months).
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026):
+       "$250,000 per node fully loaded", $40-50/h, breakeven "around 7-8 months of 90%
+       utilization" ($50, 90%: 7.61 months).
     .. [2] Brealey, Myers, Allen, ch. 2 (annuity present value).
     """
     p = v.positive("usd_per_gpu_hour", usd_per_gpu_hour)
@@ -664,7 +670,8 @@ def decision_map(utilization, months, prices: CloudPrices, onprem: OnPrem, **kw)
 
     References
     ----------
-    .. [1] Seed article 001: "80%+ for 12+ months: buy".
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): "80%+
+       for 12+ months: buy".
     """
     u = np.asarray(utilization, dtype=float)[:, None]
     m = np.asarray(months, dtype=float)[None, :]

@@ -3,7 +3,8 @@ price of a million tokens at the end.
 
 References
 ----------
-1. Seed article 001 ("utilization isn't just runtime. It's effective utilization").
+1. N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026):
+   "utilization isn't just runtime. It's effective utilization".
 2. Chowdhery et al. 2022, arXiv:2204.02311, App. B (MFU counts model FLOPs only).
 3. Daly 2006 (goodput with checkpoints and failures).
 """
@@ -53,7 +54,8 @@ def run_waterfall(peak_tflops, compute_efficiency, step_busy_share, data_stall_s
 
     References
     ----------
-    .. [1] Seed article 001; Chowdhery et al. 2022, App. B.
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026);
+       Chowdhery et al. 2022, App. B.
     """
     peak = float(v.positive("peak_tflops", peak_tflops))
     factors = [

@@ -375,51 +375,52 @@ def notice_checks(results: Results) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: the seed's claims (seed article 001)
-SEED_CHECKPOINTS, SEED_STALL_S = 500, (30.0, 60.0)
-SEED_HOURS, SEED_LOCAL_S, SEED_LOCAL_MODEL = (5.0, 8.0), (3.0, 5.0), "llama3-70b"
+#: the cluster guide's storage claims (N. Dixit, "GPU Clusters for LLM Training: A Builder's
+#: Guide", SIVARO, 2026)
+GUIDE_CHECKPOINTS, GUIDE_STALL_S = 500, (30.0, 60.0)
+GUIDE_HOURS, GUIDE_LOCAL_S, GUIDE_LOCAL_MODEL = (5.0, 8.0), (3.0, 5.0), "llama3-70b"
 
 
 @_cached
-def seed_storage_claims(results: Results) -> dict:
-    """The seed's "500 checkpoints x 30-60 s = 5-8 h" and "3-5 s local write of a 70B
+def guide_storage_claims(results: Results) -> dict:
+    """The cluster guide's "500 checkpoints x 30-60 s = 5-8 h" and "3-5 s local write of a 70B
     checkpoint", worked with the storage functions and this scenario's storage.
 
     Returns
     -------
     dict
-        seed_hours (500 x 30-60 s [h]), seed_stall_for_hours_s (what 5-8 h means per
-        checkpoint [s]), shared_gb_per_s_for_seed_stall (the write bandwidth giving a 30-60 s
+        guide_hours (500 x 30-60 s [h]), guide_stall_for_hours_s (what 5-8 h means per
+        checkpoint [s]), shared_gb_per_s_for_guide_stall (the write bandwidth giving a 30-60 s
         sync stall of this checkpoint [GB/s]), run_hours_for_500 (500 x this sync stall [h]);
         and, for the 70B model when the catalog has it: params, full_gb [GB] and
         full_bytes_per_param (weights and Adam state, :func:`storage.checkpoint_size_bytes`),
-        one_node_gb_per_s_for_seed (full state on one node in 3-5 s [GB/s]), weights_gb
-        (bf16 weights only) and weights_gb_per_s_for_seed [GB/s], nodes_for_seed (nodes,
+        one_node_gb_per_s_for_guide (full state on one node in 3-5 s [GB/s]), weights_gb
+        (bf16 weights only) and weights_gb_per_s_for_guide [GB/s], nodes_for_guide (nodes,
         sharded, at this scenario's local write, for 5 and 3 s) [-].
     """
     f = storage_figures(results)
     inp, s = results.inputs, results.scenario
     size = results.reliability.checkpoint_bytes
-    t = np.array(SEED_STALL_S)
-    out = {"seed_hours": SEED_CHECKPOINTS * t / 3600,
-           "seed_stall_for_hours_s": np.array(SEED_HOURS) * 3600 / SEED_CHECKPOINTS,
-           "shared_gb_per_s_for_seed_stall": rel.storage_bandwidth_for_stall_gb_per_s(size, t),
-           "run_hours_for_500": SEED_CHECKPOINTS * f["sync_stall_s"] / 3600}
+    t = np.array(GUIDE_STALL_S)
+    out = {"guide_hours": GUIDE_CHECKPOINTS * t / 3600,
+           "guide_stall_for_hours_s": np.array(GUIDE_HOURS) * 3600 / GUIDE_CHECKPOINTS,
+           "shared_gb_per_s_for_guide_stall": rel.storage_bandwidth_for_stall_gb_per_s(size, t),
+           "run_hours_for_500": GUIDE_CHECKPOINTS * f["sync_stall_s"] / 3600}
     try:
-        params = inp.catalog.model(SEED_LOCAL_MODEL).params
+        params = inp.catalog.model(GUIDE_LOCAL_MODEL).params
     except (KeyError, ValueError):
         return out
     full = float(storage.checkpoint_size_bytes(params))
     weights = float(rel.checkpoint_size_bytes(params, "weights-only"))
-    secs = np.array(SEED_LOCAL_S)
+    secs = np.array(GUIDE_LOCAL_S)
     n = np.arange(1, 100_001)
     stall = rel.checkpoint_stall_s(full, "async", n, local_write_gb_per_s=s.local_write_gb_per_s,
                                    gpus_per_node=inp.gpu.gpus_per_node)
     nodes = [int(n[np.argmax(stall <= x)]) if (stall <= x).any() else None for x in secs[::-1]]
-    out.update(model=SEED_LOCAL_MODEL, params=params, full_gb=full / 1e9,
+    out.update(model=GUIDE_LOCAL_MODEL, params=params, full_gb=full / 1e9,
                full_bytes_per_param=full / params,
-               one_node_gb_per_s_for_seed=full / secs[::-1] / 1e9, weights_gb=weights / 1e9,
-               weights_gb_per_s_for_seed=weights / secs[::-1] / 1e9, nodes_for_seed=nodes)
+               one_node_gb_per_s_for_guide=full / secs[::-1] / 1e9, weights_gb=weights / 1e9,
+               weights_gb_per_s_for_guide=weights / secs[::-1] / 1e9, nodes_for_guide=nodes)
     return out
 
 

@@ -273,10 +273,10 @@ def _custom_prices(s, cat, g):
     another GPU: a figure not entered is this GPU's catalog figure (its catalog offer's price
     per GPU-hour, ``price_offer`` or the first offer; its server price and system power from
     data/gpus.csv), and absent with a warning when the catalog has none. An entered 0 on a
-    reservation or the server price means "none". The spot discount (the seed's 60% off the
-    on-demand price) and the facility opex ($50k per node over its life) are not figures of
-    one GPU: their entered or default values apply to any GPU. A figure entered exactly equal
-    to its default is read as not entered.
+    reservation or the server price means "none". The spot discount (the cluster guide's 60%
+    off the on-demand price) and the facility opex ($50k per node over its life) are not
+    figures of one GPU: their entered or default values apply to any GPU. A figure entered
+    exactly equal to its default is read as not entered.
 
     Returns
     -------
@@ -746,8 +746,9 @@ def spot_summary(inp: Inputs, r: ReliabilityResult) -> SpotSummary:
     be = implied = None
     if s.preemptions_per_day > 0:
         be = float(spot.breakeven_lost_hours(d, s.preemptions_per_day, **common))
-        # the goal-seek answers the saving the user observed: the default figure (the seed's
-        # 22%) is an example, so when these terms cannot give it, it is left out, not refused
+        # the goal-seek answers the saving the user observed: the default figure (the cluster
+        # guide's 22%) is an example, so when these terms cannot give it, it is left out, not
+        # refused
         entered = s.observed_net_savings != Scenario.__dataclass_fields__["observed_net_savings"].default
         if s.observed_net_savings <= d:
             try:

@@ -186,9 +186,9 @@ def congestion_factor(nodes, per_doubling=0.0, oversubscription=1.0):
 
     References
     ----------
-    .. [1] Seed article 001 ("GPU Clusters for LLM Training"): RoCE v2 82% scaling at 64 GPUs,
-       71% at 128; InfiniBand 98% at 128. k of each catalog fabric is fitted to that
-       anecdote (see data/fabrics.csv).
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026):
+       RoCE v2 82% scaling at 64 GPUs, 71% at 128; InfiniBand 98% at 128. k of each catalog
+       fabric is fitted to that anecdote (see data/fabrics.csv).
     """
     n = v.positive("nodes", nodes)
     k = v.nonnegative("per_doubling", per_doubling)

@@ -4,10 +4,12 @@ share, an extrapolation and a warning where the curve falls off a cliff.
 
 References
 ----------
-1. Seed article 000 ("How to Scale LLM Training Infrastructure"): measure MFU at
-   increasing node counts; utilization should degrade gradually, not cliff-like.
-2. Seed article 001: InfiniBand 98% scaling efficiency to 128 GPUs, RoCE v2 82% at 64
-   and 71% at 128 (the anecdote the fabric constants are fitted to).
+1. The scaling article, "How to Scale LLM Training Infrastructure Without Bottlenecks"
+   (OneSource Cloud): measure MFU at increasing node counts; utilization should degrade
+   gradually, not cliff-like.
+2. The cluster guide, N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO,
+   2026): InfiniBand 98% scaling efficiency to 128 GPUs, RoCE v2 82% at 64 and 71% at 128
+   (the anecdote the fabric constants are fitted to).
 3. G. Amdahl, AFIPS 1967; J. Gustafson, CACM 31(5), 1988 (fixed and scaled speed-up).
 """
 
@@ -23,7 +25,7 @@ from .arch import ModelSpec
 from .hardware import FabricSpec, GPUSpec
 from .step import Options, StepPrediction, predict_step
 
-#: The seed's scaling test as llmcost models it (the article names no model or layout):
+#: The cluster guide's scaling test as llmcost models it (it names no model or layout):
 #: data-parallel (DDP, ZeRO 0) training of a 7B Llama-2 model on 8x H100 SXM nodes, one
 #: 4096-token sequence per GPU per step, flash attention, gradient reduction overlapped with
 #: backward. Weak scaling from 1 node; efficiency = per-GPU throughput / one node's.
@@ -42,7 +44,7 @@ def weak_scaling(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     .. math:: \epsilon(N) = \frac{X(N) / N}{X(N_0) / N_0}
 
     with X tokens/s, N GPUs, N_0 the first entry of ``nodes`` (usually one node): the
-    seed's "measure MFU at increasing node counts", done before buying.
+    scaling article's "measure MFU at increasing node counts", done before buying.
 
     Parameters
     ----------
@@ -65,7 +67,8 @@ def weak_scaling(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
 
     References
     ----------
-    .. [1] Gustafson 1988 (scaled speed-up); seed article 000.
+    .. [1] Gustafson 1988 (scaled speed-up); "How to Scale LLM Training Infrastructure
+       Without Bottlenecks" (OneSource Cloud).
     """
     n = v.integer("nodes", np.atleast_1d(nodes))
     gpus = n * gpu.gpus_per_node
@@ -120,8 +123,8 @@ def analyse_measured_scaling(measured, target_nodes=(), cliff_drop=0.10) -> Meas
 
     References
     ----------
-    .. [1] Seed article 000 ("efficient scaling shows utilization that degrades gradually,
-       not cliff-like").
+    .. [1] "How to Scale LLM Training Infrastructure Without Bottlenecks" (OneSource Cloud):
+       "efficient scaling shows utilization that degrades gradually, not cliff-like".
     """
     df = pd.DataFrame(measured).copy()
     if "nodes" not in df:
