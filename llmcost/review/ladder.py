@@ -2,7 +2,8 @@
 Infrastructure"): adapt a hosted model, QLoRA, LoRA, full fine-tune, pretraining, each on the
 cheapest catalog GPU it fits, cheapest first. One composition for `llmcost ladder` and the
 sizing app. The pretraining rung is a review (the chain of :func:`llmcost.review.evaluate`,
-sizing by days): the same days, GPUs and on-demand dollars as `llmcost review` and `llmcost size` for that run."""
+sizing by days): the same days, GPUs and on-demand dollars as `llmcost review` and
+`llmcost size` for that run."""
 
 from __future__ import annotations
 
