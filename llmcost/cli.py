@@ -1088,7 +1088,7 @@ def _args_plan(sp: argparse.ArgumentParser) -> None:
     _add_stage_args(sp)
     sp.add_argument("--heuristic", choices=planner.HEURISTICS, default="none",
                     help="'seed': the cluster guide's rule (GPU Clusters for LLM Training: A "
-                         "Builder's Guide, 2025): TP in a node, PP in a rack of 4 nodes, DP "
+                         "Builder's Guide, 2026): TP in a node, PP in a rack of 4 nodes, DP "
                          "across racks")
     sp.add_argument("--usd-per-gpu-hour", type=float, help="price, for $ per million tokens")
     sp.add_argument("--rank-by", choices=("time", "cost"), default="time")

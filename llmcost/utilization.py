@@ -66,7 +66,7 @@ def effective_utilization(flops_per_token, global_batch, seq_len, steps, peak_tf
 
     References
     ----------
-    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (2026), formula
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026), formula
        ``effective_utilization``.
     .. [2] Chowdhery et al. 2022, arXiv:2204.02311, Appendix B.
     """

@@ -24,7 +24,7 @@ class CheckpointApp(ReviewPanel):
              "reproduces the published job-level measurement for the GPU's generation (H100: "
              "Llama 3, one interruption per 3.1 h on 16,384 GPUs; A100: Kokolis et al. 2025), "
              "or a preset, or a given MTBF (the cluster guide, “GPU Clusters for LLM "
-             "Training: A Builder’s Guide”, 2025, reports 4.7 days).")
+             "Training: A Builder’s Guide”, 2026, reports 4.7 days).")
     fields = ("model", "gpu", "gpus", "checkpoint_mode", "shared_storage_gb_per_s", "local_write_gb_per_s",
               "failure_rate", "failures_per_1000_gpu_days", "mtbf_h", "restart_s",
               "checkpoint_interval_s", "data_stall", "data_tier_read_gb_per_s",

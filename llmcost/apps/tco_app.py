@@ -17,7 +17,7 @@ class TcoApp(ReviewPanel):
              "its term; owning pays capex up front and power, space, staff, storage and upkeep "
              "each month. Cash view: hardware is not resold unless you ask. The rule of thumb "
              "of the cluster guide (“GPU Clusters for LLM Training: A Builder’s Guide”, "
-             "2025): about 7-8 months to break even at 90% utilization, buy at 80%+ for 12+ "
+             "2026): about 7-8 months to break even at 90% utilization, buy at 80%+ for 12+ "
              "months. Costs are for the review's cluster; prices per GPU-hour.")
     fields = ("gpu", "gpus", "price_source", "price_offer", "on_demand_usd_per_gpu_hour",
               "reserved_1y_usd_per_gpu_hour", "reserved_3y_usd_per_gpu_hour", "spot_discount",

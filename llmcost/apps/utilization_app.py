@@ -39,7 +39,7 @@ class UtilizationApp(Panel):
     #: a run of 512 GPUs)
     card_keys = ("effective_utilization", "run")
     intro = ("The formula of the cluster guide (“GPU Clusters for LLM Training: A Builder’s "
-             "Guide”, 2025): model FLOPs per token x batch x sequence x steps over "
+             "Guide”, 2026): model FLOPs per token x batch x sequence x steps over "
              "peak x GPUs x wall clock. Enter a run; the figure comes with what is plausible "
              "about it, next to published large runs (Megatron-LM, PaLM, Llama 3). Peaks are "
              "dense: a 2:4-sparsity peak halves the figure, a doubled FLOP count doubles it.")

@@ -29,7 +29,7 @@ COLLAPSE_FROM_BYTES = 2 ** 20
 MFU_ALERT_SHARE = 0.6
 #: step-time tail (p95 / median) above this: stragglers. An assumption (no published
 #: threshold found): 20%, twice the 10% of a step that the cluster guide
-#: ("GPU Clusters for LLM Training: A Builder's Guide", 2025) allows data loading.
+#: ("GPU Clusters for LLM Training: A Builder's Guide", 2026) allows data loading.
 TAIL_WARN_RATIO = 1.2
 #: a gap between logged steps longer than this multiple of the expected time (median step
 #: time x steps between the lines) and at least GAP_MIN_S: lost time (restart, hang,
