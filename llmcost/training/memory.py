@@ -62,6 +62,8 @@ ZERO_STAGES = (0, 1, 2, 3)
 FINETUNE_MODES = ("full", "lora", "qlora")
 LORA_TARGETS = ("qv", "attention", "all")
 SCHEDULES = ("1f1b", "gpipe")
+#: pipeline stages whose memory is evaluated: rank 0, 1 and p - 1
+STAGES = ("first", "middle", "last")
 
 #: frozen base weights: 16-bit, or NF4 (4 bits) + double-quantised constants 0.127 bits [5].
 FROZEN_BYTES_PER_PARAM = {"lora": 2.0, "qlora": (4 + 0.127) / 8}
@@ -402,7 +404,7 @@ def inflight_layers(layers, pp, num_microbatches=None, interleave=1, stage="firs
     .. [1] Korthikanti et al. 2022, arXiv:2205.05198, §4.2.3, Eq. 5.
     .. [2] Narayanan et al. 2021, arXiv:2104.04473, §2.2.
     """
-    v.choice("stage", stage, ("first", "middle", "last"))
+    v.choice("stage", stage, STAGES)
     v.choice("schedule", schedule, SCHEDULES)
     l = v.integer("layers", layers)
     p = v.integer("pp", pp)
@@ -1091,144 +1093,36 @@ def layer_activation_bytes(model: ModelSpec, seq_len=None, micro_batch=1, tp=1, 
     return v.result(per_layer)
 
 
-def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro_batch=1,
-                   global_batch=None, recompute="none", sequence_parallel=False,
-                   flash_attention=True, optimizer="adam", interleave=1, schedule="1f1b",
-                   finetune="full", lora_rank=16, lora_targets="all", seq_len=None,
-                   context_bytes=CONTEXT_BYTES, fragmentation=FRAGMENTATION,
-                   qlora_16bit_embeddings=True, first_stage_layers=None,
-                   last_stage_layers=None, precision="bf16",
-                   generation="hopper", ep=1, etp=1,
-                   moe_capacity_factor=1.0, recompute_modules=(), activation_precision=None,
-                   optimizer_moments="fp32", moe_probs_at="combine") -> MemoryBreakdown:
-    r"""Peak memory per GPU of a training layout, by component.
+def cached_linear_input_bytes(precision="bf16", activation_precision=None):
+    r"""Bytes per element a linear layer caches of its input for the backward pass.
 
-    Pipeline stage r holds n_r layers (l/p on an even split; uneven splits from
-    :func:`pipeline_stage_layers`); the first also the input embedding, the last the
-    output projection and final norm (Megatron). For the first stage, the first middle
-    stage (r = 1: the most micro-batches in flight of any middle stage, and as many
-    layers as any) and the last:
+    .. math:: q = 2\ (\text{BF16 input kept}),\quad 1\ (\text{FP8}),\quad
+              1 + 1/32\ (\text{MXFP8: one 8-bit scale per 32 elements})
 
-    .. math::
-        M = \underbrace{W + G + O}_{\text{ZeRO over } N_d = d\,c}
-            + M_{act}(b)\, L_{inflight} + M_{overhead}
-
-    with model states from :func:`model_state_bytes` applied to the stage's parameters / t,
-    activations from :func:`activation_bytes_per_layer` times :func:`inflight_layers`, plus
-    the embedding-dropout mask on the first stage and the fp32 logits/loss (4 s b V / t) on
-    the last ([2] §4.3). The largest of the three is reported (``peak_stage`` gives its
-    rank): on 126 layers over 16 stages (7/8/7) the second stage, with 8 layers and 15
-    micro-batches in flight, outweighs the first. For LoRA/QLoRA the base model is
-    frozen (16-bit or NF4 weights, no gradients or optimizer states); only adapter
-    parameters carry weights, gradients and optimizer states.
-
-    With FP8 or MXFP8 GEMMs ([4]) the stage also keeps quantized copies of its GEMM
-    weights, W_8 = n_r P_mm / t x q bytes (:func:`llmcost.training.precision.
-    fp8_weight_copy_bytes`; under ZeRO-3 only the layer being computed is gathered, so
-    one layer's copies), and every layer saves its linear inputs quantized:
-
-    .. math:: M_{act} = M_{act}^{BF16} - \Delta M_{FP8}
-
-    (:func:`llmcost.training.precision.fp8_activation_saving_bytes_per_layer` for a dense
-    GQA layer; every layer's linear inputs, MoE experts' and MLA projections' included, by
-    :func:`layer_activation_bytes` with ``linear_input_bytes`` q).
-
-    Recipes of 2025 that fit DeepSeek-V3 on 80 GB GPUs ([5], [6]): named modules recomputed
-    (``recompute_modules``, e.g. ("layernorm", "mla_up_proj"), what each frees in
-    :func:`activation_bytes_per_layer`, :func:`mla_attention_activation_bytes`,
-    :func:`moe_ffn_activation_bytes`), linear inputs cached in FP8
-    (``activation_precision="fp8"``), AdamW moments in BF16 (``optimizer_moments="bf16"``,
-    :func:`model_state_bytes`) and the router's probabilities applied in the experts'
-    activation (``moe_probs_at="activation"``). Not modelled: DualPipe's two copies of the
-    parameters and PP + 1 micro-batches in flight, the EMA kept in CPU memory (no GPU bytes
-    here either), FP8 parameter all-gather (``--fp8-param-gather``: no BF16 weight copy).
+    FP8 GEMMs cache their input quantized (Transformer Engine keeps only the column-wise
+    copy; DeepSeek-V3 caches FP8 activations); Megatron's ``save_original_input`` keeps the
+    16-bit input instead. What q does to each tensor: :func:`activation_bytes_per_layer`.
 
     Parameters
     ----------
-    model : ModelSpec
-        Architecture.
-    gpus, tp, pp, cp : int or array
-        GPUs, tensor-, pipeline- and context-parallel sizes [-]; data parallel
-        d = gpus / (t p c).
-    zero_stage : int or array
-        0-3; shards over d c GPUs (Megatron's distributed optimizer spans DP x CP).
-    micro_batch : int or array
-        b [sequences].
-    global_batch : int or array, optional
-        [sequences]; gives m = B / (b d) micro-batches per iteration. None: m is large.
-    recompute : {"none", "selective", "full"}
-    sequence_parallel, flash_attention : bool or array
-    optimizer : {"adam", "adam-8bit", "sgd", "adam-fp32"}
-    interleave : int or array
-        Virtual pipeline chunks v (> 1: interleaved 1F1B).
-    schedule : {"1f1b", "gpipe"}
-    finetune : {"full", "lora", "qlora"}
-    lora_rank : int
-    lora_targets : {"qv", "attention", "all"}
-    seq_len : int, optional
-        Default: the model's.
-    context_bytes, fragmentation
-        See :func:`framework_overhead_bytes`.
-    qlora_16bit_embeddings : bool
-        QLoRA: keep the embeddings, LM head and final norm in 16 bits and quantise only
-        the transformer blocks, as QLoRA's reference code does (bitsandbytes replaces the
-        blocks' linear layers). False: everything NF4 (understates memory).
-    first_stage_layers, last_stage_layers : int or array, optional
-        Layers on the first and last pipeline stage; None: balanced automatically
-        (:func:`pipeline_stage_layers`).
     precision : {"bf16", "fp8", "mxfp8"} or array of these names
-        GEMM precision (:mod:`llmcost.training.precision`); FP8 and MXFP8 only with
-        ``finetune="full"``. Which GPU may run it is checked by the caller
-        (:func:`llmcost.training.precision.check_precision`).
-    generation : str
-        GPU generation ("hopper", "blackwell", ...): Hopper keeps a transposed FP8 copy,
-        Blackwell does not.
-    ep, etp : int or array
-        Expert-parallel and expert tensor-parallel sizes (MoE models): the routed experts'
-        weights, gradients and optimizer states are sharded over e t_e GPUs and their
-        optimizer over the expert data-parallel group gpus / (p e t_e); the rest by t as
-        for a dense model (:func:`check_expert_layout`).
-    moe_capacity_factor : float or array
-        Tokens the busiest expert rank holds over the mean [-]
-        (:func:`moe_ffn_activation_bytes`).
-    recompute_modules : str or sequence of str
-        Named modules recomputed in the backward
-        (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`); with ``recompute="selective"``
-        "core_attn" is implied; ignored where ``recompute="full"``.
+        GEMM precision.
     activation_precision : {"bf16", "fp8"} or array of these names, optional
-        How the linear layers cache their inputs: "fp8" quantized (1 byte per element, 1 +
-        1/32 with MXFP8), as Transformer Engine's FP8 linears and DeepSeek-V3 do; "bf16" the
-        original 16-bit input (Megatron's ``save_original_input``). None: "fp8" where the
-        GEMMs run FP8 or MXFP8, "bf16" otherwise. "fp8" needs FP8 or MXFP8 GEMMs.
-    optimizer_moments : {"fp32", "bf16"}
-        Storage of the optimizer's moments (:func:`model_state_bytes`).
-    moe_probs_at : {"combine", "activation"}
-        Where MoE layers apply the router's probabilities (:func:`moe_ffn_activation_bytes`):
-        "combine" keeps each expert output for their gradient; "activation" (Megatron-Core
-        since April 2025) does not.
+        How the inputs are cached; None: "fp8" where the GEMMs run FP8 or MXFP8, "bf16"
+        otherwise. "fp8" needs FP8 or MXFP8 GEMMs.
 
     Returns
     -------
-    MemoryBreakdown
-        Bytes per GPU [bytes]; ``.to_gb()`` in GB.
+    q : float or array
+        [bytes per element].
 
     References
     ----------
-    .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §5.
-    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §4, Table 2, Eq. 5.
-    .. [3] Dettmers et al. 2023, arXiv:2305.14314, §3.
-    .. [4] NVIDIA Transformer Engine documentation, "Low precision training: Performance
-       Considerations" (Memory usage: FP8 weight copies, quantized saved inputs).
-    .. [5] DeepSeek-AI, arXiv:2412.19437, §3.2.3 (recomputation of RMSNorm and MLA
-       up-projections, EMA in CPU, shared embedding and output head), §3.3.3 (FP8 cached
-       activations, BF16 AdamW moments).
-    .. [6] Megatron-LM (commit d98e8a6), megatron/training/arguments.py
-       (``--recompute-modules``, ``--use-precision-aware-optimizer``, ``--exp-avg-dtype``),
-       megatron/core/transformer/transformer_config.py (``recompute_modules``).
+    .. [1] Transformer Engine docs, "Low precision training: Performance Considerations"
+       (Memory usage: quantized saved inputs).
+    .. [2] DeepSeek-AI, arXiv:2412.19437, §3.3.3 (FP8 cached activations).
     """
-    v.choice("finetune", finetune, FINETUNE_MODES)
     prec = v.choices("precision", precision, PRECISIONS)
-    fp8 = bool(np.any(prec != "bf16"))
     if activation_precision is None:
         act_prec = np.where(prec == "bf16", "bf16", "fp8")
     else:
@@ -1241,12 +1135,467 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                                                        "precision 'bf16' there are none: use "
                                                        "precision 'fp8' or 'mxfp8', or "
                                                        "activation_precision 'bf16'")
-    lin = np.where(act_prec == "fp8", _saved_input_bytes(prec), 2.0)
+    return v.result(np.where(act_prec == "fp8", _saved_input_bytes(prec), 2.0))
+
+
+
+def stage_parameters(model: ModelSpec, stage_layers, pp=1, stage="first"):
+    r"""Parameters a pipeline stage holds, before tensor or expert parallelism.
+
+    .. math::
+        P_{first} = n P_l + P_{emb} + [p = 1]\,(P_{out} + P_{norm}),\qquad
+        P_{mid} = n P_l,\qquad
+        P_{last} = n P_l + P_{out} + P_{norm} + [p = 1]\,P_{emb}
+
+    P_l per layer, P_norm the final norm (2h LayerNorm, h RMSNorm). Tied embeddings
+    (P_out = P_emb) count once on a single stage; a pipeline's last stage keeps its own
+    copy of the tied matrix for the LM head, as Megatron does.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Architecture.
+    stage_layers : int or array
+        n, transformer layers on the stage [-].
+    pp : int or array
+        Pipeline-parallel size p [-].
+    stage : {"first", "middle", "last"}
+
+    Returns
+    -------
+    params : int or array
+        [-].
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, §2.2 (stages of layers; the embedding on
+       the first stage, the output layer on the last).
+    """
+    v.choice("stage", stage, STAGES)
+    n = v.integer("stage_layers", stage_layers, minimum=0)
+    pp = v.integer("pp", pp)
+    final_norm = 2 * model.hidden if model.norm == "layernorm" else model.hidden
+    untied_out = model.output_params * (0 if model.tied_embeddings else 1)
+    body = n * model.layer_params
+    if stage == "first":
+        return v.result(body + model.embedding_params
+                        + np.where(pp == 1, untied_out + final_norm, 0))
+    if stage == "middle":
+        return v.result(body)
+    return v.result(body + np.where(pp == 1, model.embedding_params + untied_out,
+                                    model.output_params) + final_norm)
+
+
+def _layer_params_per_gpu(model: ModelSpec, tp, ep, etp):
+    """One layer's parameters on a GPU: routed experts over e t_e, the rest over t."""
+    return (model.layer_params - model.expert_layer_params) / tp \
+        + model.expert_layer_params / (ep * etp)
+
+
+def stage_model_state_bytes(model: ModelSpec, stage_params, stage_layers, tp=1, dp=1, ep=1,
+                            etp=1, expert_dp=1, zero_stage=0, optimizer="adam",
+                            optimizer_moments="fp32"):
+    r"""Weights, gradients and optimizer states of a pipeline stage per GPU, full training.
+
+    .. math::
+        (W, G, O) = Z\!\left(\frac{P - n P_e}{t},\ N_d\right)
+                  + Z\!\left(\frac{n P_e}{e\, t_e},\ N_{ed}\right)
+
+    Z is :func:`model_state_bytes` (ZeRO stages 0-3), P the stage's parameters
+    (:func:`stage_parameters`), P_e a layer's routed-expert parameters (0 for a dense
+    model), N_d = d c the data-parallel group (Megatron's distributed optimizer spans
+    DP x CP) and N_ed = gpus / (p e t_e) the expert data-parallel group.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Architecture.
+    stage_params : int or array
+        P [-].
+    stage_layers : int or array
+        n [-].
+    tp, ep, etp : int or array
+        t, e, t_e [-].
+    dp : int or array
+        N_d, sharding group of the non-expert states [-].
+    expert_dp : int or array
+        N_ed [-] (:func:`check_expert_layout`).
+    zero_stage : int or array
+        0-3.
+    optimizer, optimizer_moments
+        See :func:`model_state_bytes`.
+
+    Returns
+    -------
+    weights, grads, optimizer, expert_weights : float or array
+        Bytes per GPU [bytes]; ``expert_weights`` is the routed experts' part of ``weights``.
+
+    References
+    ----------
+    .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §5.
+    .. [2] Megatron-Core documentation, "Mixture of Experts" (expert data parallelism).
+    """
+    experts = np.asarray(stage_layers) * model.expert_layer_params
+    w, g, o = model_state_bytes((np.asarray(stage_params) - experts) / tp, dp, zero_stage,
+                                optimizer, optimizer_moments)
+    if not model.is_moe:
+        return w, g, o, 0.0
+    we, ge, oe = model_state_bytes(experts / (ep * etp), expert_dp, zero_stage, optimizer,
+                                   optimizer_moments)
+    return w + we, g + ge, o + oe, we
+
+
+def stage_adapter_state_bytes(model: ModelSpec, stage_params, stage_layers, tp=1, dp=1, ep=1,
+                              etp=1, zero_stage=0, optimizer="adam", optimizer_moments="fp32",
+                              finetune="lora", lora_rank=16, lora_targets="all",
+                              qlora_16bit_embeddings=True):
+    r"""Weights, gradients and optimizer states of a pipeline stage per GPU, LoRA/QLoRA.
+
+    The base model is frozen (no gradients or optimizer states); the adapters are trained:
+
+    .. math::
+        (W, G, O) = Z\!\left(\frac{n}{l} \frac{P_{LoRA}}{t},\ N_d\right)
+                    + \left(\frac{q_f\, \Psi}{N_d^{[Z3]}},\ 0,\ 0\right),\qquad
+        \Psi = \frac{P - n P_e}{t} + \frac{n P_e}{e\, t_e}
+
+    Z is :func:`model_state_bytes`, P_LoRA :func:`lora_parameter_count`, q_f the frozen
+    bytes per parameter (:data:`FROZEN_BYTES_PER_PARAM`: 2 for LoRA, NF4 for QLoRA), and
+    N_d^[Z3] = N_d under ZeRO-3, else 1. QLoRA with 16-bit embeddings quantizes the
+    transformer blocks only (n P_l / t parameters) and keeps the rest at 2 bytes.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Architecture.
+    stage_params, stage_layers : int or array
+        P, n [-] (:func:`stage_parameters`).
+    tp, dp, ep, etp : int or array
+        t, N_d = d c, e, t_e [-].
+    zero_stage : int or array
+        0-3.
+    optimizer, optimizer_moments
+        See :func:`model_state_bytes`.
+    finetune : {"lora", "qlora"}
+    lora_rank, lora_targets
+        See :func:`lora_parameter_count`.
+    qlora_16bit_embeddings : bool
+        QLoRA: embeddings, LM head and final norm kept in 16 bits, as QLoRA's reference
+        code does (bitsandbytes replaces the blocks' linear layers).
+
+    Returns
+    -------
+    weights, grads, optimizer : float or array
+        Bytes per GPU [bytes].
+
+    References
+    ----------
+    .. [1] Hu et al. 2021, arXiv:2106.09685, §4.
+    .. [2] Dettmers et al. 2023, arXiv:2305.14314, §3.
+    """
+    v.choice("finetune", finetune, tuple(FROZEN_BYTES_PER_PARAM))
+    adapters = lora_parameter_count(model.layers, model.hidden, model.heads, lora_rank,
+                                    model.kv_heads, model.ffn_hidden, model.gated_ffn,
+                                    model.head_dim, lora_targets)
+    n = np.asarray(stage_layers)
+    experts = n * model.expert_layer_params
+    psi = (np.asarray(stage_params) - experts) / tp + experts / (ep * etp)
+    w_a, g, o = model_state_bytes(adapters * n / model.layers / tp, dp, zero_stage, optimizer,
+                                  optimizer_moments)
+    frozen = FROZEN_BYTES_PER_PARAM[finetune] * psi
+    if finetune == "qlora" and qlora_16bit_embeddings:
+        blocks = n * model.layer_params / tp
+        frozen = (FROZEN_BYTES_PER_PARAM["qlora"] * blocks
+                  + FROZEN_BYTES_PER_PARAM["lora"] * (psi - blocks))
+    return w_a + frozen / np.where(np.asarray(zero_stage) >= 3, dp, 1), g, o
+
+
+def stage_zero3_working_bytes(model: ModelSpec, stage_layers, tp=1, dp=1, ep=1, etp=1,
+                              zero_stage=0, optimizer="adam", finetune="full"):
+    r"""ZeRO-3 / FSDP working set of a pipeline stage per GPU.
+
+    .. math:: M_{Z3} = \left[(1 + n_{pf})\, q_w + q_g\right] \Psi_{layer},\qquad
+              \Psi_{layer} = \frac{P_l - P_e}{t} + \frac{P_e}{e\, t_e}
+
+    (:func:`zero3_working_set_bytes`; 0 on a stage without layers). Full training gathers
+    the optimizer's 16-bit weights and gradients (q_w, q_g from
+    :data:`OPTIMIZER_BYTES_PER_PARAM`); LoRA/QLoRA gathers the frozen base weights
+    (:data:`FROZEN_BYTES_PER_PARAM`) and has no base gradients (q_g = 0).
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Architecture.
+    stage_layers : int or array
+        n [-].
+    tp, dp, ep, etp : int or array
+        t, sharding group N_d = d c, e, t_e [-].
+    zero_stage : int or array
+        0-3.
+    optimizer : {"adam", "adam-8bit", "sgd", "adam-fp32"}
+    finetune : {"full", "lora", "qlora"}
+
+    Returns
+    -------
+    bytes : float or array
+        [bytes].
+
+    References
+    ----------
+    .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §5.3.
+    .. [2] Zhao et al. 2023, arXiv:2304.11277, §3.3-3.4.
+    """
+    v.choice("finetune", finetune, FINETUNE_MODES)
+    layer = np.where(np.asarray(stage_layers) > 0, _layer_params_per_gpu(model, tp, ep, etp), 0.0)
+    if finetune == "full":
+        qw, qg, _ = OPTIMIZER_BYTES_PER_PARAM[optimizer]
+    else:
+        qw, qg = FROZEN_BYTES_PER_PARAM[finetune], 0.0
+    return zero3_working_set_bytes(layer, dp, zero_stage, qw, qg)
+
+
+def stage_fp8_weight_bytes(model: ModelSpec, stage_layers, tp=1, ep=1, etp=1, zero_stage=0,
+                           precision="bf16", generation="hopper"):
+    r"""FP8/MXFP8 copies of a pipeline stage's GEMM weights per GPU, beside its BF16 weights.
+
+    .. math:: W_8 = n'\, P_{mm}\, q_8,\qquad n' = \min(n, 1)\ \text{under ZeRO-3, else } n
+
+    P_mm the GEMM parameters of a layer per GPU (:func:`llmcost.training.flops.
+    matmul_params_per_layer` / t for a dense model; the layer's parameters with routed
+    experts over e t_e for MoE) and q_8 the bytes of the copies
+    (:func:`llmcost.training.precision.fp8_weight_copy_bytes`: Hopper also keeps a
+    transposed copy, Blackwell does not). ZeRO-3 gathers and quantizes one layer at a time.
+    0 where every GEMM runs BF16.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Architecture.
+    stage_layers : int or array
+        n [-].
+    tp, ep, etp : int or array
+        t, e, t_e [-].
+    zero_stage : int or array
+        0-3.
+    precision : {"bf16", "fp8", "mxfp8"} or array of these names
+    generation : str
+        GPU generation ("hopper", "blackwell", ...).
+
+    Returns
+    -------
+    bytes : float or array
+        [bytes].
+
+    References
+    ----------
+    .. [1] NVIDIA Transformer Engine documentation, "Low precision training: Performance
+       Considerations" (Memory usage: FP8 weight copies).
+    """
+    prec = v.choices("precision", precision, PRECISIONS)
+    if not np.any(prec != "bf16"):
+        return 0.0
+    if model.is_moe:
+        mm_gpu = _layer_params_per_gpu(model, tp, ep, etp)
+    else:
+        mm_gpu = matmul_params_per_layer(model.hidden, model.heads, model.kv_heads,
+                                         model.ffn_hidden, model.gated_ffn, model.head_dim) / tp
+    n = np.asarray(stage_layers)
+    held = np.where(np.asarray(zero_stage) >= 3, np.minimum(n, 1), n)
+    return fp8_weight_copy_bytes(held * mm_gpu, prec, generation)
+
+
+def stage_activation_bytes(model: ModelSpec, layer_bytes, stage_layers, seq_len, micro_batch=1,
+                           tp=1, cp=1, pp=1, num_microbatches=None, interleave=1,
+                           stage="first", schedule="1f1b"):
+    r"""Activations a pipeline stage holds at its peak, per GPU.
+
+    .. math::
+        M_{act} = \bar M\, L_{inflight} + [\text{first}]\,\frac{L_{inflight}}{n}
+                  \frac{s b h}{c\, t}[\text{dropout}] + [\text{last}]\,\frac{4 s b V}{c\, t}
+
+    M̄ one layer's activations per micro-batch (:func:`layer_activation_bytes`: recompute
+    variant, named modules, FP8-cached inputs), L_inflight the layers' worth of micro-batches
+    the schedule keeps (:func:`inflight_layers`); the first stage adds the embedding's
+    dropout mask (1 byte) for each micro-batch in flight, the last the FP32 logits for the
+    loss ([1] §4.3).
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Architecture.
+    layer_bytes : float or array
+        M̄ [bytes].
+    stage_layers : int or array
+        n [-].
+    seq_len, micro_batch : int or array
+        s [tokens], b [sequences].
+    tp, cp, pp, interleave : int or array
+        t, c, p, v [-].
+    num_microbatches : int or array, optional
+        m [-] (:func:`inflight_layers`).
+    stage : {"first", "middle", "last"}
+    schedule : {"1f1b", "gpipe"}
+
+    Returns
+    -------
+    bytes : float or array
+        [bytes].
+
+    References
+    ----------
+    .. [1] Korthikanti et al. 2022, arXiv:2205.05198, §4.2.3 (Eq. 5), §4.3.
+    """
+    held = inflight_layers(model.layers, pp, num_microbatches, interleave, stage, schedule,
+                           stage_layers)
+    act = layer_bytes * held
+    tokens = seq_len / cp * micro_batch
+    if stage == "first":
+        embed_mask = np.where(model.dropout, 1.0, 0.0) * tokens * model.hidden / tp
+        return act + embed_mask * held / stage_layers
+    if stage == "last":
+        return act + 4.0 * tokens * model.vocab / tp
+    return act
+
+
+def _stage_memory(model, stage, n, rank, c):
+    """One pipeline stage's :class:`MemoryBreakdown` (``c``: :func:`memory_per_gpu`'s
+    validated layout and options)."""
+    params = stage_parameters(model, n, c["pp"], stage)
+    par = dict(tp=c["tp"], dp=c["dp"], ep=c["ep"], etp=c["etp"], zero_stage=c["zero_stage"],
+               optimizer=c["optimizer"], optimizer_moments=c["optimizer_moments"])
+    if c["finetune"] == "full":
+        w, g, o, ew = stage_model_state_bytes(model, params, n, expert_dp=c["edp"], **par)
+    else:
+        w, g, o = stage_adapter_state_bytes(model, params, n, finetune=c["finetune"],
+                                            lora_rank=c["lora_rank"],
+                                            lora_targets=c["lora_targets"],
+                                            qlora_16bit_embeddings=c["qlora_16bit_embeddings"],
+                                            **par)
+        ew = 0.0
+    act = stage_activation_bytes(model, c["layer_bytes"], n, c["seq_len"], c["micro_batch"],
+                                 c["tp"], c["cp"], c["pp"], c["m"], c["interleave"], stage,
+                                 c["schedule"])
+    z3 = stage_zero3_working_bytes(model, n, c["tp"], c["dp"], c["ep"], c["etp"],
+                                   c["zero_stage"], c["optimizer"], c["finetune"])
+    w8 = stage_fp8_weight_bytes(model, n, c["tp"], c["ep"], c["etp"], c["zero_stage"],
+                                c["precision"], c["generation"])
+    allocated = w + g + o + act + w8 + z3
+    over = framework_overhead_bytes(allocated, c["context_bytes"], c["fragmentation"])
+    return MemoryBreakdown(w, g, o, act, over, allocated + over, peak_stage=rank,
+                           peak_stage_layers=n, fp8_weights_bytes=w8, zero3_working_bytes=z3,
+                           expert_weights_bytes=ew)
+
+
+def _peak_stage(first, last, middle, pp):
+    """The breakdown of the stage with the largest total, element by element. Ties go to
+    the first listed: an even pipeline's middle stage never exceeds its first."""
+    totals = np.stack(np.broadcast_arrays(first.total_bytes, last.total_bytes,
+                                          np.where(pp > 2, middle.total_bytes, -np.inf)))
+    k = np.argmax(totals, axis=0)
+    return MemoryBreakdown(*[v.result(np.choose(k, np.broadcast_arrays(f, l, m)))
+                             for f, l, m in zip(first, last, middle)])
+
+
+def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro_batch=1,
+                   global_batch=None, recompute="none", sequence_parallel=False,
+                   flash_attention=True, optimizer="adam", interleave=1, schedule="1f1b",
+                   finetune="full", lora_rank=16, lora_targets="all", seq_len=None,
+                   context_bytes=CONTEXT_BYTES, fragmentation=FRAGMENTATION,
+                   qlora_16bit_embeddings=True, first_stage_layers=None,
+                   last_stage_layers=None, precision="bf16",
+                   generation="hopper", ep=1, etp=1,
+                   moe_capacity_factor=1.0, recompute_modules=(), activation_precision=None,
+                   optimizer_moments="fp32", moe_probs_at="combine") -> MemoryBreakdown:
+    r"""Peak memory per GPU of a training layout, by component.
+
+    For the first pipeline stage, the first middle one (r = 1: the most micro-batches in
+    flight of any middle stage, and as many layers as any) and the last, each holding n_r
+    layers (:func:`pipeline_stage_layers`), the sum of one function per term:
+
+    .. math::
+        M = \underbrace{W + G + O}_{\text{ZeRO over } N_d = d\,c} + W_8 + M_{Z3}
+            + M_{act} + M_{overhead}
+
+    W, G, O :func:`stage_model_state_bytes` (LoRA/QLoRA: :func:`stage_adapter_state_bytes`)
+    of the stage's parameters (:func:`stage_parameters`); W_8 :func:`stage_fp8_weight_bytes`;
+    M_Z3 :func:`stage_zero3_working_bytes`; M_act :func:`stage_activation_bytes` of
+    :func:`layer_activation_bytes` with the linear inputs cached at
+    :func:`cached_linear_input_bytes`; M_overhead :func:`framework_overhead_bytes` of the
+    rest. The largest stage is reported (``peak_stage`` gives its rank): on 126 layers over
+    16 stages (7/8/7) the second, with 8 layers and 15 micro-batches in flight, outweighs
+    the first.
+
+    Recipes that fit DeepSeek-V3 on 80 GB GPUs combine named recomputed modules, FP8-cached
+    linear inputs, BF16 AdamW moments and the router's probabilities applied in the experts'
+    activation ([3], [4]). Not modelled: DualPipe's two parameter copies and PP + 1
+    micro-batches in flight, FP8 parameter all-gather (no BF16 weight copy).
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Architecture.
+    gpus, tp, pp, cp : int or array
+        GPUs, tensor-, pipeline- and context-parallel sizes [-]; d = gpus / (t p c).
+    zero_stage : int or array
+        0-3; shards over d c GPUs (Megatron's distributed optimizer spans DP x CP).
+    micro_batch : int or array
+        b [sequences].
+    global_batch : int or array, optional
+        [sequences]: m = B / (b d) micro-batches per iteration; None: m is large.
+    recompute : {"none", "selective", "full"} or array of these names
+    sequence_parallel, flash_attention : bool or array
+    optimizer : {"adam", "adam-8bit", "sgd", "adam-fp32"}
+    interleave : int or array
+        Virtual pipeline chunks v [-] (> 1: interleaved 1F1B).
+    schedule : {"1f1b", "gpipe"}
+    finetune : {"full", "lora", "qlora"}
+    lora_rank, lora_targets, qlora_16bit_embeddings
+        See :func:`stage_adapter_state_bytes`.
+    seq_len : int, optional
+        [tokens]; default the model's.
+    context_bytes, fragmentation
+        See :func:`framework_overhead_bytes`.
+    first_stage_layers, last_stage_layers : int or array, optional
+        See :func:`pipeline_stage_layers`; None: balanced automatically.
+    precision : {"bf16", "fp8", "mxfp8"} or array of these names
+        GEMM precision; FP8 and MXFP8 only with ``finetune="full"``. Which GPU may run it
+        is checked by the caller (:func:`llmcost.training.precision.check_precision`).
+    generation : str
+        GPU generation (:func:`stage_fp8_weight_bytes`).
+    ep, etp : int or array
+        Expert-parallel and expert tensor-parallel sizes [-] (:func:`check_expert_layout`).
+    moe_capacity_factor : float or array
+        [-] (:func:`moe_ffn_activation_bytes`).
+    recompute_modules : str or sequence of str
+        Named modules recomputed (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`);
+        ``recompute="selective"`` implies "core_attn"; ignored where ``recompute="full"``.
+    activation_precision : {"bf16", "fp8"} or array of these names, optional
+        See :func:`cached_linear_input_bytes`.
+    optimizer_moments : {"fp32", "bf16"}
+        See :func:`model_state_bytes`.
+    moe_probs_at : {"combine", "activation"}
+        See :func:`moe_ffn_activation_bytes`.
+
+    Returns
+    -------
+    MemoryBreakdown
+        Bytes per GPU [bytes]; ``.to_gb()`` in GB.
+
+    References
+    ----------
+    .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §5.
+    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §4, Table 2, Eq. 5.
+    .. [3] DeepSeek-AI, arXiv:2412.19437, §3.2.3, §3.3.3.
+    .. [4] Megatron-LM (commit d98e8a6), megatron/training/arguments.py
+       (``--recompute-modules``, ``--use-precision-aware-optimizer``, ``--exp-avg-dtype``).
+    """
+    v.choice("finetune", finetune, FINETUNE_MODES)
+    prec = v.choices("precision", precision, PRECISIONS)
+    lin = cached_linear_input_bytes(prec, activation_precision)
     v.choice("moe_probs_at", moe_probs_at, MOE_PROBS_AT)
     v.choice("optimizer_moments", optimizer_moments, OPTIMIZER_MOMENTS)
     mods = check_recompute_modules(recompute_modules, model.attention, model.is_moe,
                                    model.moe_shared_ffn_hidden > 0)
-    if fp8 and finetune != "full":
+    if np.any(prec != "bf16") and finetune != "full":
         raise v.InputError("precision", f"precision {str(prec[prec != 'bf16'].flat[0])!r} is "
                                         f"modelled for full training only, not "
                                         f"finetune={finetune!r} (frozen {finetune} weights are "
@@ -1262,104 +1611,23 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     ep, etp, edp = check_expert_layout(model, gpus, tp, pp, cp, ep, etp)
     b = v.integer("micro_batch", micro_batch)
     dp = gpus // (tp * pp * cp)
-    if global_batch is None:
-        m = None
-    else:
+    m = None
+    if global_batch is not None:
         gb_arr = v.integer("global_batch", global_batch)
         v.multiple_of("global_batch", gb_arr, "micro_batch x dp", b * dp)
         m = gb_arr / (b * dp)
-
-    final_norm = 2 * model.hidden if model.norm == "layernorm" else model.hidden
-    n_layers = {"first": n_first, "middle": n_mid, "last": n_last}
-    stage_params = {
-        "first": n_first * model.layer_params + model.embedding_params
-        + np.where(pp == 1, model.output_params * (0 if model.tied_embeddings else 1)
-                   + final_norm, 0),
-        "middle": n_mid * model.layer_params,
-        "last": n_last * model.layer_params + np.where(
-            pp == 1, model.embedding_params + model.output_params * (
-                0 if model.tied_embeddings else 1), model.output_params) + final_norm,
-    }
     per_layer = layer_activation_bytes(model, s, b, tp, cp, etp, sequence_parallel, recompute,
                                        flash_attention, mods, lin, moe_capacity_factor,
                                        moe_probs_at)
-    if fp8:
-        p_mm = matmul_params_per_layer(model.hidden, model.heads, model.kv_heads,
-                                       model.ffn_hidden, model.gated_ffn, model.head_dim)
-        # ZeRO-3 gathers (and quantizes) one layer at a time
-        gathered = np.asarray(zero_stage) >= 3
-    tokens = s / cp * b
-    embed_mask = np.where(model.dropout, 1.0, 0.0) * tokens * model.hidden / tp
-    logits = 4.0 * tokens * model.vocab / tp
-
-    if finetune != "full":
-        adapters = lora_parameter_count(model.layers, model.hidden, model.heads, lora_rank,
-                                        model.kv_heads, model.ffn_hidden, model.gated_ffn,
-                                        model.head_dim, lora_targets)
-    out = {}
-    for stage in ("first", "last", "middle"):
-        n = n_layers[stage]
-        # routed experts are sharded by EP x ETP (their optimizer over the expert-DP
-        # group), everything else by TP (its optimizer over DP x CP)
-        experts = n * model.expert_layer_params
-        psi = (stage_params[stage] - experts) / tp + experts / (ep * etp)
-        ew = 0.0
-        if finetune == "full":
-            w, g, o = model_state_bytes((stage_params[stage] - experts) / tp, dp * cp,
-                                        zero_stage, optimizer, optimizer_moments)
-            if model.is_moe:
-                we, ge, oe = model_state_bytes(experts / (ep * etp), edp, zero_stage,
-                                               optimizer, optimizer_moments)
-                w, g, o, ew = w + we, g + ge, o + oe, we
-        else:
-            trainable = adapters * n / model.layers / tp
-            w_a, g, o = model_state_bytes(trainable, dp * cp, zero_stage, optimizer,
-                                          optimizer_moments)
-            frozen = FROZEN_BYTES_PER_PARAM[finetune] * psi
-            if finetune == "qlora" and qlora_16bit_embeddings:
-                blocks = n * model.layer_params / tp
-                frozen = (FROZEN_BYTES_PER_PARAM["qlora"] * blocks
-                          + FROZEN_BYTES_PER_PARAM["lora"] * (psi - blocks))
-            w = w_a + frozen / np.where(np.asarray(zero_stage) >= 3, dp * cp, 1)
-        held = inflight_layers(model.layers, pp, m, vv, stage, schedule, n)
-        act = per_layer * held
-        if stage == "first":
-            act = act + embed_mask * held / n
-        elif stage == "last":
-            act = act + logits
-        bw_, bg_, _ = OPTIMIZER_BYTES_PER_PARAM[optimizer]
-        layer_gpu = (model.layer_params - model.expert_layer_params) / tp \
-            + model.expert_layer_params / (ep * etp)
-        if finetune == "full":
-            z3 = zero3_working_set_bytes(np.where(n > 0, layer_gpu, 0.0),
-                                         dp * cp, zero_stage, bw_, bg_)
-        else:   # frozen base weights gathered; only the small adapters have gradients
-            z3 = zero3_working_set_bytes(np.where(n > 0, layer_gpu, 0.0),
-                                         dp * cp, zero_stage,
-                                         FROZEN_BYTES_PER_PARAM[finetune], 0.0)
-        w8 = 0.0
-        if fp8:
-            mm_gpu = p_mm / tp if not model.is_moe else layer_gpu
-            w8 = fp8_weight_copy_bytes(np.where(gathered, np.minimum(n, 1), n) * mm_gpu,
-                                       prec, generation)
-        allocated = w + g + o + act + w8 + z3
-        over = framework_overhead_bytes(allocated, context_bytes, fragmentation)
-        out[stage] = (w, g, o, act, over, allocated + over, w8, z3, ew)
-
-    # first, last, middle: ties go to the first listed (an even pipeline's middle stage
-    # never exceeds its first, so even layouts report first or last as before)
-    totals = np.stack(np.broadcast_arrays(
-        out["first"][5], out["last"][5],
-        np.where(np.asarray(pp) > 2, out["middle"][5], -np.inf)))
-    k = np.argmax(totals, axis=0)
-    comps = [np.choose(k, np.broadcast_arrays(f_, l_, m_))
-             for f_, l_, m_ in zip(out["first"], out["last"], out["middle"])]
-    rank = np.choose(k, np.broadcast_arrays(0, np.asarray(pp) - 1, 1))
-    layers_at = np.choose(k, np.broadcast_arrays(n_first, n_last, n_mid))
-    *comps, w8, z3, ew = comps
-    return MemoryBreakdown(*[v.result(c) for c in comps], peak_stage=v.result(rank),
-                           peak_stage_layers=v.result(layers_at), fp8_weights_bytes=v.result(w8),
-                           zero3_working_bytes=v.result(z3), expert_weights_bytes=v.result(ew))
+    c = dict(pp=pp, tp=tp, cp=cp, dp=dp * cp, ep=ep, etp=etp, edp=edp, zero_stage=zero_stage,
+             optimizer=optimizer, optimizer_moments=optimizer_moments, finetune=finetune,
+             lora_rank=lora_rank, lora_targets=lora_targets,
+             qlora_16bit_embeddings=qlora_16bit_embeddings, layer_bytes=per_layer, seq_len=s,
+             micro_batch=b, m=m, interleave=vv, schedule=schedule, precision=prec,
+             generation=generation, context_bytes=context_bytes, fragmentation=fragmentation)
+    first = _stage_memory(model, "first", n_first, 0, c)
+    last = _stage_memory(model, "last", n_last, pp - 1, c)
+    return _peak_stage(first, last, _stage_memory(model, "middle", n_mid, 1, c), pp)
 
 
 def seed_heuristic_memory_gb(model_size_b, num_gpus, tp_size, pp_size):
