@@ -75,8 +75,8 @@ class Scenario:
     #: GEMMs in FP8 (Transformer Engine, per-tensor current scaling) or MXFP8 (Blackwell),
     #: the rest in BF16; MFU is stated against the BF16 dense peak whatever the precision
     precision: str = _options("bf16", ("bf16", "fp8", "mxfp8"), label="Precision")
-    #: MoE models: tokens on the busiest expert rank over the mean (Switch Transformer's
-    #: capacity factor 1.25 by default; 1.0 is perfectly balanced routing) and the share of
+    #: MoE models: tokens on the busiest expert rank over the mean (MOE_LOAD_IMBALANCE_DEFAULT;
+    #: 1.0 is perfectly balanced routing) and the share of
     #: the expert all-to-all hidden behind compute (0: none; DualPipe / DeepEP-style overlap
     #: is an assumption the reviewer makes). Dense models ignore both.
     moe_load_imbalance: float = _f(MOE_LOAD_IMBALANCE_DEFAULT, 1.0, 16.0,

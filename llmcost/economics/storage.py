@@ -825,7 +825,7 @@ def expected_slowest_writer_s(p50_s, p99_over_p50, writers):
                                            "the extreme-value form at this writer count "
                                            "(needs sigma b_N < 1); use "
                                            "slowest_writer_quantile_s")
-    # imported here: scipy.special adds ~110 ms and memory to every app kernel's start
+    # imported here, not at the top: scipy.special would slow every app kernel's start
     from scipy import special
     return v.result(t50 * np.exp(s * u) * special.gamma(1.0 - t))
 

@@ -32,15 +32,13 @@ from .kernels import CappedKernelManager
 
 LANDING = ["index.ipynb", "review.ipynb"]
 
-#: Preheated kernels per notebook, ~140 MB each once the app is built: eight for the review
+#: Preheated kernels per notebook (~140 MB each once the app is built): eight for the review
 #: app (the link a review shares: 8 reviewers opening it at once each get an executed
 #: notebook), two for the landing page, one for each other app = 15 kernels, ~2.1 GB idle
-#: of 24 GiB, warmed in ~40 s of the 2 cores at start-up. A kernel taken from a pool is
-#: replaced FILL_DELAY_S later: a refill costs a full notebook run (~3 CPU-seconds), and
-#: refilling while a burst is still loading takes the 2 cores from its pages (measured
-#: 2026-12-01: with a 20 s delay 8 visits at once drew in 72 s, the server spending 75
-#: CPU-s; with 60 s, 66 s and 39 CPU-s, as 8 browsers on the same 2 cores take ~40 s to
-#: draw). Two minutes cover such a burst; a visitor in that window gets a fresh kernel.
+#: of 24 GiB. A kernel taken from a pool is replaced FILL_DELAY_S later: a refill costs a
+#: full notebook run, and refilling while a burst is still loading takes the cores from its
+#: pages. Two minutes cover a burst of 8 simultaneous visits (benchmarks/load.py measures
+#: it); a visitor in that window gets a fresh kernel.
 POOLS = {"default": {"pool_size": 1}, "index.ipynb": {"pool_size": 2},
          "review.ipynb": {"pool_size": 8}}
 FILL_DELAY_S = 120
@@ -51,7 +49,7 @@ FILL_DELAY_S = 120
 IOPUB_TIMEOUT_S = 30
 
 #: Voila loads every installed JupyterLab extension into each page; plotly's carries all of
-#: plotly.js (4.8 MB, ~1.6 s of a fresh page's main thread here) and is not needed where
+#: plotly.js (4.8 MB parsed on every fresh page's main thread) and is not needed where
 #: the apps draw with their own bundle (llmcost.apps.plotview, served by these servers).
 LABEXTENSIONS_NOT_LOADED = ["jupyterlab-plotly"]
 

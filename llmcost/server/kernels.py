@@ -57,8 +57,7 @@ class CappedKernelManager(AsyncMappingKernelManager):
         its pool, and it has sat idle since it warmed up, often longer than
         ``cull_idle_timeout``. Handed to a page that had not yet opened its websocket (a
         few seconds, 10-20 s with 8 pages loading on 2 cores), it was culled at the next
-        pass and the page showed its widgets as plain text (found 2026-12-01: 7 of 8
-        simultaneous visits, pools warm for 4 minutes, 30 s idle timeout)."""
+        pass and the page showed its widgets as plain text."""
         self._taken.add(kernel_id)
         if kernel_id in self:
             self.get_kernel(kernel_id).last_activity = datetime.now(timezone.utc)

@@ -54,7 +54,8 @@ class Engine:
     collective_latency_us: float = 0.0
     #: share of the FP8 GEMM efficiency that FP4 GEMMs reach on their doubled peak [-]
     fp4_efficiency: float = 1.0
-    #: share of the dense GEMM efficiency that routed-expert GEMMs reach [-]
+    #: share of the dense GEMM efficiency that routed-expert GEMMs reach [-]: it stands for all
+    #: an MoE step costs beyond its active FLOPs (router, all-to-all, imbalance, small GEMMs)
     moe_efficiency: float = 1.0
     source: str = ""
 
@@ -68,29 +69,14 @@ class Engine:
         return replace(self, **changes)
 
 
-# The efficiencies: prefill_efficiency, decode_compute_efficiency, sequence_overhead_s,
-# moe_efficiency and fp4_efficiency fitted with llmcost.serving.calibrate.fit
-# (scipy.optimize.least_squares on log(predicted / measured) output tokens/s per GPU) to the
-# 147 trtllm rows of data/serving_runs.csv, all from TensorRT-LLM's perf-overview (offline
-# maximum throughput; H100/H200 FP8, B200/GB200 FP4; Llama 3.1 8B, 3.3 70B, 3.1 405B,
-# Qwen3-30B-A3B, Qwen3-235B-A22B; ISL/OSL 128-20000 / 128-4096). Fit quality: mean
-# |pred / meas - 1| = 18.8%, median 13.9%, geometric-mean bias +0.1%; by model and GPU from
-# -17% (Qwen3-235B on B200 and H200) to +36% (Qwen3-30B-A3B on GB200, whose figure the page
-# prints 40% below its own B200 one). Not fitted, assumptions: memory_efficiency 0.8 and
-# step_overhead_s 1 ms. Throughput rows at batches of hundreds do not pin them (a free fit
-# drives them to 1.0 and 16 ms, a batch-1 TPOT no engine shows). moe_efficiency 0.31 stands
-# for all an MoE step costs beyond its active FLOPs (router, all-to-all, imbalance, small
-# grouped GEMMs); fp4_efficiency 0.58: NVFP4 GEMMs reach 58% of the share of their doubled
-# peak that FP8 GEMMs reach of theirs. vLLM and SGLang keep these constants with their own
-# defaults (memory share, batch cap, KV element), and vLLM's decode constants below.
+# Fitted (llmcost.serving.calibrate.fit, least squares on log(predicted / measured)) to the 147
+# trtllm rows of data/serving_runs.csv: FIT_NOTES says how well. memory_efficiency 0.8 and
+# step_overhead_s 1 ms are assumptions: throughput at batches of hundreds does not identify them.
 _FITTED = dict(memory_efficiency=0.8, prefill_efficiency=0.488, decode_compute_efficiency=0.440,
                step_overhead_s=1.0e-3, sequence_overhead_s=1.43e-5, moe_efficiency=0.310,
                fp4_efficiency=0.583)
-# vLLM's decode constants: step_overhead_s and collective_latency_us solved (2 rows, 2
-# constants: no residual, so no fit quality to state) from vLLM's own latency benchmark
-# (data/serving_runs.csv engine vllm: Llama 3.1 8B TP1 and Llama 3 70B TP4 on H200, batch 8,
-# 32 in / 128 out): the TP1 row pins the per-step cost, the TP4 row the cost per all-reduce.
-# SGLang takes vLLM's (an assumption: both schedule from Python around CUDA graphs).
+# vLLM's decode constants solved from its own latency benchmark (2 rows of data/serving_runs.csv,
+# 2 constants: exact, no residual); SGLang takes them too (an assumption).
 _VLLM_DECODE = dict(step_overhead_s=1.93e-3, collective_latency_us=21.3)
 ENGINES = {
     "trtllm": Engine(id="trtllm", memory_fraction=0.95, fraction_of_free=True,
@@ -111,7 +97,8 @@ ENGINES = {
 }
 #: what the efficiencies were fitted to and how well (output tokens/s per GPU)
 FIT_NOTES = ("trtllm efficiencies fitted to 147 TensorRT-LLM perf-overview throughput rows "
-             "(data/serving_runs.csv): mean |error| 18.8%, median 13.9%")
+             "(data/serving_runs.csv): mean |error| 18.8%, median 13.9%, by model and GPU "
+             "from -17% to +36%")
 #: the constants the fit moves; the others are defaults or stated assumptions
 FITTED = ("prefill_efficiency", "decode_compute_efficiency", "sequence_overhead_s",
           "moe_efficiency", "fp4_efficiency")
