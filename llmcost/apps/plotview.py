@@ -1,10 +1,8 @@
 """A plot on an app's page, drawn with the workbook's own plotly.js bundle when it can be.
 
 Plotly's Jupyter renderer (the ``jupyterlab-plotly`` extension) carries all of plotly.js:
-a 4.8 MB script that cost a fresh page 1.6 s of its browser's main thread on the 2-core
-machine the workbook is measured on (a CDP profile, 2026-12-01), most of a warm visit's
-2.5 s budget; the bundle below costs 0.4 s.
-The apps use seven trace types; ``static/plotly-llmcost.min.js`` is plotly.js built with
+a 4.8 MB script parsed on every fresh page's main thread, most of a warm visit's budget
+(benchmarks/load.py measures it). The apps use seven trace types; ``static/plotly-llmcost.min.js`` is plotly.js built with
 only those (1.3 MB, the same plotly.js version as the installed plotly; rebuilt by ``make
 plotly-bundle``, see ``static/README.md``).
 
@@ -12,7 +10,7 @@ The workbook's servers (``llmcost.server``, standalone and as a Jupyter server e
 serve that file and tell their kernels where with ``LLMCOST_PLOTLY_URL``. A plot is then a
 :class:`PlotView` (an anywidget that loads the bundle once per page, browser-cached, and
 draws with ``Plotly.react``); anywhere else (JupyterLab, plain ``voila``, a headless run) it
-is an ``Output`` holding the figure as plotly's own mime output, as before.
+is an ``Output`` holding the figure as plotly's own mime output.
 :func:`plot_widget`, :func:`show_figure`, :func:`clear_figure` and :func:`shown_figure` hide
 which.
 """

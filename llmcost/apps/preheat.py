@@ -5,9 +5,8 @@ the visitor: Voila's ``voila.utils.get_query_string()`` opens a websocket to the
 ``voila/query/<kernel id>`` handler, which sends the request's variables (``QUERY_STRING``,
 ``SERVER_NAME``...) as one JSON object when a page claims the kernel; they are put in the
 environment. Importing ``voila.utils`` for that pulls in Jupyter Server, JupyterLab Server
-and jsonschema (whose format checker compiles ~40 grammars at import): 2.3 s of CPU and
-44 MB in every preheated kernel (measured 2026-12-01, voila 0.5.13: a review kernel 184 MB
-with it, 140 MB without). This module speaks the same protocol with only ``websockets``
+and jsonschema (whose format checker compiles ~40 grammars at import): seconds of CPU and
+about a quarter more memory in every preheated kernel. This module speaks the same protocol with only ``websockets``
 (a Voila dependency) and the same environment variables, and falls back to Voila's own
 function if that protocol cannot be followed.
 """
