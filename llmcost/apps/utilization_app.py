@@ -35,8 +35,7 @@ class UtilizationApp(Panel):
                 "utilization, nccl-tests, training log and DCGM files?")
     order = 50
     #: the card says which run its figure is of: the measured run's inputs are the app's own,
-    #: not the scenario's cluster (a card reading 4.8% beside "llama3-8b on 64 GPUs" was of
-    #: a run of 512 GPUs)
+    #: not the scenario's cluster, and the two may differ
     card_keys = ("effective_utilization", "run")
     intro = ("The formula of the cluster guide (“GPU Clusters for LLM Training: A Builder’s "
              "Guide”, 2026): model FLOPs per token x batch x sequence x steps over "

@@ -64,7 +64,7 @@ class NotFound(web.RequestHandler):
 
 
 #: a path with a "." or ".." segment (as typed or percent-encoded) names nothing inside the
-#: served tree: Voila's template file handler raised an assertion (500) on
+#: served tree: Voila's template file handler raises an assertion (500) on
 #: ``/voila/templates/../../../etc/passwd``; every such path is answered 404 first
 DOT_SEGMENT = r"(?:.*/)?(?:\.|%2[eE]){1,2}(?:/.*)?"
 
@@ -72,8 +72,8 @@ DOT_SEGMENT = r"(?:.*/)?(?:\.|%2[eE]){1,2}(?:/.*)?"
 #: ~25,000 (scenario.MAX_CONFIG_CHARS plus the fields); longer ones get a plain 414 page
 MAX_URL_CHARS = 65_536
 #: request headers a server reads before closing the connection [bytes]: above
-#: :data:`MAX_URL_CHARS` so that an over-long URL gets its 414 page (tornado's default,
-#: 64 KiB, closed the connection without any HTTP status)
+#: :data:`MAX_URL_CHARS` so that an over-long URL gets its 414 page (at tornado's default,
+#: 64 KiB, it closes the connection without any HTTP status)
 MAX_HEADER_BYTES = 1_048_576
 
 TOO_LONG_HTML = """<!DOCTYPE html>
@@ -139,9 +139,9 @@ class CappedVoilaHandler(TornadoVoilaHandler):
         if prune is not None:
             prune()
         # Voila's page sends its kernel's shutdown on ``beforeunload`` with the ``_xsrf``
-        # cookie as the form's token; Voila's handler never sets that cookie, so the POST
-        # got 403 and a closed page's kernel lingered until the idle cull (90 s), holding a
-        # cap slot and ~140 MB. Reading the token sets the cookie (tornado).
+        # cookie as the form's token; Voila's handler never sets that cookie, so without it
+        # the POST gets 403 and a closed page's kernel lingers until the idle cull, holding
+        # a cap slot and its memory. Reading the token sets the cookie (tornado).
         self.xsrf_token  # noqa: B018
         head = early_scripts()
         try:
