@@ -2,9 +2,10 @@
 
 Plotly's Jupyter renderer (the ``jupyterlab-plotly`` extension) carries all of plotly.js:
 a 4.8 MB script parsed on every fresh page's main thread, most of a warm visit's budget
-(benchmarks/load.py measures it). The apps use seven trace types; ``static/plotly-llmcost.min.js`` is plotly.js built with
-only those (1.3 MB, the same plotly.js version as the installed plotly; rebuilt by ``make
-plotly-bundle``, see ``static/README.md``).
+(benchmarks/load.py measures it). The apps use seven trace types;
+``static/plotly-llmcost.min.js`` is plotly.js built with only those (1.3 MB, the same
+plotly.js version as the installed plotly; rebuilt by ``make plotly-bundle``, see
+``static/README.md``).
 
 The workbook's servers (``llmcost.server``, standalone and as a Jupyter server extension)
 serve that file and tell their kernels where with ``LLMCOST_PLOTLY_URL``. A plot is then a
