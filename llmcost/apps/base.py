@@ -3,9 +3,11 @@
 An app is one class (a ``Panel`` subclass in its own ``*_app`` module, found by
 :mod:`llmcost.apps.registry`): its controls (Scenario fields), how to compute (a function of
 the Scenario), its headline figures and its plots, declared once in ``figures_from``. The
-panel parses the page's query string strictly, shows warnings, validates each typed value
-next to its control (keeping the last good results on screen), pins scenarios to compare
-(A, B, C: one link carries them all), offers a share link, save/load as JSON and a report.
+panel composes parts that know nothing of each other: the scenarios it shows and their last
+good results (:mod:`.state`: a link's scenarios, read strictly, with warnings; pins A, B, C
+carried by one link), the form (:mod:`.form`: a control per field, a bad value refused
+beside it, the last good results kept on screen), the compare table (:mod:`.compare`) and
+the report and scenario files (:mod:`.report`). Only the form and this module make widgets.
 
 Plots are widgets from :mod:`.plotview`: under the workbook's servers a ``PlotView`` drawn
 with the apps' own plotly.js bundle, elsewhere an Output holding the figure as plotly's mime
@@ -15,24 +17,26 @@ output (written kernel-side: it renders every time under Voila, where ``clear_ou
 
 from __future__ import annotations
 
-import base64
 import functools
 import inspect
 import os
 import time
 import traceback
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 import ipywidgets as W
 
 from .. import catalog as catalog_mod
-from ..scenario import (COMPARE_LABELS, CUSTOM_MODE, FIELDS, Scenario, config_text, describe,
-                        number_text, parse_value, scenarios_from_query, scenarios_to_query)
+from ..scenario import Scenario
+from .compare import compare_html, comparison
+from .fields import TEXT_NUMBER_FIELDS, with_value
+from .form import Form
 from .plotview import clear_figure, plot_widget, show_figure
 from .registry import apps, register
+from .report import MAX_SCENARIO_BYTES, read_scenario_file, report_html, scenario_data_url, upload_text
 from .shared import make, shared_layout
+from .state import MODE_FIELDS, PanelState, carry_custom
 from .text import esc
 
 CSS = """<style>
@@ -74,13 +78,9 @@ CSS = """<style>
 .llmc-table td:last-child {max-width:320px; overflow-wrap:anywhere; font-size:12px}
 </style>"""
 
-#: a scenario file holds ~60 short values: anything much larger is not one
-MAX_SCENARIO_BYTES = 200_000
-
-#: headline keys whose raw values are numbers a delta means something for
-_NUMERIC_DELTA = {"days", "gpus", "cost_on_demand_usd", "mfu", "effective_utilization",
-                  "memory_gb_per_gpu", "goodput", "breakeven_months", "spot_net_savings",
-                  "job_mtbf_h"}
+#: the status line when a typed value was refused
+NOT_APPLIED = ("<span class='llmc-err'>Not applied: fix the value marked in red; the figures "
+               "below are from the last good values.</span>")
 
 
 @functools.lru_cache(maxsize=None)
@@ -89,23 +89,6 @@ def _takes(fn, arg: str) -> bool:
         return arg in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
-
-
-def field_label(name: str) -> str:
-    """A control's label with its unit, as the user reads it."""
-    d = describe(name)
-    return d["label"] + (f" [{d['unit']}]" if d["unit"] else "")
-
-
-def _looks_like_hf_config(text: str) -> bool:
-    """A Hugging Face config.json (it names its model type or architectures), not a
-    scenario file; a file that does not parse is left to the scenario reader's message."""
-    import json
-    try:
-        d = json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(d, dict) and ("model_type" in d or "architectures" in d)
 
 
 def tables_html(tables: list[dict]) -> str:
@@ -121,30 +104,12 @@ def tables_html(tables: list[dict]) -> str:
     return "".join(out)
 
 
-#: float fields whose values span many orders of magnitude: typed and shown as "2T", "4M"
-BIG_NUMBER_FIELDS = frozenset(
-    name for name, f in FIELDS.items()
-    if f.metadata["kind"] == "float" and (f.metadata["hi"] or 0) >= 1e9)
-#: fields typed in text boxes read by parse_number: the big numbers, and the counts, which
-#: people write as "100,000" or "16k" (a number box refuses the comma)
-TEXT_NUMBER_FIELDS = BIG_NUMBER_FIELDS | frozenset(
-    name for name, f in FIELDS.items() if f.metadata["kind"] == "int")
-
-
-def _delta(key: str, a, r) -> str:
-    """A headline figure's change from scenario A to ``r`` ("+12.3%"), or "" where a change
-    means nothing (texts, flags, zero, equal)."""
-    x0 = (getattr(a, "headline", None) or {}).get(key) if isinstance(getattr(a, "headline", None), dict) else None
-    x1 = (getattr(r, "headline", None) or {}).get(key) if isinstance(getattr(r, "headline", None), dict) else None
-    if key not in _NUMERIC_DELTA or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                            for x in (x0, x1)) or not x0 or x1 == x0:
+def warning_html(warnings, what="Some settings in the link were not used:") -> str:
+    """Warnings under a heading, as the page's warning box shows them ("" for none)."""
+    if not warnings:
         return ""
-    return f"{(x1 - x0) / abs(x0):+.1%}"
-
-
-def _is_share(d: dict) -> bool:
-    """A unitless float field bounded to [0, 1]: a share of something."""
-    return d["kind"] == "float" and d["lo"] == 0 and d["hi"] == 1 and not d["unit"]
+    items = "".join(f"<li>{esc(w)}</li>" for w in warnings)
+    return f"<div class='llmc-warning'>{esc(what)}<ul>{items}</ul></div>"
 
 
 class Panel:
@@ -152,7 +117,8 @@ class Panel:
 
     A subclass that sets ``name`` in its own body is an app: it is registered (the landing
     page, the navigation and the tests read the registry) and served as
-    ``notebooks/<name>.ipynb``."""
+    ``notebooks/<name>.ipynb``. ``build=False`` makes a panel without widgets, to compute
+    and report (a landing card)."""
 
     #: URL stem of the app's notebook; "" for intermediate bases
     name = ""
@@ -181,26 +147,16 @@ class Panel:
                  catalog: catalog_mod.Catalog | None = None, *, build: bool = True,
                  defer: bool = False):
         self.catalog = catalog_mod.default() if catalog is None else catalog
-        self.pins: list[Scenario] = []
         if scenario is None:
             query = os.environ.get("QUERY_STRING", "") if query is None else query
-            scenarios, warnings = scenarios_from_query(query, self.catalog)
-            self.pins, scenario = scenarios[:-1], scenarios[-1]
+            self.state = PanelState.from_query(query, self.catalog)
         else:
-            warnings = []
-        self.scenario = scenario
-        self.results = None
-        self.pinned_results: list = []
-        self.figures: dict = {}
+            self.state = PanelState(scenario)
         self.timings: list[float] = []
         self.last_error = None
-        self.link_warnings = list(warnings)
         if not build:
             return
-        self.controls: dict[str, W.Widget] = {}
-        self.errors: dict[str, W.HTML] = {}
-        self._updating = False
-        self.warning_box = make(W.HTML, self._warning_html(warnings))
+        self.warning_box = make(W.HTML, warning_html(self.link_warnings))
         self.warning_box.add_class("llmc-warning-area")
         self.status = make(W.HTML, "")
         self.status.add_class("llmc-status")
@@ -257,6 +213,44 @@ class Panel:
         else:
             self.refresh()
 
+    # ------------------------------------------------------------ state
+    @property
+    def scenario(self) -> Scenario:
+        """The scenario on screen (the last of the link's)."""
+        return self.state.scenario
+
+    @scenario.setter
+    def scenario(self, s: Scenario) -> None:
+        self.state.scenario = s
+
+    @property
+    def pins(self) -> list:
+        """The pinned scenarios, A first."""
+        return self.state.pins
+
+    @property
+    def results(self):
+        """The current scenario's last good results (None until computed)."""
+        return self.state.results
+
+    @property
+    def figures(self) -> dict:
+        return self.state.figures
+
+    @property
+    def pinned_results(self) -> list:
+        """[(label, results)] of the pinned scenarios."""
+        return self.state.pinned_results
+
+    @property
+    def link_warnings(self) -> list:
+        return self.state.link_warnings
+
+    @property
+    def label(self) -> str:
+        """The current scenario's letter when scenarios are pinned, else ""."""
+        return self.state.label
+
     def _computing_html(self) -> str:
         return f"<div class='llmc-progress'>Computing the {esc(self.title.lower())}...</div>"
 
@@ -267,21 +261,16 @@ class Panel:
         True when its results must be computed (:meth:`first_paint`): they are cleared
         until then and the progress line says so, so no figure stands beside controls it
         was not computed from. False when the query asks for what is already on the page."""
-        scenarios, warnings = scenarios_from_query(query, self.catalog)
-        pins, scenario = list(scenarios[:-1]), scenarios[-1]
-        self.link_warnings = list(warnings)
-        self.warning_box.value = self._warning_html(warnings)
-        if pins == self.pins and scenario == self.scenario and self.results is not None:
+        new = PanelState.from_query(query, self.catalog)
+        self.warning_box.value = warning_html(new.link_warnings)
+        if self.state.shows(new):
+            self.state.link_warnings = new.link_warnings
             return False
-        self.pins, self.scenario = pins, scenario
-        self._sync_controls()
-        for name in CUSTOM_MODE:
-            if name in self.controls:
-                self.controls[name].disabled = False
-        self.results, self.figures, self.pinned_results = None, {}, []
+        self.state = new
+        self.form.sync(self.scenario)
+        self.form.enable_derived()
         self.headline_box.value, self.headline_html, self.flags = "", {}, {}
-        self.compare_box.value = ""
-        self.notes.value = ""
+        self.compare_box.value = self.notes.value = self.tables_box.value = ""
         for out in self.outputs.values():
             clear_figure(out)
         self._update_links()
@@ -341,70 +330,14 @@ class Panel:
         return {k: head[k][:2] for k in self.card_keys if k in head}
 
     # ------------------------------------------------------------ building
-    def _control(self, name: str) -> W.Widget:
-        d = describe(name)
-        label = field_label(name)
-        value = getattr(self.scenario, name)
-        lay = dict(width="190px")
-        if d["kind"] == "choice":
-            table = d["table"]
-            df = self.catalog.table(table)
-            if table == "fabrics":
-                df = df[df["kind"] == "scale_out"]
-            opts = list(d.get("special", ())) + list(df["id"])
-            if table == "prices":
-                opts = [("auto: first offer for the GPU", "auto")] + [
-                    (f"{r.id} ({r.gpus} x {r.gpu})", r.id) for r in df.itertuples()]
-            elif value not in opts:
-                opts.append(value)
-            w = make(W.Dropdown, options=opts, value=value, layout=lay)
-        elif d["kind"] == "options":
-            w = make(W.Dropdown, options=list(d["options"]), value=value, layout=lay)
-        elif name in self.sliders or _is_share(d):
-            # a share reads as a percentage, as the headline shows it
-            w = make(W.FloatSlider, value=value, min=d["lo"] if d["lo"] is not None else 0,
-                     max=d["hi"] if d["hi"] is not None else 1, step=d["step"] or 0.01,
-                     layout=lay, continuous_update=False, readout_format=".1%")
-        elif name in TEXT_NUMBER_FIELDS:
-            # "2T" reads better than 2000000000000, and parses back to the same number
-            w = make(W.Text, value=number_text(value), layout=lay, continuous_update=False)
-        else:
-            w = make(W.FloatText, value=value, layout=lay)
-        w.add_class(f"llmc-ctl-{name}")
-        w.observe(lambda ch, n=name: self._on_change(n, ch["new"]), names="value")
-        # the label wraps instead of being cut off; its full text is also the tooltip
-        text = make(W.HTML, f"<div class='llmc-label' title='{esc(label)}'>{esc(label)}</div>")
-        err = make(W.HTML, "")
-        err.add_class("llmc-err")
-        err.add_class(f"llmc-err-{name}")
-        err.add_class("llmc-span")
-        self.controls[name] = w
-        self.errors[name] = err
-        return [text, w, err]
-
-    def _shown(self, name: str, value):
-        """The control's text for a Scenario value."""
-        if name in TEXT_NUMBER_FIELDS:
-            return number_text(value)
-        return value
-
     def _build(self) -> W.Widget:
-        groups: dict[str, list] = {}
-        for name in self.fields:
-            groups.setdefault(describe(name)["group"], []).append(self._control(name))
-        cells = []
-        for g, items in groups.items():
-            head = make(W.HTML, f"<div class='llmc-group'>{esc(self.group_titles.get(g, g))}</div>")
-            head.add_class("llmc-span")
-            cells.append(head)
-            for item in items:
-                cells += item
-        form = make(W.GridBox, cells, layout=dict(grid_template_columns="180px 190px"))
-        form.add_class("llmc-form")
-        left = [form]
-        left += [make(W.HTML, "<div class='llmc-group'>Compare, share and save</div>"),
-                 make(W.HBox, [self.pin_button, self.clear_button]), self.share,
-                 self.download, self.upload, self.report_button, self.downloader]
+        self.form = Form(self.fields, self.scenario, self.catalog, self._on_change,
+                         sliders=self.sliders, group_titles=self.group_titles)
+        self.controls, self.errors = self.form.controls, self.form.errors
+        left = [self.form.widget,
+                make(W.HTML, "<div class='llmc-group'>Compare, share and save</div>"),
+                make(W.HBox, [self.pin_button, self.clear_button]), self.share,
+                self.download, self.upload, self.report_button, self.downloader]
         # one box for the plots: the busy state greys it (a PlotView's own classes are not
         # updated by its view after the first render)
         self.figures_box = make(W.VBox, list(self.outputs.values()))
@@ -424,86 +357,31 @@ class Panel:
         return root
 
     # ------------------------------------------------------------ behaviour
-    def _warning_html(self, warnings, what="Some settings in the link were not used:") -> str:
-        if not warnings:
-            return ""
-        items = "".join(f"<li>{esc(w)}</li>" for w in warnings)
-        return f"<div class='llmc-warning'>{esc(what)}<ul>{items}</ul></div>"
-
-    def _on_change(self, name: str, value) -> None:
-        if self._updating:
-            return
+    def _on_change(self, name: str, raw) -> None:
         try:
-            parsed = parse_value(FIELDS[name], value, self.catalog)
-            new = replace(self.scenario, **{name: parsed})
+            new = with_value(self.scenario, name, raw, self.catalog)
         except ValueError as e:
-            self.errors[name].value = esc(str(e))
-            self.status.value = ("<span class='llmc-err'>Not applied: fix the value marked in "
-                                 "red; the figures below are from the last good values.</span>")
+            self.form.refuse(name, str(e))
+            self.status.value = NOT_APPLIED
             return
-        self.errors[name].value = ""
-        mode_of = {m for m, _ in CUSTOM_MODE.values()}
-        if name in mode_of and self.results is not None:
-            # switching to custom starts from the figures on screen, not stale custom ones
-            used = self.resolved(self.results)
-            carry = {k: float(f"{used[k]:.6g}") for k, (m, want) in CUSTOM_MODE.items()
-                     if m == name and parsed == want and k in used}
-            if carry:
-                try:
-                    new = replace(new, **carry)
-                except ValueError:
-                    pass
-            self.set_scenario(new, sync_controls=bool(carry))
+        self.form.refuse(name, "")
+        if name in MODE_FIELDS and self.results is not None:
+            new, carried = carry_custom(new, name, self.resolved(self.results))
+            self.set_scenario(new, sync_controls=carried)
             return
         self.set_scenario(new, sync_controls=name in TEXT_NUMBER_FIELDS)
 
     def set_scenario(self, s: Scenario, sync_controls=False) -> bool:
+        """Show ``s``: False (the last good scenario and results kept) when it does not
+        compute."""
         old = self.scenario
         self.scenario = s
         if sync_controls:
-            self._sync_controls()
+            self.form.sync(s)
         if not self.refresh():
             self.scenario = old
             return False
         return True
-
-    def _sync_controls(self, clear_errors: bool = True) -> None:
-        """Every control shows the scenario's value (a control never shows a value the
-        figures are not using)."""
-        self._updating = True
-        try:
-            for name, w in self.controls.items():
-                shown = self._shown(name, getattr(self.scenario, name))
-                if isinstance(w, W.Dropdown) and shown not in w._options_values:
-                    # as _control offers a value its catalog table does not list
-                    w.options = [*w._options_full, (str(shown), shown)]
-                if w.value != shown:
-                    w.value = shown
-                if clear_errors:
-                    self.errors[name].value = ""
-        finally:
-            self._updating = False
-
-    def _compute_pinned(self) -> list:
-        """(label, Results) of the pinned scenarios; one that no longer computes is dropped
-        with a warning (a link can pin anything)."""
-        out, keep, dropped = [], [], []
-        for label, s in zip(COMPARE_LABELS, self.pins):
-            try:
-                out.append((label, self.compute(s)))
-                keep.append(s)
-            except ValueError as e:
-                dropped.append(f"scenario {label} dropped: {e}")
-        if dropped:
-            self.pins = keep
-            out = [(lab, r) for lab, (_, r) in zip(COMPARE_LABELS, out)]
-            self.warning_box.value = self._warning_html(dropped, "Compared scenarios:")
-        return out
-
-    @property
-    def label(self) -> str:
-        """The current scenario's letter when scenarios are pinned, else ""."""
-        return COMPARE_LABELS[len(self.pins)] if self.pins else ""
 
     def _busy_widgets(self) -> list:
         return [self.headline_box, self.tables_box, getattr(self, "figures_box", None)]
@@ -522,6 +400,12 @@ class Panel:
         finally:
             self._set_busy(False)
 
+    def _compute_pinned(self) -> list:
+        pinned, dropped = self.state.compute_pinned(self.compute)
+        if dropped:
+            self.warning_box.value = warning_html(dropped, "Compared scenarios:")
+        return pinned
+
     def _refresh(self) -> bool:
         t0 = time.perf_counter()
         try:
@@ -532,8 +416,8 @@ class Panel:
             head = self.headline(res)
         except ValueError as e:   # a scenario the models refuse: keep the last results
             param = getattr(e, "param", None)
-            if param in self.errors and not isinstance(e, catalog_mod.CatalogError):
-                self.errors[param].value = esc(str(e))
+            if not isinstance(e, catalog_mod.CatalogError):
+                self.form.refuse(param, str(e))
             self.status.value = (f"<span class='llmc-err'>Not applied: {esc(str(e))}; "
                                  "the figures below are from the last good values.</span>")
             return False
@@ -543,12 +427,13 @@ class Panel:
                                  f"({type(e).__name__}); the figures below are from the last "
                                  "good values.</span>")
             return False
-        self.results, self.figures, self.pinned_results = res, figs, pinned
-        for err in self.errors.values():
-            err.value = ""
+        self.state.keep(res, figs, pinned)
+        self.form.clear_errors()
         self._show_headline(head)
-        self.compare_box.value = self._compare_html(pinned, res, head) if pinned else ""
-        self._sync_resolved(res)
+        self.compare_box.value = (compare_html(comparison(
+            [(label, r, self.headline(r)) for label, r in pinned] + [(self.label, res, head)],
+            self.pins, self.scenario)) if pinned else "")
+        self.form.show_used(self.scenario, self.resolved(res))
         self.tables_box.value = tables_html(self.tables(res))
         lines = self.note_lines(res)
         self.notes.value = ("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in lines) + "</ul>"
@@ -577,41 +462,12 @@ class Panel:
     # ------------------------------------------------------------ compare
     def pin(self) -> None:
         """Keep the current values as the next compared scenario (at most two pinned)."""
-        if len(self.pins) >= len(COMPARE_LABELS) - 1 or self.results is None:
-            return
-        self.pins = [*self.pins, self.scenario]
-        self.refresh()
+        if self.state.pin():
+            self.refresh()
 
     def clear_pins(self) -> None:
-        self.pins = []
+        self.state.clear_pins()
         self.refresh()
-
-    def _compare_html(self, pinned, res, head) -> str:
-        cols = [(label, r, self.headline(r)) for label, r in pinned]
-        cols.append((self.label, res, head))
-        keys = list(dict.fromkeys(k for _, _, h in cols for k in h))
-        heads = "".join(f"<th>{esc(lab)}{' (current)' if i == len(cols) - 1 else ''}</th>"
-                        for i, (lab, _, _) in enumerate(cols))
-        rows = []
-        for k in keys:
-            label = next(h[k][0] for _, _, h in cols if k in h)
-            cells = []
-            for i, (_, r, h) in enumerate(cols):
-                text = esc(h[k][1]) if k in h else "-"
-                change = _delta(k, cols[0][1], r) if i else ""
-                if change:
-                    text += f" <span class='llmc-delta'>({change} vs A)</span>"
-                cells.append(f"<td>{text}</td>")
-            rows.append(f"<tr><th>{esc(label)}</th>{''.join(cells)}</tr>")
-        diffs = []
-        a = self.pins[0]
-        for label, s in zip(COMPARE_LABELS[1:], [*self.pins[1:], self.scenario]):
-            changed = [f"{describe(k)['label']} = {self._shown(k, getattr(s, k))}"
-                       for k in FIELDS if getattr(s, k) != getattr(a, k)]
-            diffs.append(f"<li>{esc(label)} differs from A in: "
-                         f"{esc('; '.join(changed) or 'nothing')}</li>")
-        return (f"<table class='llmc-compare-table'><tr><th></th>{heads}</tr>{''.join(rows)}"
-                f"</table><ul class='llmc-compare-diffs'>{''.join(diffs)}</ul>")
 
     # ------------------------------------------------------------ headline and links
     def _show_headline(self, head: dict) -> None:
@@ -637,29 +493,14 @@ class Panel:
                          f"{self.headline_html[key]}</div></div>")
         self.headline_box.value = f"<div class='llmc-headline-row'>{''.join(boxes)}</div>"
 
-    def _sync_resolved(self, res) -> None:
-        """Controls whose figure comes from the catalog, a cited default or a derivation show
-        the value the figures use, greyed out; in custom mode they are the user's."""
-        used = self.resolved(res)
-        self._sync_controls(clear_errors=False)
-        self._updating = True
-        try:
-            for name, (mode, custom) in CUSTOM_MODE.items():
-                w = self.controls.get(name)
-                if w is None:
-                    continue
-                derived = getattr(self.scenario, mode) != custom
-                w.disabled = derived
-                # six significant digits: the figure in use, without float noise
-                shown = self._shown(name, float(f"{used[name]:.6g}")) if name in used else None
-                if derived and shown is not None and w.value != shown:
-                    w.value = shown
-        finally:
-            self._updating = False
-
     def query(self) -> str:
         """The link's query: every scenario shown (pinned first, the current one last)."""
-        return scenarios_to_query([*self.pins, self.scenario])
+        return self.state.query()
+
+    def share_link(self) -> str:
+        """The link to what is on screen: absolute once the page has said where it is."""
+        return self.state.share_link(
+            self.name, getattr(getattr(self, "downloader", None), "page_url", ""))
 
     def _update_links(self) -> None:
         q = self.query()
@@ -673,138 +514,46 @@ class Panel:
                   f"<a href='{c.name}.ipynb{esc(suffix)}'>{esc(c.title)}</a>"
                   for c in apps()]
         self.nav.value = f"<div class='llmc-navbar'>{' | '.join(items)}</div>"
-        data = base64.b64encode(self.scenario.to_json().encode()).decode()
-        self.download.value = (f"<a download='scenario.json' href='data:application/json;base64,{data}'>"
+        self.download.value = (f"<a download='scenario.json' href='{scenario_data_url(self.scenario)}'>"
                                "Save scenario (JSON)</a>")
-        self.pin_button.description = (f"Pin as {COMPARE_LABELS[len(self.pins)]}"
-                                       if len(self.pins) < len(COMPARE_LABELS) - 1 else "Pinned: A, B")
-        self.pin_button.disabled = len(self.pins) >= len(COMPARE_LABELS) - 1
+        self.pin_button.description = self.state.pin_text()
+        self.pin_button.disabled = not self.state.can_pin
         self.clear_button.disabled = not self.pins
 
+    # ------------------------------------------------------------ files and report
     def _on_upload(self, change) -> None:
         """FileUpload-style change (tests and scripts): the first file's bytes."""
-        files = change["new"]
-        if not files:
+        try:
+            got = upload_text(change["new"])
+        except ValueError as e:
+            self._load_failed(str(e))
             return
-        item = files[0] if isinstance(files, (list, tuple)) else next(iter(files.values()))
-        content = bytes(item["content"])
-        if len(content) > MAX_SCENARIO_BYTES:
-            self._load_failed(f"the file is {len(content):,} bytes; a scenario file is at most "
-                              f"{MAX_SCENARIO_BYTES:,}")
-            return
-        self._load_text(item.get("name", "scenario.json"), content.decode("utf-8", errors="replace"))
+        if got is not None:
+            self._load_text(*got)
 
     def _load_failed(self, message: str) -> None:
-        self.warning_box.value = self._warning_html([message], "The file was not loaded; "
-                                                               "nothing changed:")
+        self.warning_box.value = warning_html([message], "The file was not loaded; "
+                                                         "nothing changed:")
 
     def _load_text(self, name: str, text: str) -> None:
         """A scenario file's values replace the controls'; a Hugging Face config.json (in
         an app with a model) becomes the scenario's model, carried by its link as
         ``cfg.<field>`` keys; a file that is neither changes nothing and says why."""
-        if "model" in self.fields and _looks_like_hf_config(text):
-            self._load_config(name, text)
+        loaded = read_scenario_file(name, text, self.scenario, self.catalog,
+                                    takes_model="model" in self.fields)
+        if loaded.scenario is None:
+            self._load_failed(loaded.error)
             return
-        s, warnings = Scenario.from_json(text, self.catalog)
-        if warnings and warnings[0].startswith("not a scenario file"):
-            self._load_failed(warnings[0])
+        if not self.set_scenario(loaded.scenario, sync_controls=True):
+            self._load_failed(loaded.refused)
+            self.form.sync(self.scenario)
             return
-        self.warning_box.value = self._warning_html(warnings, "Some settings in the file were "
-                                                              "not used:")
-        if not self.set_scenario(s, sync_controls=True):
-            self._load_failed("its values could not be evaluated (see the message above the "
-                              "figures); the controls keep the last good values")
-            self.scenario_sync_back()
-
-    def _load_config(self, name: str, text: str) -> None:
-        from ..training import hf_config
-        try:
-            fields = hf_config.config_fields(hf_config.read_config(text, name=name))
-            model, notes = hf_config.model_from_config(fields)
-            s = replace(self.scenario, model="config", model_config=config_text(fields))
-        except ValueError as e:
-            self._load_failed(str(e))
-            return
-        if not self.set_scenario(s, sync_controls=True):
-            self._load_failed("the model it describes could not be evaluated (see the message "
-                              "above the figures); the controls keep the last good values")
-            self.scenario_sync_back()
-            return
-        head = (f"Model from {name}: {model.layers} layers, hidden {model.hidden:,}, "
-                f"{model.params / 1e9:,.1f} B parameters"
-                + (f" ({model.active_params / 1e9:,.1f} B active)" if model.is_moe else "")
-                + "; the share link carries it.")
-        self.warning_box.value = self._warning_html([head, *notes], "Loaded a config.json:")
-
-    def scenario_sync_back(self) -> None:
-        self._sync_controls()
-
-    # ------------------------------------------------------------ report
-    def _readable(self, name: str, value) -> str:
-        """A field's value as the report reads it."""
-        d = describe(name)
-        if isinstance(value, str):
-            return value
-        if _is_share(d) or name in self.sliders:
-            return f"{value:.1%}"
-        if name in BIG_NUMBER_FIELDS:
-            return number_text(value)
-        return f"{value:,}" if isinstance(value, int) else f"{value:,.6g}"
-
-    def _report_scenario(self, label: str, s: Scenario, res, figures: dict):
-        from ..review.report import ReportScenario
-        used = self.resolved(res)
-        assumptions = []
-        for name in self.fields:
-            mode = CUSTOM_MODE.get(name)
-            derived = mode is not None and getattr(s, mode[0]) != mode[1] and name in used
-            value = self._readable(name, used[name] if derived else getattr(s, name))
-            suffix = " (derived)" if derived else ""
-            plan = getattr(res, "plan", None)
-            if name == "gpus" and s.sizing == "days" and plan is not None:
-                # sized by days: the figures used the GPUs the sizing chose, not the box's
-                value, suffix = self._readable(name, int(plan.gpus)), " (sized for the days)"
-            assumptions.append((field_label(name), value + suffix))
-        plan = getattr(res, "plan", None)
-        if plan is not None and plan.layout is not None and "gpus" in self.fields:
-            assumptions.append(("Layout used", plan.layout.description))
-        head = [(lab, text, getattr(rest[0], "level", None) if rest and rest[0] else None)
-                for lab, text, *rest in self.headline(res).values()]
-        return ReportScenario(label=label, headline=head, assumptions=assumptions,
-                              notes=self.note_lines(res), figures=figures,
-                              tables=self.tables(res))
+        self.warning_box.value = warning_html(loaded.messages, loaded.title)
 
     def report_html(self, share_url: str | None = None) -> str:
-        """A standalone HTML report of every scenario shown (pinned first): headline figures
-        (and their changes against A), the app's assumptions, notes and plots, dated, with
-        the llmcost version and the share link."""
-        from ..review.report import render_report
-        pinned = self.pinned_results if self.pins else []
-        sections = [self._report_scenario(label, s, r, {})
-                    for (label, r), s in zip(pinned, self.pins)]
-        sections.append(self._report_scenario(self.label, self.scenario, self.results,
-                                              self.figures))
-        deltas = None
-        if pinned:
-            deltas = []
-            a = pinned[0][1]
-            others = [r for _, r in pinned[1:]] + [self.results]
-            for key, (lab, *_rest) in self.headline(self.results).items():
-                changes = [_delta(key, a, r) for r in others]
-                if any(changes):
-                    deltas.append((lab, changes))
-        if share_url is None:
-            share_url = self.share_link()
-        return render_report(sections, title=f"llmcost: {self.title}", share_url=share_url,
-                             deltas=deltas or None)
-
-    def share_link(self) -> str:
-        """The link to what is on screen: absolute once the page has said where it is."""
-        from urllib.parse import urljoin
-        q = self.query()
-        rel = f"{self.name}.ipynb" + (f"?{q}" if q else "")
-        base = getattr(getattr(self, "downloader", None), "page_url", "")
-        return urljoin(base, rel) if base else rel
+        """A standalone HTML report of every scenario shown (:func:`.report.report_html`)."""
+        return report_html(self, self.state,
+                           self.share_link() if share_url is None else share_url)
 
     def report(self, folder: str | os.PathLike | None = None):
         """Download the report in the browser (nothing is written on the server); with a
@@ -825,8 +574,7 @@ class Panel:
 
     def set(self, **values) -> None:
         """Set control values as a user would (for tests and scripts)."""
-        for k, x in values.items():
-            self.controls[k].value = self._shown(k, x) if not isinstance(x, str) else x
+        self.form.set(**values)
 
     def _ipython_display_(self):
         from IPython.display import display

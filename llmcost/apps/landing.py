@@ -11,7 +11,7 @@ import ipywidgets as W
 
 from .. import catalog as catalog_mod
 from ..scenario import scenarios_from_query, scenarios_to_query
-from .base import CSS, _heartbeat, show_page
+from .base import CSS, _heartbeat, show_page, warning_html
 from .registry import apps
 from .shared import make
 from .text import esc
@@ -71,10 +71,7 @@ class Landing:
                 card.add_class("llmc-card-widget")
                 card.add_class(f"llmc-card-{cls.name}")
             card.value = self._card_html(cls, None, first=i == 0)
-        warn = ""
-        if self.warnings:
-            items = "".join(f"<li>{esc(w)}</li>" for w in self.warnings)
-            warn = f"<div class='llmc-warning'>Some settings in the link were not used:<ul>{items}</ul></div>"
+        warn = warning_html(self.warnings)
         s = self.scenario
         self.header.value = (f"{CSS}{LANDING_CSS}<h2 class='llmc-title'>llmcost workbook</h2>"
                              f"<div class='llmc-intro'>{esc(INTRO)}</div>"

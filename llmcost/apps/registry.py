@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from pathlib import Path
 
 #: name -> app class; ``Panel`` subclasses that set ``name`` register themselves here
 #: (:meth:`llmcost.apps.base.Panel.__init_subclass__`), so this module imports no app
@@ -21,10 +22,10 @@ def register(cls: type) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _load() -> tuple:
-    from .. import apps as package
-    for mod in pkgutil.iter_modules(package.__path__):
+    # the modules beside this one, found by folder: this module imports nothing above it
+    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if mod.name.endswith("_app"):
-            importlib.import_module(f"{package.__name__}.{mod.name}")
+            importlib.import_module(f"{__package__}.{mod.name}")
     return tuple(sorted(REGISTRY.values(), key=lambda c: (c.order, c.name)))
 
 

@@ -20,6 +20,7 @@ from llmcost.apps.tco_app import TcoApp
 from llmcost.apps.utilization_app import UtilizationApp
 from llmcost.apps.plotview import figure_json, shown_figure
 from llmcost.apps.registry import titles
+from llmcost.apps.report import report_scenario
 from llmcost.economics import spot, tco
 from llmcost.scenario import Scenario
 from test_storage_app import arr
@@ -353,7 +354,7 @@ def test_the_reports_assumptions_name_the_gpus_and_layout_the_figures_used():
                                "&target_days=30&gpus=1024")
     sized = p.results.plan.gpus
     assert sized != 1024
-    rows = dict((k, v) for k, v in p._report_scenario("", p.scenario, p.results, {}).assumptions)
+    rows = dict(report_scenario(p, "", p.scenario, p.results, {}).assumptions)
     assert rows["GPUs"] == f"{sized:,} (sized for the days)"
     assert rows["Layout used"] == p.results.plan.layout.description
     assert f"{sized:,} (sized for the days)" in p.report_html(share_url="http://x/")

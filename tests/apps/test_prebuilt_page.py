@@ -86,10 +86,10 @@ def test_the_default_link_keeps_the_prebuilt_results():
 
 
 def test_a_control_shows_a_value_its_list_does_not_offer():
-    # as _control does when it builds one: the value is added, never refused
+    # as the form does when it builds one: the value is added, never refused
     pre = ReviewApp(query="")
     pre.scenario = replace(pre.scenario, fabric="nvlink4")
-    pre._sync_controls()
+    pre.form.sync(pre.scenario)
     assert pre.controls["fabric"].value == "nvlink4"
 
 
