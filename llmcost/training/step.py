@@ -695,175 +695,306 @@ def _check(model, gpus, tp, pp, cp, micro_batch, global_batch, interleave, seq_l
     return gpus, tp, pp, cp, b, B, vv, dp, m
 
 
-def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
-                 gpus, tp, pp, global_batch, cp=1, micro_batch=1, interleave=1,
-                 recompute="none", sequence_parallel=False, zero_stage=0,
-                 options: Options = Options(), calibration: Calibration | None = None,
-                 seq_len=None, memory_kwargs=None, with_scaling=True,
-                 flash_attention=None, tp_comm_overlap=None, first_stage_layers=None,
-                 last_stage_layers=None, precision=None, ep=1, etp=1,
-                 recompute_modules=()) -> StepPrediction:
-    r"""Predict the step time of one or many layouts, with its breakdown and MFU/HFU.
+def _p2p_s(size_bytes, in_domain, scale_up, scale_out, nvlink_efficiency):
+    # one point-to-point send over NVLink inside the scale-up domain, else over the fabric
+    return np.where(in_domain,
+                    comm.p2p_time_s(size_bytes, scale_up.bandwidth_gb_per_s_per_gpu,
+                                    scale_up.latency_us, nvlink_efficiency),
+                    comm.p2p_time_s(size_bytes, scale_out.bandwidth_gb_per_s_per_gpu,
+                                    scale_out.latency_us, scale_out.efficiency))
 
-    Per micro-batch, on the slowest pipeline stage (stage r holds n_r layers: l/p on an
-    even split, fewer on the first and last of an uneven one; the last also computes the
-    logits), which sets the pace of every stage:
 
-    .. math::
-        t_{mb} &= \max_r \left(n_r\left[\frac{F_{layer}}{t\,F_{peak}\,e(h/t)}
-                 + \gamma\,\frac{A_{layer}}{B_{HBM}} + n_{tp}\,T_{AR}(2 b s h / c,\ t)
-                 + T_{cp}\right] + [r = p - 1]\, T_{logits}\right) + 2 v\, T_{p2p} \\
-        t_{step} &= \left(m + \frac{p - 1}{v}\right) t_{mb}
-                 + (1 - \phi) T_{DP} + \max(0, \phi T_{DP} - W) + t_{opt}
+def _congestion(nodes, scale_out):
+    return comm.congestion_factor(nodes, scale_out.congestion_per_doubling,
+                                  scale_out.oversubscription)
 
-    with n_tp = 4 all-reduces per layer (6 with full recomputation), T_DP the hierarchical
-    gradient all-reduce, W the backward time of the last micro-batch that can hide it, and
-    the optimizer step memory-bound.
 
-    Precision ([4], :mod:`llmcost.training.precision`): with FP8 or MXFP8 the linear
-    layers' GEMMs (6 P_mm FLOPs per token, x 4/3 with full recomputation) run at the FP8
-    dense peak, at the efficiency e(h/t) of that peak's ridge point; attention, the logits
-    and the memory-bound kernels stay at the BF16 peak and bandwidth:
+def tensor_parallel_comm_s(tokens, hidden, tp, recompute, domain_gpus, scale_up, scale_out,
+                           nvlink_efficiency, overlap=0.0):
+    r"""Exposed tensor-parallel collectives of one layer and one micro-batch.
 
-    .. math::
-        F_{layer}/(F_{peak} e) \;\to\; \frac{F_{gemm}}{F_{FP8}\, e_{FP8}}
-            + \frac{F_{layer} - F_{gemm}}{F_{BF16}\, e_{BF16}}
-            + \frac{V_{cast}}{B_{HBM}}
+    .. math:: T_{tp} = n_{tp}\, T_{AR}(2\, M h,\ t)\, (1 - \phi_{tp}),\qquad
+              n_{tp} = 4 \text{ (6 with full recomputation)}
 
-    with V_cast the per-layer quantization traffic (not scaled by gamma: it counts
-    physical bytes), and once per step the weight casts V_w / B_HBM (every micro-batch
-    under ZeRO-3, which re-gathers the weights), reported inside ``optimizer_s``. MFU and
-    HFU are stated against the dense BF16 peak for every precision, so FP8 and BF16 runs
-    compare on one scale. Not modelled: the amax all-reduce latency under sequence
-    parallelism, FP8 all-gathers halving TP traffic, FP8 parameter all-gather, NVFP4. The bubble,
-    (p - 1)/v of t_mb, is paced by the slowest
-    stage too; the gradient reduction is that of the stage with the most parameters (a
-    middle stage of L' layers, or the last with its LM head), its backward the window. The
-    embedding lookup's time is left out (a gather, small against a layer).
-    ZeRO-2 shards gradients, which then cannot
-    accumulate over micro-batches: each micro-batch reduce-scatters its own (m T_DP / 2).
-    ZeRO-3 / FSDP gathers every layer's parameters before its forward and its backward
-    and reduce-scatters its gradients, per micro-batch, each collective hidden behind one
-    layer's compute at most (:func:`zero3_exposed_comm_s`); with m = 1 the volume is ZeRO's
-    3 Psi.
-
-    The linear layers' GEMMs take F/(e_max P) + k V/B (:func:`gemm_efficiency`, summed
-    over QKV, projection, FC1, FC2 and their three passes, so taller micro-batches and
-    wider shards run faster); with fused (flash) attention the attention core computes its
-    causal scores (sliding windows in whole 128-key tiles,
-    :func:`~llmcost.training.attention.flash_score_elements_per_token`) with FlashAttention's
-    FLOPs (:func:`attention_core_flops_per_token`) at ``attention_efficiency``, each pass
-    bounded by the slower of its matmuls and its softmax exponentials on the GPU's special
-    function units (``GPUSpec.exp_per_s``;
-    :func:`~llmcost.training.attention.flash_attention_time_s`: binds at head dim 64 on
-    B200/GB200), while MFU keeps crediting 12 s d_q of full attention (the tool's one
-    convention); unfused attention runs its full s x s GEMMs at e_max.
-
-    Training stack (``options.stack``, :data:`STACKS`). "megatron" is the model above with
-    the megatron constant sets (:func:`calibration_for`). "fsdp" is PyTorch FSDP / FSDP2 in
-    eager mode (MosaicML llm-foundry, torchtitan without torch.compile) [5]; the same terms,
-    with these differences:
-
-    - no Transformer Engine: LayerNorm, GELU, bias and residual adds, casts run as separate
-      eager kernels, each reading and writing its tensors: gamma is the stack's own, fitted
-      on its rows (:data:`FSDP_ELEMENTWISE_TRAFFIC`); GEMMs (cuBLAS) and fused attention
-      (flash-attn 2) reach the shares of peak its rows identify per GPU generation
-      (:data:`CALIBRATION_BY_STACK`); FP8 only where stated (Transformer Engine linears);
-    - no TP communication overlap (no userbuffers): with t > 1 the TP collectives stay in
-      the critical path whatever ``tp_comm_overlap`` says;
-    - sharding as the layout gives it: ``zero_stage`` 3 is FULL_SHARD (FSDP2's default),
-      whose per-layer parameter all-gathers before forward and backward and gradient
-      reduce-scatter after backward are prefetched behind the neighbouring layer's compute
-      ([5] §3.3; :func:`zero3_exposed_comm_s`), 2 is SHARD_GRAD_OP; the reduce-scatter
-      moves ``options.grad_bytes`` per parameter (4 under mixed precision that reduces in
-      fp32, the default of Composer and torchtitan);
-    - a fixed time per layer and micro-batch, t_host (``Calibration.layer_host_overhead_s``,
-      x 4/3 with full recomputation), added to the layer's memory-bound time: FSDP's hooks
-      around each wrapped block and its rate limiter's CPU-GPU sync ([5] §3.4), with the
-      block's eager kernel launches, which the GPU waits for when a micro-batch is small;
-    - activation checkpointing as configured: a checkpointed block is ``recompute="full"``.
+    Two all-reduces in the forward and two in the backward (with sequence parallelism an
+    all-gather and a reduce-scatter each, the same bytes), two more for the recomputed
+    forward; a ring over NVLink when t fits in the scale-up domain, else the hierarchical
+    all-reduce over NVLink and the fabric
+    (:func:`llmcost.training.comm.hierarchical_allreduce_time_s`).
 
     Parameters
     ----------
-    model : ModelSpec
-    gpu : GPUSpec
+    tokens : float or array
+        M, tokens per micro-batch on the GPU, b s / c [-].
+    hidden : int
+        h [-].
+    tp : int or array
+        t [-].
+    recompute : {"none", "selective", "full"} or array of these names
+    domain_gpus : int
+        GPUs one NVLink domain joins [-].
     scale_up, scale_out : FabricSpec
-        Inside a node (NVLink, PCIe) and between nodes (InfiniBand, RoCE).
-    gpus, tp, pp, global_batch, cp, micro_batch, interleave : int or array
-        Layout: GPUs, tensor, pipeline, context parallel, global batch [sequences],
-        micro-batch [sequences], virtual pipeline chunks.
-    recompute : {"none", "selective", "full"} or array of names
-    sequence_parallel : bool or array
-    zero_stage : int or array
-    options : Options
-        Its overlap shares (dp_overlap, tp_overlap, tp_overlap_gemm_penalty) in [0, 1]; its
-        ``stack`` ("megatron" or "fsdp") picks the constant set and the stack's terms.
-    calibration : Calibration, optional
-        Default: the set of the GPU's generation on ``options.stack``
-        (:func:`calibration_for`).
-    seq_len : int, optional
-        Default: the model's.
-    memory_kwargs : dict, optional
-        Passed to :func:`llmcost.training.memory.memory_per_gpu` (optimizer, overhead...).
-    flash_attention, tp_comm_overlap : bool or array, optional
-        Per-layout overrides of ``options.flash_attention`` and ``options.tp_comm_overlap``.
-    with_scaling : bool
-        Also predict the layout with ideal scale-out links, for ``scaling_efficiency``
-        (doubles the work; None when False).
-    first_stage_layers, last_stage_layers : int or array, optional
-        Layers on the first and last pipeline stage; None: the layers are split evenly,
-        or balanced automatically where p does not divide them
-        (:func:`llmcost.training.memory.pipeline_stage_layers`).
-    ep, etp : int or array
-        Expert-parallel and expert tensor-parallel sizes (MoE models; 1 for dense). Each
-        MoE layer adds the expert GEMMs of the busiest rank (``options.moe_load_imbalance``
-        times the mean, each expert a GEMM of M = e x tokens x k / E rows, so small
-        per-expert batches are bound by their weight traffic), the router, the shared
-        experts, and four all-to-alls (dispatch and combine, forward and backward) of
-        tokens x k x h x 2 bytes over the EP group
-        (:func:`llmcost.training.comm.hierarchical_alltoall_time_s`: NVLink inside the
-        scale-up domain, the fabric beyond), less ``options.moe_a2a_overlap``, and a
-        fixed host overhead per MoE layer and micro-batch (``moe_layer_overhead_s``)
-        unless ``options.cuda_graphs`` is "full". Expert gradients reduce over the expert
-        data-parallel group gpus / (p e t_e).
-    precision : {"bf16", "fp8", "mxfp8"} or array of these names, optional
-        GEMM precision per layout; None: ``options.precision``. FP8 needs FP8 tensor cores
-        (not A100), MXFP8 the Blackwell generation
-        (:func:`llmcost.training.precision.check_precision`).
-    recompute_modules : str or sequence of str
-        Named modules recomputed in the backward (Megatron-Core's ``--recompute-modules``,
-        :data:`llmcost.training.recompute.RECOMPUTE_MODULES`), on the layouts whose
-        ``recompute`` is not "full"; passed to the memory model with ``memory_kwargs``
-        (which also carries ``activation_precision``, ``optimizer_moments`` and
-        ``moe_probs_at``, :func:`llmcost.training.memory.memory_per_gpu`). Each recomputed
-        module runs its forward once more: its GEMMs
-        (:func:`llmcost.training.recompute.recompute_flops_per_token`, F_rc per token) take
-        F_rc / (6 P_mm) of the layer's linear-GEMM time, at the layer's own GEMM speed and
-        precision; its element-wise work moves gamma / 3 bytes per byte of BF16 activations
-        it frees (:func:`llmcost.training.memory.layer_activation_bytes`), a third of what
-        a stored byte costs over forward and backward, as full recomputation's 4/3 counts
-        it; "moe" also repeats the dispatch and combine all-to-alls and the MoE layer's
-        host overhead once. "core_attn" is ``recompute="selective"``. Hardware FLOPs (HFU)
-        add F_rc per token and layer; model FLOPs (MFU) do not change.
+    nvlink_efficiency : float
+        Achievable share of NVLink bandwidth [-].
+    overlap : float or array
+        phi_tp, share hidden behind GEMMs (0 with TP communication overlap off) [-].
 
     Returns
     -------
-    StepPrediction
-        Times [s], TFLOP/s per GPU, MFU/HFU [-], tokens/s, memory [bytes], fits [bool],
-        scaling efficiency [-].
+    time_s : float or array
+        [s] per layer per micro-batch.
 
     References
     ----------
-    .. [1] Narayanan et al. 2021, arXiv:2104.04473, §2-§4.
-    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §4-§5.
-    .. [3] Rajbhandari et al. 2019, arXiv:1910.02054, §7.
-    .. [4] NVIDIA Transformer Engine documentation, "Low precision training: Performance
-       Considerations"; Micikevicius et al. 2022, arXiv:2209.05433, §4.
-    .. [5] Y. Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data
-       Parallel", VLDB 2023, arXiv:2304.11277, §3.3 (overlap, backward and forward
-       prefetch), §3.4 (rate limiter); constants fitted to MosaicML llm-foundry's benchmark
-       tables (scripts/train/benchmarking/README.md, mosaicml/llm-foundry@8c8dd48).
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, §3.3 (two all-reduces per layer in each
+       direction).
+    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §4.2.2 (sequence parallelism: the same
+       bytes as all-gather + reduce-scatter).
     """
+    n_tp = 4.0 + 2.0 * (recompute == "full")
+    tp_bytes = tokens * hidden * 2.0
+    t_ar_nvl = comm.ring_allreduce_time_s(tp_bytes, tp, scale_up.bandwidth_gb_per_s_per_gpu,
+                                          scale_up.latency_us, nvlink_efficiency)
+    t_ar_net = comm.hierarchical_allreduce_time_s(
+        tp_bytes, tp, np.minimum(tp, domain_gpus), scale_up.bandwidth_gb_per_s_per_gpu,
+        scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
+        nvlink_efficiency, scale_out.efficiency,
+        _congestion(np.maximum(tp // domain_gpus, 1), scale_out))
+    return n_tp * np.where(tp <= domain_gpus, t_ar_nvl, t_ar_net) * (1.0 - overlap)
+
+
+def context_parallel_comm_s(tokens, kv_heads, head_dim, tp, cp, attention_s, domain_gpus,
+                            scale_up, scale_out, nvlink_efficiency):
+    r"""Context-parallel K/V ring not hidden behind the attention math, one layer and one
+    micro-batch.
+
+    .. math:: T_{cp} = \max\left(0,\ 3 (c - 1)\, T_{p2p}\!\left(2 \cdot 2 M
+              \frac{n_{kv} d_h}{\min(t, n_{kv})}\right) - t_{attn}\right)
+
+    Each of the c - 1 ring steps passes a block of K and V (BF16) to the next rank, once in
+    the forward and twice in the backward (K/V and their gradients); NVLink while t c fits
+    in the scale-up domain.
+
+    Parameters
+    ----------
+    tokens : float or array
+        M, tokens per micro-batch on the GPU, b s / c [-].
+    kv_heads, head_dim : int
+        n_kv, d_h [-].
+    tp, cp : int or array
+        t, c [-].
+    attention_s : float or array
+        t_attn, the attention core's time that hides the ring [s].
+    domain_gpus : int
+    scale_up, scale_out : FabricSpec
+    nvlink_efficiency : float
+
+    Returns
+    -------
+    time_s : float or array
+        [s] per layer per micro-batch.
+
+    References
+    ----------
+    .. [1] H. Liu et al., "Ring Attention with Blockwise Transformers", arXiv:2310.01889,
+       §3 (blocks passed around a ring, overlapped with blockwise attention).
+    """
+    kv_bytes = tokens * 2.0 * kv_heads * head_dim / np.minimum(tp, kv_heads) * 2.0
+    t_link = _p2p_s(kv_bytes, tp * cp <= domain_gpus, scale_up, scale_out, nvlink_efficiency)
+    return np.maximum(0.0, 3.0 * (cp - 1) * t_link - attention_s)
+
+
+def expert_parallel_comm_s(tokens, hidden, top_k, tp, ep, etp, moe_layer_share, recomputed,
+                           domain_gpus, scale_up, scale_out, nvlink_efficiency,
+                           imbalance=1.0, overlap=0.0):
+    r"""Exposed MoE token dispatch and combine of one layer (mean over dense and MoE layers)
+    and one micro-batch, on the busiest expert rank.
+
+    .. math:: T_{ep} = \sigma\, n_{a2a}\, T_{A2A}\!\left(\frac{M}{t} k h \cdot 2\,\iota,\
+              e\right)(1 - \phi_{a2a}),\qquad n_{a2a} = 4 \text{ (6 recomputed)}
+
+    with sigma the share of MoE layers, iota the load imbalance and the all-to-all over the
+    EP group on NVLink inside the scale-up domain (domain / t_e ranks of it), the fabric
+    beyond (:func:`llmcost.training.comm.hierarchical_alltoall_time_s`).
+
+    Parameters
+    ----------
+    tokens : float or array
+        M, tokens per micro-batch on the GPU, b s / c [-].
+    hidden, top_k : int
+        h, k [-].
+    tp, ep, etp : int or array
+        t, e, t_e [-].
+    moe_layer_share : float
+        sigma, MoE layers over all layers [-].
+    recomputed : bool or array
+        The forward's all-to-alls run again (full recomputation or the "moe" module).
+    domain_gpus : int
+    scale_up, scale_out : FabricSpec
+    nvlink_efficiency : float
+    imbalance : float
+        iota, tokens of the busiest rank over the mean [-].
+    overlap : float
+        phi_a2a, share hidden behind computation [-].
+
+    Returns
+    -------
+    time_s : float or array
+        [s] per layer per micro-batch.
+
+    References
+    ----------
+    .. [1] D. Lepikhin et al., "GShard", arXiv:2006.16668, §2.2 (dispatch and combine
+       all-to-alls); DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, §3.2
+       (overlapping them: DualPipe).
+    """
+    a2a_bytes = tokens / tp * top_k * hidden * 2.0 * imbalance
+    ep_in_domain = np.maximum(domain_gpus // etp, 1)
+    t_a2a_one = comm.hierarchical_alltoall_time_s(
+        a2a_bytes, ep, ep_in_domain, scale_up.bandwidth_gb_per_s_per_gpu,
+        scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
+        nvlink_efficiency, scale_out.efficiency,
+        _congestion(np.maximum(-(-ep // ep_in_domain), 1), scale_out))
+    n_a2a = 4.0 + 2.0 * recomputed
+    return moe_layer_share * n_a2a * t_a2a_one * (1.0 - overlap)
+
+
+def pipeline_p2p_s(tokens, hidden, tp, cp, dp, pp, interleave, domain_gpus, scale_up,
+                   scale_out, nvlink_efficiency):
+    r"""Pipeline activation sends of one micro-batch on the critical path.
+
+    .. math:: T_{pp} = 2 v\, T_{p2p}(2 M h / t)\quad (p > 1;\ 0 \text{ otherwise})
+
+    One send forward and one backward per virtual stage; Megatron's scatter/gather sends
+    1/t of the activations per NIC and all-gathers them after. Neighbouring stages sit
+    d t c ranks apart: NVLink while that stays inside the scale-up domain.
+
+    Parameters
+    ----------
+    tokens : float or array
+        M, tokens per micro-batch on the GPU, b s / c [-].
+    hidden : int
+    tp, cp, dp, pp, interleave : int or array
+        t, c, d, p, v [-].
+    domain_gpus : int
+    scale_up, scale_out : FabricSpec
+    nvlink_efficiency : float
+
+    Returns
+    -------
+    time_s : float or array
+        [s] per micro-batch.
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, §4.1 (scatter/gather optimization).
+    """
+    p2p_bytes = tokens * hidden * 2.0 / tp
+    t_one = _p2p_s(p2p_bytes, tp * cp * dp < domain_gpus, scale_up, scale_out,
+                   nvlink_efficiency)
+    return np.where(pp > 1, 2.0 * interleave * t_one, 0.0)
+
+
+def pipeline_bubble_s(pp, interleave, microbatch_s):
+    r"""Pipeline fill and drain per step.
+
+    .. math:: T_{bubble} = \frac{p - 1}{v}\, t_{mb}
+              \;=\; \beta\, m\, t_{mb},\qquad \beta = \frac{p - 1}{v m}
+
+    (:func:`pipeline_bubble_fraction`), with t_mb the slowest stage's time per micro-batch.
+
+    Parameters
+    ----------
+    pp, interleave : int or array
+        p, v [-].
+    microbatch_s : float or array
+        t_mb [s].
+
+    Returns
+    -------
+    time_s : float or array
+        [s] per step.
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, §2.2.1-2.2.2.
+    """
+    return (pp - 1) / interleave * microbatch_s
+
+
+def optimizer_step_s(states_bytes, hbm_bytes_per_s, weight_cast_s=0.0, casts_per_step=1):
+    r"""Optimizer step: every model state read and written once at HBM speed, plus FP8 weight
+    casts.
+
+    .. math:: t_{opt} = \frac{2\, S}{B_{HBM}} + n_{cast}\, t_{cast}
+
+    Parameters
+    ----------
+    states_bytes : float or array
+        S, weights + gradients + optimizer states on the GPU [bytes].
+    hbm_bytes_per_s : float
+        B_HBM [bytes/s].
+    weight_cast_s : float or array
+        t_cast, quantizing the stage's weights once (0 for BF16) [s].
+    casts_per_step : int or array
+        n_cast: 1, or m under ZeRO-3, which gathers (and casts) the weights every
+        micro-batch [-].
+
+    Returns
+    -------
+    time_s : float or array
+        [s] per step.
+
+    References
+    ----------
+    .. [1] Williams et al. 2009, "Roofline", CACM 52(4) (memory-bound time = bytes /
+       bandwidth).
+    """
+    return 2.0 * states_bytes / hbm_bytes_per_s + casts_per_step * weight_cast_s
+
+
+class _Resolved(NamedTuple):
+    # predict_step's inputs checked and resolved (layout, options, constants, memory)
+    s: int
+    gpus: np.ndarray
+    tp: np.ndarray
+    pp: np.ndarray
+    cp: np.ndarray
+    b: np.ndarray
+    B: np.ndarray
+    vv: np.ndarray
+    dp: np.ndarray
+    m: np.ndarray
+    n_first: np.ndarray
+    n_mid: np.ndarray
+    n_last: np.ndarray
+    rec: np.ndarray
+    rec_attn: np.ndarray
+    mods: tuple
+    sp: np.ndarray
+    zero: np.ndarray
+    opt: Options
+    cal: Calibration
+    flash: np.ndarray
+    tpo: np.ndarray
+    prec: np.ndarray
+    fp8: bool
+    imb: float
+    graphs: str
+    mem: MemoryBreakdown
+    ep: np.ndarray
+    etp: np.ndarray
+    edp: np.ndarray
+    peak: float
+    hbm: float
+    node: int
+
+
+def _resolve(model, gpu, gpus, tp, pp, global_batch, cp, micro_batch, interleave, recompute,
+             sequence_parallel, zero_stage, options, calibration, seq_len, memory_kwargs,
+             flash_attention, tp_comm_overlap, first_stage_layers, last_stage_layers,
+             precision, ep, etp, recompute_modules) -> _Resolved:
+    # the checks run in this order so that the first bad input is the one named
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
     gpus, tp, pp, cp, b, B, vv, dp, m = _check(model, gpus, tp, pp, cp, micro_batch,
                                                global_batch, interleave, s,
@@ -895,22 +1026,11 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     tpo = tpo & (tp > 1) & (stack == "megatron")
     prec = check_precision(opt.precision if precision is None else precision, gpu)
     v.choice("fp8_scaling", opt.fp8_scaling, FP8_SCALINGS)
-    fp8 = bool(np.any(prec != "bf16"))
-    # attention, logits and memory-bound work run at the BF16 peak for every precision,
-    # and MFU/HFU are stated against it (one convention for all precisions)
-    peak = gpu.bf16_dense_tflops * 1e12
-    hbm = gpu.hbm_bandwidth_tb_per_s * 1e12
-    # what NVLink reaches: the scale-up domain (72 GPUs in an NVL72 rack), not the billing
-    # or failure unit (a 4-GPU GB200 tray)
-    node = gpu.scale_up_domain
-    h, L, V = model.hidden, model.layers, model.vocab
-
-    moe_on = model.is_moe
     imb = v.in_range("moe_load_imbalance", opt.moe_load_imbalance, 1.0, 16.0)
     v.in_range("moe_a2a_overlap", opt.moe_a2a_overlap, 0, 1)
     graphs = v.choice("cuda_graphs", opt.cuda_graphs, CUDA_GRAPH_MODES)
     mkw = dict(memory_kwargs or {})
-    if moe_on:
+    if model.is_moe:
         mkw.setdefault("moe_capacity_factor", imb)
     mem = memory_per_gpu(model, gpus, tp, pp, cp, zero, b, B, rec, sp, flash,
                          interleave=vv, seq_len=s, first_stage_layers=first_stage_layers,
@@ -918,13 +1038,40 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                          generation=gpu.generation, ep=ep, etp=etp, recompute_modules=mods,
                          **mkw)
     ep, etp, edp = check_expert_layout(model, gpus, tp, pp, cp, ep, etp)
+    # attention, logits and memory-bound work run at the BF16 peak for every precision,
+    # and MFU/HFU are stated against it (one convention for all precisions). NVLink
+    # reaches the scale-up domain (72 GPUs in an NVL72 rack), not the billing or failure
+    # unit (a 4-GPU GB200 tray).
+    return _Resolved(s, gpus, tp, pp, cp, b, B, vv, dp, m, n_first, n_mid, n_last, rec,
+                     rec_attn, mods, sp, zero, opt, cal, flash, tpo, prec,
+                     bool(np.any(prec != "bf16")), imb, graphs, mem, ep, etp, edp,
+                     gpu.bf16_dense_tflops * 1e12, gpu.hbm_bandwidth_tb_per_s * 1e12,
+                     gpu.scale_up_domain)
 
-    # ---- compute per micro-batch per layer (one GPU)
-    tokens = b * s / cp
+
+class _LayerFlops(NamedTuple):
+    # FLOPs per token of one layer (mean over dense and MoE layers) and what derives them
+    attn: float          # model FLOPs of the attention core, 12 s d_q [FLOP/token]
+    p_mm: float          # linear-layer parameters the busiest rank multiplies [-]
+    d_q: float           # query width for FlashAttention's count [-]
+    d_bar: float         # mean head dim of scores and values [-]
+    scores: float        # score elements per token (causal, windows in tiles) [-]
+    share: float         # MoE layers over all layers [-]
+    layer_model: float   # model FLOPs per token (MFU) [FLOP/token]
+    layer_hw: np.ndarray  # hardware FLOPs per token (HFU) [FLOP/token]
+    rc_mods: tuple       # modules recomputed by name besides the attention core
+    on_rc: np.ndarray    # layouts that recompute them (not under full recomputation)
+
+
+def _layer_flops(model, s, rec, rec_attn, mods, imb) -> _LayerFlops:
+    # the model-FLOPs convention: 6 P_mm + 12 s d_q per token; HFU adds what recomputation
+    # runs again
+    h, L = model.hidden, model.layers
     p_mm = matmul_params_per_layer(h, model.heads, model.kv_heads, model.ffn_hidden,
                                    model.gated_ffn, model.head_dim)
     d_q = model.heads * model.head_dim
     attn = 12.0 * s * d_q
+    share = 0.0
     if not model._simple:
         # MLA scores with d_qk = d_n + d_r and values d_v; sliding windows score fewer keys;
         # MoE layers meet k of E experts (the busiest rank does imbalance x the mean)
@@ -953,278 +1100,486 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     layer_hw = np.where(rec == "full", layer_model * 4.0 / 3.0,
                         layer_model + np.where(rec_attn == "selective", attn, 0.0)
                         + np.where(on_rc, recompute_flops_per_token(model, rc_mods, s), 0.0))
-    rec_f = np.where(rec == "full", 4.0 / 3.0, 1.0)
-    penalty = np.where(tpo, 1.0 - opt.tp_overlap_gemm_penalty, 1.0)
-    # linear layers: a roofline in series per GEMM (gemm_efficiency), summed over QKV,
-    # projection, FC1, FC2 and their three passes: t = F/(e_max P) + k V/B, V the bytes
-    gemm_flops = 6.0 * p_mm * rec_f * tokens / tp
+    return _LayerFlops(attn, p_mm, d_q, d_bar, scores, share, layer_model, layer_hw,
+                       rc_mods, on_rc)
+
+
+def _layer_matmul_s(model, gpu, R: _Resolved, F: _LayerFlops, tokens, rec_f, penalty):
+    r"""Matmul time of one layer and one micro-batch on one GPU: linear GEMMs and the
+    attention core.
+
+    .. math:: t_{mm} = \frac{F_{gemm}}{e_{max} F_{peak}} + k\,\frac{6\,V_{gemm}}{B_{HBM}}
+              + t_{attn}
+
+    A roofline in series per GEMM (:func:`gemm_efficiency`) summed over QKV, projection,
+    FC1, FC2 (MoE: router, shared and this rank's experts, each of M = e tokens k iota / E
+    rows) and their three passes, F_gemm = 6 P_mm M / t (x 4/3 with full recomputation).
+    Fused attention: the causal scores at ``attention_efficiency``, each pass bounded by
+    its matmuls or its softmax exponentials
+    (:func:`~llmcost.training.attention.flash_attention_time_s`); unfused: 12 s d_q full
+    attention GEMMs at e_max. FP8 and MXFP8 move the linear GEMMs to the FP8 peak with
+    1-byte operands (MXFP8 at ``mxfp8_gemm_efficiency`` of it); attention stays BF16.
+    Modules recomputed by name add F_rc / (6 P_mm) of the linear time
+    (:func:`llmcost.training.recompute.recompute_flops_per_token`). With TP overlap the GEMMs
+    slow by ``tp_overlap_gemm_penalty``.
+
+    Returns (t_mm, t_attn) [s].
+
+    References
+    ----------
+    .. [1] Williams et al. 2009 (roofline); Dao 2023, arXiv:2307.08691 (FlashAttention-2).
+    .. [2] NVIDIA Transformer Engine documentation, "Low precision training"; Micikevicius
+       et al. 2022, arXiv:2209.05433, §4.
+    """
+    cal, tp, h, peak, hbm = R.cal, R.tp, model.hidden, R.peak, R.hbm
+    gemm_flops = 6.0 * F.p_mm * rec_f * tokens / tp
     if model._simple:
         gemm_elems = rec_f * _layer_gemm_elements(
-            tokens, h, d_q, model.kv_heads * model.head_dim / np.minimum(tp, model.kv_heads),
+            tokens, h, F.d_q, model.kv_heads * model.head_dim / np.minimum(tp, model.kv_heads),
             model.ffn_hidden, model.gated_ffn, tp)
     else:
-        gemm_elems = rec_f * _moe_layer_gemm_elements(model, tokens, tp, ep, etp, imb)
+        gemm_elems = rec_f * _moe_layer_gemm_elements(model, tokens, tp, R.ep, R.etp, R.imb)
     t_lin = (gemm_flops / (peak * cal.matmul_efficiency)
              + cal.gemm_traffic * 6.0 * gemm_elems / hbm) / penalty
-    if flash.any():
-        # fused attention: the causal scores (windows in whole tiles) at FlashAttention's own
-        # efficiency, each pass bounded by its matmuls or its softmax exponentials
-        t_flash = flash_attention_time_s(scores * tokens / tp, d_bar, peak, gpu.exp_per_s,
-                                         cal.attention_efficiency, rec_attn) / penalty
+    if R.flash.any():
+        t_flash = flash_attention_time_s(F.scores * tokens / tp, F.d_bar, peak, gpu.exp_per_s,
+                                         cal.attention_efficiency, R.rec_attn) / penalty
     else:
         t_flash = 0.0
     # unfused attention (Megatron 2021): batched GEMMs over the full s x s scores, at e_max;
     # their softmax and score traffic is in the memory-bound term (activations)
-    t_unfused = (attn * rec_f + np.where(rec_attn == "selective", attn, 0.0)) * tokens / tp / (
-        peak * cal.matmul_efficiency * penalty)
-    t_attn = np.where(flash, t_flash, t_unfused)
+    t_unfused = (F.attn * rec_f + np.where(R.rec_attn == "selective", F.attn, 0.0)) \
+        * tokens / tp / (peak * cal.matmul_efficiency * penalty)
+    t_attn = np.where(R.flash, t_flash, t_unfused)
     t_mm = t_lin + t_attn
+    if R.fp8:
+        # BF16 layouts keep their exact figures
+        pk = peak_tflops_by_part(gpu, R.prec)
+        e8 = cal.matmul_efficiency * np.where(R.prec == "mxfp8", cal.mxfp8_gemm_efficiency, 1.0)
+        t_lin8 = (gemm_flops / (pk.gemm_tflops * 1e12 * e8)
+                  + cal.gemm_traffic * 4.0 * gemm_elems / hbm) / penalty
+        t_mm = np.where(R.prec != "bf16", t_lin8 + t_attn, t_mm)
+    if F.rc_mods:
+        f_rc = recompute_flops_per_token(model, F.rc_mods, R.s, R.imb if model.is_moe else 1.0)
+        t_mm = t_mm + np.where(F.on_rc, f_rc / (6.0 * F.p_mm), 0.0) * (t_mm - t_attn)
+    return t_mm, t_attn
+
+
+def _layer_memory_bound_s(model, gpu, R: _Resolved, F: _LayerFlops, tokens, rec_f):
+    r"""Memory-bound and fixed time of one layer and one micro-batch on one GPU.
+
+    .. math:: t_{elem} = \gamma\,\frac{A_{layer}}{B_{HBM}}\,\rho
+              + \rho\,(\sigma\, t_{moe} + t_{host}) + \frac{V_{cast}}{B_{HBM}},
+              \qquad \rho = \tfrac43 \text{ full recomputation, else } 1
+
+    Norms, softmax, dropout and activations move gamma bytes per byte of the layer's
+    stored activations A (:func:`llmcost.training.memory.activation_bytes_per_layer`; MoE:
+    the busiest rank's expert block); each MoE layer pays the dispatcher's host round trip
+    t_moe (``moe_layer_overhead_s``) unless ``cuda_graphs`` is "full"; every layer the
+    stack's host time t_host (``layer_host_overhead_s``, 0 for megatron); FP8 adds its
+    quantization bytes V_cast (:func:`llmcost.training.precision.fp8_cast_bytes_per_layer`,
+    physical bytes, not scaled by gamma). A module recomputed by name moves gamma / 3
+    bytes per BF16 byte it frees (one forward of the three passes).
+
+    Returns t_elem [s].
+
+    References
+    ----------
+    .. [1] Williams et al. 2009 (roofline); Korthikanti et al. 2022, arXiv:2205.05198, §4
+       (activation bytes per layer).
+    """
+    cal, opt, s, b, tp, cp, hbm = R.cal, R.opt, R.s, R.b, R.tp, R.cp, R.hbm
+    h, moe_on = model.hidden, model.is_moe
     kv_a, hd_a = model.attention_shape
     act = activation_bytes_per_layer(s, b, h, model.heads, tp, cp, kv_a,
                                      model.ffn_hidden, model.gated_ffn, hd_a,
-                                     model.dropout, sp, "none", flash)
+                                     model.dropout, R.sp, "none", R.flash)
     if moe_on:
         dense_inner = tokens * (6.0 if model.gated_ffn else 4.0) * model.ffn_hidden / tp
         moe_block = moe_ffn_activation_bytes(
             s, b, h, model.moe_experts, model.moe_top_k, model.moe_ffn_hidden,
-            model.moe_shared_ffn_hidden, tp, cp, etp, model.gated_ffn, imb)
-        act = act + share * (moe_block - dense_inner)
+            model.moe_shared_ffn_hidden, tp, cp, R.etp, model.gated_ffn, R.imb)
+        act = act + F.share * (moe_block - dense_inner)
     t_elem = cal.elementwise_traffic * act * rec_f / hbm
+    host = 0.0 if R.graphs == "full" else 1.0
     if moe_on:
-        # the dispatcher's fixed cost per MoE layer and micro-batch: a host round trip
-        # (token counts to the host, kernels launched after) that only a full-iteration
-        # CUDA graph with a sync-free dispatcher removes
-        host = 0.0 if graphs == "full" else 1.0
-        t_elem = t_elem + share * cal.moe_layer_overhead_s * host * rec_f
-    # fixed per layer and micro-batch (0 for megatron): the eager stack's host work
+        t_elem = t_elem + F.share * cal.moe_layer_overhead_s * host * rec_f
     t_elem = t_elem + cal.layer_host_overhead_s * rec_f
-    if fp8:
-        # the linear GEMMs move from the BF16 to the FP8 peak with 1-byte operands
-        # (attention stays); BF16 layouts keep their exact figures
-        pk = peak_tflops_by_part(gpu, prec)
-        e8 = cal.matmul_efficiency * np.where(prec == "mxfp8", cal.mxfp8_gemm_efficiency, 1.0)
-        t_lin8 = (gemm_flops / (pk.gemm_tflops * 1e12 * e8)
-                  + cal.gemm_traffic * 4.0 * gemm_elems / hbm) / penalty
-        t_mm = np.where(prec != "bf16", t_lin8 + t_attn, t_mm)
-        # quantizing GEMM inputs and output gradients: physical bytes at HBM speed
+    if R.fp8:
         t_elem = t_elem + fp8_cast_bytes_per_layer(
             s, b, h, model.heads, tp, cp, model.kv_heads, model.ffn_hidden, model.gated_ffn,
-            model.head_dim, sp, rec, prec, gpu.generation, opt.fp8_scaling) / hbm
-    if rc_mods:
-        # the recomputed GEMMs at the layer's own GEMM speed and precision, their element-wise
-        # work a third (one forward) of what the bytes they free cost over a whole step
-        f_rc = recompute_flops_per_token(model, rc_mods, s, imb if moe_on else 1.0)
-        t_mm = t_mm + np.where(on_rc, f_rc / (6.0 * p_mm), 0.0) * (t_mm - t_attn)
-        kept = [layer_activation_bytes(model, s, b, tp, cp, etp, sp, "none", flash, x, 2.0,
-                                       imb if moe_on else 1.0) for x in ((), rc_mods)]
-        t_elem = t_elem + np.where(on_rc, cal.elementwise_traffic / 3.0 * (kept[0] - kept[1])
+            model.head_dim, R.sp, R.rec, R.prec, gpu.generation, opt.fp8_scaling) / hbm
+    if F.rc_mods:
+        imb = R.imb if moe_on else 1.0
+        kept = [layer_activation_bytes(model, s, b, tp, cp, R.etp, R.sp, "none", R.flash, x,
+                                       2.0, imb) for x in ((), F.rc_mods)]
+        t_elem = t_elem + np.where(F.on_rc, cal.elementwise_traffic / 3.0 * (kept[0] - kept[1])
                                    / hbm, 0.0)
-        if moe_on and "moe" in rc_mods:
-            t_elem = t_elem + np.where(on_rc, share * cal.moe_layer_overhead_s * host / 3.0, 0.0)
-    # LM head: M = tokens, N = V/t, K = h
+        if moe_on and "moe" in F.rc_mods:
+            t_elem = t_elem + np.where(F.on_rc, F.share * cal.moe_layer_overhead_s * host / 3.0,
+                                       0.0)
+    return t_elem
+
+
+def logits_s(tokens, hidden, vocab, tp, peak_flops, hbm_bytes_per_s,
+             calibration=DEFAULT_CALIBRATION):
+    r"""LM head of one micro-batch on the last pipeline stage: its GEMM and its softmax.
+
+    .. math:: t_{logits} = \frac{6 V h M / t}{e_{max} F_{peak}}
+              + k\,\frac{6 (M h + h V / t + M V / t)}{B_{HBM}}
+              + \gamma\,\frac{4 M V / t}{B_{HBM}}
+
+    Parameters
+    ----------
+    tokens : float or array
+        M, tokens per micro-batch on the GPU [-].
+    hidden, vocab : int
+        h, V [-].
+    tp : int or array
+        t [-].
+    peak_flops : float
+        Dense BF16 peak [FLOP/s].
+    hbm_bytes_per_s : float
+        [bytes/s].
+    calibration : Calibration
+
+    Returns
+    -------
+    time_s : float or array
+        [s] per micro-batch.
+
+    References
+    ----------
+    .. [1] Williams et al. 2009 (roofline); Narayanan et al. 2021, arXiv:2104.04473, §3.2
+       (logit FLOPs 6 B s V h per step).
+    """
+    cal, h, V = calibration, hidden, vocab
     logit_elems = tokens * h + h * V / tp + tokens * V / tp
-    t_logits = 6.0 * V * h * tokens / tp / (peak * cal.matmul_efficiency) + \
-        cal.gemm_traffic * 6.0 * logit_elems / hbm + \
-        cal.elementwise_traffic * 4.0 * tokens * V / tp / hbm
+    return 6.0 * V * h * tokens / tp / (peak_flops * cal.matmul_efficiency) + \
+        cal.gemm_traffic * 6.0 * logit_elems / hbm_bytes_per_s + \
+        cal.elementwise_traffic * 4.0 * tokens * V / tp / hbm_bytes_per_s
 
-    # ---- tensor-parallel collectives: 2 forward + 2 backward (+2 recomputed forward)
-    n_tp = 4.0 + 2.0 * (rec == "full")
-    tp_in_node = tp <= node
-    tp_bytes = tokens * h * 2.0
-    t_ar_nvl = comm.ring_allreduce_time_s(tp_bytes, tp, scale_up.bandwidth_gb_per_s_per_gpu,
-                                          scale_up.latency_us, cal.nvlink_efficiency)
-    tp_nodes = np.maximum(tp // node, 1)
-    t_ar_net = comm.hierarchical_allreduce_time_s(
-        tp_bytes, tp, np.minimum(tp, node), scale_up.bandwidth_gb_per_s_per_gpu,
-        scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
-        cal.nvlink_efficiency, scale_out.efficiency,
-        comm.congestion_factor(tp_nodes, scale_out.congestion_per_doubling,
-                               scale_out.oversubscription))
-    t_tp = n_tp * np.where(tp_in_node, t_ar_nvl, t_ar_net) * np.where(tpo, 1.0 - opt.tp_overlap, 1.0)
 
-    # ---- context parallel: K and V blocks around a ring, hidden behind attention math
-    cp_in_node = tp * cp <= node
-    kv_bytes = tokens * 2.0 * model.kv_heads * model.head_dim / np.minimum(tp, model.kv_heads) * 2.0
-    t_cp_link = np.where(cp_in_node,
-                         comm.p2p_time_s(kv_bytes, scale_up.bandwidth_gb_per_s_per_gpu,
-                                         scale_up.latency_us, cal.nvlink_efficiency),
-                         comm.p2p_time_s(kv_bytes, scale_out.bandwidth_gb_per_s_per_gpu,
-                                         scale_out.latency_us, scale_out.efficiency))
-    t_cp_total = 3.0 * (cp - 1) * t_cp_link
-    t_cp = np.maximum(0.0, t_cp_total - t_attn)
-
-    # ---- MoE: token dispatch and combine over the expert-parallel group, forward and
-    # backward (and the recomputed forward), on the busiest rank
-    if moe_on:
-        a2a_bytes = tokens / tp * model.moe_top_k * h * 2.0 * imb
-        ep_in_domain = np.maximum(node // etp, 1)
-        ep_nodes = np.maximum(-(-ep // ep_in_domain), 1)
-        t_a2a_one = comm.hierarchical_alltoall_time_s(
-            a2a_bytes, ep, ep_in_domain, scale_up.bandwidth_gb_per_s_per_gpu,
-            scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
-            cal.nvlink_efficiency, scale_out.efficiency,
-            comm.congestion_factor(ep_nodes, scale_out.congestion_per_doubling,
-                                   scale_out.oversubscription))
-        n_a2a = 4.0 + 2.0 * ((rec == "full") | (on_rc & ("moe" in rc_mods)))
-        t_ep = share * n_a2a * t_a2a_one * (1.0 - opt.moe_a2a_overlap)
-    else:
-        t_ep = 0.0
-
-    # ---- per micro-batch on the slowest stage: every stage waits for it
-    per_layer = t_mm + t_elem + t_tp + t_cp + t_ep
-    # last, first, middle: ties go to the last (an even pipeline's slowest, as before)
-    t_last = n_last * per_layer + t_logits
-    t_first = n_first * per_layer + np.where(pp == 1, t_logits, 0.0)
-    t_middle = np.where(pp > 2, n_mid * per_layer, 0.0)
+def _slowest_stage(layer_s, logits_s_, pp, n_first, n_mid, n_last):
+    # the stage that paces every other: (its rank code 0 last / 1 first / 2 middle, its time
+    # per micro-batch, its layers, its logits time); ties go to the last stage
+    t_last = n_last * layer_s + logits_s_
+    t_first = n_first * layer_s + np.where(pp == 1, logits_s_, 0.0)
+    t_middle = np.where(pp > 2, n_mid * layer_s, 0.0)
     times = np.stack(np.broadcast_arrays(t_last, t_first, t_middle))
     slow = np.argmax(times, axis=0)
-    t_stage = np.max(times, axis=0)
     n_slow = np.choose(slow, np.broadcast_arrays(n_last, n_first, n_mid))
-    logits_slow = np.where((slow == 0) | (pp == 1), t_logits, 0.0)
-    # the gradient reduction and its window: the stage with the most parameters
-    mid_heavier = (pp > 2) & (n_mid * model.layer_params
-                              > n_last * model.layer_params + model.vocab * h)
-    n_heavy = np.where(mid_heavier, n_mid, n_last)
-    stage_compute = n_heavy * (t_mm + t_elem) + np.where(pp == 1, t_logits, 0.0)
-    # pipeline neighbours sit dp*tp*cp ranks apart: a different node once that fills one
-    p2p_in_node = tp * cp * dp < node
-    p2p_bytes = tokens * h * 2.0 / tp  # Megatron scatter/gather: 1/t per NIC, then all-gather
-    t_p2p_one = np.where(p2p_in_node,
-                         comm.p2p_time_s(p2p_bytes, scale_up.bandwidth_gb_per_s_per_gpu,
-                                         scale_up.latency_us, cal.nvlink_efficiency),
-                         comm.p2p_time_s(p2p_bytes, scale_out.bandwidth_gb_per_s_per_gpu,
-                                         scale_out.latency_us, scale_out.efficiency))
-    t_p2p_mb = np.where(pp > 1, 2.0 * vv * t_p2p_one, 0.0)
-    t_mb = t_stage + t_p2p_mb
-    bubble = (pp - 1) / vv * t_mb
-    t_pipe = m * t_mb + bubble
+    logits_slow = np.where((slow == 0) | (pp == 1), logits_s_, 0.0)
+    return slow, np.max(times, axis=0), n_slow, logits_slow
 
-    # ---- data-parallel gradient reduction (DP x CP group), hierarchical rings
+
+def _heaviest_stage(model, pp, n_mid, n_last):
+    # the stage with the most parameters, whose gradient reduction the step waits for: a
+    # middle stage of n_mid layers, or the last with its LM head
+    mid_heavier = (pp > 2) & (n_mid * model.layer_params
+                              > n_last * model.layer_params + model.vocab * model.hidden)
+    return np.where(mid_heavier, n_mid, n_last), mid_heavier
+
+
+def _dp_collectives_s(model, R: _Resolved, scale_up, scale_out, n_heavy, mid_heavier):
+    r"""The heaviest stage's data-parallel collectives: the gradient all-reduce of a step
+    and one layer's ZeRO-3 parameter all-gather and gradient reduce-scatter.
+
+    Hierarchical rings over the DP x CP group (NVLink inside the scale-up domain, the
+    fabric with its congestion between nodes,
+    :func:`llmcost.training.comm.hierarchical_allreduce_time_s`) for the dense parameters
+    Psi / t (the embedding and LM head on their stages), and over the expert
+    data-parallel group gpus / (p e t_e) for the routed experts, Psi_e / (e t_e), on the
+    same links after the dense ones. Gradients move ``grad_bytes`` per parameter,
+    gathered parameters 2 (BF16).
+
+    Returns (T_AR, T_AG, T_RS) [s].
+
+    References
+    ----------
+    .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §7.2 (2 Psi per step; stage 3
+       3 Psi).
+    .. [2] Narayanan et al. 2021, arXiv:2104.04473, §3.2 (data-parallel all-reduce per
+       pipeline stage).
+    """
+    up, out, cal, opt, node, tp = scale_up, scale_out, R.cal, R.opt, R.node, R.tp
+    L, h = model.layers, model.hidden
     expert_layer = model.expert_layer_params
     stage_params = (n_heavy * (model.layer_params - expert_layer) + np.where(
-        pp == 1, model.params - L * model.layer_params,
+        R.pp == 1, model.params - L * model.layer_params,
         np.where(mid_heavier, 0, model.vocab * h))) / tp
-    group = dp * cp
+    group = R.dp * R.cp
     per_node = np.minimum(group, np.maximum(node // np.minimum(tp, node), 1))
-    nodes_in_group = np.maximum(group // per_node, 1)
-    congestion = comm.congestion_factor(nodes_in_group, scale_out.congestion_per_doubling,
-                                        scale_out.oversubscription)
-    grad_bytes = stage_params * opt.grad_bytes
-    t_ar_dp = comm.hierarchical_allreduce_time_s(
-        grad_bytes, group, per_node, scale_up.bandwidth_gb_per_s_per_gpu,
-        scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
-        cal.nvlink_efficiency, scale_out.efficiency, congestion)
-    if moe_on:
-        # routed experts: their own gradients over the expert data-parallel group, on the
-        # same links after the dense ones
-        e_node = np.minimum(edp, np.maximum(node // np.minimum(ep * etp, node), 1))
-        e_nodes = np.maximum(edp // e_node, 1)
-        # (expert_layer, e_node, e_nodes are used again by ZeRO-3 below)
-        t_ar_dp = t_ar_dp + comm.hierarchical_allreduce_time_s(
-            n_heavy * expert_layer / (ep * etp) * opt.grad_bytes, edp, e_node,
-            scale_up.bandwidth_gb_per_s_per_gpu, scale_out.bandwidth_gb_per_s_per_gpu,
-            scale_up.latency_us, scale_out.latency_us, cal.nvlink_efficiency,
-            scale_out.efficiency, comm.congestion_factor(
-                e_nodes, scale_out.congestion_per_doubling, scale_out.oversubscription))
-    backward = stage_compute * 2.0 / 3.0   # one micro-batch's backward on this stage
-    forward = stage_compute / 3.0
-    phi = opt.dp_overlap
-
-    def exposed(t, window):
-        return (1 - phi) * t + np.maximum(0.0, phi * t - window)
-
-    half = t_ar_dp / 2.0   # a reduce-scatter or an all-gather is half an all-reduce
-    # ZeRO 0-1: gradients accumulate locally; one all-reduce (or reduce-scatter + all-gather
-    # of the distributed optimizer) per step, behind the last backward.
-    t_z01 = exposed(t_ar_dp, backward)
-    # ZeRO-2: sharded gradients cannot accumulate, so every micro-batch reduce-scatters its
-    # own; updated parameters are all-gathered once, behind the next forward. The m
-    # reduce-scatters queue on one communication stream behind the compute stream: each can
-    # hide behind everything computed after its backward (the later micro-batches' forwards
-    # and backwards in 1F1B), so only the last one's backward bounds the final one.
-    t_z2 = exposed(m * half, (m - 1) * stage_compute + backward) + exposed(half, forward)
-    # ZeRO-3 / FSDP: zero3_exposed_comm_s, per layer and per micro-batch
-    unit_params = stage_params / n_heavy   # embedding and LM head spread over the layers
-    comm_args = (group, per_node, scale_up.bandwidth_gb_per_s_per_gpu,
-                 scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
-                 cal.nvlink_efficiency, scale_out.efficiency, congestion)
+    links = (up.bandwidth_gb_per_s_per_gpu, out.bandwidth_gb_per_s_per_gpu, up.latency_us,
+             out.latency_us, cal.nvlink_efficiency, out.efficiency)
+    comm_args = (group, per_node, *links, _congestion(np.maximum(group // per_node, 1), out))
+    t_ar = comm.hierarchical_allreduce_time_s(stage_params * opt.grad_bytes, *comm_args)
+    # one layer's share (embedding and LM head spread over the layers)
+    unit_params = stage_params / n_heavy
     t_gather = comm.hierarchical_allgather_time_s(2.0 * unit_params, *comm_args)
     t_scatter = comm.hierarchical_allgather_time_s(opt.grad_bytes * unit_params, *comm_args)
-    if moe_on:
-        # a layer's routed experts are gathered and reduce-scattered over the expert-DP group
-        e_args = (edp, e_node, scale_up.bandwidth_gb_per_s_per_gpu,
-                  scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
-                  cal.nvlink_efficiency, scale_out.efficiency, comm.congestion_factor(
-                      e_nodes, scale_out.congestion_per_doubling, scale_out.oversubscription))
+    if model.is_moe:
+        ep, etp, edp = R.ep, R.etp, R.edp
+        e_node = np.minimum(edp, np.maximum(node // np.minimum(ep * etp, node), 1))
+        e_args = (edp, e_node, *links, _congestion(np.maximum(edp // e_node, 1), out))
+        t_ar = t_ar + comm.hierarchical_allreduce_time_s(
+            n_heavy * expert_layer / (ep * etp) * opt.grad_bytes, *e_args)
         e_unit = expert_layer / (ep * etp)
         t_gather = t_gather + comm.hierarchical_allgather_time_s(2.0 * e_unit, *e_args)
         t_scatter = t_scatter + comm.hierarchical_allgather_time_s(opt.grad_bytes * e_unit,
                                                                    *e_args)
-    layer_compute = t_mm + t_elem
-    fwd_compute = layer_compute / (3.0 * rec_f)
-    t_z3 = zero3_exposed_comm_s(t_gather, t_scatter, fwd_compute,
-                                layer_compute - fwd_compute, n_heavy, m)
-    t_dp = np.where(zero <= 1, t_z01, np.where(zero == 2, t_z2, t_z3))
+    return t_ar, t_gather, t_scatter
 
-    # ---- optimizer: read and write every model state once, memory-bound
-    states = mem.weights_bytes + mem.grads_bytes + mem.optimizer_bytes
-    t_opt = 2.0 * states / hbm
-    if fp8:
-        # weights quantized once per step (first micro-batch), on the pacing stage; ZeRO-3
-        # gathers them again, so casts them again, for every micro-batch
-        w_bytes = OPTIMIZER_BYTES_PER_PARAM[(memory_kwargs or {}).get("optimizer", "adam")][0]
-        w_local = n_slow * p_mm / tp if not moe_on else n_slow * (
-            (model.layer_params - model.expert_layer_params) / tp
-            + model.expert_layer_params / (ep * etp))
-        t_wcast = fp8_weight_cast_bytes(w_local, prec, gpu.generation,
-                                        opt.fp8_scaling, w_bytes) / hbm
-        t_opt = t_opt + np.where(zero >= 3, m, 1) * t_wcast
 
-    step = t_pipe + t_dp + t_opt
+def data_parallel_comm_s(allreduce_s, gather_s, reduce_scatter_s, zero_stage,
+                         num_microbatches, stage_compute_s, layer_compute_s, layers,
+                         overlap=0.0, recompute_factor=1.0):
+    r"""Exposed data-parallel communication per step, by ZeRO stage.
 
-    # ---- ideal scale-out: the same layout if every link were as fast as NVLink
+    With phi the share that can overlap and W the compute it can hide behind,
+    exposed(T, W) = (1 - phi) T + max(0, phi T - W):
+
+    .. math::
+        T_{dp} = \begin{cases}
+        \mathrm{exposed}(T_{AR},\ t_b) & \text{ZeRO 0-1} \\
+        \mathrm{exposed}(m T_{AR}/2,\ (m - 1) t_{mb} + t_b) + \mathrm{exposed}(T_{AR}/2,\ t_f)
+            & \text{ZeRO-2} \\
+        T_{z3} & \text{ZeRO-3 (:func:`zero3_exposed_comm_s`)}
+        \end{cases}
+
+    ZeRO 0-1 accumulate gradients locally and reduce once, behind the last backward
+    t_b = 2/3 of the stage's micro-batch compute t_mb. ZeRO-2's sharded gradients cannot
+    accumulate: each micro-batch reduce-scatters its own (half an all-reduce) on one
+    communication stream, each hidden behind everything computed after its backward; the
+    updated parameters are all-gathered behind the next forward t_f = t_mb / 3. ZeRO-3
+    gathers and reduce-scatters per layer and micro-batch, each hidden behind one layer's
+    forward or backward.
+
+    Parameters
+    ----------
+    allreduce_s : float or array
+        T_AR, the stage's gradient all-reduce [s].
+    gather_s, reduce_scatter_s : float or array
+        One layer's ZeRO-3 parameter all-gather and gradient reduce-scatter [s].
+    zero_stage : int or array
+        0-3.
+    num_microbatches : int or array
+        m [-].
+    stage_compute_s : float or array
+        t_mb, the stage's compute per micro-batch [s].
+    layer_compute_s : float or array
+        One layer's compute per micro-batch, forward and backward [s].
+    layers : int or array
+        Layers on the stage [-].
+    overlap : float
+        phi [-].
+    recompute_factor : float or array
+        4/3 with full recomputation (the forward runs twice), else 1 [-].
+
+    Returns
+    -------
+    time_s : float or array
+        [s] per step.
+
+    References
+    ----------
+    .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §7.2.
+    .. [2] Zhao et al. 2023, arXiv:2304.11277, §3.3-3.4.
+    """
+    m, phi = num_microbatches, overlap
+    backward = stage_compute_s * 2.0 / 3.0   # one micro-batch's backward on this stage
+    forward = stage_compute_s / 3.0
+
+    def exposed(t, window):
+        return (1 - phi) * t + np.maximum(0.0, phi * t - window)
+
+    half = allreduce_s / 2.0   # a reduce-scatter or an all-gather is half an all-reduce
+    t_z01 = exposed(allreduce_s, backward)
+    t_z2 = exposed(m * half, (m - 1) * stage_compute_s + backward) + exposed(half, forward)
+    fwd_compute = layer_compute_s / (3.0 * recompute_factor)
+    t_z3 = zero3_exposed_comm_s(gather_s, reduce_scatter_s, fwd_compute,
+                                layer_compute_s - fwd_compute, layers, m)
+    return np.where(zero_stage <= 1, t_z01, np.where(zero_stage == 2, t_z2, t_z3))
+
+
+def _fp8_weight_cast_s(model, gpu, R: _Resolved, F: _LayerFlops, n_slow, memory_kwargs):
+    # the pacing stage's weights quantized once (FP8 master copies are cast per step)
+    w_bytes = OPTIMIZER_BYTES_PER_PARAM[(memory_kwargs or {}).get("optimizer", "adam")][0]
+    w_local = n_slow * F.p_mm / R.tp if not model.is_moe else n_slow * (
+        (model.layer_params - model.expert_layer_params) / R.tp
+        + model.expert_layer_params / (R.ep * R.etp))
+    return fp8_weight_cast_bytes(w_local, R.prec, gpu.generation, R.opt.fp8_scaling,
+                                 w_bytes) / R.hbm
+
+
+def _ideal_step_s(model, gpu, scale_up, scale_out, R: _Resolved, step, memory_kwargs,
+                  first_stage_layers, last_stage_layers):
+    # the same layout if every scale-out link were as fast as NVLink (scaling efficiency)
     fast = replace(scale_out, bandwidth_gb_per_s_per_gpu=scale_up.bandwidth_gb_per_s_per_gpu,
-                   latency_us=scale_up.latency_us, efficiency=cal.nvlink_efficiency,
+                   latency_us=scale_up.latency_us, efficiency=R.cal.nvlink_efficiency,
                    congestion_per_doubling=0.0, oversubscription=1.0)
-    if not with_scaling:
-        ideal = None
-    elif (scale_out.bandwidth_gb_per_s_per_gpu < scale_up.bandwidth_gb_per_s_per_gpu
-          or scale_out.congestion_per_doubling > 0 or scale_out.oversubscription > 1):
-        ideal = _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
-                            zero, opt, cal, s, memory_kwargs, flash, tpo,
-                            first_stage_layers, last_stage_layers, prec, ep, etp, mods)
-    else:
-        ideal = step
-    tokens_step = B * s
-    model_flops = (L * layer_model + 6.0 * V * h) * tokens_step
-    hw_flops = (L * layer_hw + 6.0 * V * h) * tokens_step
-    model_tf = model_flops / (gpus * step) / 1e12
-    hw_tf = hw_flops / (gpus * step) / 1e12
-    compute_total = m * (n_slow * (t_mm + t_elem) + logits_slow)
-    fits = mem.total_bytes <= gpu.memory_bytes
+    if not (scale_out.bandwidth_gb_per_s_per_gpu < scale_up.bandwidth_gb_per_s_per_gpu
+            or scale_out.congestion_per_doubling > 0 or scale_out.oversubscription > 1):
+        return step
+    return predict_step(model, gpu, scale_up, fast, R.gpus, R.tp, R.pp, R.B, R.cp, R.b, R.vv,
+                        R.rec, R.sp, R.zero, R.opt, R.cal, R.s, memory_kwargs,
+                        with_scaling=False, flash_attention=R.flash, tp_comm_overlap=R.tpo,
+                        first_stage_layers=first_stage_layers,
+                        last_stage_layers=last_stage_layers, precision=R.prec, ep=R.ep,
+                        etp=R.etp, recompute_modules=R.mods).step_time_s
+
+
+def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
+                 gpus, tp, pp, global_batch, cp=1, micro_batch=1, interleave=1,
+                 recompute="none", sequence_parallel=False, zero_stage=0,
+                 options: Options = Options(), calibration: Calibration | None = None,
+                 seq_len=None, memory_kwargs=None, with_scaling=True,
+                 flash_attention=None, tp_comm_overlap=None, first_stage_layers=None,
+                 last_stage_layers=None, precision=None, ep=1, etp=1,
+                 recompute_modules=()) -> StepPrediction:
+    r"""Predict the step time of one or many layouts, with its breakdown and MFU/HFU.
+
+    Per micro-batch, on the slowest pipeline stage (stage r holds n_r layers: l/p on an
+    even split, fewer on the first and last of an uneven one; the last also computes the
+    logits), which sets the pace of every stage:
+
+    .. math::
+        t_{mb} &= \max_r \left(n_r\left[t_{mm} + t_{elem} + T_{tp} + T_{cp} + T_{ep}\right]
+                 + [r = p - 1]\, t_{logits}\right) + T_{pp} \\
+        t_{step} &= \left(m + \frac{p - 1}{v}\right) t_{mb} + T_{dp} + t_{opt}
+
+    one function per term (:data:`STEP_TERMS`): matmuls :func:`_layer_matmul_s` and
+    memory-bound work :func:`_layer_memory_bound_s` (compute, with :func:`logits_s`),
+    :func:`tensor_parallel_comm_s`, :func:`context_parallel_comm_s`,
+    :func:`expert_parallel_comm_s`, :func:`pipeline_p2p_s`, :func:`pipeline_bubble_s`,
+    :func:`data_parallel_comm_s` (the heaviest stage's gradients, behind its backward) and
+    :func:`optimizer_step_s`. MFU and HFU are stated against the dense BF16 peak for every
+    precision, so FP8 and BF16 runs compare on one scale; MFU credits 12 s d_q of full
+    attention per token and layer (the tool's one convention), HFU what the kernels run.
+    Not modelled: the embedding lookup (a gather), the amax all-reduce under sequence
+    parallelism, FP8 all-gathers, NVFP4.
+
+    The "fsdp" stack (``options.stack``) is PyTorch FSDP / FSDP2 in eager mode [5]: its own
+    constants (:data:`CALIBRATION_BY_STACK`: no Transformer Engine fusion, a fixed host time
+    per layer for its hooks and rate limiter), TP collectives never overlapped, ``zero_stage``
+    3 as FULL_SHARD and 2 as SHARD_GRAD_OP, a checkpointed block as ``recompute="full"``.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    gpu : GPUSpec
+    scale_up, scale_out : FabricSpec
+        Inside a node (NVLink, PCIe) and between nodes (InfiniBand, RoCE).
+    gpus, tp, pp, global_batch, cp, micro_batch, interleave : int or array
+        Layout: GPUs, tensor, pipeline, context parallel, global batch [sequences],
+        micro-batch [sequences], virtual pipeline chunks.
+    recompute : {"none", "selective", "full"} or array of names
+    sequence_parallel : bool or array
+    zero_stage : int or array
+    options : Options
+        Overlap shares in [0, 1], precision, MoE and CUDA-graph choices, the stack.
+    calibration : Calibration, optional
+        Default: the GPU's set on ``options.stack`` (:func:`calibration_for`).
+    seq_len : int, optional
+        Default: the model's.
+    memory_kwargs : dict, optional
+        Passed to :func:`llmcost.training.memory.memory_per_gpu` (optimizer, overhead,
+        ``activation_precision``, ``optimizer_moments``, ``moe_probs_at`` ...).
+    with_scaling : bool
+        Also predict the layout with ideal scale-out links, for ``scaling_efficiency``
+        (doubles the work; None when False).
+    flash_attention, tp_comm_overlap : bool or array, optional
+        Per-layout overrides of ``options.flash_attention`` and ``options.tp_comm_overlap``.
+    first_stage_layers, last_stage_layers : int or array, optional
+        Layers on the first and last pipeline stage; None: split evenly, or balanced
+        automatically where p does not divide them
+        (:func:`llmcost.training.memory.pipeline_stage_layers`).
+    precision : {"bf16", "fp8", "mxfp8"} or array of these names, optional
+        GEMM precision per layout; None: ``options.precision``
+        (:func:`llmcost.training.precision.check_precision`).
+    ep, etp : int or array
+        Expert-parallel and expert tensor-parallel sizes (MoE models; 1 for dense).
+    recompute_modules : str or sequence of str
+        Modules recomputed by name (Megatron-Core's ``--recompute-modules``,
+        :data:`llmcost.training.recompute.RECOMPUTE_MODULES`) where ``recompute`` is not
+        "full"; "core_attn" is ``recompute="selective"``. HFU counts their FLOPs, MFU not.
+
+    Returns
+    -------
+    StepPrediction
+        Times [s], TFLOP/s per GPU, MFU/HFU [-], tokens/s, memory [bytes], fits [bool],
+        scaling efficiency [-].
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, §2-§4.
+    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §4-§5.
+    .. [3] Rajbhandari et al. 2019, arXiv:1910.02054, §7.
+    .. [4] NVIDIA Transformer Engine documentation, "Low precision training: Performance
+       Considerations"; Micikevicius et al. 2022, arXiv:2209.05433, §4.
+    .. [5] Y. Zhao et al., "PyTorch FSDP", VLDB 2023, arXiv:2304.11277, §3.3-3.4; constants
+       fitted to MosaicML llm-foundry's benchmark tables (mosaicml/llm-foundry@8c8dd48).
+    """
+    R = _resolve(model, gpu, gpus, tp, pp, global_batch, cp, micro_batch, interleave,
+                 recompute, sequence_parallel, zero_stage, options, calibration, seq_len,
+                 memory_kwargs, flash_attention, tp_comm_overlap, first_stage_layers,
+                 last_stage_layers, precision, ep, etp, recompute_modules)
+    F = _layer_flops(model, R.s, R.rec, R.rec_attn, R.mods, R.imb)
+    h, node, nvl, links = model.hidden, R.node, R.cal.nvlink_efficiency, (scale_up, scale_out)
+    tokens = R.b * R.s / R.cp
+    rec_f = np.where(R.rec == "full", 4.0 / 3.0, 1.0)
+    penalty = np.where(R.tpo, 1.0 - R.opt.tp_overlap_gemm_penalty, 1.0)
+    # per layer and micro-batch on one GPU
+    t_mm, t_attn = _layer_matmul_s(model, gpu, R, F, tokens, rec_f, penalty)
+    t_layer = t_mm + _layer_memory_bound_s(model, gpu, R, F, tokens, rec_f)
+    t_logits = logits_s(tokens, h, model.vocab, R.tp, R.peak, R.hbm, R.cal)
+    t_tp = tensor_parallel_comm_s(tokens, h, R.tp, R.rec, node, *links, nvl,
+                                  np.where(R.tpo, R.opt.tp_overlap, 0.0))
+    t_cp = context_parallel_comm_s(tokens, model.kv_heads, model.head_dim, R.tp, R.cp,
+                                   t_attn, node, *links, nvl)
+    t_ep = 0.0 if not model.is_moe else expert_parallel_comm_s(
+        tokens, h, model.moe_top_k, R.tp, R.ep, R.etp, F.share,
+        (R.rec == "full") | (F.on_rc & ("moe" in F.rc_mods)), node, *links, nvl, R.imb,
+        R.opt.moe_a2a_overlap)
+    # per micro-batch on the slowest stage, then per step
+    slow, t_stage, n_slow, logits_slow = _slowest_stage(
+        t_layer + t_tp + t_cp + t_ep, t_logits, R.pp, R.n_first, R.n_mid, R.n_last)
+    t_p2p_mb = pipeline_p2p_s(tokens, h, R.tp, R.cp, R.dp, R.pp, R.vv, node, *links, nvl)
+    t_mb = t_stage + t_p2p_mb
+    bubble = pipeline_bubble_s(R.pp, R.vv, t_mb)
+    n_heavy, mid_heavier = _heaviest_stage(model, R.pp, R.n_mid, R.n_last)
+    stage_compute = n_heavy * t_layer + np.where(R.pp == 1, t_logits, 0.0)
+    t_dp = data_parallel_comm_s(
+        *_dp_collectives_s(model, R, scale_up, scale_out, n_heavy, mid_heavier), R.zero, R.m,
+        stage_compute, t_layer, n_heavy, R.opt.dp_overlap, rec_f)
+    states = R.mem.weights_bytes + R.mem.grads_bytes + R.mem.optimizer_bytes
+    t_opt = optimizer_step_s(states, R.hbm) if not R.fp8 else optimizer_step_s(
+        states, R.hbm, _fp8_weight_cast_s(model, gpu, R, F, n_slow, memory_kwargs),
+        np.where(R.zero >= 3, R.m, 1))
+    step = R.m * t_mb + bubble + t_dp + t_opt
+    ideal = None if not with_scaling else _ideal_step_s(
+        model, gpu, scale_up, scale_out, R, step, memory_kwargs, first_stage_layers,
+        last_stage_layers)
+    terms = dict(compute_s=R.m * (n_slow * t_layer + logits_slow), tp_comm_s=R.m * n_slow * t_tp,
+                 cp_comm_s=R.m * n_slow * t_cp, ep_comm_s=R.m * n_slow * t_ep + 0.0 * step,
+                 pp_p2p_s=R.m * t_p2p_mb, pp_bubble_s=bubble, dp_comm_s=t_dp, optimizer_s=t_opt)
+    return _prediction(model, gpu, R, F, step, ideal, terms, slow)
+
+
+def _prediction(model, gpu, R: _Resolved, F: _LayerFlops, step, ideal, terms, slow):
+    # throughput, utilization and memory of the step, with the terms, as StepPrediction
+    tokens_step = R.B * R.s
+    head = 6.0 * model.vocab * model.hidden
+    model_tf = (model.layers * F.layer_model + head) * tokens_step / (R.gpus * step) / 1e12
+    hw_tf = (model.layers * F.layer_hw + head) * tokens_step / (R.gpus * step) / 1e12
     r = v.result
     return StepPrediction(
-        step_time_s=r(step), compute_s=r(compute_total),
-        tp_comm_s=r(m * n_slow * t_tp), cp_comm_s=r(m * n_slow * t_cp),
-        pp_p2p_s=r(m * t_p2p_mb), pp_bubble_s=r(bubble), dp_comm_s=r(t_dp),
-        optimizer_s=r(t_opt), model_tflops_per_gpu=r(model_tf),
-        hardware_tflops_per_gpu=r(hw_tf), mfu=r(model_tf * 1e12 / peak),
-        hfu=r(hw_tf * 1e12 / peak), tokens_per_s=r(tokens_step / step),
-        memory_bytes=r(mem.total_bytes), fits=r(fits),
+        step_time_s=r(step), **{k: r(x) for k, x in terms.items()},
+        model_tflops_per_gpu=r(model_tf), hardware_tflops_per_gpu=r(hw_tf),
+        mfu=r(model_tf * 1e12 / R.peak), hfu=r(hw_tf * 1e12 / R.peak),
+        tokens_per_s=r(tokens_step / step), memory_bytes=r(R.mem.total_bytes),
+        fits=r(R.mem.total_bytes <= gpu.memory_bytes),
         scaling_efficiency=None if ideal is None else r(np.minimum(ideal / step, 1.0)),
-        dp=r(dp), num_microbatches=r(m), memory=mem, first_stage_layers=r(n_first),
-        middle_stage_layers=r(n_mid), last_stage_layers=r(n_last),
-        slowest_stage=r(np.choose(slow, np.broadcast_arrays(pp - 1, 0, 1))),
-        ep_comm_s=r(m * n_slow * t_ep + 0.0 * step))
-
-
-def _ideal_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp, zero, opt,
-                cal, s, memory_kwargs, flash, tpo, first_stage_layers, last_stage_layers,
-                precision, ep=1, etp=1, recompute_modules=()):
-    return predict_step(model, gpu, scale_up, fast, gpus, tp, pp, B, cp, b, vv, rec, sp,
-                        zero, opt, cal, s, memory_kwargs, with_scaling=False,
-                        flash_attention=flash, tp_comm_overlap=tpo,
-                        first_stage_layers=first_stage_layers,
-                        last_stage_layers=last_stage_layers,
-                        precision=precision, ep=ep, etp=etp,
-                        recompute_modules=recompute_modules).step_time_s
+        dp=r(R.dp), num_microbatches=r(R.m), memory=R.mem, first_stage_layers=r(R.n_first),
+        middle_stage_layers=r(R.n_mid), last_stage_layers=r(R.n_last),
+        slowest_stage=r(np.choose(slow, np.broadcast_arrays(R.pp - 1, 0, 1))))
