@@ -322,18 +322,6 @@ def cmd_predict(a) -> dict:
     return res
 
 
-STEP_TERMS = {
-    "compute_s": "matmuls at peak x GEMM efficiency, plus memory-bound kernels at HBM speed",
-    "tp_comm_s": "tensor-parallel all-reduces (4 per layer, 6 with full recompute), exposed",
-    "cp_comm_s": "context-parallel K/V ring not hidden behind attention",
-    "ep_comm_s": "MoE token dispatch and combine (all-to-all over the EP group), exposed",
-    "pp_p2p_s": "pipeline activation sends between stages",
-    "pp_bubble_s": "pipeline fill and drain: (p-1)/(v m) of the ideal time",
-    "dp_comm_s": "data-parallel gradient sync (ZeRO-3: + parameter gathers), exposed",
-    "optimizer_s": "optimizer step, memory-bound (FP8/MXFP8: + weight casts)",
-}
-
-
 #: most layouts `plan` prints: each is ~1 kB of JSON, and the library gives them all
 PLAN_MAX_TOP = 100
 
@@ -367,7 +355,7 @@ def cmd_plan(a) -> dict:
             "mfu": float(r["mfu"]), "hfu": float(r["hfu"]), "tokens_per_s": float(r["tokens_per_s"]),
             "memory_gb_per_gpu": float(r["memory_gb"]), "fits": bool(r["fits"]),
             **({"usd_per_million_tokens": float(r["usd_per_million_tokens"])} if a.usd_per_gpu_hour else {}),
-            "breakdown_s": {k: float(r[k]) for k in STEP_TERMS},
+            "breakdown_s": {k: float(r[k]) for k in step_mod.STEP_TERMS},
         })
     why = []
     fitting = P.layouts[P.layouts["fits"]]
@@ -939,7 +927,8 @@ def _predict_notes(result: dict) -> str:
     lines = ["", "step time, term by term:"]
     total = result["step_time_s"]
     for k, x in result["breakdown_s"].items():
-        lines.append(f"  {k:<12} {x:>10.4g} s  {x / total:>6.1%}  {STEP_TERMS[k]}")
+        lines.append(f"  {k:<12} {x:>10.4g} s  {x / total:>6.1%}  "
+                     f"{step_mod.STEP_TERMS[k].explanation}")
     return "\n".join(lines)
 
 

@@ -323,6 +323,37 @@ class Options:
 CUDA_GRAPH_MODES = ("none", "partial", "full")
 
 
+class StepTerm(NamedTuple):
+    """One term of the step time: a short label for sentences and what it models."""
+
+    label: str
+    explanation: str
+
+
+#: The terms of the step time, in :class:`StepPrediction`'s order: field -> (short label,
+#: what it models). The CLI, the planner and the review read their names here.
+STEP_TERMS = {
+    "compute_s": StepTerm(
+        "compute", "matmuls at peak x GEMM efficiency, plus memory-bound kernels at HBM speed"),
+    "tp_comm_s": StepTerm(
+        "tensor-parallel communication",
+        "tensor-parallel all-reduces (4 per layer, 6 with full recompute), exposed"),
+    "cp_comm_s": StepTerm(
+        "context-parallel communication", "context-parallel K/V ring not hidden behind attention"),
+    "ep_comm_s": StepTerm(
+        "expert all-to-all",
+        "MoE token dispatch and combine (all-to-all over the EP group), exposed"),
+    "pp_p2p_s": StepTerm("pipeline sends", "pipeline activation sends between stages"),
+    "pp_bubble_s": StepTerm(
+        "pipeline bubble", "pipeline fill and drain: (p-1)/(v m) of the ideal time"),
+    "dp_comm_s": StepTerm(
+        "data-parallel gradient sync",
+        "data-parallel gradient sync (ZeRO-3: + parameter gathers), exposed"),
+    "optimizer_s": StepTerm(
+        "optimizer step", "optimizer step, memory-bound (FP8/MXFP8: + weight casts)"),
+}
+
+
 class StepPrediction(NamedTuple):
     """Per-layout predictions (arrays broadcast over the layout inputs)."""
 
@@ -356,8 +387,8 @@ class StepPrediction(NamedTuple):
     #: MoE expert-parallel all-to-all (dispatch and combine) not hidden [s]; 0 for dense
     ep_comm_s: np.ndarray = None
 
-    BREAKDOWN = ("compute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_p2p_s", "pp_bubble_s",
-                 "dp_comm_s", "optimizer_s")
+    #: the fields of the step-time terms (:data:`STEP_TERMS`)
+    BREAKDOWN = tuple(STEP_TERMS)
 
 
 def gemm_efficiency(m, n, k, peak_tflops, hbm_tb_per_s, calibration=DEFAULT_CALIBRATION,
