@@ -31,7 +31,7 @@ from .hardware import FabricSpec, GPUSpec
 from .layout import describe_layout, stage_layers_text  # noqa: F401  (planner's public names)
 from .memory import _interleave_ok, _stage_layers
 from .precision import PRECISIONS, check_precision
-from .step import Calibration, Options, StepPrediction, predict_step
+from .step import STEP_TERMS, Calibration, Options, StepPrediction, predict_step
 
 GB = 1e9
 HEURISTICS = ("none", "seed")
@@ -595,15 +595,6 @@ def stage_layers_summary(pp, first, middle, last) -> dict:
             "middle_stages": max(p - 2, 0), "last": int(last)}
 
 
-BREAKDOWN_LABELS = {
-    "compute_s": "compute", "tp_comm_s": "tensor-parallel communication",
-    "cp_comm_s": "context-parallel communication", "ep_comm_s": "expert all-to-all",
-    "pp_p2p_s": "pipeline sends",
-    "pp_bubble_s": "pipeline bubble", "dp_comm_s": "data-parallel gradient sync",
-    "optimizer_s": "optimizer step",
-}
-
-
 def runners_up(layouts: pd.DataFrame, n: int = 2, rel: float = 1e-3) -> tuple[pd.DataFrame, int]:
     """The next ``n`` fitting layouts slower than the best by more than ``rel``, and how many
     tie with the best (same step time: variants that give each GPU the same work)."""
@@ -620,9 +611,9 @@ def why_slower(best, other) -> str:
     """One sentence: by how much ``other`` is slower than ``best`` and which terms cause it."""
     dt = float(other["step_time_s"]) - float(best["step_time_s"])
     pct = dt / float(best["step_time_s"])
-    diffs = sorted(((float(other[k]) - float(best[k]), k) for k in BREAKDOWN_LABELS),
+    diffs = sorted(((float(other[k]) - float(best[k]), k) for k in STEP_TERMS),
                    key=lambda x: -abs(x[0]))
-    terms = [f"{'+' if d > 0 else '-'}{abs(d):.3g} s {BREAKDOWN_LABELS[k]}"
+    terms = [f"{'+' if d > 0 else '-'}{abs(d):.3g} s {STEP_TERMS[k].label}"
              for d, k in diffs[:3] if abs(d) > 1e-3 * float(best["step_time_s"])]
     extra = ""
     if not bool(other["fits"]):
