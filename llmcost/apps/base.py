@@ -112,6 +112,12 @@ def warning_html(warnings, what="Some settings in the link were not used:") -> s
     return f"<div class='llmc-warning'>{esc(what)}<ul>{items}</ul></div>"
 
 
+def _of_state(name: str, doc: str, settable: bool = False) -> property:
+    """The panel's ``name`` is its state's (:class:`.state.PanelState`)."""
+    setter = (lambda self, value: setattr(self.state, name, value)) if settable else None
+    return property(lambda self: getattr(self.state, name), setter, doc=doc)
+
+
 class Panel:
     """Base class of the apps. Subclasses set the class attributes and ``compute``.
 
@@ -214,42 +220,16 @@ class Panel:
             self.refresh()
 
     # ------------------------------------------------------------ state
-    @property
-    def scenario(self) -> Scenario:
-        """The scenario on screen (the last of the link's)."""
-        return self.state.scenario
-
-    @scenario.setter
-    def scenario(self, s: Scenario) -> None:
-        self.state.scenario = s
-
-    @property
-    def pins(self) -> list:
-        """The pinned scenarios, A first."""
-        return self.state.pins
-
-    @property
-    def results(self):
-        """The current scenario's last good results (None until computed)."""
-        return self.state.results
-
-    @property
-    def figures(self) -> dict:
-        return self.state.figures
-
-    @property
-    def pinned_results(self) -> list:
-        """[(label, results)] of the pinned scenarios."""
-        return self.state.pinned_results
-
-    @property
-    def link_warnings(self) -> list:
-        return self.state.link_warnings
-
-    @property
-    def label(self) -> str:
-        """The current scenario's letter when scenarios are pinned, else ""."""
-        return self.state.label
+    scenario = _of_state("scenario", "The scenario on screen (the last of the link's).",
+                         settable=True)
+    pins = _of_state("pins", "The pinned scenarios, A first.")
+    results = _of_state("results", "The current scenario's last good results (None until "
+                                   "computed).")
+    figures = _of_state("figures", "name -> plotly Figure of the last good results.")
+    pinned_results = _of_state("pinned_results", "[(label, results)] of the pinned scenarios.")
+    link_warnings = _of_state("link_warnings", "What the link that opened the page did not use.")
+    label = _of_state("label", "The current scenario's letter when scenarios are pinned, "
+                               "else \"\".")
 
     def _computing_html(self) -> str:
         return f"<div class='llmc-progress'>Computing the {esc(self.title.lower())}...</div>"

@@ -98,9 +98,6 @@ class PanelState:
         """The results of the current scenario (and of the pins) that computed."""
         self.results, self.figures, self.pinned_results = results, figures, pinned
 
-    def forget_results(self) -> None:
-        self.keep(None, {}, [])
-
 
 def carry_custom(s: Scenario, mode: str, used: dict) -> tuple[Scenario, bool]:
     """``s`` just switched its ``mode`` field (price_source...): a group switched to custom
