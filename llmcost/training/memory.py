@@ -637,6 +637,51 @@ def _allowed_ends(L, p, other, fixed_name):
     return f"{shown} (with {fixed_name}={o})" if other is not None else shown
 
 
+def _split_error(L, p, fst, lst, f, l, ok):
+    """The InputError for the first layout whose stages cannot hold the layers as asked."""
+    shape = np.broadcast(p, f, l, ok).shape
+    i = np.flatnonzero(~np.broadcast_to(ok, shape))[0]
+    pi = int(np.broadcast_to(p, shape).flat[i])
+    if fst is None and lst is None:
+        if pi > L:
+            return v.InputError("pp", f"pp must be at most the layers ({L}), got pp={pi}")
+        Lp = -(-L // pi)
+        return v.InputError("pp", f"pp must leave at least one layer on the first and last "
+                                  f"stages when the other stages hold ceil(layers / pp) = "
+                                  f"{Lp} each ({L} layers), got pp={pi} ({pi * Lp - L} "
+                                  f"layers short of {Lp} per stage): give "
+                                  "first_stage_layers and last_stage_layers to split it "
+                                  "otherwise")
+    fi = None if fst is None else int(np.broadcast_to(fst, shape).flat[i])
+    li = None if lst is None else int(np.broadcast_to(lst, shape).flat[i])
+    name, other, oname = (("first_stage_layers", li, "last_stage_layers")
+                          if fst is not None else
+                          ("last_stage_layers", fi, "first_stage_layers"))
+    got = fi if name == "first_stage_layers" else li
+    middle = ("first + last must equal the layers" if pi == 2 and fst is not None
+              and lst is not None else
+              f"the other {pi - (fst is not None) - (lst is not None)} stage(s) must "
+              "split the rest evenly, at least one layer each")
+    return v.InputError(name, f"{name}={got} does not split {L} layers over pp={pi} "
+                              f"({middle}); allowed: "
+                              f"{_allowed_ends(L, pi, other, oname)}")
+
+
+def _interleave_error(f, mid, l, slots, vv, inter_ok):
+    """The InputError for the first layout whose stages cannot split into v chunks."""
+    shape = np.broadcast(vv, f, mid, l, slots).shape
+    i = np.flatnonzero(~np.broadcast_to(inter_ok, shape))[0]
+    fi, mi, li, vi = (int(np.broadcast_to(x, shape).flat[i]) for x in (f, mid, l, vv))
+    if bool(np.broadcast_to(slots, shape).flat[i]):
+        return v.InputError("interleave", f"interleave must divide the {mi} layer slots "
+                                          f"per pipeline stage (the first and last stages "
+                                          f"count the embedding and the LM head as one "
+                                          f"each), got interleave={vi}")
+    return v.InputError("interleave", f"interleave must divide the layers of every "
+                                      f"pipeline stage (first {fi}, middle {mi}, last "
+                                      f"{li}), got interleave={vi}")
+
+
 def pipeline_stage_layers(layers, pp, first_stage_layers=None, last_stage_layers=None,
                           interleave=1):
     r"""Transformer layers on the first, each middle, and the last pipeline stage.
@@ -721,45 +766,10 @@ def pipeline_stage_layers(layers, pp, first_stage_layers=None, last_stage_layers
                                                            last_stage_layers)
     f, mid, l, ok, slots = _stage_layers(L, p, fst, lst)
     if not np.all(ok):
-        shape = np.broadcast(p, f, l, ok).shape
-        i = np.flatnonzero(~np.broadcast_to(ok, shape))[0]
-        pi = int(np.broadcast_to(p, shape).flat[i])
-        if fst is None and lst is None:
-            if pi > L:
-                raise v.InputError("pp", f"pp must be at most the layers ({L}), got pp={pi}")
-            Lp = -(-L // pi)
-            raise v.InputError("pp", f"pp must leave at least one layer on the first and last "
-                                     f"stages when the other stages hold ceil(layers / pp) = "
-                                     f"{Lp} each ({L} layers), got pp={pi} ({pi * Lp - L} "
-                                     f"layers short of {Lp} per stage): give "
-                                     "first_stage_layers and last_stage_layers to split it "
-                                     "otherwise")
-        fi = None if fst is None else int(np.broadcast_to(fst, shape).flat[i])
-        li = None if lst is None else int(np.broadcast_to(lst, shape).flat[i])
-        name, other, oname = (("first_stage_layers", li, "last_stage_layers")
-                              if fst is not None else
-                              ("last_stage_layers", fi, "first_stage_layers"))
-        got = fi if name == "first_stage_layers" else li
-        middle = ("first + last must equal the layers" if pi == 2 and fst is not None
-                  and lst is not None else
-                  f"the other {pi - (fst is not None) - (lst is not None)} stage(s) must "
-                  "split the rest evenly, at least one layer each")
-        raise v.InputError(name, f"{name}={got} does not split {L} layers over pp={pi} "
-                                 f"({middle}); allowed: "
-                                 f"{_allowed_ends(L, pi, other, oname)}")
+        raise _split_error(L, p, fst, lst, f, l, ok)
     inter_ok = _interleave_ok(p, f, mid, l, slots, vv)
     if not np.all(inter_ok):
-        shape = np.broadcast(vv, f, mid, l, slots).shape
-        i = np.flatnonzero(~np.broadcast_to(inter_ok, shape))[0]
-        fi, mi, li, vi = (int(np.broadcast_to(x, shape).flat[i]) for x in (f, mid, l, vv))
-        if bool(np.broadcast_to(slots, shape).flat[i]):
-            raise v.InputError("interleave", f"interleave must divide the {mi} layer slots "
-                                             f"per pipeline stage (the first and last stages "
-                                             f"count the embedding and the LM head as one "
-                                             f"each), got interleave={vi}")
-        raise v.InputError("interleave", f"interleave must divide the layers of every "
-                                         f"pipeline stage (first {fi}, middle {mi}, last "
-                                         f"{li}), got interleave={vi}")
+        raise _interleave_error(f, mid, l, slots, vv, inter_ok)
     return f, mid, l
 
 
@@ -1495,99 +1505,9 @@ def _peak_stage(first, last, middle, pp):
                              for f, l, m in zip(first, last, middle)])
 
 
-def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro_batch=1,
-                   global_batch=None, recompute="none", sequence_parallel=False,
-                   flash_attention=True, optimizer="adam", interleave=1, schedule="1f1b",
-                   finetune="full", lora_rank=16, lora_targets="all", seq_len=None,
-                   context_bytes=CONTEXT_BYTES, fragmentation=FRAGMENTATION,
-                   qlora_16bit_embeddings=True, first_stage_layers=None,
-                   last_stage_layers=None, precision="bf16",
-                   generation="hopper", ep=1, etp=1,
-                   moe_capacity_factor=1.0, recompute_modules=(), activation_precision=None,
-                   optimizer_moments="fp32", moe_probs_at="combine") -> MemoryBreakdown:
-    r"""Peak memory per GPU of a training layout, by component.
-
-    For the first pipeline stage, the first middle one (r = 1: the most micro-batches in
-    flight of any middle stage, and as many layers as any) and the last, each holding n_r
-    layers (:func:`pipeline_stage_layers`), the sum of one function per term:
-
-    .. math::
-        M = \underbrace{W + G + O}_{\text{ZeRO over } N_d = d\,c} + W_8 + M_{Z3}
-            + M_{act} + M_{overhead}
-
-    W, G, O :func:`stage_model_state_bytes` (LoRA/QLoRA: :func:`stage_adapter_state_bytes`)
-    of the stage's parameters (:func:`stage_parameters`); W_8 :func:`stage_fp8_weight_bytes`;
-    M_Z3 :func:`stage_zero3_working_bytes`; M_act :func:`stage_activation_bytes` of
-    :func:`layer_activation_bytes` with the linear inputs cached at
-    :func:`cached_linear_input_bytes`; M_overhead :func:`framework_overhead_bytes` of the
-    rest. The largest stage is reported (``peak_stage`` gives its rank): on 126 layers over
-    16 stages (7/8/7) the second, with 8 layers and 15 micro-batches in flight, outweighs
-    the first.
-
-    Recipes that fit DeepSeek-V3 on 80 GB GPUs combine named recomputed modules, FP8-cached
-    linear inputs, BF16 AdamW moments and the router's probabilities applied in the experts'
-    activation ([3], [4]). Not modelled: DualPipe's two parameter copies and PP + 1
-    micro-batches in flight, FP8 parameter all-gather (no BF16 weight copy).
-
-    Parameters
-    ----------
-    model : ModelSpec
-        Architecture.
-    gpus, tp, pp, cp : int or array
-        GPUs, tensor-, pipeline- and context-parallel sizes [-]; d = gpus / (t p c).
-    zero_stage : int or array
-        0-3; shards over d c GPUs (Megatron's distributed optimizer spans DP x CP).
-    micro_batch : int or array
-        b [sequences].
-    global_batch : int or array, optional
-        [sequences]: m = B / (b d) micro-batches per iteration; None: m is large.
-    recompute : {"none", "selective", "full"} or array of these names
-    sequence_parallel, flash_attention : bool or array
-    optimizer : {"adam", "adam-8bit", "sgd", "adam-fp32"}
-    interleave : int or array
-        Virtual pipeline chunks v [-] (> 1: interleaved 1F1B).
-    schedule : {"1f1b", "gpipe"}
-    finetune : {"full", "lora", "qlora"}
-    lora_rank, lora_targets, qlora_16bit_embeddings
-        See :func:`stage_adapter_state_bytes`.
-    seq_len : int, optional
-        [tokens]; default the model's.
-    context_bytes, fragmentation
-        See :func:`framework_overhead_bytes`.
-    first_stage_layers, last_stage_layers : int or array, optional
-        See :func:`pipeline_stage_layers`; None: balanced automatically.
-    precision : {"bf16", "fp8", "mxfp8"} or array of these names
-        GEMM precision; FP8 and MXFP8 only with ``finetune="full"``. Which GPU may run it
-        is checked by the caller (:func:`llmcost.training.precision.check_precision`).
-    generation : str
-        GPU generation (:func:`stage_fp8_weight_bytes`).
-    ep, etp : int or array
-        Expert-parallel and expert tensor-parallel sizes [-] (:func:`check_expert_layout`).
-    moe_capacity_factor : float or array
-        [-] (:func:`moe_ffn_activation_bytes`).
-    recompute_modules : str or sequence of str
-        Named modules recomputed (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`);
-        ``recompute="selective"`` implies "core_attn"; ignored where ``recompute="full"``.
-    activation_precision : {"bf16", "fp8"} or array of these names, optional
-        See :func:`cached_linear_input_bytes`.
-    optimizer_moments : {"fp32", "bf16"}
-        See :func:`model_state_bytes`.
-    moe_probs_at : {"combine", "activation"}
-        See :func:`moe_ffn_activation_bytes`.
-
-    Returns
-    -------
-    MemoryBreakdown
-        Bytes per GPU [bytes]; ``.to_gb()`` in GB.
-
-    References
-    ----------
-    .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §5.
-    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §4, Table 2, Eq. 5.
-    .. [3] DeepSeek-AI, arXiv:2412.19437, §3.2.3, §3.3.3.
-    .. [4] Megatron-LM (commit d98e8a6), megatron/training/arguments.py
-       (``--recompute-modules``, ``--use-precision-aware-optimizer``, ``--exp-avg-dtype``).
-    """
+def _check_recipe(model, finetune, precision, activation_precision, moe_probs_at,
+                  optimizer_moments, recompute_modules, lora_targets):
+    """(precision, q, recompute modules) of :func:`memory_per_gpu`, validated in its order."""
     v.choice("finetune", finetune, FINETUNE_MODES)
     prec = v.choices("precision", precision, PRECISIONS)
     lin = cached_linear_input_bytes(prec, activation_precision)
@@ -1601,13 +1521,19 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                                         f"finetune={finetune!r} (frozen {finetune} weights are "
                                         "not quantized to FP8 here); use 'bf16'")
     v.choice("lora_targets", lora_targets, LORA_TARGETS)
-    s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
+    return prec, lin, mods
+
+
+def _checked_layout(model, s, gpus, tp, pp, cp, interleave, first_stage_layers,
+                    last_stage_layers, ep, etp, micro_batch, global_batch):
+    """The validated layout as :func:`_stage_memory` reads it (``dp`` the ZeRO group d c,
+    ``m`` the micro-batches per iteration or None), and the first, middle and last stages'
+    layers."""
     gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, s,
                                         first_stage_layers, last_stage_layers)
-    n_first, n_mid, n_last, _, _ = _stage_layers(
-        model.layers, pp,
-        None if first_stage_layers is None else np.asarray(first_stage_layers),
-        None if last_stage_layers is None else np.asarray(last_stage_layers))
+    layers = _stage_layers(model.layers, pp,
+                           None if first_stage_layers is None else np.asarray(first_stage_layers),
+                           None if last_stage_layers is None else np.asarray(last_stage_layers))
     ep, etp, edp = check_expert_layout(model, gpus, tp, pp, cp, ep, etp)
     b = v.integer("micro_batch", micro_batch)
     dp = gpus // (tp * pp * cp)
@@ -1616,18 +1542,102 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
         gb_arr = v.integer("global_batch", global_batch)
         v.multiple_of("global_batch", gb_arr, "micro_batch x dp", b * dp)
         m = gb_arr / (b * dp)
-    per_layer = layer_activation_bytes(model, s, b, tp, cp, etp, sequence_parallel, recompute,
-                                       flash_attention, mods, lin, moe_capacity_factor,
-                                       moe_probs_at)
-    c = dict(pp=pp, tp=tp, cp=cp, dp=dp * cp, ep=ep, etp=etp, edp=edp, zero_stage=zero_stage,
-             optimizer=optimizer, optimizer_moments=optimizer_moments, finetune=finetune,
-             lora_rank=lora_rank, lora_targets=lora_targets,
-             qlora_16bit_embeddings=qlora_16bit_embeddings, layer_bytes=per_layer, seq_len=s,
-             micro_batch=b, m=m, interleave=vv, schedule=schedule, precision=prec,
+    return dict(pp=pp, tp=tp, cp=cp, dp=dp * cp, ep=ep, etp=etp, edp=edp, micro_batch=b, m=m,
+                interleave=vv, seq_len=s), layers[:3]
+
+
+def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro_batch=1,
+                   global_batch=None, recompute="none", sequence_parallel=False,
+                   flash_attention=True, optimizer="adam", interleave=1, schedule="1f1b",
+                   finetune="full", lora_rank=16, lora_targets="all", seq_len=None,
+                   context_bytes=CONTEXT_BYTES, fragmentation=FRAGMENTATION,
+                   qlora_16bit_embeddings=True, first_stage_layers=None,
+                   last_stage_layers=None, precision="bf16",
+                   generation="hopper", ep=1, etp=1,
+                   moe_capacity_factor=1.0, recompute_modules=(), activation_precision=None,
+                   optimizer_moments="fp32", moe_probs_at="combine") -> MemoryBreakdown:
+    r"""Peak memory per GPU of a training layout, by component: one function per term.
+
+    For the first pipeline stage, the first middle one (r = 1: the most micro-batches in
+    flight of any middle stage, and as many layers as any) and the last:
+
+    .. math::
+        M = \underbrace{W + G + O}_{\text{ZeRO over } N_d = d\,c} + W_8 + M_{Z3}
+            + M_{act} + M_{overhead}
+
+    W, G, O :func:`stage_model_state_bytes` (LoRA/QLoRA: :func:`stage_adapter_state_bytes`)
+    of :func:`stage_parameters`; W_8 :func:`stage_fp8_weight_bytes`; M_Z3
+    :func:`stage_zero3_working_bytes`; M_act :func:`stage_activation_bytes` of
+    :func:`layer_activation_bytes` (inputs cached at :func:`cached_linear_input_bytes`);
+    M_overhead :func:`framework_overhead_bytes`. The largest stage is reported
+    (``peak_stage``): 126 layers on 16 stages (7/8/7) peak on the second, 8 layers with 15
+    micro-batches in flight. Not modelled: DualPipe's two parameter copies, FP8 parameter
+    all-gather (no BF16 weight copy).
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Architecture.
+    gpus, tp, pp, cp, interleave : int or array
+        GPUs; tensor-, pipeline-, context-parallel sizes; virtual chunks v per stage [-].
+    zero_stage : int or array
+        0-3; shards over d c GPUs, d = gpus / (t p c) (Megatron's distributed optimizer).
+    micro_batch, global_batch : int or array
+        b, B [sequences]; m = B / (b d) micro-batches (B None: m large).
+    recompute : {"none", "selective", "full"} or array of these names
+    sequence_parallel, flash_attention : bool or array
+    optimizer, optimizer_moments
+        See :func:`model_state_bytes`.
+    schedule : {"1f1b", "gpipe"}
+    finetune : {"full", "lora", "qlora"}
+    lora_rank, lora_targets, qlora_16bit_embeddings
+        See :func:`stage_adapter_state_bytes`.
+    seq_len : int, optional
+        [tokens]; default the model's.
+    context_bytes, fragmentation
+        See :func:`framework_overhead_bytes`.
+    first_stage_layers, last_stage_layers : int or array, optional
+        See :func:`pipeline_stage_layers`; None: balanced automatically.
+    precision : {"bf16", "fp8", "mxfp8"} or array of these names
+        GEMM precision, FP8/MXFP8 with ``finetune="full"`` only (the GPU is the caller's
+        check: :func:`llmcost.training.precision.check_precision`).
+    generation, ep, etp, moe_capacity_factor, moe_probs_at, activation_precision
+        See :func:`stage_fp8_weight_bytes`, :func:`check_expert_layout`,
+        :func:`moe_ffn_activation_bytes`, :func:`cached_linear_input_bytes`.
+    recompute_modules : str or sequence of str
+        :data:`llmcost.training.recompute.RECOMPUTE_MODULES`; "selective" implies
+        "core_attn"; ignored where ``recompute="full"``.
+
+    Returns
+    -------
+    MemoryBreakdown
+        Bytes per GPU [bytes]; ``.to_gb()`` in GB.
+
+    References
+    ----------
+    .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §5.
+    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §4, Table 2, Eq. 5.
+    .. [3] DeepSeek-AI, arXiv:2412.19437, §3.2.3, §3.3.3 (recipes that fit DeepSeek-V3 in
+       80 GB: recomputed modules, FP8-cached inputs, BF16 moments).
+    """
+    prec, lin, mods = _check_recipe(model, finetune, precision, activation_precision,
+                                    moe_probs_at, optimizer_moments, recompute_modules,
+                                    lora_targets)
+    s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
+    c, (n_first, n_mid, n_last) = _checked_layout(model, s, gpus, tp, pp, cp, interleave,
+                                                   first_stage_layers, last_stage_layers, ep,
+                                                   etp, micro_batch, global_batch)
+    c["layer_bytes"] = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"],
+                                              c["etp"], sequence_parallel, recompute,
+                                              flash_attention, mods, lin, moe_capacity_factor,
+                                              moe_probs_at)
+    c.update(zero_stage=zero_stage, optimizer=optimizer, optimizer_moments=optimizer_moments,
+             finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets,
+             qlora_16bit_embeddings=qlora_16bit_embeddings, schedule=schedule, precision=prec,
              generation=generation, context_bytes=context_bytes, fragmentation=fragmentation)
     first = _stage_memory(model, "first", n_first, 0, c)
-    last = _stage_memory(model, "last", n_last, pp - 1, c)
-    return _peak_stage(first, last, _stage_memory(model, "middle", n_mid, 1, c), pp)
+    last = _stage_memory(model, "last", n_last, c["pp"] - 1, c)
+    return _peak_stage(first, last, _stage_memory(model, "middle", n_mid, 1, c), c["pp"])
 
 
 def seed_heuristic_memory_gb(model_size_b, num_gpus, tp_size, pp_size):
