@@ -5,7 +5,7 @@ A prediction is a point; a review needs a range. The band is the largest error `
 validate` measured on the calibration rows of the prediction's (generation, precision) group,
 held out where the fit allowed it (leave one source-and-model group out); a group with no
 validated rows, or a predicted MFU above every published large run, gets the envelope band
-(the issue's acceptance bound: no run beyond 25%) and a flag.
+(25%, the largest error the project accepts on held-out runs) and a flag.
 
 References
 ----------
