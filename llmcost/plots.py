@@ -22,6 +22,7 @@ from .review import (OPTION_LABELS, Results, breakeven_tornado, decision_grid, f
                      tco_series)
 from .review.format import days_text, human_count, minutes_text, pct_text, usd_text
 from .review.series import sizing_series
+from .training.memory import MEMORY_TERMS
 
 #: the trace types the figures draw: the template keeps its defaults for these alone
 TRACE_TYPES = ("bar", "contour", "heatmap", "histogram", "scatter", "table", "waterfall")
@@ -272,23 +273,19 @@ def cost_by_option(results: Results, *, compare=(), label=None) -> go.Figure:
     return fig
 
 
-#: memory components, bottom of the stack first, and their colours
-MEMORY_PARTS = (("dense_weights_gb", "weights", "#4c78a8"),
-                ("expert_weights_gb", "expert weights", "#9ecae9"),
-                ("fp8_weights_gb", "FP8 weight copies", "#72b7b2"),
-                ("zero3_working_gb", "ZeRO-3 working set", "#b279a2"),
-                ("grads_gb", "grads", "#f58518"), ("optimizer_gb", "optimizer", "#e45756"),
-                ("activations_gb", "activations", "#54a24b"), ("overhead_gb", "overhead", "#bab0ac"))
-_ALWAYS = ("dense_weights_gb", "grads_gb", "optimizer_gb", "activations_gb", "overhead_gb")
+#: colours of :data:`llmcost.training.memory.MEMORY_TERMS`, in its order (bottom of the stack
+#: first)
+MEMORY_COLOURS = ("#4c78a8", "#9ecae9", "#72b7b2", "#b279a2", "#f58518", "#e45756", "#54a24b",
+                  "#bab0ac")
 
 
 def _memory_frame(results: Results) -> pd.DataFrame:
     df = layout_memory(results)
     if df.empty:
         return df
-    # weights split into the dense part and the routed experts (MoE), so the stack is every
-    # component of the total once
-    return df.assign(dense_weights_gb=df["weights_gb"] - df.get("expert_weights_gb", 0.0))
+    # the weights bar is the dense part, the routed experts (MoE) stacked on it, so the stack
+    # is every component of the total once
+    return df.assign(weights_gb=df["weights_gb"] - df.get("expert_weights_gb", 0.0))
 
 
 def memory_stack(results: Results, *, compare=(), label=None) -> go.Figure:
@@ -301,8 +298,9 @@ def memory_stack(results: Results, *, compare=(), label=None) -> go.Figure:
     if not shown:
         return fig
     alone = not compare
-    parts = [(c, n, col) for c, n, col in MEMORY_PARTS
-             if any(c in df and (c in _ALWAYS or df[c].any()) for _, _, df in shown)]
+    # a term none of the shown layouts has (experts, FP8 copies, ZeRO-3 buffers) stays out
+    parts = [(c, n, col) for (c, n), col in zip(MEMORY_TERMS.items(), MEMORY_COLOURS, strict=True)
+             if any(c in df and df[c].any() for _, _, df in shown)]
     for comp, name, colour in parts:
         xs, ys, hover = [[], []], [], []
         for lab, _, df in shown:

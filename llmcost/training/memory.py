@@ -525,6 +525,22 @@ def framework_overhead_bytes(allocated_bytes, context_bytes=CONTEXT_BYTES,
     return v.result(ctx + phi * alloc)
 
 
+#: The terms of a :class:`MemoryBreakdown` as :meth:`MemoryBreakdown.to_gb` names them, the
+#: bottom of a stack first, and their labels: the one list the CLI and the plots read.
+#: ``weights_gb`` is every 16-bit weight and ``expert_weights_gb`` the routed experts' part
+#: of it, so the total counts ``weights_gb`` and not ``expert_weights_gb``.
+MEMORY_TERMS = {
+    "weights_gb": "weights",
+    "expert_weights_gb": "expert weights",
+    "fp8_weights_gb": "FP8 weight copies",
+    "zero3_working_gb": "ZeRO-3 working set",
+    "grads_gb": "grads",
+    "optimizer_gb": "optimizer",
+    "activations_gb": "activations",
+    "overhead_gb": "overhead",
+}
+
+
 class MemoryBreakdown(NamedTuple):
     """Per-GPU bytes by component, for the most loaded pipeline stage."""
 
@@ -550,19 +566,9 @@ class MemoryBreakdown(NamedTuple):
     expert_weights_bytes: np.ndarray = 0.0
 
     def to_gb(self) -> dict:
-        """Components in GB (1e9 bytes), keys as in the CLI contract. ``weights_gb`` is all
-        16-bit weights; ``expert_weights_gb`` the routed experts' part of it."""
-        return {
-            "weights_gb": self.weights_bytes / GB,
-            "expert_weights_gb": self.expert_weights_bytes / GB,
-            "fp8_weights_gb": self.fp8_weights_bytes / GB,
-            "zero3_working_gb": self.zero3_working_bytes / GB,
-            "grads_gb": self.grads_bytes / GB,
-            "optimizer_gb": self.optimizer_bytes / GB,
-            "activations_gb": self.activations_bytes / GB,
-            "overhead_gb": self.overhead_bytes / GB,
-            "total_gb": self.total_bytes / GB,
-        }
+        """Each of :data:`MEMORY_TERMS` and ``total_gb`` in GB (1e9 bytes), keys as in the CLI
+        contract: ``<term>_gb`` is the field ``<term>_bytes``."""
+        return {k: getattr(self, k[:-3] + "_bytes") / GB for k in (*MEMORY_TERMS, "total_gb")}
 
 
 def _stage_layers(layers, pp, first=None, last=None):
