@@ -181,9 +181,11 @@ def cmd_memory(a) -> dict:
         dp = gpus // (tp * pp)
         w, g, o = mem.model_state_bytes(v.positive("params", a.params) / (tp * pp), dp,
                                         a.zero, a.optimizer)
-        out = {"weights_gb": w / mem.GB, "grads_gb": g / mem.GB, "optimizer_gb": o / mem.GB,
-               "activations_gb": 0.0, "overhead_gb": 0.0, "total_gb": (w + g + o) / mem.GB,
-               "note": "model states only: activations need an architecture (--model)"}
+        states = mem.MemoryBreakdown(weights_bytes=w, grads_bytes=g, optimizer_bytes=o,
+                                     activations_bytes=0.0, overhead_bytes=0.0,
+                                     total_bytes=w + g + o, peak_stage=0)
+        out = {k: float(x) for k, x in states.to_gb().items()}
+        out["note"] = "model states only: activations need an architecture (--model)"
         params_b = a.params / 1e9
     else:
         m = _model_from_args(a)
