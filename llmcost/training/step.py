@@ -60,115 +60,73 @@ class Calibration:
     """
 
     #: e_max: share of dense peak a GEMM reaches once its operand traffic is negligible
-    #: [-]. Fitted with ``elementwise_traffic`` to Table 1 (scipy least_squares, minimax
-    #: of log(predicted / published TFLOP/s), k fixed at 1): 0.7171, log-std 0.04;
-    #: rows within -6.2% .. +6.6% (7.5B, 18.4B low; 1.7B high).
+    #: [-]. Fitted with ``elementwise_traffic`` to Table 1 (minimax of log(predicted /
+    #: published TFLOP/s), k = 1): log-std 0.04, every row within 6.6%.
     matmul_efficiency: float = 0.7171
     #: k: HBM bytes a GEMM moves per byte of its compulsory traffic (operands read once,
-    #: result written once) [-]; tiles re-read operands that L2 does not keep, so k >= 1.
-    #: Enters as t = F/(e_max P) + k V/B (:func:`gemm_efficiency`). Not fitted: Table 1
-    #: runs one micro-batch size (M = 2048) and trades the width h/t against TP
-    #: communication, so it cannot identify k (free, the fit runs to any lower bound, log-std
-    #: > 100, and the best minimax moves only from 6.6% at k = 1 to 5.6% at k -> 0). k = 1
-    #: is the roofline's own assumption: compulsory traffic, not overlapped with math.
+    #: result written once) [-], in t = F/(e_max P) + k V/B (:func:`gemm_efficiency`). Not
+    #: fitted: Table 1's single micro-batch size cannot identify it; 1 is the roofline's own
+    #: assumption (compulsory traffic, not overlapped with math).
     gemm_traffic: float = 1.0
     #: gamma: bytes moved by memory-bound kernels per byte of stored activations [-]
-    #: (fitted with e_max to Table 1: 5.005, log-std 0.18).
+    #: (fitted with e_max to Table 1: log-std 0.18).
     elementwise_traffic: float = 5.005
-    #: achievable share of NVLink bandwidth in collectives [-]. Not fitted (see above): NCCL
+    #: achievable share of NVLink bandwidth in collectives [-]. Measured, not fitted: NCCL
     #: all-reduce bus bandwidth on DGX A100 is about 230 of 300 GB/s per direction.
     nvlink_efficiency: float = 0.77
     #: e_attn: share of the dense BF16 peak that fused (flash) attention reaches, counted as
-    #: FlashAttention counts it (causal work halved, backward 2.5x the forward) [-]. Not
-    #: fitted: FlashAttention-2 on H100 SXM5, head dim 128, causal, 8k tokens runs the
-    #: forward at 333 and the backward at 318 TFLOP/s of 989 (Shah et al. 2024,
-    #: arXiv:2407.08608, Fig. 5-6; Dao 2023, arXiv:2307.08691 §4.1: "up to 335 TFLOPs/s"
-    #: on H100, Fig. 7), about 0.33. On A100 FlashAttention-2 reaches more of its peak
-    #: (50-73%, Dao 2023 §4.1), and cuDNN / FlashAttention-3 reach ~0.5-0.6 on H100: the
-    #: constant is the FlashAttention-2 Hopper figure, conservative for newer kernels.
+    #: FlashAttention counts it (causal work halved, backward 2.5x the forward) [-]. Measured,
+    #: not fitted: FlashAttention-2 on H100 SXM5 (head dim 128, causal, 8k tokens) runs at
+    #: 318-333 of 989 TFLOP/s (Shah et al. 2024, arXiv:2407.08608, Fig. 5-6); newer kernels
+    #: (cuDNN, FlashAttention-3) reach more, so the figure is conservative.
     attention_efficiency: float = 0.33
-    #: MXFP8 GEMM throughput relative to a per-tensor-scaled FP8 GEMM on the same GPU [-]:
-    #: block-scaled MMA with E8M0 scales every 32 elements. Fitted (scipy least_squares on
-    #: the log of the measured MXFP8 / FP8-CS throughput ratio; ``make validate FIT=1``) to
-    #: the five Megatron-Bridge 25.11-26.02.01 pairs that ran both with the same model, GPU
-    #: and layout (Llama 3 8B on B200, GB200, GB300; 405B on B200 and GB300; measured
-    #: ratios 0.927-0.964): 0.8923, log-std 0.008, residuals within 1.7%. Well identified by
-    #: the ratios; which part of MXFP8's cost sits in the GEMM rather than in the casts is
-    #: not (the casts are modelled from their bytes, precision.fp8_cast_bytes_per_layer).
+    #: MXFP8 GEMM throughput relative to a per-tensor-scaled FP8 GEMM on the same GPU [-]
+    #: (block-scaled MMA, E8M0 scales every 32 elements). Fitted to the five Megatron-Bridge
+    #: pairs that ran FP8 and MXFP8 with the same model, GPU and layout: log-std 0.008,
+    #: residuals within 1.7% (the casts are modelled apart, from their bytes).
     mxfp8_gemm_efficiency: float = 0.8923
     #: MoE: time per MoE layer per micro-batch (forward and backward) that does not scale
     #: with tokens [s]: the dropless dispatcher's device-to-host sync of per-expert token
-    #: counts, then the host launching the router, permute, grouped-GEMM and unpermute
-    #: kernels while the GPU waits; not paid under a full-iteration CUDA graph
-    #: (``Options.cuda_graphs="full"``). Fitted (scipy least_squares on log tokens/s, with
-    #: the recipes' all-to-all overlap share, benchmarks/validate.py ``fit_moe``) to the 106
-    #: expressible MoE rows of the Megatron-Bridge 25.11-26.08 summary (DeepSeek-V3,
-    #: gpt-oss-120b, Qwen3-30B-A3B, Qwen3-235B-A22B on H100, B200, B300, GB200, GB300; the
-    #: rows whose recipe runs full-iteration graphs marked so, validate.FULL_GRAPH_RECIPES;
-    #: the two 26.06.01 gpt-oss rows the summary itself flags as a known cuDNN regression
-    #: left out, validate.source_flagged_regression), with GB300's own e_max
-    #: (CALIBRATION_BY_GPU): 5.5 ms, log-std 0.078; the overlap share 0.71, log-std 0.089.
-    #: Identified by the micro-batch 1 vs 4 rows (Qwen3-30B-A3B on B200: 9,691 vs 26,695
-    #: tokens/s) and by the same layouts before and after the recipes' switch to
-    #: full-iteration graphs (Qwen3-30B-A3B on GB300: 31,470 in 26.04,
-    #: 45,275 in 26.06). A permute-traffic term fitted to its bound (not identified) and was
-    #: dropped. Held out by model x GPU: mean 17.4%, max 89% (18.2% with one Blackwell
-    #: e_max for GB300 too, 20.9% without the softmax-exponential bound of
-    #: llmcost.training.attention, 23.1% before the graph mechanism). gpt-oss-120b stays
-    #: over-predicted on GB200/GB300 (+37..+40% per group held out), which no MoE constant
-    #: here explains.
+    #: counts, then the host launching the expert kernels while the GPU waits; not paid under
+    #: a full-iteration CUDA graph (``Options.cuda_graphs="full"``). Fitted, with the recipes'
+    #: all-to-all overlap share (0.71), to the 106 expressible MoE rows of the Megatron-Bridge
+    #: summary (``benchmarks/validate.py fit_moe``): log-std 0.078, held out by model x GPU
+    #: mean 17.4% (gpt-oss-120b on GB200/GB300 stays ~40% too fast).
     moe_layer_overhead_s: float = 0.0055
     #: Time per transformer layer per micro-batch that does not scale with its tokens [s]
     #: (forward and backward; x 4/3 with full recomputation, which runs the forward again):
-    #: the host's share of an eager stack, FSDP's hooks around every wrapped block (unshard,
-    #: reshard, issuing the collectives, stream waits) and the rate limiter's CPU-GPU sync
-    #: (``limit_all_gathers``, Zhao et al. 2023 §3.4), with the Python launches of the block's
-    #: many unfused kernels behind it. 0 in the megatron sets (not fitted there); fitted for
-    #: the fsdp stack (CALIBRATION_BY_STACK).
+    #: an eager stack's host work, FSDP's hooks around every wrapped block and its rate
+    #: limiter's CPU-GPU sync (Zhao et al. 2023 §3.4), the launches of unfused kernels.
+    #: 0 in the megatron sets; fitted for the fsdp stack (CALIBRATION_BY_STACK).
     layer_host_overhead_s: float = 0.0
 
 
 DEFAULT_CALIBRATION = Calibration()
 
-#: e_max of B200/GB200 and of GB300 (CALIBRATION_BY_GENERATION, CALIBRATION_BY_GPU), each
-#: fitted (scipy least_squares on log(predicted / measured tokens/s), ``make validate FIT=1``)
-#: on its own dense Megatron-Bridge 25.11-26.06 rows: B200/GB200 0.5871, log-std 0.013, 26
-#: rows, in-sample mean 3.7%, leave-one-group-out mean 3.8%, max 12.3%; GB300 0.7858,
-#: log-std 0.027, 22 rows, in-sample 4.3%, held out 4.4%, max 27.2% (Llama 3 70B MXFP8 in
-#: 26.02.01). One e_max for all 48 rows (0.6715) held out at 9.9%, max 33.8%.
+#: e_max of B200/GB200 and of GB300, each fitted on its own dense Megatron-Bridge rows
+#: (``make validate FIT=1``): B200/GB200 on 26 rows, log-std 0.013, held out mean 3.8%, max
+#: 12.3%; GB300 on 22 rows, log-std 0.027, held out mean 4.4%, max 27.2%.
 BLACKWELL_E = 0.5871
 GB300_E = 0.7858
 
-#: One constant set per GPU generation. Only the GEMM efficiency e_max is refit per
-#: generation (scipy least_squares on log(predicted / measured tokens/s), benchmarks/
-#: validate.py ``fit``, ``make validate FIT=1``): with all four constants free the Hopper and
-#: Blackwell fits run to their bounds (e_max 0.98 against NVLink efficiency 0.3: the rows
-#: trade them against each other), so the other constants keep Table 1's values.
-#:
-#: - hopper: 0.6921, log-std 0.044, on the 13 expressible H100 rows (Llama 3 Table 4,
-#:   Megatron-Bridge 25.11-26.06 FP8); leave-one-group-out mean 9.1%, max 24.3%, against
-#:   8.4% / 23.9% with Table 1's 0.7171: the H100 rows do not identify a better level.
-#: - blackwell: BLACKWELL_E, on the 26 expressible dense B200/GB200 rows (GB300 apart, see
-#:   CALIBRATION_BY_GPU); B300 has no dense row and takes this set.
-#:
-#: Generations with no calibration row (Ada, CDNA3, ...) use Table 1's set, and their
-#: predictions carry the uncalibrated band (:mod:`llmcost.training.uncertainty`).
+#: One constant set per GPU generation; only e_max is refit per generation (with every
+#: constant free the fits trade e_max against the NVLink efficiency and run to their
+#: bounds). Hopper: 0.6921 on the 13 expressible H100 rows (Llama 3 Table 4,
+#: Megatron-Bridge FP8), log-std 0.044, held out mean 9.1%, max 24.3%. Blackwell:
+#: BLACKWELL_E (B300, with no dense row, takes it). Generations with no calibration row
+#: (Ada, CDNA3, ...) use Table 1's set and carry the uncalibrated band
+#: (:mod:`llmcost.training.uncertainty`).
 CALIBRATION_BY_GENERATION = {
     "ampere": DEFAULT_CALIBRATION,
     "hopper": replace(DEFAULT_CALIBRATION, matmul_efficiency=0.6921),
     "blackwell": replace(DEFAULT_CALIBRATION, matmul_efficiency=BLACKWELL_E),
 }
 
-#: GPUs whose measured runs one generation's set cannot match, with their own e_max.
-#: GB300 runs the same layouts 20-27% faster than GB200 in the Megatron-Bridge summary
-#: (Llama 3 70B, FSDP 64, FP8, 26.04: 5,243 vs 4,143 tokens/s/GPU; DeepSeek-V3, Qwen3 and
-#: gpt-oss likewise) with the same dense peak on paper (2.5 PFLOP/s BF16); one Blackwell set
-#: (0.6715 on all 48 dense rows) predicted GB200 +10.7% and GB300 -9.5% on average. Why is
-#: not in the sources: GB300's larger power budget (1,400 vs 1,200 W) sustaining higher
-#: clocks under dense GEMMs is the likely cause, an assumption. What the rows identify is
-#: the level: fitted apart, GB300_E on its 22 dense rows and BLACKWELL_E on the 26 B200/GB200
-#: rows (``make validate FIT=1``). Every dense Blackwell row runs FP8 or MXFP8: the same lead
-#: for BF16 GEMMs is an assumption (BF16 on Blackwell carries the uncalibrated band).
+#: GPUs whose measured runs their generation's set cannot match, with their own e_max.
+#: GB300 runs the same layouts 20-27% faster than GB200 with the same dense peak on paper;
+#: one Blackwell e_max put GB200 +11% and GB300 -10% on average. Its larger power budget
+#: (1,400 vs 1,200 W) is the likely cause, an assumption; every dense Blackwell row is FP8
+#: or MXFP8, so the lead for BF16 GEMMs is an assumption too.
 CALIBRATION_BY_GPU = {
     "gb300": replace(DEFAULT_CALIBRATION, matmul_efficiency=GB300_E),
 }
@@ -177,40 +135,21 @@ CALIBRATION_BY_GPU = {
 #: Training stacks (:attr:`Options.stack`).
 STACKS = ("megatron", "fsdp")
 
-#: The fsdp stack's constants, fitted jointly (scipy least_squares on log(predicted /
-#: measured tokens/s), benchmarks/validate.py ``fit_fsdp``, ``make validate FIT=1``) to the
-#: 216 rows of MosaicML llm-foundry's benchmark tables (scripts/train/benchmarking/README.md
-#: at mosaicml/llm-foundry@8c8dd48: MPT 125M-70B on A100 40/80GB and H100, sequences
-#: 512-65536, 8-512 GPUs, with and without activation checkpointing, 7 rows FP8), and only
-#: to them; in-sample mean 4.3%, max 39.6% (A100 40GB 70B on 64 GPUs with micro-batch 2,
-#: 27% slower per GPU than on 128 with 4). gamma and the host overhead are properties of the software
-#: (eager kernels, FSDP's per-block hooks) and shared by every GPU: gamma 4.357, log-std 0.13;
-#: host overhead 3.50 ms, log-std 0.12, identified by micro-batches of 4k against 40k+ tokens
-#: (13B on H100 with mb 2 at 2048: 39.8% MFU, mb 40 at 1024: 44.3%, HFU 59.0%); without it
-#: gamma fits 7.8 and the 209 BF16 rows 5.1% (small micro-batches over-predicted). gamma is below
-#: Table 1's 5.005, whose rows also move unfused softmax over s x s scores (no flash
-#: attention): the two multiply different byte counts.
+#: The fsdp stack's gamma and host time per layer: properties of the software (eager
+#: kernels, FSDP's per-block hooks), shared by every GPU. Fitted jointly with the per-
+#: generation sets below to the 216 rows of MosaicML llm-foundry's benchmark tables
+#: (mosaicml/llm-foundry@8c8dd48, MPT 125M-70B on A100 and H100; ``make validate FIT=1``)
+#: and only to them: in-sample mean 4.3%, max 39.6%; gamma log-std 0.13, host time 0.12.
+#: gamma is below Table 1's, whose rows also move unfused s x s softmax scores.
 FSDP_ELEMENTWISE_TRAFFIC = 4.357
 FSDP_LAYER_HOST_OVERHEAD_S = 0.003504
 
 #: Constant sets of the training stacks other than "megatron", by GPU generation. For fsdp,
 #: e_max and e_attn are refit per generation (cuBLAS and flash-attn 2 as the stack called
-#: them), with gamma and the host overhead above; the NVLink efficiency and the GEMM traffic
-#: k keep Table 1's values (measured / not identified, as for megatron).
-#:
-#: - ampere: e_max 0.7689 (log-std 0.013), e_attn 0.3205 (0.016) on the 139 A100 rows.
-#: - hopper: e_max 0.6567 (0.017), e_attn 0.1814 (0.022) on the 77 H100 rows, e_attn
-#:   identified by the 16k-65k sequences (7B at 65536: 28.6% MFU). The megatron sets keep
-#:   0.33, FlashAttention-2's own H100 benchmark; llm-foundry's 2023 runs (flash-attn 2 called
-#:   through its varlen interface on unpadded tokens) reached about half of it.
-#:
-#: Each of the five tables predicted with the constants refit on the other four: mean 4.8%,
-#: max 41.8% (H100 tables 3.4-5.1%, A100 4.4-5.6%). Out of sample, torchtitan's eager FSDP2
-#: Llama 3.1 8B rows on 8 and 128 H100 (pytorch/torchtitan
-#: benchmarks/llama3_h100_202412_torchtitan.md, never fitted) are over-predicted by 22% and
-#: 26% on h100-sxm; they ran 500 W H100s with 2.4 TB/s HBM2e, with which the prediction is
-#: 2-22% high. Generations without fsdp rows (Blackwell, CDNA3, Ada) take their megatron set
-#: with the fsdp gamma and host overhead.
+#: them; log-std at most 0.022), with gamma and the host time above; the NVLink efficiency
+#: and k keep Table 1's values. Each of the five tables predicted with the constants refit
+#: on the other four: mean 4.8%, max 41.8%. Generations without fsdp rows take their
+#: megatron set with the fsdp gamma and host time.
 CALIBRATION_BY_STACK = {
     "fsdp": {
         "ampere": replace(DEFAULT_CALIBRATION, matmul_efficiency=0.7689,
