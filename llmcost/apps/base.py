@@ -7,7 +7,9 @@ panel composes parts that know nothing of each other: the scenarios it shows and
 good results (:mod:`.state`: a link's scenarios, read strictly, with warnings; pins A, B, C
 carried by one link), the form (:mod:`.form`: a control per field, a bad value refused
 beside it, the last good results kept on screen), the compare table (:mod:`.compare`) and
-the report and scenario files (:mod:`.report`). Only the form and this module make widgets.
+the report and scenario files (:mod:`.report`), on a page (:mod:`.page`: its style, its
+HTML pieces, how Voila sends it). Of these, only the form, the page and the panel make
+widgets.
 
 Plots are widgets from :mod:`.plotview`: under the workbook's servers a ``PlotView`` drawn
 with the apps' own plotly.js bundle, elsewhere an Output holding the figure as plotly's mime
@@ -33,50 +35,14 @@ from .compare import compare_html, comparison
 from .fields import TEXT_NUMBER_FIELDS, with_value
 from .form import Form
 from .plotview import clear_figure, plot_widget, show_figure
-from .registry import apps, register
-from .report import MAX_SCENARIO_BYTES, read_scenario_file, report_html, scenario_data_url, upload_text
+from .page import (CSS, after_this_cell, headline_html, heartbeat, nav_html, notes_html,
+                   show_page, tables_html, warning_html)
+from .registry import register
+from .report import (MAX_SCENARIO_BYTES, read_scenario_file, report_html, scenario_data_url,
+                     upload_text)
 from .shared import make, shared_layout
 from .state import MODE_FIELDS, PanelState, carry_custom
 from .text import esc
-
-CSS = """<style>
-.llmc-headline-row {display:flex; flex-flow:row wrap}
-.llmc-headline-box {border:1px solid #ddd; border-radius:6px; padding:6px 10px; margin:3px;
-  min-width:150px; max-width:320px; background:#fafafa}
-.llmc-headline-label {font-size:11px; color:#555}
-.llmc-headline-value {font-size:18px; font-weight:600; overflow-wrap:anywhere}
-.llmc-err {color:#b00020; font-size:12px; min-height:0}
-.llmc-span {grid-column: 1 / span 2}
-.llmc-form {align-items:start}
-.llmc-warning {background:#fff4e5; border-left:4px solid #f0a500; padding:4px 8px; margin:4px 0;
-  overflow-wrap:anywhere}
-.llmc-notes li {margin:2px 0}
-.llmc-group {font-weight:600; margin-top:8px; border-bottom:1px solid #eee}
-.llmc-label {font-size:13px; line-height:1.25; white-space:normal; overflow-wrap:anywhere;
-  padding:4px 8px 0 0}
-.llmc-share-link {overflow-wrap:anywhere; word-break:break-all; font-size:12px}
-.llmc-flag-infeasible {border-color:#b00020; background:#fdecee}
-.llmc-flag-infeasible .llmc-headline-value {color:#b00020}
-.llmc-flag-implausible {border-color:#f0a500; background:#fff4e5}
-.llmc-flag-implausible .llmc-headline-value {color:#8a5a00}
-.llmc-flag-uncalibrated {border-color:#f0a500; border-style:dashed}
-.llmc-flag-note {font-size:11px; color:#555; max-width:300px}
-.llmc-progress {color:#555; font-style:italic; padding:6px 0}
-.llmc-compare-table {border-collapse:collapse; margin:6px 0; font-size:13px}
-.llmc-compare-table th, .llmc-compare-table td {border-bottom:1px solid #e5e5e5;
-  padding:3px 10px; text-align:left; vertical-align:top}
-.llmc-compare-table .llmc-delta {color:#555; font-size:12px}
-.llmc-navbar a, .llmc-navbar b {margin-right:4px}
-.llmc-file-button {width:auto; min-width:148px; padding:0 12px}
-.llmc-busy {opacity:0.35; transition:opacity 0.15s; pointer-events:none}
-.llmc-table-title {font-weight:600; margin:8px 0 2px}
-.llmc-table {border-collapse:collapse; margin:2px 0 8px; font-size:13px}
-.llmc-table th, .llmc-table td {border-bottom:1px solid #e5e5e5; padding:3px 10px;
-  text-align:right; vertical-align:top}
-.llmc-table th:first-child, .llmc-table td:first-child,
-.llmc-table th:last-child, .llmc-table td:last-child {text-align:left}
-.llmc-table td:last-child {max-width:320px; overflow-wrap:anywhere; font-size:12px}
-</style>"""
 
 #: the status line when a typed value was refused
 NOT_APPLIED = ("<span class='llmc-err'>Not applied: fix the value marked in red; the figures "
@@ -89,27 +55,6 @@ def _takes(fn, arg: str) -> bool:
         return arg in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
-
-
-def tables_html(tables: list[dict]) -> str:
-    """The app's tables as escaped HTML (the report renders the same dicts with jinja2)."""
-    out = []
-    for t in tables:
-        head = "".join(f"<th scope='col'>{esc(c)}</th>" for c in t["columns"])
-        body = "".join("<tr>" + "".join(f"<td>{esc(x)}</td>" for x in row) + "</tr>"
-                       for row in t["rows"])
-        out.append(f"<div class='llmc-table-title'>{esc(t['title'])}</div>"
-                   f"<table class='llmc-table {esc(t.get('cls', ''))}'><thead><tr>{head}</tr>"
-                   f"</thead><tbody>{body}</tbody></table>")
-    return "".join(out)
-
-
-def warning_html(warnings, what="Some settings in the link were not used:") -> str:
-    """Warnings under a heading, as the page's warning box shows them ("" for none)."""
-    if not warnings:
-        return ""
-    items = "".join(f"<li>{esc(w)}</li>" for w in warnings)
-    return f"<div class='llmc-warning'>{esc(what)}<ul>{items}</ul></div>"
 
 
 def _of_state(name: str, doc: str, settable: bool = False) -> property:
@@ -329,7 +274,7 @@ class Panel:
         body = make(W.HBox, [make(W.VBox, left, layout=dict(width="400px", flex="0 0 400px")),
                              make(W.VBox, right, layout=dict(flex="1 1 auto", min_width="0"))])
         parts = [self.nav, header, self.warning_box, body]
-        beat = _heartbeat()
+        beat = heartbeat()
         if beat is not None:
             parts.append(beat)
         root = make(W.VBox, parts)
@@ -415,9 +360,7 @@ class Panel:
             self.pins, self.scenario)) if pinned else "")
         self.form.show_used(self.scenario, self.resolved(res))
         self.tables_box.value = tables_html(self.tables(res))
-        lines = self.note_lines(res)
-        self.notes.value = ("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in lines) + "</ul>"
-                            if lines else "")
+        self.notes.value = notes_html(self.note_lines(res))
         for name, out in self.outputs.items():
             if name in figs:
                 show_figure(out, figs[name])
@@ -436,7 +379,7 @@ class Panel:
             return
         self._show_headline(head)
         self.status.value = "<div class='llmc-progress'>Drawing the plots...</div>"
-        if not _after_this_cell(self.refresh):
+        if not after_this_cell(self.refresh):
             self.refresh()
 
     # ------------------------------------------------------------ compare
@@ -454,24 +397,7 @@ class Panel:
         """The headline figures, one box per key, as one HTML widget (a widget per box and
         per label made 33 of the review page's 181 widgets, each a model and a view for the
         browser to build)."""
-        self.flags = {}
-        self.headline_html = {}
-        boxes = []
-        for key, (label, text, *rest) in head.items():
-            flag = rest[0] if rest else None
-            classes = f"llmc-headline-box llmc-box-{key}"
-            note = ""
-            if flag is not None:
-                classes += f" llmc-flag-{flag.level}"
-                self.flags[key] = flag
-                note = (f"<div class='llmc-flag-note'>{esc(flag.level)}: "
-                        f"{esc(flag.message)}</div>")
-            self.headline_html[key] = (f"<div class='llmc-headline-value'>{esc(text)}</div>"
-                                       f"{note}")
-            boxes.append(f"<div class='{classes}'><div class='llmc-headline-label'>"
-                         f"{esc(label)}</div><div class='llmc-headline-{key}'>"
-                         f"{self.headline_html[key]}</div></div>")
-        self.headline_box.value = f"<div class='llmc-headline-row'>{''.join(boxes)}</div>"
+        self.headline_box.value, self.headline_html, self.flags = headline_html(head)
 
     def query(self) -> str:
         """The link's query: every scenario shown (pinned first, the current one last)."""
@@ -483,17 +409,11 @@ class Panel:
             self.name, getattr(getattr(self, "downloader", None), "page_url", ""))
 
     def _update_links(self) -> None:
-        q = self.query()
-        suffix = f"?{q}" if q else ""
         link = self.share_link()
         self.share.value = (f"<div>Link to these values: <a class='llmc-share-link' "
                             f"href='{esc(link)}' target='_blank' "
                             f"title='{esc(link)}'>{esc(link)}</a></div>")
-        items = ["<a href='index.ipynb" + esc(suffix) + "'>All apps</a>"]
-        items += [f"<b>{esc(c.title)}</b>" if c.name == self.name else
-                  f"<a href='{c.name}.ipynb{esc(suffix)}'>{esc(c.title)}</a>"
-                  for c in apps()]
-        self.nav.value = f"<div class='llmc-navbar'>{' | '.join(items)}</div>"
+        self.nav.value = nav_html(self.name, self.query())
         self.download.value = (f"<a download='scenario.json' href='{scenario_data_url(self.scenario)}'>"
                                "Save scenario (JSON)</a>")
         self.pin_button.description = self.state.pin_text()
@@ -569,33 +489,6 @@ class ReviewPanel(Panel):
         return evaluate(s, self.catalog)
 
 
-def _heartbeat():
-    """The "connection lost" banner's widget, when its module is there."""
-    try:
-        from .heartbeat import Heartbeat
-    except ImportError:
-        return None
-    return Heartbeat(layout=shared_layout())
-
-
-def _after_this_cell(fn) -> bool:
-    """Run ``fn`` on the kernel's event loop once the running cell has finished, so Voila
-    sends the page (controls and a progress line) before the first results are computed.
-    Returns False when there is no running loop (plain Python): the caller runs it now."""
-    import asyncio
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        try:
-            loop = asyncio.get_event_loop()
-        except RuntimeError:
-            return False
-    if not loop.is_running():
-        return False
-    loop.call_soon(fn)
-    return True
-
-
 def run_app(cls: Callable[..., Panel]) -> Panel:
     """Build and display an app; the page's query string preloads its Scenario(s).
 
@@ -607,35 +500,3 @@ def run_app(cls: Callable[..., Panel]) -> Panel:
     return show_page(lambda query: cls(query=query, defer=True), lambda: cls(query=""),
                      lambda panel: panel.first_paint, lambda panel: panel.refresh)
 
-
-def show_page(build: Callable, prebuild: Callable, first: Callable, whole: Callable):
-    """Display the page for the visitor's query.
-
-    In a preheated kernel (``VOILA_PREHEAT``) ``prebuild()`` runs before the visitor
-    arrives: the page for the default scenario, its widgets built and its results
-    computed; the visitor's query is then applied to it (its ``apply_query``), so the
-    HTML is sent as soon as the query arrives, with no widget to build first (in chromium
-    the review's HTML completed 0.4-1.2 s after the request when its 181 widgets were
-    built on request, 0.03-0.25 s since, 2026-12-02). Otherwise ``build(query)`` makes
-    it. The callable ``first(page)`` gives runs once the cell has finished (the page is
-    sent before it); outside an event loop, ``whole(page)``'s runs at once; neither when
-    the prebuilt page already shows the query's results. A catalog that cannot be read
-    is said on the page (file, row and column), not as Voila's generic cell error."""
-    from IPython.display import display
-    try:
-        from .preheat import get_query_string
-        page = prebuild() if os.environ.get("VOILA_PREHEAT") == "True" else None
-        query = get_query_string()
-        pending = True
-        if page is None:
-            page = build(query)
-        else:
-            pending = page.apply_query(query)
-    except catalog_mod.CatalogError as e:
-        display(make(W.HTML, f"<div class='llmc-warning llmc-fatal'>The catalog cannot be read: "
-                             f"{esc(str(e))}</div>"))
-        return None
-    display(page.widget)
-    if pending and not _after_this_cell(first(page)):
-        whole(page)()
-    return page

@@ -11,7 +11,7 @@ import ipywidgets as W
 
 from .. import catalog as catalog_mod
 from ..scenario import scenarios_from_query, scenarios_to_query
-from .base import CSS, _heartbeat, show_page, warning_html
+from .page import CSS, heartbeat, show_page, warning_html
 from .registry import apps
 from .shared import make
 from .text import esc
@@ -47,7 +47,7 @@ class Landing:
         self._set_scenarios(*scenarios_from_query(query, self.catalog))
         parts = [self.header, W.Box(list(self.cards.values()),
                                layout=dict(display="flex", flex_flow="row wrap"))]
-        beat = _heartbeat()
+        beat = heartbeat()
         if beat is not None:
             parts.append(beat)
         self.widget = make(W.VBox, parts)

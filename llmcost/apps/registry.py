@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
-from pathlib import Path
+import sys
 
 #: name -> app class; ``Panel`` subclasses that set ``name`` register themselves here
 #: (:meth:`llmcost.apps.base.Panel.__init_subclass__`), so this module imports no app
@@ -22,8 +22,9 @@ def register(cls: type) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _load() -> tuple:
-    # the modules beside this one, found by folder: this module imports nothing above it
-    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
+    # the package's folders (its __path__), read from the package Python imported before
+    # this module, not imported again: this module imports nothing above it
+    for mod in pkgutil.iter_modules(sys.modules[__package__].__path__):
         if mod.name.endswith("_app"):
             importlib.import_module(f"{__package__}.{mod.name}")
     return tuple(sorted(REGISTRY.values(), key=lambda c: (c.order, c.name)))
