@@ -56,7 +56,7 @@ OPTIMIZER_MOMENTS = ("fp32", "bf16")
 ACTIVATION_PRECISIONS = ("bf16", "fp8")
 #: where an MoE layer applies the router's probabilities: on the expert outputs in the
 #: combine (which then keeps them for the probabilities' gradient) or inside the expert
-#: activation function (Megatron-Core since April 2025: the combine keeps nothing)
+#: activation function (Megatron-Core from commit 2659630 on: the combine keeps nothing)
 MOE_PROBS_AT = ("combine", "activation")
 ZERO_STAGES = (0, 1, 2, 3)
 FINETUNE_MODES = ("full", "lora", "qlora")
@@ -475,16 +475,13 @@ def lora_parameter_count(layers, hidden, heads, rank, kv_heads=None, ffn_hidden=
     return v.result(1.0 * l * r * per_layer)
 
 
-#: Share of allocated bytes the caching allocator loses to fragmentation [-]. One-sided
-#: identification: every calibration run that ran without recomputation or offloading must
-#: fit (benchmarks/validate.py prints each run's largest consistent value). Megatron-Bridge's
-#: Llama 3.1 405B on GB200 (TP4 PP16 VP4, FP8) allows at most 2.9% and its Llama 3 70B on
-#: GB300 (TP1 PP4 VP5, MXFP8) 2.1%; those recipes set PYTORCH_CUDA_ALLOC_CONF=
-#: expandable_segments:True, which is what keeps fragmentation this low. The data give an
-#: upper bound only: an untuned allocator can lose 5-10% (set ``fragmentation`` to what
-#: ``torch.cuda.memory_reserved`` minus ``memory_allocated`` shows).
+#: Share of allocated bytes the caching allocator loses to fragmentation [-]: an upper bound
+#: only, as the calibration runs that ran must fit (``make validate`` prints their memory
+#: against capacity): Megatron-Bridge's Llama 3.1 405B on GB200 leaves room for 2.9%, its
+#: Llama 3 70B on GB300 2.1% (both with expandable segments). Untuned, 5-10% is possible.
 FRAGMENTATION = 0.02
-#: CUDA context with cuBLAS/NCCL workspaces [bytes] (assumption, about 1 GB).
+#: CUDA context with cuBLAS/NCCL workspaces [bytes]: an assumption of about 1 GB, fitted to
+#: no run (the calibration runs bound fragmentation with it fixed).
 CONTEXT_BYTES = 1.0e9
 
 
@@ -935,7 +932,7 @@ def moe_ffn_activation_bytes(seq_len, micro_batch, hidden, experts, top_k, exper
     output 2h if the combine applies the router's probabilities (``probs_at="combine"``; it
     keeps the outputs for their gradient), or instead the copy's FP32 probability, 4 bytes,
     if the activation applies them (``probs_at="activation"``: Megatron-Core's grouped MLP
-    since April 2025, whose unpermute then keeps nothing). The shared experts keep
+    from [2]'s commit 2659630 on, whose unpermute then keeps nothing). The shared experts keep
     (2 k_g' f_s + q f_s) / t. The router keeps its own BF16 input, so with q < 2 the FFN
     input (the pre-FFN norm output, counted as q h / t^[SP] in the dense FFN's part) is kept
     twice: 2h for the router and q h for the shared experts' fc1 (2h alone without shared
@@ -1647,7 +1644,8 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
 
 
 def seed_heuristic_memory_gb(model_size_b, num_gpus, tp_size, pp_size):
-    r"""The seed article's ``estimate_memory``, kept verbatim for comparison. Not a model.
+    r"""The ``estimate_memory`` heuristic of a cluster builder's guide [1], verbatim, for
+    comparison. Not a model.
 
     .. math:: M = \frac{2P + 4P + 2P}{t} + \frac{12 P}{t\,p}\quad [\text{GB}, P \text{ in billions}]
 
@@ -1655,7 +1653,7 @@ def seed_heuristic_memory_gb(model_size_b, num_gpus, tp_size, pp_size):
     1/p of the layers, so they should divide by t p as well), counts 4 bytes of Adam state
     where mixed-precision Adam keeps 12 (fp32 master, momentum, variance), ignores data
     parallelism (``num_gpus`` is unused), and scales activations with parameters instead of
-    sequence, batch and width. See tests/test_memory.py for where it lands against
+    sequence, batch and width. tests/training/test_memory.py shows where it lands against
     :func:`memory_per_gpu`.
 
     Parameters
@@ -1663,7 +1661,7 @@ def seed_heuristic_memory_gb(model_size_b, num_gpus, tp_size, pp_size):
     model_size_b : float or array
         Parameters [billions].
     num_gpus, tp_size, pp_size : int or array
-        As in the seed (``num_gpus`` unused, as there).
+        As in [1] (``num_gpus`` unused, as there).
 
     Returns
     -------
