@@ -35,8 +35,8 @@ from .compare import compare_html, comparison
 from .fields import TEXT_NUMBER_FIELDS, with_value
 from .form import Form
 from .plotview import clear_figure, plot_widget, show_figure
-from .page import (CSS, after_this_cell, headline_html, heartbeat, nav_html, notes_html,
-                   show_page, tables_html, warning_html)
+from .page import (CSS, after_this_cell, headline_html, heartbeat, html_box, nav_html,
+                   notes_html, show_page, tables_html, warning_html)
 from .registry import register
 from .report import (MAX_SCENARIO_BYTES, read_scenario_file, report_html, scenario_data_url,
                      upload_text)
@@ -107,25 +107,17 @@ class Panel:
         self.last_error = None
         if not build:
             return
-        self.warning_box = make(W.HTML, warning_html(self.link_warnings))
-        self.warning_box.add_class("llmc-warning-area")
-        self.status = make(W.HTML, "")
-        self.status.add_class("llmc-status")
-        self.headline_box = make(W.HTML, "")
-        self.headline_box.add_class("llmc-headline")
+        self.warning_box = html_box("llmc-warning-area", warning_html(self.link_warnings))
+        self.status = html_box("llmc-status")
+        self.headline_box = html_box("llmc-headline")
         self.headline_html: dict[str, str] = {}     # key -> its value's HTML, as shown
         self.flags: dict = {}
-        self.notes = make(W.HTML, "")
-        self.notes.add_class("llmc-notes")
-        self.tables_box = make(W.HTML, "")
-        self.tables_box.add_class("llmc-tables")
+        self.notes = html_box("llmc-notes")
+        self.tables_box = html_box("llmc-tables")
         self.outputs: dict[str, W.Widget] = {}      # plot name -> its plot widget
-        self.share = make(W.HTML, "")
-        self.share.add_class("llmc-share")
-        self.nav = make(W.HTML, "")
-        self.nav.add_class("llmc-nav")
-        self.download = make(W.HTML, "")
-        self.download.add_class("llmc-download")
+        self.share = html_box("llmc-share")
+        self.nav = html_box("llmc-nav")
+        self.download = html_box("llmc-download")
         from .download import Download
         self.downloader = Download(layout=shared_layout())
         self.downloader.add_class("llmc-report-link")
@@ -150,8 +142,7 @@ class Panel:
         self.clear_button = make(W.Button, description="Clear pinned", icon="times")
         self.clear_button.add_class("llmc-unpin")
         self.clear_button.on_click(lambda _: self.clear_pins())
-        self.compare_box = make(W.HTML, "")
-        self.compare_box.add_class("llmc-compare")
+        self.compare_box = html_box("llmc-compare")
         self.extra_widgets: list[W.Widget] = []
         for name in self.plot_names():
             out = plot_widget()

@@ -52,6 +52,13 @@ CSS = """<style>
 .llmc-table th:last-child, .llmc-table td:last-child {text-align:left}
 .llmc-table td:last-child {max-width:320px; overflow-wrap:anywhere; font-size:12px}
 </style>"""
+def html_box(css_class: str, value: str = "") -> W.HTML:
+    """An HTML widget of the page, found by its class (the browser tests' hooks)."""
+    w = make(W.HTML, value)
+    w.add_class(css_class)
+    return w
+
+
 def tables_html(tables: list[dict]) -> str:
     """The app's tables as escaped HTML (the report renders the same dicts with jinja2)."""
     out = []
