@@ -1093,7 +1093,25 @@ def _layer_matmul_s(model, gpu, R: _Resolved, F: _LayerFlops, tokens, rec_f, pen
     (:func:`llmcost.training.recompute.recompute_flops_per_token`). With TP overlap the GEMMs
     slow by ``tp_overlap_gemm_penalty``.
 
-    Returns (t_mm, t_attn) [s].
+    Parameters
+    ----------
+    model : ModelSpec
+    gpu : GPUSpec
+    R : _Resolved
+        The checked layout (arrays broadcast over it), options, constants and memory.
+    F : _LayerFlops
+        The layer's FLOPs per token (:func:`_layer_flops`).
+    tokens : float or array
+        M = b s / c, tokens per micro-batch on the GPU [-].
+    rec_f : float or array
+        rho, 4/3 with full recomputation, else 1 [-].
+    penalty : float or array
+        1 - ``tp_overlap_gemm_penalty`` with TP overlap on, else 1 [-].
+
+    Returns
+    -------
+    t_mm, t_attn : float or array
+        Matmul time, and its attention-core part [s] per layer per micro-batch.
 
     References
     ----------
@@ -1151,7 +1169,23 @@ def _layer_memory_bound_s(model, gpu, R: _Resolved, F: _LayerFlops, tokens, rec_
     physical bytes, not scaled by gamma). A module recomputed by name moves gamma / 3
     bytes per BF16 byte it frees (one forward of the three passes).
 
-    Returns t_elem [s].
+    Parameters
+    ----------
+    model : ModelSpec
+    gpu : GPUSpec
+    R : _Resolved
+        The checked layout (arrays broadcast over it), options, constants and memory.
+    F : _LayerFlops
+        The layer's FLOPs per token (:func:`_layer_flops`).
+    tokens : float or array
+        M = b s / c, tokens per micro-batch on the GPU [-].
+    rec_f : float or array
+        rho, 4/3 with full recomputation, else 1 [-].
+
+    Returns
+    -------
+    t_elem : float or array
+        [s] per layer per micro-batch.
 
     References
     ----------
@@ -1263,7 +1297,20 @@ def _dp_collectives_s(model, R: _Resolved, scale_up, scale_out, n_heavy, mid_hea
     same links after the dense ones. Gradients move ``grad_bytes`` per parameter,
     gathered parameters 2 (BF16).
 
-    Returns (T_AR, T_AG, T_RS) [s].
+    Parameters
+    ----------
+    model : ModelSpec
+    R : _Resolved
+    scale_up, scale_out : FabricSpec
+    n_heavy : int or array
+        Layers on the stage with the most parameters [-].
+    mid_heavier : bool or array
+        That stage is a middle one (no LM head).
+
+    Returns
+    -------
+    allreduce_s, gather_s, reduce_scatter_s : float or array
+        T_AR per step; T_AG and T_RS of one layer [s].
 
     References
     ----------
