@@ -191,8 +191,10 @@ def cmd_memory(a) -> dict:
         m = _model_from_args(a)
         _refuse_moe_flags(a, m)
         br = mem.memory_per_gpu(
-            m, a.gpus, a.tp, a.pp, a.cp, a.zero, a.micro_batch, a.global_batch, a.recompute,
-            a.sequence_parallel, not a.no_flash_attention, a.optimizer, a.interleave,
+            m, gpus=a.gpus, tp=a.tp, pp=a.pp, cp=a.cp, zero_stage=a.zero,
+            micro_batch=a.micro_batch, global_batch=a.global_batch, recompute=a.recompute,
+            sequence_parallel=a.sequence_parallel, flash_attention=not a.no_flash_attention,
+            optimizer=a.optimizer, interleave=a.interleave,
             finetune=a.finetune, lora_rank=a.lora_rank,
             first_stage_layers=a.first_stage_layers, last_stage_layers=a.last_stage_layers,
             ep=a.ep, etp=a.etp, recompute_modules=a.recompute_modules, **_recipe_memory_kwargs(a))

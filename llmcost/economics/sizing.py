@@ -136,7 +136,9 @@ def memory_floor_gpus(model: ModelSpec, gpu: GPUSpec, candidates, seq_len=None, 
     if not ok.any():
         return None
     g, t, p, z, sp = g[ok], t[ok], p[ok], z[ok], sp[ok]
-    m = memory_per_gpu(model, g, t, p, 1, z, 1, None, "full", sp, True, seq_len=seq_len, **mem_kw)
+    m = memory_per_gpu(model, gpus=g, tp=t, pp=p, cp=1, zero_stage=z, micro_batch=1,
+                       global_batch=None, recompute="full", sequence_parallel=sp,
+                       flash_attention=True, seq_len=seq_len, **mem_kw)
     fits = np.asarray(m.total_bytes) <= gpu.memory_bytes
     if not fits.any():
         return None
@@ -425,9 +427,11 @@ def _recipe_memory_gb(model, gpu, L, s, space, options, precision, mods, moments
     mk = {**(memory_kwargs or {}), "optimizer_moments": moments}
     if model.is_moe:
         mk.setdefault("moe_capacity_factor", options.moe_load_imbalance)
-    mem = memory_per_gpu(model, L["gpus"], L["tp"], L["pp"], L["cp"], L["zero_stage"],
-                         L["micro_batch"], L["global_batch"], L["recompute"],
-                         L["sequence_parallel"], L["flash_attention"],
+    mem = memory_per_gpu(model, gpus=L["gpus"], tp=L["tp"], pp=L["pp"], cp=L["cp"],
+                         zero_stage=L["zero_stage"], micro_batch=L["micro_batch"],
+                         global_batch=L["global_batch"], recompute=L["recompute"],
+                         sequence_parallel=L["sequence_parallel"],
+                         flash_attention=L["flash_attention"],
                          interleave=L["interleave"], seq_len=s,
                          first_stage_layers=space.first_stage_layers,
                          last_stage_layers=space.last_stage_layers, precision=precision,
@@ -467,9 +471,12 @@ def _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space, options, 
         P = {key: a[rows] for key, a in L.items()}
         P["memory_gb"] = memory_gb[rows]
         mk = {**(memory_kwargs or {}), "optimizer_moments": moments}
-        pred = predict_step(model, gpu, scale_up, scale_out, P["gpus"], P["tp"], P["pp"],
-                            P["global_batch"], P["cp"], P["micro_batch"], P["interleave"],
-                            P["recompute"], P["sequence_parallel"], P["zero_stage"], options,
+        pred = predict_step(model, gpu, scale_up, scale_out, gpus=P["gpus"], tp=P["tp"],
+                            pp=P["pp"], global_batch=P["global_batch"], cp=P["cp"],
+                            micro_batch=P["micro_batch"], interleave=P["interleave"],
+                            recompute=P["recompute"],
+                            sequence_parallel=P["sequence_parallel"],
+                            zero_stage=P["zero_stage"], options=options,
                             seq_len=s, memory_kwargs=mk, with_scaling=False,
                             flash_attention=P["flash_attention"],
                             tp_comm_overlap=P["tp_comm_overlap"],
@@ -1010,8 +1017,9 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
 
     one_card = {}
     for g in priced:
-        m1 = memory_per_gpu(model, 1, 1, 1, 1, 3, 1, None, "full", False, True,
-                            finetune="qlora", lora_rank=lora_rank, seq_len=seq_len,
+        m1 = memory_per_gpu(model, gpus=1, tp=1, pp=1, cp=1, zero_stage=3, micro_batch=1,
+                            global_batch=None, recompute="full", sequence_parallel=False,
+                            flash_attention=True, finetune="qlora", lora_rank=lora_rank, seq_len=seq_len,
                             qlora_16bit_embeddings=True)
         one_card[g.id] = bool(float(m1.total_bytes) <= g.memory_bytes)
     for method in ("qlora", "lora", "full"):
@@ -1023,7 +1031,9 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
             node = g.gpus_per_node
             sizes = np.array([x for x in (1, 2, 4) if x < node]
                              + [node * k for k in (1, 2, 4, 8, 16, 32, 64)])
-            m = memory_per_gpu(model, sizes, 1, 1, 1, 3, 1, None, "full", False, True,
+            m = memory_per_gpu(model, gpus=sizes, tp=1, pp=1, cp=1, zero_stage=3, micro_batch=1,
+                               global_batch=None, recompute="full",
+                               sequence_parallel=False, flash_attention=True,
                                finetune=method, lora_rank=lora_rank, seq_len=seq_len,
                                qlora_16bit_embeddings=True)
             fits = np.asarray(m.total_bytes) <= g.memory_bytes

@@ -52,7 +52,8 @@ def finetune_mfu(model: ModelSpec, cat: Catalog, fabric: str, seq_len=None):
     def predict(gpu, method, n):
         up, out = cat.fabric(gpu.scale_up), cat.fabric(fabric)
         batch = int(n * -(-FINETUNE_BATCH_SEQUENCES // n))
-        p = step.predict_step(model, gpu, up, out, int(n), 1, 1, batch, micro_batch=1,
+        p = step.predict_step(model, gpu, up, out, gpus=int(n), tp=1, pp=1, global_batch=batch,
+                              micro_batch=1,
                               recompute="full", zero_stage=3, seq_len=seq_len,
                               with_scaling=False)
         u = float(p.mfu)

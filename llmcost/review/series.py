@@ -39,10 +39,13 @@ def layout_memory(results: Results, top: int = 5) -> pd.DataFrame:
     if L.empty:
         return pd.DataFrame()
     B = results.plan.global_batch
-    mem = memory_per_gpu(m, L["gpus"].to_numpy(), L["tp"].to_numpy(), L["pp"].to_numpy(),
-                         L["cp"].to_numpy(), L["zero_stage"].to_numpy(),
-                         L["micro_batch"].to_numpy(), B, L["recompute"].to_numpy(),
-                         L["sequence_parallel"].to_numpy(), L["flash_attention"].to_numpy(),
+    mem = memory_per_gpu(m, gpus=L["gpus"].to_numpy(), tp=L["tp"].to_numpy(),
+                         pp=L["pp"].to_numpy(), cp=L["cp"].to_numpy(),
+                         zero_stage=L["zero_stage"].to_numpy(),
+                         micro_batch=L["micro_batch"].to_numpy(), global_batch=B,
+                         recompute=L["recompute"].to_numpy(),
+                         sequence_parallel=L["sequence_parallel"].to_numpy(),
+                         flash_attention=L["flash_attention"].to_numpy(),
                          interleave=L["interleave"].to_numpy(),
                          # the review's space balances uneven stages automatically (None),
                          # as the planner did for every row shown

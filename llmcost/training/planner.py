@@ -479,10 +479,14 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
     for mods in space.recompute_modules:
         for moments in space.optimizer_moments:
             mk = {**(memory_kwargs or {}), "optimizer_moments": moments}
-            pred = predict_step(model, gpu, scale_up, scale_out, L["gpus"], L["tp"], L["pp"],
-                                global_batch, L["cp"], L["micro_batch"], L["interleave"],
-                                L["recompute"], L["sequence_parallel"], L["zero_stage"],
-                                options, calibration, seq_len, mk, with_scaling=False,
+            pred = predict_step(model, gpu, scale_up, scale_out, gpus=L["gpus"], tp=L["tp"],
+                                pp=L["pp"], global_batch=global_batch, cp=L["cp"],
+                                micro_batch=L["micro_batch"], interleave=L["interleave"],
+                                recompute=L["recompute"],
+                                sequence_parallel=L["sequence_parallel"],
+                                zero_stage=L["zero_stage"], options=options,
+                                calibration=calibration, seq_len=seq_len, memory_kwargs=mk,
+                                with_scaling=False,
                                 flash_attention=L["flash_attention"],
                                 tp_comm_overlap=L["tp_comm_overlap"],
                                 first_stage_layers=space.first_stage_layers,

@@ -74,9 +74,11 @@ def weak_scaling(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     gpus = n * gpu.gpus_per_node
     dp = gpus // (tp * pp * cp)
     batch = dp * v.integer("sequences_per_replica", sequences_per_replica)
-    pred = predict_step(model, gpu, scale_up, scale_out, gpus, tp, pp, batch, cp, micro_batch,
-                        interleave, recompute, sequence_parallel, zero_stage, options,
-                        seq_len=seq_len, **kw)
+    pred = predict_step(model, gpu, scale_up, scale_out, gpus=gpus, tp=tp, pp=pp,
+                        global_batch=batch, cp=cp, micro_batch=micro_batch,
+                        interleave=interleave, recompute=recompute,
+                        sequence_parallel=sequence_parallel, zero_stage=zero_stage,
+                        options=options, seq_len=seq_len, **kw)
     per_gpu = pred.tokens_per_s / gpus
     table = pd.DataFrame({
         "nodes": n, "gpus": gpus, "tokens_per_s": pred.tokens_per_s,

@@ -1002,8 +1002,9 @@ def _resolve(model, gpu, gpus, tp, pp, global_batch, cp, micro_batch, interleave
     mkw = dict(memory_kwargs or {})
     if model.is_moe:
         mkw.setdefault("moe_capacity_factor", imb)
-    mem = memory_per_gpu(model, gpus, tp, pp, cp, zero, b, B, rec, sp, flash,
-                         interleave=vv, seq_len=s, first_stage_layers=first_stage_layers,
+    mem = memory_per_gpu(model, gpus=gpus, tp=tp, pp=pp, cp=cp, zero_stage=zero,
+                         micro_batch=b, global_batch=B, recompute=rec, sequence_parallel=sp,
+                         flash_attention=flash, interleave=vv, seq_len=s, first_stage_layers=first_stage_layers,
                          last_stage_layers=last_stage_layers, precision=prec,
                          generation=gpu.generation, ep=ep, etp=etp, recompute_modules=mods,
                          **mkw)
@@ -1438,9 +1439,11 @@ def _ideal_step_s(model, gpu, scale_up, scale_out, R: _Resolved, step, memory_kw
     if not (scale_out.bandwidth_gb_per_s_per_gpu < scale_up.bandwidth_gb_per_s_per_gpu
             or scale_out.congestion_per_doubling > 0 or scale_out.oversubscription > 1):
         return step
-    return predict_step(model, gpu, scale_up, fast, R.gpus, R.tp, R.pp, R.B, R.cp, R.b, R.vv,
-                        R.rec, R.sp, R.zero, R.opt, R.cal, R.s, memory_kwargs,
-                        with_scaling=False, flash_attention=R.flash, tp_comm_overlap=R.tpo,
+    return predict_step(model, gpu, scale_up, fast, gpus=R.gpus, tp=R.tp, pp=R.pp,
+                        global_batch=R.B, cp=R.cp, micro_batch=R.b, interleave=R.vv,
+                        recompute=R.rec, sequence_parallel=R.sp, zero_stage=R.zero,
+                        options=R.opt, calibration=R.cal, seq_len=R.s,
+                        memory_kwargs=memory_kwargs, with_scaling=False, flash_attention=R.flash, tp_comm_overlap=R.tpo,
                         first_stage_layers=first_stage_layers,
                         last_stage_layers=last_stage_layers, precision=R.prec, ep=R.ep,
                         etp=R.etp, recompute_modules=R.mods).step_time_s
