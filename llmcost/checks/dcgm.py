@@ -162,10 +162,15 @@ def read_dmon(text) -> DcgmSamples:
     if not rows:
         raise v.InputError(PARAM, "no DCGM sample found: expected 'dcgmi dmon' rows "
                                   "('GPU 0  0.969 ...') under a '# Entity ...' header")
+    return _samples(rows, model=None)
+
+
+def _samples(rows, model) -> DcgmSamples:
+    """(metric, gpu, value, blank) rows as DcgmSamples; a blank's value is NaN."""
     metric, gpu, value, blank = (np.array(c) for c in zip(*rows))
     value, blank = value.astype(float), blank.astype(bool)
     return DcgmSamples(metric=metric.astype(str), gpu=gpu.astype(str),
-                       value=np.where(blank, np.nan, value), blank=blank, model=None)
+                       value=np.where(blank, np.nan, value), blank=blank, model=model)
 
 
 def read_exporter(text) -> DcgmSamples:
@@ -215,11 +220,7 @@ def read_exporter(text) -> DcgmSamples:
     if not rows:
         raise v.InputError(PARAM, "no DCGM sample found: expected dcgm-exporter /metrics text "
                                   "('DCGM_FI_...{gpu=\"0\",...} value')")
-    metric, gpu, value, blank = (np.array(c) for c in zip(*rows))
-    value, blank = value.astype(float), blank.astype(bool)
-    return DcgmSamples(metric=metric.astype(str), gpu=gpu.astype(str),
-                       value=np.where(blank, np.nan, value), blank=blank,
-                       model=max(set(models), key=models.count) if models else None)
+    return _samples(rows, model=max(set(models), key=models.count) if models else None)
 
 
 def summary(d: DcgmSamples) -> dict:
