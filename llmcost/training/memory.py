@@ -1422,14 +1422,16 @@ def stage_activation_bytes(model: ModelSpec, layer_bytes, stage_layers, seq_len,
     r"""Activations a pipeline stage holds at its peak, per GPU.
 
     .. math::
-        M_{act} = \bar M\, L_{inflight} + [\text{first}]\,\frac{L_{inflight}}{n}
-                  \frac{s b h}{c\, t}[\text{dropout}] + [\text{last}]\,\frac{4 s b V}{c\, t}
+        M_{act} = \bar M\, L_{inflight} + [\text{first} \lor p = 1]\,\frac{L_{inflight}}{n}
+                  \frac{s b h}{c\, t}[\text{dropout}]
+                  + [\text{last} \lor p = 1]\,\frac{4 s b V}{c\, t}
 
     M̄ one layer's activations per micro-batch (:func:`layer_activation_bytes`: recompute
     variant, named modules, FP8-cached inputs), L_inflight the layers' worth of micro-batches
     the schedule keeps (:func:`inflight_layers`); the first stage adds the embedding's
     dropout mask (1 byte) for each micro-batch in flight, the last the FP32 logits for the
-    loss ([1] §4.3).
+    loss ([1] §4.3); without pipelining (p = 1) the one stage, asked for as "first" or
+    "last", holds both.
 
     Parameters
     ----------
@@ -1460,13 +1462,15 @@ def stage_activation_bytes(model: ModelSpec, layer_bytes, stage_layers, seq_len,
     held = inflight_layers(model.layers, pp, num_microbatches, interleave, stage, schedule,
                            stage_layers)
     act = layer_bytes * held
+    if stage == "middle":
+        return act
     tokens = seq_len / cp * micro_batch
-    if stage == "first":
-        embed_mask = np.where(model.dropout, 1.0, 0.0) * tokens * model.hidden / tp
-        return act + embed_mask * held / stage_layers
-    if stage == "last":
-        return act + 4.0 * tokens * model.vocab / tp
-    return act
+    # with p = 1 the one stage is both ends: embedding mask and logits
+    single = np.asarray(pp) == 1
+    embed_mask = np.where(model.dropout, 1.0, 0.0) * tokens * model.hidden / tp
+    logits = 4.0 * tokens * model.vocab / tp
+    mask = np.where(single | (stage == "first"), embed_mask * held / stage_layers, 0.0)
+    return v.result(act + mask + np.where(single | (stage == "last"), logits, 0.0))
 
 
 def _stage_memory(model, stage, n, rank, c):

@@ -137,6 +137,43 @@ def test_last_stage_adds_fp32_logits_first_the_embedding_mask(llama70):
     assert first - 1e8 * 8 * 12 == pytest.approx(8 * 2048 * 12288 / 8)
 
 
+def test_single_stage_holds_both_the_embedding_mask_and_the_logits():
+    # p = 1: the one stage is the first (embedding, its dropout mask) and the last (LM head,
+    # FP32 logits). GPT-3 175B, s 2048, b 1, TP 8, h 12288, V 50257, 96 layers on the stage:
+    #   mask   = s b h / t       = 2048 x 12288 / 8     =  3,145,728 bytes per micro-batch
+    #   logits = 4 s b V / t     = 4 x 2048 x 50257 / 8 = 51,463,168 bytes
+    # and 1F1B with p = 1 holds one micro-batch of all 96 layers.
+    g = catalog.model("gpt3-175b")
+    mask, logits = 2048 * 12288 / 8, 4 * 2048 * 50257 / 8
+    kw = dict(seq_len=2048, micro_batch=1, tp=8, pp=1)
+    for stage in ("first", "last"):
+        got = mem.stage_activation_bytes(g, 1e8, 96, stage=stage, **kw)
+        assert got == pytest.approx(1e8 * 96 + mask + logits, rel=1e-12)
+    # memory_per_gpu at p = 1 reports that stage: one layer's activations x 96 + both ends
+    b = mem.memory_per_gpu(g, gpus=8, tp=8, pp=1, zero_stage=3, recompute="full")
+    layer = mem.layer_activation_bytes(g, 2048, 1, 8, 1, 1, False, "full", True, (),
+                                       mem.cached_linear_input_bytes("bf16"))
+    assert b.activations_bytes == pytest.approx(96 * layer + mask + logits, rel=1e-12)
+    assert mask > 3e6    # the part the stage missed when it took the larger end alone
+
+
+def test_pipelined_ends_keep_one_term_each():
+    # p > 1: the first stage adds only the masks of its micro-batches in flight, the last
+    # only the logits (GPT-3, p = 8: 8 micro-batches in flight on stage 0, 1 on stage 7)
+    g = catalog.model("gpt3-175b")
+    mask, logits = 2048 * 12288 / 8, 4 * 2048 * 50257 / 8
+    kw = dict(seq_len=2048, micro_batch=1, tp=8, pp=8, num_microbatches=16)
+    first = mem.stage_activation_bytes(g, 1e8, 12, stage="first", **kw)
+    last = mem.stage_activation_bytes(g, 1e8, 12, stage="last", **kw)
+    assert first == pytest.approx(1e8 * 8 * 12 + 8 * mask, rel=1e-12)
+    assert last == pytest.approx(1e8 * 1 * 12 + logits, rel=1e-12)
+    # arrays: p = 1 and p = 2 side by side, each with its own rule
+    both = mem.stage_activation_bytes(g, 1e8, 12, seq_len=2048, tp=8, pp=np.array([1, 2]),
+                                      num_microbatches=16, stage="last")
+    np.testing.assert_allclose(both, [1e8 * 12 + mask + logits, 1e8 * 12 + logits],
+                               rtol=1e-12)
+
+
 # ------------------------------------------------------------------ the composition
 
 @pytest.mark.parametrize("model,kw", [
