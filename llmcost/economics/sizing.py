@@ -35,6 +35,7 @@ from .. import _validate as v
 from ..training import planner
 from ..training.arch import ModelSpec
 from ..training.flops import chinchilla_optimal_tokens
+from ..training.layout import layout_columns
 from ..training.hardware import FabricSpec, GPUSpec
 from ..training.memory import memory_per_gpu
 from ..training.precision import PRECISIONS, check_precision
@@ -575,9 +576,12 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
     return {name: a[first] for name, a in L.items()}, dict(evaluated=evaluated)
 
 
-LAYOUT_KEYS = ("tp", "pp", "cp", "dp", "micro_batch", "interleave", "zero_stage", "recompute",
-               "sequence_parallel", "flash_attention", "tp_comm_overlap", "recompute_modules",
-               "optimizer_moments")
+#: a size's layout (Sizing.layout, the table's columns): Layout's fields with dp, less the
+#: GPUs and batch (the size's own), the precision (its input), the stage split (the space's)
+#: and the expert sizes (never in ``size``'s layout so far; ``best`` carries them)
+LAYOUT_KEYS = layout_columns({"cp": "dp"},
+                             drop=("gpus", "global_batch", "precision", "first_stage_layers",
+                                   "middle_stage_layers", "last_stage_layers", "ep", "etp"))
 
 
 def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,

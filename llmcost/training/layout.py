@@ -30,54 +30,62 @@ LINK_KEYS = {"tp": "tp", "pp": "pp", "vp": "interleave", "cp": "cp", "ep": "ep",
              "last_stage_layers": "last_stage_layers"}
 
 
+#: bounds of an integer field other than [1, 2**53]
+_INT_BOUNDS = {"zero_stage": (0, 3)}
+#: fields predict_step takes through its memory_kwargs, not as arguments of its own
+_MEMORY_OPTIONS = ("optimizer_moments",)
+#: fields that record the stage split the planner or predict_step chose (not inputs)
+_CHOSEN = ("middle_stage_layers",)
+
+
 @dataclass(frozen=True)
 class Layout:
-    """A parallel layout on ``gpus`` GPUs (all sizes [-], batches [sequences])."""
+    """A parallel layout on ``gpus`` GPUs (all sizes [-], batches [sequences]).
+
+    The one declaration of a layout's fields: their order is the order of the layout's
+    columns in the planner's frame, ``plan`` and ``size`` (:func:`layout_columns`)."""
 
     gpus: int
     tp: int = 1
     pp: int = 1
-    #: interleaved (virtual) pipeline chunks per stage, v
-    interleave: int = 1
     cp: int = 1
-    ep: int = 1
-    etp: int = 1
     micro_batch: int = 1
     global_batch: int = 1
+    #: interleaved (virtual) pipeline chunks per stage, v
+    interleave: int = 1
     zero_stage: int = 0
     recompute: str = "none"
     sequence_parallel: bool = False
     flash_attention: bool = True
     tp_comm_overlap: bool = False
-    #: layers on the first and last pipeline stages; None: even, or balanced automatically
-    first_stage_layers: int | None = None
-    last_stage_layers: int | None = None
     precision: str = "bf16"
     #: modules recomputed by name (Megatron-Core's --recompute-modules), beside ``recompute``
     recompute_modules: tuple = ()
     #: AdamW moments' precision: "fp32", or "bf16" (DeepSeek-V3, Megatron's
     #: --use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16)
     optimizer_moments: str = "fp32"
+    #: layers on the first and last pipeline stages; None: even, or balanced automatically
+    first_stage_layers: int | None = None
     #: layers on each middle stage, as the planner or ``predict`` split them (for the text)
     middle_stage_layers: int | None = None
+    last_stage_layers: int | None = None
+    ep: int = 1
+    etp: int = 1
 
     def __post_init__(self):
-        for name in ("gpus", "tp", "pp", "interleave", "cp", "ep", "etp", "micro_batch",
-                     "global_batch"):
-            object.__setattr__(self, name, int(v.integer(name, getattr(self, name))))
-        object.__setattr__(self, "zero_stage", int(v.integer("zero_stage", self.zero_stage, 0, 3)))
-        for name in ("first_stage_layers", "last_stage_layers", "middle_stage_layers"):
-            x = getattr(self, name)
-            if x is not None:
-                object.__setattr__(self, name, int(v.integer(name, x)))
-        mods = self.recompute_modules
-        if isinstance(mods, str):
-            mods = tuple(x.strip() for x in mods.split(",") if x.strip())
-        object.__setattr__(self, "recompute_modules", tuple(mods))
+        # each field coerced by its declared type (annotations are strings here)
+        for f in fields(self):
+            x = getattr(self, f.name)
+            if f.type == "int" or (f.type == "int | None" and x is not None):
+                x = int(v.integer(f.name, x, *_INT_BOUNDS.get(f.name, (1,))))
+            elif f.type == "bool":
+                x = bool(x)
+            elif f.name == "recompute_modules":
+                if isinstance(x, str):
+                    x = tuple(m.strip() for m in x.split(",") if m.strip())
+                x = tuple(x)
+            object.__setattr__(self, f.name, x)
         v.choice("optimizer_moments", self.optimizer_moments, OPTIMIZER_MOMENTS)
-        object.__setattr__(self, "sequence_parallel", bool(self.sequence_parallel))
-        object.__setattr__(self, "flash_attention", bool(self.flash_attention))
-        object.__setattr__(self, "tp_comm_overlap", bool(self.tp_comm_overlap))
 
     @property
     def vp(self) -> int:
@@ -93,34 +101,31 @@ class Layout:
         """Micro-batches per pipeline per step, B / (dp b) [-]."""
         return max(1, self.global_batch // max(1, self.dp * self.micro_batch))
 
+    def row(self) -> dict:
+        """The layout as a row of the planner's frame: every field (the modules recomputed
+        by name joined by commas) with dp and the micro-batches per pipeline."""
+        row = {f.name: getattr(self, f.name) for f in fields(self)}
+        row.update(recompute_modules=",".join(self.recompute_modules), dp=self.dp,
+                   num_microbatches=self.num_microbatches)
+        return row
+
     @property
     def description(self) -> str:
-        row = {k: getattr(self, k) for k in ("tp", "pp", "interleave", "cp", "ep", "etp", "dp",
-                                             "micro_batch", "zero_stage", "recompute",
-                                             "sequence_parallel", "flash_attention",
-                                             "tp_comm_overlap", "precision",
-                                             "optimizer_moments")}
-        row["recompute_modules"] = ",".join(self.recompute_modules)
-        if None not in (self.first_stage_layers, self.middle_stage_layers, self.last_stage_layers):
-            row.update(first_stage_layers=self.first_stage_layers,
-                       middle_stage_layers=self.middle_stage_layers,
-                       last_stage_layers=self.last_stage_layers)
+        row = self.row()
+        ends = ("first_stage_layers", "middle_stage_layers", "last_stage_layers")
+        if any(row[k] is None for k in ends):
+            for k in ends:
+                del row[k]
         return describe_layout(row)
 
     def step_kwargs(self) -> dict:
         """Keyword arguments of :func:`llmcost.training.step.predict_step` for this layout."""
-        return dict(gpus=self.gpus, tp=self.tp, pp=self.pp, global_batch=self.global_batch,
-                    cp=self.cp, micro_batch=self.micro_batch, interleave=self.interleave,
-                    recompute=self.recompute, sequence_parallel=self.sequence_parallel,
-                    zero_stage=self.zero_stage, flash_attention=self.flash_attention,
-                    tp_comm_overlap=self.tp_comm_overlap,
-                    first_stage_layers=self.first_stage_layers,
-                    last_stage_layers=self.last_stage_layers, precision=self.precision,
-                    ep=self.ep, etp=self.etp, recompute_modules=self.recompute_modules)
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in _MEMORY_OPTIONS + _CHOSEN}
 
     def memory_options(self) -> dict:
         """The memory model's options this layout fixes (``predict_step``'s ``memory_kwargs``)."""
-        return {"optimizer_moments": self.optimizer_moments}
+        return {k: getattr(self, k) for k in _MEMORY_OPTIONS}
 
     def memory_kwargs(self) -> dict:
         """Keyword arguments of :func:`llmcost.training.memory.memory_per_gpu`."""
@@ -130,7 +135,7 @@ class Layout:
 
     def to_dict(self) -> dict:
         """The layout as JSON: every field, with dp, vp, micro-batches and the description."""
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "middle_stage_layers"}
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _CHOSEN}
         d["recompute_modules"] = list(self.recompute_modules)
         d.update(dp=self.dp, vp=self.vp, num_microbatches=self.num_microbatches,
                  description=self.description)
@@ -139,26 +144,38 @@ class Layout:
     @classmethod
     def from_row(cls, row, global_batch: int | None = None, precision: str | None = None
                  ) -> "Layout":
-        """The layout of one row of a planner frame (:func:`llmcost.training.planner.plan`)."""
-        def get(k, default=None):
-            return row[k] if k in row else default
+        """The layout of one row of a planner frame (:func:`llmcost.training.planner.plan`);
+        a field the row lacks takes its default, the middle stages the first's layers."""
+        kw = {f.name: (str(row[f.name]) if f.type == "str" else row[f.name])
+              for f in fields(cls) if f.name in row}
+        kw["recompute_modules"] = str(kw.get("recompute_modules", "") or "")
+        kw.setdefault("middle_stage_layers", kw.get("first_stage_layers"))
+        kw["global_batch"] = (global_batch if global_batch is not None else
+                              kw.get("global_batch",
+                                     row["dp"] * row["micro_batch"] * row["num_microbatches"]))
+        if precision is not None:
+            kw["precision"] = precision
+        return cls(**kw)
 
-        return cls(gpus=int(row["gpus"]), tp=int(row["tp"]), pp=int(row["pp"]),
-                   interleave=int(row["interleave"]), cp=int(row["cp"]),
-                   ep=int(get("ep", 1)), etp=int(get("etp", 1)),
-                   micro_batch=int(row["micro_batch"]),
-                   global_batch=int(global_batch if global_batch is not None else
-                                    row["dp"] * row["micro_batch"] * row["num_microbatches"]),
-                   zero_stage=int(row["zero_stage"]), recompute=str(row["recompute"]),
-                   sequence_parallel=bool(row["sequence_parallel"]),
-                   flash_attention=bool(get("flash_attention", True)),
-                   tp_comm_overlap=bool(get("tp_comm_overlap", False)),
-                   first_stage_layers=int(row["first_stage_layers"]),
-                   last_stage_layers=int(row["last_stage_layers"]),
-                   middle_stage_layers=int(get("middle_stage_layers", row["first_stage_layers"])),
-                   precision=str(precision if precision is not None else get("precision", "bf16")),
-                   recompute_modules=str(get("recompute_modules", "") or ""),
-                   optimizer_moments=str(get("optimizer_moments", "fp32")))
+
+def layout_columns(derived: dict | None = None, drop=()) -> tuple:
+    """A table's layout columns: :class:`Layout`'s fields in their declared order, less
+    ``drop``, each derived column of ``derived`` (field -> a :class:`Layout` property such
+    as ``dp``) right after its field. A field added to :class:`Layout` joins every table
+    built from this, in its place."""
+    names = [f.name for f in fields(Layout)]
+    unknown = [k for k in (*(derived or {}), *drop) if k not in names]
+    unknown += [x for x in (derived or {}).values() if not isinstance(getattr(Layout, x, None),
+                                                                     property)]
+    if unknown:
+        raise ValueError(f"not Layout fields or properties: {unknown}")
+    cols = []
+    for k in names:
+        if k not in drop:
+            cols.append(k)
+        if k in (derived or {}):
+            cols.append(derived[k])
+    return tuple(cols)
 
 
 def stage_layers_text(pp, first, middle, last) -> str:

@@ -19,7 +19,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,7 @@ from .. import _validate as v
 from .arch import ModelSpec
 from .flops import RECOMPUTE_MODES
 from .hardware import FabricSpec, GPUSpec
-from .layout import describe_layout, stage_layers_text  # noqa: F401  (planner's public names)
+from .layout import Layout, describe_layout, layout_columns, stage_layers_text  # noqa: F401
 from .memory import _interleave_ok, _stage_layers
 from .precision import PRECISIONS, check_precision
 from .step import STEP_TERMS, Calibration, Options, StepPrediction, predict_step
@@ -375,7 +375,7 @@ def grid_size(model: ModelSpec, gpus, gpus_per_node: int, space: Space = Space()
                * int(np.prod([len(x) for x in expert_parallel_sizes(model, space)])))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Plan:
     """Ranked layouts and the counts behind them."""
 
@@ -397,10 +397,16 @@ def distinct(df: pd.DataFrame) -> pd.DataFrame:
     return df[~key.duplicated()]
 
 
-LAYOUT_COLUMNS = ("gpus", "tp", "pp", "cp", "dp", "micro_batch", "num_microbatches",
-                  "interleave", "zero_stage", "recompute", "sequence_parallel",
-                  "flash_attention", "tp_comm_overlap", "first_stage_layers",
-                  "last_stage_layers", "ep", "etp")
+#: a plan frame's layout columns, in order: :class:`Layout`'s fields but the global batch
+#: (the plan's, the same on every row), with dp and the micro-batches per pipeline
+FRAME_LAYOUT_COLUMNS = layout_columns({"cp": "dp", "micro_batch": "num_microbatches"},
+                                      drop=("global_batch",))
+#: the precision and memory recipe a plan sets per prediction pass, not per layout
+RECIPE_COLUMNS = ("precision", "recompute_modules", "optimizer_moments")
+#: the layout as ``plan --json`` gives it (the stage split comes as ``stage_layers``, the
+#: recipe in the description)
+LAYOUT_COLUMNS = tuple(k for k in FRAME_LAYOUT_COLUMNS
+                       if k not in (*RECIPE_COLUMNS, "middle_stage_layers"))
 
 
 def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, gpus,
@@ -470,7 +476,8 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
     if n == 0:
         # an answer, not an error: callers index "fits", "step_time_s"... on any plan
         empty = empty_layouts_frame()
-        return Plan(empty, 0, 0, cand, empty.copy(),
+        return Plan(layouts=empty, evaluated=0, feasible=0, candidates=cand,
+                    pareto=empty.copy(),
                     note=f"no layout in the space splits a global batch of {int(global_batch)} "
                          f"sequences over {_sizes_text(gpus)} GPUs (t p c must divide the GPUs "
                          "and micro-batch x DP the batch): change the GPU count or the batch")
@@ -492,12 +499,10 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
                                 first_stage_layers=space.first_stage_layers,
                                 last_stage_layers=space.last_stage_layers, precision=prec,
                                 ep=L["ep"], etp=L["etp"], recompute_modules=tuple(mods))
-            f = layouts_frame(L, pred, gpu, usd_per_gpu_hour)
-            at = f.columns.get_loc("tp_comm_overlap") + 1
-            f.insert(at, "precision", prec)
-            f.insert(at + 1, "recompute_modules", ",".join(mods))
-            f.insert(at + 2, "optimizer_moments", moments)
-            frames.append(f)
+            frames.append(layouts_frame(L, pred, gpu, usd_per_gpu_hour,
+                                        recipe=dict(precision=prec,
+                                                    recompute_modules=",".join(mods),
+                                                    optimizer_moments=moments)))
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     n = len(df)
     key = "step_time_s" if rank_by == "time" else "usd_per_million_tokens"
@@ -508,7 +513,8 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
                         kind="stable").reset_index(drop=True)
     if simplest_within > 0 and bool(df["fits"].iloc[0]):
         df = _simplest_first(df, key, float(v.in_range("simplest_within", simplest_within, 0, 1)))
-    return Plan(df, n, int(df["fits"].sum()), cand, pareto_front(df))
+    return Plan(layouts=df, evaluated=n, feasible=int(df["fits"].sum()), candidates=cand,
+                pareto=pareto_front(df))
 
 
 def parallel_dimensions(df) -> np.ndarray:
@@ -541,13 +547,10 @@ def _sizes_text(gpus) -> str:
 
 def empty_layouts_frame() -> pd.DataFrame:
     """A frame with every column :func:`plan` gives, and no rows."""
-    cols = {k: pd.Series(dtype=bool if k in ("sequence_parallel", "flash_attention",
-                                              "tp_comm_overlap") else
-                         object if k == "recompute" else int) for k in LAYOUT_COLUMNS}
-    cols["middle_stage_layers"] = pd.Series(dtype=int)
-    cols["precision"] = pd.Series(dtype=object)
-    cols["recompute_modules"] = pd.Series(dtype=object)
-    cols["optimizer_moments"] = pd.Series(dtype=object)
+    # dtypes from Layout's annotations (strings here); dp and the micro-batches are ints
+    types = {f.name: f.type for f in fields(Layout)}
+    cols = {k: pd.Series(dtype={"bool": bool, "str": object, "tuple": object}.get(
+        types.get(k), int)) for k in FRAME_LAYOUT_COLUMNS}
     for k in ("step_time_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
               "tokens_per_s", *StepPrediction.BREAKDOWN, "memory_gb", "capacity_gb",
               "headroom_gb", "fits", "usd_per_million_tokens"):
@@ -556,15 +559,17 @@ def empty_layouts_frame() -> pd.DataFrame:
 
 
 def layouts_frame(L: dict, pred: StepPrediction, gpu: GPUSpec,
-                  usd_per_gpu_hour: float | None) -> pd.DataFrame:
+                  usd_per_gpu_hour: float | None, recipe: dict) -> pd.DataFrame:
+    """The frame of layouts ``L`` (:func:`enumerate_layouts`) predicted with one ``recipe``
+    (:data:`RECIPE_COLUMNS`, one value each for every row) as ``pred``."""
     n = len(L["tp"])
 
     def col(x):
         return np.broadcast_to(np.asarray(x), (n,))
 
-    df = pd.DataFrame({k: col(L[k]) for k in LAYOUT_COLUMNS})
-    df.insert(df.columns.get_loc("last_stage_layers"), "middle_stage_layers",
-              col(L["middle_stage_layers"]))
+    df = pd.DataFrame({k: col(L[k]) for k in FRAME_LAYOUT_COLUMNS if k not in RECIPE_COLUMNS})
+    for k in RECIPE_COLUMNS:
+        df.insert(FRAME_LAYOUT_COLUMNS.index(k), k, recipe[k])
     for k in ("step_time_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
               "tokens_per_s", *StepPrediction.BREAKDOWN):
         df[k] = col(getattr(pred, k))
