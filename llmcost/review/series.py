@@ -14,9 +14,10 @@ from ..economics import reliability as rel
 from ..economics import spot, storage, tco
 from ..scenario import Scenario
 from ..training import planner
+from ..training.layout import Layout
 from ..training.memory import memory_per_gpu
 from .results import Results
-from .stages import NODE_NETWORK_GB_PER_S, options_for
+from .stages import NODE_NETWORK_GB_PER_S, REVIEW_MEMORY, options_for
 from .storage_view import KEEP_LOCAL, KEEP_WARM, storage_summary
 
 
@@ -33,28 +34,28 @@ def _cached(fn):
 
 @_cached
 def layout_memory(results: Results, top: int = 5) -> pd.DataFrame:
-    """Memory per GPU by component for the top layouts (one vectorized call)."""
+    """Memory per GPU by component for the top layouts, each as the planner predicted it:
+    its Layout (stage split, precision, memory recipe) and the review's memory options, in
+    one vectorized call per memory recipe."""
     m = results.inputs.model
     L = results.plan.layouts.head(top)
     if L.empty:
         return pd.DataFrame()
     B = results.plan.global_batch
-    mem = memory_per_gpu(m, gpus=L["gpus"].to_numpy(), tp=L["tp"].to_numpy(),
-                         pp=L["pp"].to_numpy(), cp=L["cp"].to_numpy(),
-                         zero_stage=L["zero_stage"].to_numpy(),
-                         micro_batch=L["micro_batch"].to_numpy(), global_batch=B,
-                         recompute=L["recompute"].to_numpy(),
-                         sequence_parallel=L["sequence_parallel"].to_numpy(),
-                         flash_attention=L["flash_attention"].to_numpy(),
-                         interleave=L["interleave"].to_numpy(),
-                         # the review's space balances uneven stages automatically (None),
-                         # as the planner did for every row shown
-                         precision=results.scenario.precision,
-                         generation=results.inputs.gpu.generation,
-                         ep=L["ep"].to_numpy(), etp=L["etp"].to_numpy(),
-                         **({"moe_capacity_factor": options_for(results.scenario).moe_load_imbalance}
-                            if m.is_moe else {}))
-    df = pd.DataFrame({k: np.atleast_1d(x) for k, x in mem.to_gb().items()})
+    # a layout's recipe is one value per call of memory_per_gpu; the rest vectorizes
+    recipe = ("recompute_modules", "optimizer_moments", "precision")
+    kws = [Layout.from_row(r, global_batch=B).memory_kwargs() for _, r in L.iterrows()]
+    extra = {**REVIEW_MEMORY, "generation": results.inputs.gpu.generation}
+    if m.is_moe:
+        extra["moe_capacity_factor"] = options_for(results.scenario).moe_load_imbalance
+    rows = {}
+    for key in dict.fromkeys(tuple(kw[k] for k in recipe) for kw in kws):
+        at = [i for i, kw in enumerate(kws) if tuple(kw[k] for k in recipe) == key]
+        cols = {k: np.array([kws[i][k] for i in at]) for k in kws[0] if k not in recipe}
+        gb = memory_per_gpu(m, **cols, **dict(zip(recipe, key)), **extra).to_gb()
+        for j, i in enumerate(at):
+            rows[i] = {k: float(np.atleast_1d(x)[j]) for k, x in gb.items()}
+    df = pd.DataFrame([rows[i] for i in range(len(kws))])
     df.insert(0, "layout", [planner.describe_layout(r) for _, r in L.iterrows()])
     return df
 
