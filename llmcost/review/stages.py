@@ -115,19 +115,16 @@ def review_space(s: Scenario, m, gpus_per_node: int) -> planner.Space:
         # pipeline or context parallelism in llm-foundry's benchmark runs
         kw.update(zero_stage=(3,), pp=(1,), interleave=(1,), cp=(1,))
     fixed = given_layout(s)
-    for name in ("tp", "pp", "cp", "ep", "etp", "micro_batch", "recompute"):
-        if name in fixed:
-            kw[name] = (fixed[name],)
-    if "interleave" in fixed:
-        kw["interleave"] = (fixed["interleave"],)
-    if "zero_stage" in fixed:
-        kw["zero_stage"] = (fixed["zero_stage"],)
+    for name, x in fixed.items():
+        # the planner's Space searches tuples of values, except the stage split it takes as is
+        kw[name] = x if name in STAGE_SPLIT else (x,)
     if fixed.get("tp", 0) > gpus_per_node:
         kw["max_tp"] = fixed["tp"]
-    for name in ("first_stage_layers", "last_stage_layers"):
-        if name in fixed:
-            kw[name] = fixed[name]
     return replace(REVIEW_SPACE, **kw)
+
+
+#: the given-layout keys the planner's Space takes as one value, not a tuple to search
+STAGE_SPLIT = ("first_stage_layers", "last_stage_layers")
 HOURS_PER_YEAR = 8760.0
 
 
