@@ -523,6 +523,32 @@ def data_read_at(inp: Inputs, tokens_per_s, gpus):
 
 # ------------------------------------------------------------------ plan
 
+def given_layout_refusal(inp: Inputs, gpus: int, B: int) -> str | None:
+    """Why the layout a scenario gives cannot run on ``gpus`` GPUs, in the step model's own
+    words (the stage split, interleave, expert or batch rule it breaks), or None when the
+    scenario gives no layout or the step model takes it."""
+    s, m = inp.scenario, inp.model
+    given = given_layout(s)
+    if not given:
+        return None
+    keys = ", ".join(f"{k}={getattr(s, k)}" for k in LINK_KEYS if getattr(s, k) not in (0, "auto"))
+    lay = {"tp": 1, "pp": 1, "cp": 1, "micro_batch": 1, **given}
+    ranks = lay["tp"] * lay["pp"] * lay["cp"]
+    if gpus % ranks:
+        return (f"the given layout ({keys}) cannot run on {gpus:,} GPUs: TP x PP x CP = {ranks} "
+                f"does not divide {gpus:,}")
+    # the nearest batch the layout's data-parallel groups split evenly
+    per_step = gpus // ranks * lay["micro_batch"]
+    batch = max(per_step, int(round(B / per_step)) * per_step)
+    try:
+        predict_step(m, inp.gpu, inp.scale_up, inp.scale_out, gpus=gpus, global_batch=batch,
+                     options=options_for(s), memory_kwargs=REVIEW_MEMORY, with_scaling=False,
+                     precision=s.precision, **lay)
+    except ValueError as e:
+        return f"the given layout ({keys}) cannot run on {gpus:,} GPUs: {e}"
+    return None
+
+
 def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
     """The fastest layout that fits on the cluster, with the batch split evenly."""
     s, m, g = inp.scenario, inp.model, inp.gpu
@@ -539,8 +565,9 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
             B = int(sz.nearest.fastest_global_batch)
     B2 = splittable_batch(m, gpus, B, g.gpus_per_node, space)
     if B2 is None:
-        notes.append(f"no layout splits a global batch near {B} sequences over {gpus} GPUs: "
-                     f"use a GPU count that is a multiple of {g.gpus_per_node} (and of the "
+        why = given_layout_refusal(inp, gpus, B)
+        notes.append(why or f"no layout splits a global batch near {B} sequences over {gpus} "
+                     f"GPUs: use a GPU count that is a multiple of {g.gpus_per_node} (and of the "
                      "pipeline depth)")
         return PlanResult(gpus=gpus, global_batch=None, layouts=pd.DataFrame(), layout=None,
                           fits=False, evaluated=0, feasible=0, notes=tuple(notes))
@@ -867,7 +894,10 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
     warnings += list(pl.notes)
     flags = {}
     if pl.layout is None:
-        flags["days"] = Flag("days", "infeasible", "no layout splits the batch over these GPUs")
+        given = given_layout(inp.scenario)
+        flags["days"] = Flag("days", "infeasible", "the given layout cannot run on these GPUs "
+                             "(see the warnings)" if given else
+                             "no layout splits the batch over these GPUs")
     elif not pl.fits:
         flags["fits"] = Flag("fits", "infeasible", f"{inp.model.id} does not fit in "
                              f"{inp.gpu.id} memory on {pl.gpus:,} GPUs in any layout tried")

@@ -111,6 +111,26 @@ def test_a_given_layout_that_does_not_fit_is_reported_not_replaced():
     assert any("given layout" in w and "does not fit" in w for w in r["warnings"])
 
 
+@pytest.mark.parametrize("keys, why", [
+    # Llama 3 70B has 80 layers: 9 + 2 x 31 + 9 over PP4, and 9 does not split into 2 chunks
+    ("tp=4&pp=4&vp=2&first_stage_layers=9&last_stage_layers=9",
+     "interleave must divide the layers of every pipeline stage (first 9, middle 31, last 9)"),
+    # 256 / (3 x 4) is not whole
+    ("tp=3&pp=4", "TP x PP x CP = 12 does not divide 256"),
+])
+def test_a_given_layout_that_cannot_run_says_which_rule_it_breaks(keys, why):
+    r = review_json("model=llama3-70b&gpu=h100-sxm&gpus=256&tokens=1e12&" + keys)
+    assert r["layout"] is None and r["fits"] is False
+    said = [w for w in r["warnings"] if w.startswith("the given layout (")]
+    assert len(said) == 1 and why in said[0] and "cannot run on 256 GPUs" in said[0]
+    # not the generic advice about GPU counts, which would send the reviewer the wrong way
+    assert not any(w.startswith("no layout splits") for w in r["warnings"])
+    # 10 + 2 x 30 + 10 splits into 2 chunks per stage: the same keys then run as given
+    ok = review_json("model=llama3-70b&gpu=h100-sxm&gpus=256&tokens=1e12&tp=4&pp=4&vp=2"
+                     "&first_stage_layers=10&last_stage_layers=10")
+    assert ok["layout"]["description"].startswith("TP4 PP4x2 (10/30/10)")
+
+
 def test_a_given_batch_is_used_and_said_so():
     r = review_json(LLAMA[0] + "&global_batch_tokens=4194304")
     assert r["global_batch_tokens"] == 512 * 8192
