@@ -826,7 +826,8 @@ def _review_text(r: dict) -> str:
         lines.append(f"    {k:<12} ${x:>18,.0f}  amortized ${r['costs_amortized_usd'].get(k, x):>16,.0f}"
                      + (f"  [{extra}]" if extra else ""))
     if not r["costs_usd"]:
-        lines.append("    none (no price for this GPU)")
+        lines.append("    none (no run: no layout)" if r.get("days") is None
+                     else "    none (no price for this GPU)")
     for name, f in r["flags"].items():
         lines.append(f"  FLAG {name}: {f['level']}: {f['message']}")
     if r["warnings"]:

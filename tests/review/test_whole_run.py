@@ -24,6 +24,15 @@ DEEPSEEK = ("model=deepseek-v3&gpu=h800&gpus=2048&tokens=14.8e12&fabric=ib-ndr&p
             2.664e6, 37e9)
 
 
+def run_cli_text(argv):
+    import contextlib
+    import io
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
 def review_json(query, *extra):
     import contextlib
     import io
@@ -129,6 +138,14 @@ def test_a_given_layout_that_cannot_run_says_which_rule_it_breaks(keys, why):
     ok = review_json("model=llama3-70b&gpu=h100-sxm&gpus=256&tokens=1e12&tp=4&pp=4&vp=2"
                      "&first_stage_layers=10&last_stage_layers=10")
     assert ok["layout"]["description"].startswith("TP4 PP4x2 (10/30/10)")
+
+
+def test_no_layout_is_not_called_a_missing_price():
+    code, out, err = run_cli_text(["review", "--query",
+                                   "model=llama3-70b&gpu=h100-sxm&gpus=256&tokens=1e12&tp=3&pp=4"])
+    assert code == 0, err
+    assert "none (no run: no layout)" in out and "no price for this GPU" not in out
+    assert "FLAG days: infeasible: the given layout cannot run on these GPUs" in out
 
 
 def test_a_given_batch_is_used_and_said_so():
