@@ -100,6 +100,15 @@ def given_layout(s: Scenario) -> dict:
     return out
 
 
+def given_layout_text(s: Scenario) -> str:
+    """The layout keys a scenario gives, as the link spells them ("tp=4, pp=4")."""
+    return ", ".join(f"{k}={getattr(s, k)}" for k in LINK_KEYS if getattr(s, k) not in (0, "auto"))
+
+
+#: the given-layout keys the planner's Space takes as one value, not a tuple to search
+STAGE_SPLIT = ("first_stage_layers", "last_stage_layers")
+
+
 def review_space(s: Scenario, m, gpus_per_node: int) -> planner.Space:
     """The planner's space for a scenario: :data:`REVIEW_SPACE`, no CP below
     :data:`MIN_CP_SEQ_LEN`, narrowed to the layout the scenario gives."""
@@ -123,8 +132,6 @@ def review_space(s: Scenario, m, gpus_per_node: int) -> planner.Space:
     return replace(REVIEW_SPACE, **kw)
 
 
-#: the given-layout keys the planner's Space takes as one value, not a tuple to search
-STAGE_SPLIT = ("first_stage_layers", "last_stage_layers")
 HOURS_PER_YEAR = 8760.0
 
 
@@ -531,7 +538,7 @@ def given_layout_refusal(inp: Inputs, gpus: int, B: int) -> str | None:
     given = given_layout(s)
     if not given:
         return None
-    keys = ", ".join(f"{k}={getattr(s, k)}" for k in LINK_KEYS if getattr(s, k) not in (0, "auto"))
+    keys = given_layout_text(s)
     lay = {"tp": 1, "pp": 1, "cp": 1, "micro_batch": 1, **given}
     ranks = lay["tp"] * lay["pp"] * lay["cp"]
     if gpus % ranks:
@@ -583,7 +590,7 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
     if fitting.empty:
         given = given_layout(s)
         if given:
-            keys = ", ".join(f"{k}={getattr(s, k)}" for k in LINK_KEYS if getattr(s, k) not in (0, "auto"))
+            keys = given_layout_text(s)
             r0 = planner.distinct(L.sort_values("memory_gb")).iloc[0] if len(L) else None
             need = f": needs {float(r0['memory_gb']):.1f} GB per GPU of {float(r0['capacity_gb']):.1f} GB" \
                 if r0 is not None else ""
