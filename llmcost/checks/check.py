@@ -148,8 +148,11 @@ def check_steps(log: TrainLog, results) -> tuple[dict, list]:
     pred_step = results.predict.step_time_s if results.predict is not None else None
     log_mfu = log.log_mfu[np.isfinite(log.log_mfu)]
     log_tf = log.log_tflops_per_gpu[np.isfinite(log.log_tflops_per_gpu)]
+    # above the dense peak the figure is not a measurement but a scenario unlike the run:
+    # no MFU is shown, the alert finding carries the figure and the reason
     steps = {"count": int(len(log.step)), "framework": log.framework,
-             "median_step_s": median_s, "tokens_per_s": tokens_per_s, "mfu": mfu,
+             "median_step_s": median_s, "tokens_per_s": tokens_per_s,
+             "mfu": mfu if mfu is None or mfu <= 1 else None,
              "predicted_mfu": predicted, "predicted_step_time_s": pred_step,
              "predicted_mfu_band": ([predicted * (1 - band.low), predicted * (1 + band.high)]
                                     if band and predicted else None),

@@ -210,6 +210,12 @@ def test_a_scenario_unlike_the_log_is_named(cat):
     assert out["steps"]["tokens_per_s"] == pytest.approx(128 * 32768 / 5.4707)
     levels = {f["what"]: f["level"] for f in out["findings"]}
     assert levels["measured MFU above 1"] == "alert"
+    # 128 x 32768 tokens / 5.4707 s / 16 GPUs x Mixtral's FLOPs per token is above the dense
+    # peak: no MFU is shown as an answer, the alert carries the figure
+    mfu = out["steps"]["flops_per_token"] * 128 * 32768 / 5.4707 / (16 * 989.4e12)
+    assert mfu > 1 and out["steps"]["mfu"] is None
+    assert f"MFU {mfu:.2f}" in next(f["evidence"] for f in out["findings"]
+                                    if f["what"] == "measured MFU above 1")
     assert levels["the scenario does not match the log"] == "warn"
     assert "global_batch_tokens=4194304" in out["notes"][0]
 
