@@ -59,6 +59,27 @@ SCALE_OUT_DEFAULT = "ib-ndr"
 #: (NCCL at 90% of line rate, no congestion growth; assumption stated per source above).
 FABRIC_TUNED = {"roce-200-tuned": "roce-200"}
 
+#: GPUs a source describes that no catalog row is: the fields that differ from the row's
+#: catalog GPU. torchtitan's Grand Teton H100s (its page, "Hardware" and footnote 2): 96GB
+#: HBM2e at 2.4 TB/s, a 500 W power limit, "the actual peak TFLOPs number is between SXM and
+#: NVL, and we don't know its exact value": the midpoint of H100 SXM (989.4) and H100 NVL
+#: (835.5, NVIDIA H100 datasheet, dense BF16) is taken (assumption), and the exponential
+#: rate of the special function units scales with the same clock.
+H100_500W_CLOCK = (989.4 + 835.5) / 2 / 989.4
+SOURCE_GPU = {"torchtitan h100 2024-12": dict(
+    id="h100-96gb-500w", bf16_dense_tflops=989.4 * H100_500W_CLOCK,
+    fp8_dense_tflops=1978.9 * H100_500W_CLOCK, memory_gib=96.0, hbm_bandwidth_tb_per_s=2.4,
+    tdp_w=500.0, exp_per_s=3.865e12 * H100_500W_CLOCK)}
+
+
+def source_gpu(row, cat):
+    """The GPU a row ran on: its catalog row, with what the source says differs
+    (:data:`SOURCE_GPU`)."""
+    gpu = cat.gpu(row["gpu"])
+    own = SOURCE_GPU.get(row["source_table"])
+    return replace(gpu, **own) if own else gpu
+
+
 #: Sources that ran PyTorch FSDP: predicted with ``Options(stack="fsdp")``. Only
 #: llm-foundry's tables fit the fsdp constants (fit_fsdp); torchtitan's rows check them out
 #: of sample.
@@ -196,6 +217,12 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
                 "activation checkpointing as full recompute (torchtitan's per-op selective "
                 "checkpointing as selective), flash attention, fp32 gradient reduce-scatter "
                 "unless MP Mode PURE")
+        if src in SOURCE_GPU:
+            g = SOURCE_GPU[src]
+            note += (f"; GPU as the source states it ({g['id']}: {g['memory_gib']:.0f} GiB, "
+                     f"{g['hbm_bandwidth_tb_per_s']} TB/s, dense BF16 peak "
+                     f"{g['bf16_dense_tflops']:.0f} TFLOP/s, the midpoint of H100 SXM and NVL: "
+                     "assumption)")
     else:
         vp = _int(row["vp"], 1)
         kw.update(micro_batch=int(row["micro_batch"]), interleave=vp, recompute="none",
@@ -256,7 +283,7 @@ def expressibility(row, cat) -> tuple[str, object]:
 def predict_row(row, model, cat, calibration: Calibration | None = None, options=None):
     """Predicted tokens/s per GPU for one row, or (None, reason) when the layout is refused.
     ``options``: a dict of Options fields that override the row's."""
-    gpu = cat.gpu(row["gpu"])
+    gpu = source_gpu(row, cat)
     kw, opts, note = layout_for(row, model)
     if options:
         opts = replace(opts, **options)
@@ -317,7 +344,7 @@ def evaluate(rows: pd.DataFrame, cat=None, calibration: Calibration | None = Non
                         measured=meas, predicted=np.nan if pred is None else pred,
                         error=np.nan if pred is None else pred / meas - 1,
                         memory_gb=mem_gb,
-                        capacity_gb=capacity_gb(cat.gpu(row["gpu"])) if model is not None
+                        capacity_gb=capacity_gb(source_gpu(row, cat)) if model is not None
                         else np.nan,
                         status=reason or "ok", assumptions=note))
     return pd.DataFrame(out)
