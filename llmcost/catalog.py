@@ -102,7 +102,8 @@ COLUMNS: dict[str, dict[str, Col]] = {
         "scale_up_bandwidth_gb_per_s": _pos(True), "gpus_per_node": _count(required=True),
         "tdp_w": _pos(True), "system_power_kw": _pos(), "system_gpus": _count(),
         "system_power_note": _text(), "capex_usd_per_system": _pos(),
-        "scale_up_domain_gpus": _count(), "exp_per_s": _pos()},
+        "scale_up_domain_gpus": _count(), "exp_per_s": _pos(), "scale_out": _text(),
+        "scale_out_source": _text()},
     "models": {
         "name": _text(), "layers": _count(required=True), "hidden": _count(required=True),
         "heads": _count(required=True), "kv_heads": _count(), "ffn_hidden": _count(),
@@ -518,6 +519,7 @@ class Catalog:
             capex_usd_per_system=opt("capex_usd_per_system", float),
             scale_up_domain_gpus=opt("scale_up_domain_gpus", int),
             exp_per_s=opt("exp_per_s", float),
+            scale_out=opt("scale_out", str),
             bf16_dense_tflops=float(r["bf16_dense_tflops"]),
             fp8_dense_tflops=opt("fp8_dense_tflops", float),
             memory_gib=float(r["memory_gib"]),

@@ -231,16 +231,11 @@ def _hardware(a):
     cat = catalog.default()
     gpu = cat.gpu(a.gpu)
     up = cat.fabric(gpu.scale_up)
-    out = cat.fabric(a.fabric or DEFAULT_FABRIC.get(gpu.generation, "ib-ndr"))
+    out = cat.fabric(a.fabric or gpu.usual_scale_out)
     if out.kind != "scale_out":
         raise v.InputError("fabric", f"fabric {out.id!r} is a scale-up link; pick one of "
                                      + ", ".join(cat.fabrics().query("kind == 'scale_out'")["id"]))
     return gpu, up, out
-
-
-#: the scale-out fabric a GPU generation usually ships with (DGX/HGX reference designs)
-DEFAULT_FABRIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-xdr",
-                  "cdna3": "roce-400", "ada": "roce-200"}
 
 
 def _options(a) -> step_mod.Options:
@@ -584,11 +579,8 @@ def cmd_size(a) -> dict:
     gpu, up, out = _hardware(a)
     s = _size_scenario(a, m, gpu, out)
     if s is not None:
-        if not a.fabric:
-            # the review's default fabric, so that `size` and `review` answer alike
-            from .scenario import Scenario
-            out = catalog.fabric(Scenario().fabric)
-            s = replace(s, fabric=out.id)
+        # without --fabric, the GPU's usual fabric: the review's default ("auto") too, so that
+        # `size` and `review` answer alike
         return _size_by_review(a, m, gpu, out, s)
     prices = _gpu_prices(gpu, a.usd_per_gpu_hour, a.price)
     batch = 4_194_304 if a.global_batch_tokens is None else a.global_batch_tokens
@@ -1156,8 +1148,8 @@ def _args_size(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--tokens", type=float, help="training tokens (default: 20 per parameter)")
     sp.add_argument("--days", type=float, required=True, help="target days")
     sp.add_argument("--gpu", default="h100-sxm")
-    sp.add_argument("--fabric", help="scale-out fabric (default: the review's, ib-ndr, for a "
-                                     "catalog model; else the GPU's usual)")
+    sp.add_argument("--fabric", help="scale-out fabric (default: the GPU's usual, as the "
+                                     "review's fabric=auto)")
     sp.add_argument("--global-batch-tokens", type=float,
                     help="global batch in tokens (default: the review's batch rule)")
     sp.add_argument("--headroom", type=float, default=0.10)

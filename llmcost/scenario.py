@@ -63,9 +63,11 @@ class Scenario:
                                                         unit="", group="model"))
     tokens: float = _f(2e12, 1e6, 1e15, label="Training tokens", unit="tokens")
     gpu: str = _choice("h100-sxm", "gpus", label="GPU")
-    #: a scale-out fabrics.csv id, or "custom": the bandwidth and technology below, with the
-    #: other constants of the technology's reference row (catalog.FABRIC_TECHNOLOGIES)
-    fabric: str = _choice("ib-ndr", "fabrics", label="Scale-out fabric", special=("custom",))
+    #: a scale-out fabrics.csv id; "auto": the fabric the GPU's systems ship with
+    #: (GPUSpec.usual_scale_out: HDR InfiniBand for A100, NDR for H100 and B200, XDR for B300);
+    #: or "custom": the bandwidth and technology below, with the other constants of the
+    #: technology's reference row (catalog.FABRIC_TECHNOLOGIES)
+    fabric: str = _choice("auto", "fabrics", label="Scale-out fabric", special=("auto", "custom"))
     #: GB/s = 1e9 bytes/s per GPU per direction; 0.1 is 0.8 Gb/s, 1000 is 8 Tb/s
     fabric_gb_per_s_per_gpu: float = _f(50.0, 0.1, 1000,
                                         label="Fabric bandwidth per GPU, each way (custom)",

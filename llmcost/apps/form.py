@@ -51,7 +51,11 @@ class Form:
             if table == "fabrics":
                 df = df[df["kind"] == "scale_out"]
             opts = list(d.get("special", ())) + list(df["id"])
-            if table == "prices":
+            if table == "fabrics":
+                opts = [("auto: the GPU's usual", "auto")] + [(o, o) for o in opts if o != "auto"]
+                if value not in [o[1] for o in opts]:
+                    opts.append((value, value))
+            elif table == "prices":
                 opts = [("auto: first offer for the GPU", "auto")] + [
                     (f"{r.id} ({r.gpus} x {r.gpu})", r.id) for r in df.itertuples()]
             elif value not in opts:

@@ -76,10 +76,16 @@ class Landing:
         self.header.value = (f"{CSS}{LANDING_CSS}<h2 class='llmc-title'>llmcost workbook</h2>"
                              f"<div class='llmc-intro'>{esc(INTRO)}</div>"
                              f"<p class='llmc-scenario'>Scenario: {esc(s.model)} on "
-                             f"{s.gpus:,} x {esc(s.gpu)} ({esc(s.fabric)})"
+                             f"{s.gpus:,} x {esc(s.gpu)} ({esc(self._fabric_text(s))})"
                              + (f", {len(scenarios)} scenarios compared" if len(scenarios) > 1
                                 else "")
                              + f"</p>{warn}")
+
+    def _fabric_text(self, s) -> str:
+        """The scenario's fabric as the figures use it ("auto": the GPU's usual)."""
+        if s.fabric != "auto":
+            return s.fabric
+        return f"{self.catalog.gpu(s.gpu).usual_scale_out}, the GPU's usual"
 
     def apply_query(self, query: str) -> bool:
         """Make this page (built and computed for the default scenario before a visitor

@@ -34,6 +34,9 @@ def report_scenario(app, label: str, s: Scenario, res, figures: dict):
         derived = mode is not None and getattr(s, mode[0]) != mode[1] and name in used
         value = readable(name, used[name] if derived else getattr(s, name), app.sliders)
         suffix = " (derived)" if derived else ""
+        inp = getattr(res, "inputs", None)
+        if name == "fabric" and s.fabric == "auto" and inp is not None:
+            suffix = f" ({inp.scale_out.id}, the GPU's usual)"
         if name == "gpus" and s.sizing == "days" and plan is not None:
             # sized by days: the figures used the GPUs the sizing chose, not the box's
             value, suffix = readable(name, int(plan.gpus)), " (sized for the days)"

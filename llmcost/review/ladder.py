@@ -50,7 +50,9 @@ def finetune_mfu(model: ModelSpec, cat: Catalog, fabric: str, seq_len=None):
     from ..training import step
 
     def predict(gpu, method, n):
-        up, out = cat.fabric(gpu.scale_up), cat.fabric(fabric)
+        # "auto": each GPU on the fabric its systems ship with
+        up = cat.fabric(gpu.scale_up)
+        out = cat.fabric(gpu.usual_scale_out if fabric == "auto" else fabric)
         batch = int(n * -(-FINETUNE_BATCH_SEQUENCES // n))
         p = step.predict_step(model, gpu, up, out, gpus=int(n), tp=1, pp=1, global_batch=batch,
                               micro_batch=1,

@@ -167,10 +167,12 @@ def scaling_series(results: Results, fabrics=("ib-ndr", "roce-400")) -> pd.DataF
     nodes = np.array([first * 2**k for k in range(0, 9)])
     seqs = max(1, L.num_microbatches * L.micro_batch)
     out = []
-    for f in dict.fromkeys((s.fabric, *fabrics)):
+    # the scenario's own fabric as resolved ("auto": the GPU's usual; a custom fabric has no
+    # catalog row), then the ones compared
+    own = "custom" if s.fabric == "custom" else inp.scale_out.id
+    for f in dict.fromkeys((own, *fabrics)):
         try:
-            # the scenario's own fabric as resolved (a custom fabric has no catalog row)
-            spec = inp.scale_out if f == s.fabric else cat.fabric(f)
+            spec = inp.scale_out if f == own else cat.fabric(f)
             t, _ = weak_scaling(m, g, inp.scale_up, spec, nodes, L.tp, L.pp, L.cp, seqs,
                                 L.micro_batch, L.zero_stage, L.recompute, L.sequence_parallel,
                                 L.interleave, options_for(s))

@@ -7,6 +7,14 @@ from dataclasses import dataclass
 from .. import _validate as v
 
 
+#: the scale-out fabric a GPU generation usually ships with, for a GPU whose catalog row does
+#: not name its own (``GPUSpec.scale_out``): DGX/HGX reference designs for NVIDIA (DGX A100:
+#: HDR 200 Gb/s per GPU; DGX H100, B200: NDR 400 Gb/s); 400 Gb/s RoCE for AMD Instinct
+#: platforms, 200 Gb/s RoCE for PCIe inference cards (assumptions)
+USUAL_SCALE_OUT = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-ndr",
+                   "cdna3": "roce-400", "ada": "roce-200"}
+
+
 @dataclass(frozen=True)
 class GPUSpec:
     """One accelerator. FLOP/s are dense tensor-core peaks; memory in GiB (2**30 bytes)."""
@@ -38,6 +46,16 @@ class GPUSpec:
     #: SMs x exponentials per SM per clock x boost clock; None: unknown, attention is then
     #: bounded by its matmuls alone (:func:`llmcost.training.attention.flash_attention_time_s`).
     exp_per_s: float | None = None
+    #: id of the scale-out fabric a system of this GPU ships with (DGX A100: HDR InfiniBand,
+    #: DGX H100 and B200: NDR); None: the generation's (:data:`USUAL_SCALE_OUT`).
+    scale_out: str | None = None
+
+    @property
+    def usual_scale_out(self) -> str:
+        """The scale-out fabric id a system of this GPU usually ships with: its own
+        (``scale_out``), else its generation's reference design (:data:`USUAL_SCALE_OUT`),
+        else NDR InfiniBand."""
+        return self.scale_out or USUAL_SCALE_OUT.get(self.generation, "ib-ndr")
 
     @property
     def scale_up_domain(self) -> int:

@@ -29,7 +29,9 @@ def agree(capsys, model, gpu, tokens, days):
     # each with its defaults: the same fabric, batch rule, goodput and catalog offer
     size = run(capsys, "size", "--model", model, "--gpu", gpu, "--tokens", repr(tokens),
                "--days", f"{days:g}")
-    assert size["fabric"] == rev["scenario"].get("fabric", Scenario().fabric)
+    # the review's default fabric is "auto", the GPU's usual, as `size` without --fabric
+    assert rev["scenario"].get("fabric", Scenario().fabric) == "auto"
+    assert size["fabric"] == rev["fabric"] == CAT.gpu(gpu).usual_scale_out
     app = SizingApp(query=q).results.to_json()
     rung = next(r for r in ladder(CAT.model(model), CAT, pretrain_tokens=tokens,
                                   pretrain_days=days, gpu_ids=[gpu]).rungs

@@ -21,8 +21,6 @@ CAT = catalog.default()
 #: rows of the fsdp stack), of which the 7B stands for the rest
 MODELS = [m for m in CAT.ids("models") if not m.endswith("-bench") or m == "mpt-7b-bench"]
 GPUS = CAT.ids("gpus")
-USUAL_FABRIC = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-xdr",
-                "cdna3": "roce-400", "ada": "roce-200"}
 HOURS_PER_YEAR = 8760
 
 
@@ -37,7 +35,8 @@ def grid():
                 precision = "fp8"
             if precision == "fp8" and g.fp8_dense_tflops is None:
                 precision = "bf16"
-            yield Scenario(model=model, gpu=gpu, fabric=USUAL_FABRIC[g.generation],
+            # "auto": the fabric the GPU's systems ship with (the default), or named
+            yield Scenario(model=model, gpu=gpu, fabric=("auto", g.usual_scale_out)[i % 2],
                            sizing=sizing, gpus=512, target_days=30, precision=precision,
                            checkpoint_mode=("sync", "async")[(i + (sizing == "days")) % 2],
                            price_source=("catalog", "custom")[(i // 2) % 2],
@@ -176,9 +175,7 @@ def test_sizing_curve_by_gpus_passes_through_the_review_on_every_gpu(i, gpu):
     # review's own size, is the review's days to train
     from llmcost import plots
     from llmcost.review.series import sizing_series
-    g = CAT.gpu(gpu)
-    s = Scenario(model=MODELS[(3 * i) % len(MODELS)], gpu=gpu, fabric=USUAL_FABRIC[g.generation],
-                 gpus=512)
+    s = Scenario(model=MODELS[(3 * i) % len(MODELS)], gpu=gpu, gpus=512)
     r = evaluate(s)
     t = sizing_series(r)
     assert r.size is None and t["on_scale"].sum() > 0
