@@ -909,10 +909,11 @@ def whole_run_gpus(row) -> int:
     return int(row["gpus"]) if not pd.isna(row["gpus"]) else int(row["gpus_assumed"])
 
 
-def whole_run_query(row) -> str:
+def whole_run_query(row, with_fabric=True) -> str:
     """The review's link query for one whole run: the run as published (model or config.json
     fields, GPU, GPUs, tokens, precision, sequence length, fabric, stack and, where published,
-    the global batch); the layout is left to the planner."""
+    the global batch); the layout is left to the planner. ``with_fabric=False`` leaves the
+    fabric out (the review's default: the one the GPU's systems ship with)."""
     from urllib.parse import urlencode
 
     from llmcost.scenario import CONFIG_PREFIX, config_text
@@ -925,9 +926,10 @@ def whole_run_query(row) -> str:
         items["model"] = "config"
         items.update({CONFIG_PREFIX + k: x for k, x in json.loads(config_text(fields)).items()})
     items.update(gpu=row["gpu"], gpus=whole_run_gpus(row), tokens=f"{float(row['tokens']):.6g}",
-                 precision=row["precision"], seq_len=int(row["seq_len"]), fabric=row["fabric"],
-                 stack=row["stack"])
-    if row["fabric"] == "custom":
+                 precision=row["precision"], seq_len=int(row["seq_len"]), stack=row["stack"])
+    if with_fabric:
+        items["fabric"] = row["fabric"]
+    if with_fabric and row["fabric"] == "custom":
         items["fabric_gb_per_s_per_gpu"] = f"{float(row['fabric_gb_per_s_per_gpu']):g}"
     if not pd.isna(row["global_batch_tokens"]):
         items["global_batch_tokens"] = int(row["global_batch_tokens"])
@@ -948,8 +950,9 @@ def whole_runs(out=None, rows=None) -> pd.DataFrame:
     DataFrame
         One row per run: id, published_gpu_hours, gpu_hours (the review's), error,
         napkin_gpu_hours, napkin_error, layout, mfu, goodput, fits, days, gpus,
-        global_batch_tokens, in_statistics, status ("ok" or the InputError the review raised)
-        and query.
+        global_batch_tokens, in_statistics, status ("ok" or the InputError the review raised),
+        query, and auto_error: the review's error with the run's fabric left out (the GPU's
+        usual one; NaN if refused).
     """
     from llmcost.review import evaluate as review
     from llmcost.scenario import Scenario
@@ -978,6 +981,13 @@ def whole_runs(out=None, rows=None) -> pd.DataFrame:
                        layout=lay.get("description", ""), mfu=r["mfu"], goodput=r["goodput"],
                        fits=r["fits"], days=r["days"],
                        global_batch_tokens=r["global_batch_tokens"])
+        rec["auto_error"] = np.nan
+        try:
+            # as a reviewer who does not know the run's fabric would link it
+            s, _ = Scenario.from_query(whole_run_query(row, with_fabric=False), strict=True)
+            rec["auto_error"] = review(s).to_json()["gpu_hours"] / pub - 1
+        except InputError:
+            pass
         res.append(rec)
     res = pd.DataFrame(res)
     print("\nWhole published pre-training runs: GPU-hours, review and napkin (6 x active params x "
@@ -1019,6 +1029,10 @@ def whole_runs_summary(res: pd.DataFrame) -> str:
             f"|error| {100 * e.mean():.1f}%, max {100 * e.max():.1f}%; napkin mean |error| "
             f"{100 * n.mean():.1f}%, max {100 * n.max():.1f}%; the review is closer on {closer} "
             f"of {len(use)}")
+    if "auto_error" in use and use["auto_error"].notna().all():
+        a = use["auto_error"].abs()
+        line += (f"\nthe same runs without their fabric (the GPU's usual one): review mean "
+                 f"|error| {100 * a.mean():.1f}%, max {100 * a.max():.1f}%")
     if "gpus_published" in use and 0 < use["gpus_published"].sum() < len(use):
         # a run whose GPU count is assumed is reviewed at a size it may not have run at
         pub = use[use["gpus_published"]]

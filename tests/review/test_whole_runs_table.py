@@ -114,6 +114,21 @@ def test_every_run_is_answered_and_fits(table):
     assert (res["gpus"] == [VALIDATE.whole_run_gpus(r) for _, r in ROWS.iterrows()]).all()
 
 
+def test_every_run_is_also_reviewed_without_its_fabric(table):
+    res, _ = table
+    assert res["auto_error"].notna().all()
+    row = ROWS.iloc[0]
+    assert "fabric=" in VALIDATE.whole_run_query(row)
+    assert "fabric" not in VALIDATE.whole_run_query(row, with_fabric=False)
+    # a run whose published fabric is the GPU's usual one answers the same either way
+    usual = [(r["id"]) for _, r in ROWS.iterrows()
+             if r["fabric"] == CAT.gpu(r["gpu"]).usual_scale_out]
+    assert usual
+    by = res.set_index("id")
+    for run_id in usual:
+        assert by.loc[run_id, "auto_error"] == pytest.approx(by.loc[run_id, "error"], rel=1e-12)
+
+
 def test_a_published_batch_is_the_batch_reviewed(table):
     res, _ = table
     for (_, r), (_, got) in zip(ROWS.iterrows(), res.iterrows()):
@@ -154,6 +169,12 @@ def test_the_summary_counts_reported_and_derived_rows_only():
     assert "napkin mean |error| 20.0%, max 30.0%" in line
     assert "closer on 1 of 2" in line
     assert "GPU count the run published" not in line       # no column: one statistic
+    assert "without their fabric" not in line
+    res["auto_error"] = [0.05, -0.25, 0.5]
+    # the counted rows reviewed on the GPU's usual fabric: |5%| and |25%|: mean 15.0%, max 25.0%
+    assert "without their fabric (the GPU's usual one): review mean |error| 15.0%, max 25.0%" \
+        in VALIDATE.whole_runs_summary(res)
+    res = res.drop(columns="auto_error")
     res["gpus_published"] = [True, False, True]
     line = VALIDATE.whole_runs_summary(res)
     # the run with its published count: review 10%, napkin 30%
