@@ -259,6 +259,19 @@ def test_prices_follow_the_gpu_in_the_app():
     assert headline_text(p, "breakeven_months") == f"{be:,.1f} months"
 
 
+def test_the_fabric_follows_the_gpu_and_its_bandwidth_shows_the_one_in_use():
+    # fabric=auto (the default): the GPU's systems' fabric; the greyed bandwidth box shows
+    # the figure the results use (DGX A100: HDR 200 Gb/s = 25 GB/s; DGX H100: NDR, 50 GB/s)
+    p = ReviewApp(query="gpu=a100-80gb&gpus=64")
+    ctl = p.controls["fabric"]
+    assert ctl.value == "auto" and ctl.options[0] == ("auto: the GPU's usual", "auto")
+    bw = p.controls["fabric_gb_per_s_per_gpu"]
+    assert bw.disabled and bw.value == 25.0 and p.results.to_json()["fabric"] == "ib-hdr"
+    p.set(gpu="h100-sxm")
+    assert bw.value == 50.0 and p.results.to_json()["fabric"] == "ib-ndr"
+    assert "fabric" not in p.query()
+
+
 def test_utilization_app_compares_with_the_published_run_of_the_same_model():
     # Llama 3 405B reached 43% MFU (arXiv:2407.21783); a claim of about twice that is suspect.
     p = UtilizationApp(query="model=llama3-405b&measured_seq_len=8192")
