@@ -10,6 +10,7 @@ import time
 import ipywidgets as W
 
 from .. import catalog as catalog_mod
+from .._validate import InputError
 from ..scenario import scenarios_from_query, scenarios_to_query
 from .page import CSS, heartbeat, show_page, warning_html
 from .registry import apps
@@ -85,7 +86,11 @@ class Landing:
         """The scenario's fabric as the figures use it ("auto": the GPU's usual)."""
         if s.fabric != "auto":
             return s.fabric
-        return f"{self.catalog.gpu(s.gpu).usual_scale_out}, the GPU's usual"
+        try:
+            return f"{self.catalog.gpu(s.gpu).usual_scale_out}, the GPU's usual"
+        except InputError:
+            # an unreadable catalog is named by the cards below, not by the header
+            return "the GPU's usual"
 
     def apply_query(self, query: str) -> bool:
         """Make this page (built and computed for the default scenario before a visitor
