@@ -131,13 +131,13 @@ def review_space(s: Scenario, m, gpus_per_node: int) -> planner.Space:
         # or gradients and optimizer (SHARD_GRAD_OP, ZeRO-2: no parameter gathers inside a
         # micro-batch; llm-foundry's tables run both) over data parallelism, with TP at most
         # inside a node (torchtitan's 2D) and no pipeline or context parallelism in
-        # llm-foundry's benchmark runs. Micro-batches as
-        # large as memory allows: FULL_SHARD gathers the parameters again for every
-        # micro-batch, so an FSDP team runs few, large ones (llm-foundry's tables: 1-128
-        # sequences per GPU; TinyLlama's FSDP run, jzhang38/TinyLlama pretrain/tinyllama.py:
-        # micro_batch_size = 8, no activation checkpointing). With the Megatron space's (1, 2)
-        # TinyLlama's 3T tokens on 16 A100-40GB were reviewed at mb2, four times the gathers
-        # per step: +42% GPU-hours against its published 16 GPUs x ~90 days (+6% at mb8).
+        # llm-foundry's benchmark runs. Micro-batches as large as memory allows: FULL_SHARD
+        # gathers the parameters again for every micro-batch, so an FSDP team runs few, large
+        # ones (llm-foundry's tables: 1-128 sequences per GPU; TinyLlama's FSDP run,
+        # jzhang38/TinyLlama pretrain/tinyllama.py: micro_batch_size = 8, no activation
+        # checkpointing). With the Megatron space's (1, 2), TinyLlama's 3T tokens on 16
+        # A100-40GB were reviewed at mb2, four times the gathers per step: +42% GPU-hours
+        # against its published 16 GPUs x ~90 days (+6% at mb8).
         kw.update(zero_stage=(2, 3), pp=(1,), interleave=(1,), cp=(1,),
                   micro_batch=FSDP_MICRO_BATCHES)
     fixed = given_layout(s)
