@@ -231,7 +231,7 @@ def _hardware(a):
     cat = catalog.default()
     gpu = cat.gpu(a.gpu)
     up = cat.fabric(gpu.scale_up)
-    out = cat.fabric(a.fabric or gpu.usual_scale_out)
+    out = cat.fabric(gpu.scale_out_id(a.fabric or "auto"))
     if out.kind != "scale_out":
         raise v.InputError("fabric", f"fabric {out.id!r} is a scale-up link; pick one of "
                                      + ", ".join(cat.fabrics().query("kind == 'scale_out'")["id"]))

@@ -52,7 +52,7 @@ def finetune_mfu(model: ModelSpec, cat: Catalog, fabric: str, seq_len=None):
     def predict(gpu, method, n):
         # "auto": each GPU on the fabric its systems ship with
         up = cat.fabric(gpu.scale_up)
-        out = cat.fabric(gpu.usual_scale_out if fabric == "auto" else fabric)
+        out = cat.fabric(gpu.scale_out_id(fabric))
         batch = int(n * -(-FINETUNE_BATCH_SEQUENCES // n))
         p = step.predict_step(model, gpu, up, out, gpus=int(n), tp=1, pp=1, global_batch=batch,
                               micro_batch=1,

@@ -90,12 +90,6 @@ def recompute_recipes(m) -> tuple:
     return ((),)
 
 
-def scale_out_id(s: Scenario, gpu) -> str:
-    """The catalog id of the scenario's scale-out fabric: its own, or for "auto" the GPU's
-    usual (:attr:`~llmcost.training.hardware.GPUSpec.usual_scale_out`); "custom" has none."""
-    return gpu.usual_scale_out if s.fabric == "auto" else s.fabric
-
-
 def given_layout(s: Scenario) -> dict:
     """The layout fields a scenario fixes (:data:`llmcost.training.layout.LINK_KEYS`), by
     Layout field name; the planner chooses the rest."""
@@ -163,7 +157,7 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
     # "custom": a fabric given by its numbers, its other constants the technology's catalog row
     # "auto": the fabric the GPU's systems ship with (an A100 cluster is not NDR InfiniBand)
     out = (cat.custom_fabric(s.fabric_gb_per_s_per_gpu, s.fabric_technology)
-           if s.fabric == "custom" else cat.fabric(scale_out_id(s, g)))
+           if s.fabric == "custom" else cat.fabric(g.scale_out_id(s.fabric)))
     if out.kind != "scale_out":
         raise v.InputError("fabric", f"fabric {s.fabric!r} links GPUs inside a node; pick a "
                                      "scale-out fabric (InfiniBand or RoCE)")

@@ -57,6 +57,11 @@ class GPUSpec:
         else NDR InfiniBand."""
         return self.scale_out or USUAL_SCALE_OUT.get(self.generation, "ib-ndr")
 
+    def scale_out_id(self, fabric: str = "auto") -> str:
+        """The scale-out fabric id a scenario's ``fabric`` names on this GPU: "auto" is
+        :attr:`usual_scale_out`, any other id is itself."""
+        return self.usual_scale_out if fabric == "auto" else fabric
+
     @property
     def scale_up_domain(self) -> int:
         """GPUs reachable over the scale-up fabric [-]."""
