@@ -146,6 +146,13 @@ _CACHE_SIZE = 64
 def evaluate(s: Scenario, cat: catalog_mod.Catalog | None = None) -> Results:
     """All figures of a review for one Scenario (cached: the same Scenario and catalog give
     the same Results object, so every view of a figure reads one computation)."""
+    if not isinstance(s, Scenario):
+        # Scenario.from_query returns (scenario, warnings): passing the pair is the usual slip
+        hint = (" (Scenario.from_query returns (scenario, warnings): pass its first item)"
+                if isinstance(s, tuple) and s and isinstance(s[0], Scenario) else "")
+        raise v.InputError("s", f"s must be a Scenario, got {type(s).__name__}{hint}")
+    if cat is not None and not isinstance(cat, catalog_mod.Catalog):
+        raise v.InputError("cat", f"cat must be a Catalog or None, got {type(cat).__name__}")
     cat = catalog_mod.default() if cat is None else cat
     key = (s, id(cat))
     hit = _CACHE.get(key)

@@ -115,3 +115,14 @@ def test_a_tiny_value_survives_the_link_round_trip():
     r0, _ = review("model=llama3-8b&gpus=64")
     r1, _ = review("model=llama3-8b&gpus=64&discount_rate=2.3e-225")
     assert r1.economics.costs_usd == pytest.approx(r0.economics.costs_usd, rel=1e-12)
+
+
+def test_evaluate_names_its_argument_when_given_the_pair_from_query():
+    # Scenario.from_query returns (scenario, warnings); passing the pair to evaluate used to
+    # end in "TypeError: unhashable type: 'list'" from the review's cache
+    pair = Scenario.from_query("model=llama3-8b&gpus=64", CAT)
+    with pytest.raises(v.InputError, match=r"s must be a Scenario, got tuple .*first item") as e:
+        evaluate(pair, CAT)
+    assert e.value.param == "s"
+    with pytest.raises(v.InputError, match="cat must be a Catalog or None, got str"):
+        evaluate(pair[0], "default")
