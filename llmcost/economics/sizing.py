@@ -497,7 +497,8 @@ def _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space, options, 
 
 
 def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
-                    precision="bf16", simplest_within=0.0, memory_kwargs=None):
+                    precision="bf16", simplest_within=0.0, memory_kwargs=None,
+                    memory_margin=0.0):
     """Per size, the fastest fitting layout over the batches within BATCH_TOLERANCE of B.
 
     One vectorized pass: structural layouts (t, p, c, b, v) per size, the batches they
@@ -564,14 +565,18 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
     key = np.lexsort((L["tp"], L["zero_stage"], L["interleave"], L["cp"], L["memory_gb"],
                       -L["tokens_per_s"], L["si"]))
     if simplest_within > 0:
-        # as planner.plan(simplest_within=...): the fewest parallel dimensions among the
-        # layouts within that share of each size's fastest, then the fastest of those
+        # as planner.plan(simplest_within=..., memory_margin=...): among the layouts within
+        # that share of each size's fastest, those leaving the margin free, then the fewest
+        # parallel dimensions, then the fastest of those
         best_tps = np.zeros(len(gpus))
         np.maximum.at(best_tps, L["si"], L["tokens_per_s"])
         near = L["tokens_per_s"] * (1 + simplest_within) >= best_tps[L["si"]]
         dims = np.where(near, planner.parallel_dimensions(L), 99)
+        # (rows beyond the band count as tight: they stay behind every row within it)
+        tight = ~near | planner.memory_tight(L["memory_gb"], gpu.memory_bytes / 1e9,
+                                             memory_margin)
         key = np.lexsort((L["tp"], L["zero_stage"], L["interleave"], L["cp"], L["memory_gb"],
-                          -L["tokens_per_s"], dims, L["si"]))
+                          -L["tokens_per_s"], dims, tight, L["si"]))
     first = key[np.r_[True, L["si"][key][1:] != L["si"][key][:-1]]]
     return {name: a[first] for name, a in L.items()}, dict(evaluated=evaluated)
 
@@ -591,7 +596,8 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
                  max_nodes=4096, options: Options = Options(flash_attention=True),
                  seq_len=None, space: planner.Space = SIZING_SPACE, max_power_mw=None,
                  power_kw_per_gpu=None, pue=DEFAULT_PUE, max_batch_tokens=None,
-                 precision=None, simplest_within=0.0, memory_kwargs=None) -> Sizing:
+                 precision=None, simplest_within=0.0, memory_kwargs=None,
+                 memory_margin=0.0) -> Sizing:
     r"""GPUs and nodes needed to train ``tokens`` within ``target_days``.
 
     For every candidate size N (:func:`candidate_sizes`) the layouts of ``space`` valid at
@@ -653,6 +659,9 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     memory_kwargs : dict, optional
         Options of the memory model for every layout (e.g. ``moe_probs_at``).
         Refused where the GPU cannot run it.
+    memory_margin : float, optional
+        Within the ``simplest_within`` band, layouts leaving this share of the GPU's memory
+        free rank first (as :func:`llmcost.training.planner.plan`) [-], in [0, 1).
 
     Returns
     -------
@@ -684,8 +693,9 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
         G = np.full(gpus.shape, float(v.fraction("goodput", goodput)))
     total_flops = model.flops_per_token("none", s) * D
 
+    margin = float(v.in_range("memory_margin", memory_margin, 0, 1, high_inclusive=False))
     best, info = _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
-                                 prec, simplest_within, memory_kwargs)
+                                 prec, simplest_within, memory_kwargs, margin)
     days, train_days, cols, lay = _size_columns(best, gpus, D, G, h, data_stall)
     fits = np.isfinite(days)
     in_power = np.ones(len(gpus), bool) if cap_gpus is None else gpus <= cap_gpus

@@ -414,7 +414,7 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
          calibration: Calibration | None = None, seq_len: int | None = None,
          usd_per_gpu_hour: float | None = None, heuristic: str = "none",
          rank_by: str = "time", memory_kwargs=None, precision: str | None = None,
-         simplest_within: float = 0.0) -> Plan:
+         simplest_within: float = 0.0, memory_margin: float = 0.0) -> Plan:
     r"""Evaluate every valid layout in one vectorized call and rank them.
 
     Ranking: layouts that fit first, then by step time (``rank_by="time"``) or by dollars
@@ -451,6 +451,11 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
         Among the fitting layouts within this share of the best (by ``rank_by``), the one
         with the fewest parallel dimensions (:func:`parallel_dimensions`) ranks first [-];
         0 (the default) ranks by time or cost alone.
+    memory_margin : float, optional
+        Share of the GPU's memory a layout should leave free [-], in [0, 1): among the
+        layouts within ``simplest_within`` of the best, those that leave it rank ahead of
+        those that do not (:func:`memory_tight`), then fewest dimensions. 0 (the default):
+        memory does not rank.
 
     Returns
     -------
@@ -512,7 +517,9 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
                         ascending=[False, True, True, True, True, True, True],
                         kind="stable").reset_index(drop=True)
     if simplest_within > 0 and bool(df["fits"].iloc[0]):
-        df = _simplest_first(df, key, float(v.in_range("simplest_within", simplest_within, 0, 1)))
+        df = _simplest_first(df, key, float(v.in_range("simplest_within", simplest_within, 0, 1)),
+                             float(v.in_range("memory_margin", memory_margin, 0, 1,
+                                              high_inclusive=False)))
     return Plan(layouts=df, evaluated=n, feasible=int(df["fits"].sum()), candidates=cand,
                 pareto=pareto_front(df))
 
@@ -531,12 +538,22 @@ def parallel_dimensions(df) -> np.ndarray:
     return n
 
 
-def _simplest_first(df: pd.DataFrame, key: str, within: float) -> pd.DataFrame:
-    """The fitting layouts within ``within`` of the best, simplest first (then by ``key``),
-    ahead of the rest in their order."""
+def memory_tight(memory_gb, capacity_gb, margin) -> np.ndarray:
+    """Whether a layout leaves less than ``margin`` of the GPU's memory free [bool]:
+    memory_gb > (1 - margin) x capacity_gb (arrays broadcast)."""
+    return np.asarray(memory_gb) > (1 - np.asarray(margin)) * np.asarray(capacity_gb)
+
+
+def _simplest_first(df: pd.DataFrame, key: str, within: float,
+                    margin: float = 0.0) -> pd.DataFrame:
+    """The fitting layouts within ``within`` of the best, those leaving ``margin`` of memory
+    free first, then simplest first (then by ``key``), ahead of the rest in their order."""
     near = df["fits"].to_numpy() & (df[key].to_numpy() <= df[key].iloc[0] * (1 + within))
-    head = df[near].assign(_dims=parallel_dimensions(df[near]))
-    head = head.sort_values(["_dims", key], kind="stable").drop(columns="_dims")
+    tight = memory_tight(df["memory_gb"][near], df["capacity_gb"][near], margin) \
+        if margin > 0 else False
+    head = df[near].assign(_dims=parallel_dimensions(df[near]), _tight=tight)
+    head = head.sort_values(["_tight", "_dims", key], kind="stable")
+    head = head.drop(columns=["_dims", "_tight"])
     return pd.concat([head, df[~near]]).reset_index(drop=True)
 
 
