@@ -70,7 +70,8 @@ class ModelSpec:
     active_params_counts: str = "embedding+head"
     # ---- layer plumbing of older architectures (llmcost.training.hf_config reads them)
     #: norms per layer: 2 (before attention and before the FFN); 1 where attention and FFN
-    #: run in parallel on one shared norm (Falcon-7B)
+    #: run in parallel on one shared norm (Falcon-7B); 0 where the norms have no weights
+    #: (OLMo's non-parametric LayerNorm)
     norms_per_layer: int = 2
     #: a norm on the word embeddings (BLOOM's word_embeddings_layernorm)
     embedding_norm: bool = False

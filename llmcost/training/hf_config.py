@@ -27,18 +27,51 @@ Family notes (parameter layout, from each model's published code and configurati
 - MPT: ALiBi (no position parameters), ``no_bias`` removes every bias including the
   LayerNorms', GELU MLP of ``expansion_ratio`` x d_model, tied embeddings.
 - BLOOM: ALiBi, biases everywhere, GELU MLP of 4h, a LayerNorm on the word embeddings.
+- GPTBigCode (SantaCoder, StarCoder/StarCoderBase, WizardCoder): GPT-2 with multi-query
+  attention (``multi_query``: 1 KV head, else ``n_head``), GELU MLP of ``n_inner`` (None:
+  4h), biases everywhere, LayerNorm, learned positions, lm_head tied to wte; ``hidden_size``,
+  ``num_attention_heads``, ``num_hidden_layers``, ``max_position_embeddings`` are read as
+  ``n_embd``, ``n_head``, ``n_layer``, ``n_positions``. ModelSpec counts the position table
+  at the sequence length, s x h: the n_positions x h table when seq_len is left to its
+  default (n_positions up to 8,192), short of it by (n_positions - s) h for a shorter
+  seq_len (StarCoder at 4,096: 25e6 of 15.5e9, 0.16%).
+- StarCoder2: GQA with RoPE, GELU MLP (c_fc, c_proj), LayerNorm, ``use_bias`` on every
+  linear layer (the LayerNorms keep theirs either way), ``sliding_window`` on every layer,
+  ``tie_word_embeddings`` per config (default true; 15B unties).
+- GPT-NeoX (Pythia, GPT-NeoX-20B): fused QKV and a GELU MLP, all with biases, two
+  LayerNorms per layer, rotary positions on ``rotary_pct`` of each head (no parameters; 0:
+  none), untied embed_in/embed_out by default. ``use_parallel_residual`` (attention and MLP
+  side by side, each with its own LayerNorm, the GPT-J residual) is read but changes no
+  parameter or FLOP count, so ModelSpec has no field for it (Falcon-7B's parallel layout shows
+  only as its one shared norm, ``norms_per_layer`` 1).
+- OLMo: Llama's SwiGLU, RoPE and bias-free linears with non-parametric LayerNorms, so no
+  norm parameters in the layers (``norms_per_layer`` 0); ModelSpec still counts a final norm
+  of h (4,096 of OLMo-7B's 6.9e9).
+- OLMo 2: RMSNorm after attention and after the MLP (two per layer, as pre-norm counts),
+  RMSNorm over the projected q (a x d) and k (kv x d), counted as ModelSpec's per-head
+  ``qk_norm`` (2 d per layer): (a + kv - 2) d fewer per layer, 253,952 of OLMo 2 7B's
+  7,298,617,344 (0.003%).
 
 References
 ----------
 1. Hugging Face transformers, ``configuration_<model>.py`` and ``modeling_<model>.py``
    of llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3, gpt_oss, falcon, mpt,
-   bloom, smollm3 (https://github.com/huggingface/transformers): field names and defaults.
+   bloom, smollm3, gpt_bigcode, starcoder2, gpt_neox, olmo, olmo2
+   (https://github.com/huggingface/transformers): field names and defaults.
 2. DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, §2.1-2.2, §4.2.
 3. OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card", arXiv:2508.10925, §2.
 4. E. Almazrouei et al., "The Falcon Series of Open Language Models",
    arXiv:2311.16867, §4 (multigroup attention, parallel attention/MLP).
 5. MosaicML, MPT-7B (https://huggingface.co/mosaicml/mpt-7b, 2023-05): ALiBi, no biases.
 6. BigScience, "BLOOM", arXiv:2211.05100, §3.2 (ALiBi, embedding LayerNorm).
+7. R. Li et al., "StarCoder: may the source be with you!", arXiv:2305.06161 (15.5B,
+   multi-query attention, 8K context); L. Ben Allal et al., "SantaCoder: don't reach for the
+   stars!", arXiv:2301.03988.
+8. A. Lozhkov et al., "StarCoder 2 and The Stack v2: The Next Generation", arXiv:2402.19173.
+9. S. Black et al., "GPT-NeoX-20B", arXiv:2204.06745; S. Biderman et al., "Pythia",
+   arXiv:2304.01373, Table 1 (parameter counts).
+10. D. Groeneveld et al., "OLMo", arXiv:2402.00838; Team OLMo, "2 OLMo 2 Furious",
+    arXiv:2501.00656 (post-norm RMSNorm, QK-norm).
 """
 
 from __future__ import annotations
@@ -76,6 +109,11 @@ SUPPORTED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "mpt": (("MptForCausalLM", "MPTForCausalLM"), ("mpt",)),
     "bloom": (("BloomForCausalLM",), ("bloom",)),
     "smollm3": (("SmolLM3ForCausalLM",), ("smollm3",)),
+    "gpt_bigcode": (("GPTBigCodeForCausalLM",), ("gpt_bigcode",)),
+    "starcoder2": (("Starcoder2ForCausalLM",), ("starcoder2",)),
+    "gpt_neox": (("GPTNeoXForCausalLM",), ("gpt_neox",)),
+    "olmo": (("OlmoForCausalLM",), ("olmo",)),
+    "olmo2": (("Olmo2ForCausalLM",), ("olmo2",)),
 }
 _BY_ARCHITECTURE = {a: fam for fam, (archs, _) in SUPPORTED.items() for a in archs}
 _BY_MODEL_TYPE = {t: fam for fam, (_, types) in SUPPORTED.items() for t in types}
@@ -111,6 +149,11 @@ FIELD_KINDS: dict[str, str] = {
     "attn_config.attn_type": _STR, "attn_config.kv_n_heads": _INT,
     "attn_config.attn_pdrop": _NUM, "attn_config.qk_ln": _BOOL,
     "ffn_config.ffn_type": _STR, "ffn_config.ffn_hidden_size": _INT,
+    # GPTBigCode (StarCoder, SantaCoder), StarCoder2, GPT-NeoX (Pythia)
+    "n_embd": _INT, "n_inner": _INT, "n_positions": _INT, "embd_pdrop": _NUM,
+    "attn_pdrop": _NUM, "use_bias": _BOOL, "residual_dropout": _NUM,
+    "embedding_dropout": _NUM, "rotary_pct": _NUM, "partial_rotary_factor": _NUM,
+    "use_parallel_residual": _BOOL,
 }
 
 # upper ends of the sizes accepted: beyond any published model, and small enough that no
@@ -588,14 +631,103 @@ def _read_bloom(f: _Fields, fam: str) -> dict:
                 dropout=_dropout(f, "hidden_dropout", "attention_dropout"))
 
 
+def _read_gpt_bigcode(f: _Fields, fam: str) -> dict:
+    """GPTBigCode (SantaCoder, StarCoder/StarCoderBase, WizardCoder): GPT-2 with multi-query
+    attention; GPTBigCodeConfig maps hidden_size, num_attention_heads, num_hidden_layers and
+    max_position_embeddings onto n_embd, n_head, n_layer and n_positions."""
+    hidden = f.size(("n_embd", "hidden_size"), "hidden")
+    heads = f.size(("n_head", "num_attention_heads"), "heads", limit="num_attention_heads")
+    ffn = f.size("n_inner", "ffn_hidden", required=False, default=4 * hidden,
+                 limit="intermediate_size")
+    # GPTBigCodeConfig: num_key_value_heads = 1 if multi_query else n_head
+    kv = 1 if f.get("multi_query", True) else heads
+    # GPTBigCodeConfig's dropouts default to 0.1 each
+    dropout = any(f.get(k, 0.1) > 0 for k in ("resid_pdrop", "embd_pdrop", "attn_pdrop"))
+    return dict(layers=f.size(("n_layer", "num_hidden_layers"), "layers",
+                              limit="num_hidden_layers"),
+                hidden=hidden, heads=heads, kv_heads=kv, ffn_hidden=ffn,
+                vocab=f.size("vocab_size", "vocab"), gated_ffn=False, norm="layernorm",
+                biases="all", position_embedding="learned",
+                tied_embeddings=f.get("tie_word_embeddings", True), dropout=dropout)
+
+
+def _read_starcoder2(f: _Fields, fam: str) -> dict:
+    """StarCoder2: GQA with RoPE, a GELU MLP (c_fc, c_proj), LayerNorms, ``use_bias`` on every
+    linear layer, a sliding window on every layer when ``sliding_window`` is set."""
+    spec = _gqa_core(f)
+    spec.update(ffn_hidden=f.size("intermediate_size", "ffn_hidden", limit="intermediate_size"),
+                gated_ffn=False, norm="layernorm",
+                # nn.LayerNorm keeps its bias whatever use_bias says
+                biases="all" if f.get("use_bias", True) else "none",
+                tied_embeddings=f.get("tie_word_embeddings", True),
+                dropout=_dropout(f, "attention_dropout", "residual_dropout", "embedding_dropout"))
+    spec["attention_window"], spec["window_layers"] = _windows(f, spec["layers"], always=True)
+    return spec
+
+
+def _read_gpt_neox(f: _Fields, fam: str) -> dict:
+    """GPT-NeoX (GPT-NeoX-20B, Pythia): fused QKV and a GELU MLP with biases, two LayerNorms
+    per layer, rotary positions on ``rotary_pct`` of each head, untied embed_in/embed_out."""
+    if not f.get("attention_bias", True):
+        raise _error("attention_bias", "attention_bias false (biases in the MLP only) is not "
+                                       "modelled")
+    # transformers >= 4.45 saves rotary_pct also as partial_rotary_factor
+    key, pct = f.first(("rotary_pct", "partial_rotary_factor"), 0.25)
+    if not 0 <= pct <= 1:
+        raise _error(key, f"{key} must be in [0, 1], got {pct}")
+    # attention and MLP in parallel (the GPT-J residual) or in series: the same weights, each
+    # branch with its own LayerNorm either way, so ModelSpec needs no field for it
+    f.get("use_parallel_residual", True)
+    return dict(layers=f.size("num_hidden_layers", "layers"),
+                hidden=f.size("hidden_size", "hidden"),
+                heads=f.size("num_attention_heads", "heads"),
+                ffn_hidden=f.size("intermediate_size", "ffn_hidden", limit="intermediate_size"),
+                vocab=f.size("vocab_size", "vocab"), gated_ffn=False, norm="layernorm",
+                biases="all", position_embedding="rope" if pct > 0 else "none",
+                tied_embeddings=f.get("tie_word_embeddings", False),
+                dropout=_dropout(f, "attention_dropout", "hidden_dropout"))
+
+
+def _read_olmo(f: _Fields, fam: str) -> dict:
+    """OLMo 1 (non-parametric LayerNorms) and OLMo 2 (RMSNorm after attention and MLP, RMSNorm
+    over the projected q and k): otherwise Llama's SwiGLU, RoPE and bias-free linears."""
+    spec = _gqa_core(f)
+    if f.get("attention_bias", False):
+        raise _error("attention_bias", "attention_bias true (biases on q, k, v and o, none in "
+                                       "the MLP) is not modelled")
+    spec.update(ffn_hidden=f.size("intermediate_size", "ffn_hidden", limit="intermediate_size"),
+                biases="none", tied_embeddings=f.get("tie_word_embeddings", False),
+                dropout=_dropout(f, "attention_dropout"))
+    if fam == "olmo":
+        # OlmoLayerNorm has no weights: no norm parameters in the layers; ModelSpec counts
+        # the final norm at h (4,096 of OLMo-7B's 6.9e9)
+        spec.update(norm="layernorm_nobias", norms_per_layer=0)
+    else:
+        # q_norm over a x d and k_norm over kv x d, counted by ModelSpec as 2 d (per-head
+        # norms): (a + kv - 2) d fewer per layer, 253,952 of OLMo 2 7B's 7.3e9
+        spec["qk_norm"] = True
+    return spec
+
+
 _READERS = {"llama": _read_decoder, "mistral": _read_decoder, "mixtral": _read_decoder,
             "qwen2": _read_decoder, "qwen3": _read_decoder, "qwen3_moe": _read_decoder,
             "smollm3": _read_decoder, "deepseek_v2": _read_deepseek,
             "deepseek_v3": _read_deepseek, "gpt_oss": _read_gpt_oss, "falcon": _read_falcon,
-            "mpt": _read_mpt, "bloom": _read_bloom}
+            "mpt": _read_mpt, "bloom": _read_bloom, "gpt_bigcode": _read_gpt_bigcode,
+            "starcoder2": _read_starcoder2, "gpt_neox": _read_gpt_neox, "olmo": _read_olmo,
+            "olmo2": _read_olmo}
+#: the field holding a family's longest sequence (default: max_position_embeddings)
+_MAX_POSITION_KEYS = {"mpt": ("max_seq_len",),
+                      "gpt_bigcode": ("n_positions", "max_position_embeddings")}
 #: sequence length where a family's config has no maximum: its class default / training length
 _SEQ_DEFAULTS = {"falcon": ("2048, FalconConfig's max_position_embeddings default", 2048),
-                 "bloom": ("2048, BLOOM's training sequence length (model card)", 2048)}
+                 "bloom": ("2048, BLOOM's training sequence length (model card)", 2048),
+                 "gpt_bigcode": ("1024, GPTBigCodeConfig's n_positions default", 1024),
+                 "starcoder2": ("4096, Starcoder2Config's max_position_embeddings default",
+                                4096),
+                 "gpt_neox": ("2048, GPTNeoXConfig's max_position_embeddings default", 2048),
+                 "olmo": ("2048, OlmoConfig's max_position_embeddings default", 2048),
+                 "olmo2": ("2048, Olmo2Config's max_position_embeddings default", 2048)}
 
 
 def _family(config: Mapping) -> tuple[str, str, list[str]]:
@@ -648,8 +780,9 @@ def _build(config: Mapping, seq_len, id) -> tuple[ModelSpec, list[str], _Fields]
     if _rough_params(spec) > _MAX_TOTAL_PARAMS:
         raise _error("model_config", f"the {chosen_by} config describes more than "
                                      f"{_MAX_TOTAL_PARAMS:.0e} parameters")
-    key = "max_seq_len" if fam == "mpt" else "max_position_embeddings"
-    max_pos = f.size(key, "seq_len", required=False, limit="seq_len")
+    keys = _MAX_POSITION_KEYS.get(fam, ("max_position_embeddings",))
+    key = next((k for k in keys if f.has(k)), keys[0])
+    max_pos = f.size(keys, "seq_len", required=False, limit="seq_len")
     if seq_len is not None:
         s = int(v.integer("seq_len", seq_len, maximum=_LIMITS["seq_len"]))
     else:
@@ -685,8 +818,9 @@ def model_from_config(config: Mapping, *, seq_len=None, id=None) -> tuple[ModelS
         (:func:`fields_from_query`, nested ones as ``parent.child``).
     seq_len : int, optional
         Training sequence length [tokens]. Default: min(max_position_embeddings, 8192)
-        (MPT: ``max_seq_len``), with a warning saying so; a family default where the config
-        has none (Falcon, BLOOM: 2048).
+        (MPT: ``max_seq_len``, GPTBigCode: ``n_positions``), with a warning saying so; a
+        family default where the config has none (Falcon, BLOOM, GPT-NeoX, OLMo, OLMo 2:
+        2048; GPTBigCode: 1024; StarCoder2: 4096).
     id : str, optional
         The ModelSpec id. Default "custom".
 
@@ -708,7 +842,8 @@ def model_from_config(config: Mapping, *, seq_len=None, id=None) -> tuple[ModelS
     References
     ----------
     .. [1] See the module references: transformers configuration classes; DeepSeek-V3
-       report §2.1-2.2; gpt-oss model card §2; Falcon paper §4; MPT-7B and BLOOM model cards.
+       report §2.1-2.2; gpt-oss model card §2; Falcon paper §4; MPT-7B and BLOOM model cards;
+       StarCoder, StarCoder2, GPT-NeoX-20B, Pythia, OLMo and OLMo 2 papers.
     """
     model, warnings, _ = _build(config, seq_len, id)
     return model, warnings
