@@ -69,7 +69,7 @@ References
    stars!", arXiv:2301.03988.
 8. A. Lozhkov et al., "StarCoder 2 and The Stack v2: The Next Generation", arXiv:2402.19173.
 9. S. Black et al., "GPT-NeoX-20B", arXiv:2204.06745; S. Biderman et al., "Pythia",
-   arXiv:2304.01373, Table 1 (parameter counts).
+   arXiv:2304.01373, Table 1 (non-embedding parameter counts).
 10. D. Groeneveld et al., "OLMo", arXiv:2402.00838; Team OLMo, "2 OLMo 2 Furious",
     arXiv:2501.00656 (post-norm RMSNorm, QK-norm).
 """

@@ -30,8 +30,10 @@ PUBLISHED = {
     "starcoder2-15b": (15_957_889_024, 1e-12,
                        "bigcode/starcoder2-15b safetensors metadata, 15,957,889,024 (a model card "
                        "in the stored index quotes it); arXiv:2402.19173 calls the model 15B"),
-    "pythia-12b": (11_846_072_320, 1e-12, "Pythia, arXiv:2304.01373, Table 1: 11,846,072,320 "
-                                          "total (11,327,027,200 non-embedding)"),
+    "pythia-12b": (11_846_072_320, 1e-12,
+                   "EleutherAI/pythia-12b model card, 'Naming convention and parameter count': "
+                   "11,846,072,320 total; Pythia, arXiv:2304.01373, Table 1: 11,327,027,200 "
+                   "non-embedding"),
     "gpt-neox-20b": (20_554_567_680, 1e-12,
                      "EleutherAI/gpt-neox-20b model card, hyperparameter table: n_parameters "
                      "20554567680 (GPT-NeoX-20B, arXiv:2204.06745)"),
@@ -162,10 +164,11 @@ def neox_params(L, h, V, f, tied=False):
     return L * (attn + mlp + 4 * h) + 2 * h + V * h * (1 if tied else 2)
 
 
-def test_pythia_12b_is_table_1_of_the_paper():
+def test_pythia_12b_is_its_model_card_and_table_1_of_the_paper():
     m = model("pythia-12b")
+    # the model card's total
     assert m.params == neox_params(36, 5120, 50688, 20480) == 11_846_072_320
-    # Table 1's non-embedding count: everything but embed_in and embed_out
+    # the paper's Table 1 (non-embedding): everything but embed_in and embed_out
     assert m.params - 2 * 50688 * 5120 == 11_327_027_200
     assert not m.tied_embeddings and m.norms_per_layer == 2 and m.position_embedding == "rope"
 
