@@ -925,7 +925,7 @@ def whole_run_query(row, with_fabric=True) -> str:
         fields = hf_config.config_fields(hf_config.read_config_file(HF_CONFIGS / row["config"]))
         items["model"] = "config"
         items.update({CONFIG_PREFIX + k: x for k, x in json.loads(config_text(fields)).items()})
-    items.update(gpu=row["gpu"], gpus=whole_run_gpus(row), tokens=f"{float(row['tokens']):.6g}",
+    items.update(gpu=row["gpu"], gpus=whole_run_gpus(row), tokens=f"{float(row['tokens']):.15g}",
                  precision=row["precision"], seq_len=int(row["seq_len"]), stack=row["stack"])
     if with_fabric:
         items["fabric"] = row["fabric"]

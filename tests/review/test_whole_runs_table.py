@@ -80,7 +80,11 @@ def test_transcribed_architectures_have_their_published_sizes():
     published = {"llama-33b": (32.5e9, None, 0.002), "llama-65b": (65.2e9, None, 0.002),
                  "deepseek-v2": (236e9, 21e9, 0.02), "deepseek-llm-67b": (67e9, None, 0.01),
                  # TinyLlama: "1.1B" (arXiv:2401.02385 Table 1: d 2048, 22 layers, FFN 5632)
-                 "tinyllama-1.1b": (1.1e9, None, 0.01)}
+                 "tinyllama-1.1b": (1.1e9, None, 0.01),
+                 # Pythia 12B: 11,846,072,320 (its model card); StarCoderBase "15.5B"
+                 # (arXiv:2305.06161)
+                 "pythia-12b": (11_846_072_320, None, 1e-9),
+                 "starcoderbase-15.5b": (15.5e9, None, 0.005)}
     for run_id, (total, active, tol) in published.items():
         m = config_model(by_id(ROWS, run_id))
         assert m.params == pytest.approx(total, rel=tol), run_id
@@ -98,11 +102,14 @@ def test_derived_hours_are_the_arithmetic_of_their_sources():
     assert hours["mpt-7b"] == pytest.approx(440 * 9.5 * 24, rel=1e-9)        # 440 GPUs, 9.5 days
     assert hours["smollm3-3b"] == pytest.approx(384 * 24 * 24, rel=1e-9)      # 384 GPUs, 24 days
     assert hours["tinyllama-1.1b"] == pytest.approx(3456 * 10, rel=1e-9)     # per 300B x 3T
+    assert hours["starcoderbase-15.5b"] == pytest.approx(512 * 24 * 24, rel=1e-9)  # 24 days
     # LLaMA 65B: 380 tokens/s/GPU on 2,048 GPUs over 1.4T tokens (§2.4) is Table 15's figure
     assert 1.4e12 / 380 / 3600 == pytest.approx(hours["llama-65b"], rel=2e-3)
     derived = ROWS[ROWS["hours_status"] == "derived"]["id"]
     assert set(derived) == {"deepseek-v2", "deepseek-llm-67b", "mpt-7b", "smollm3-3b",
-                            "tinyllama-1.1b"}
+                            "tinyllama-1.1b", "starcoderbase-15.5b"}
+    # Pythia's appendix prints the hours themselves (iteration time x iterations x GPUs)
+    assert hours["pythia-12b"] == 72_300
 
 
 def test_every_run_is_answered_and_fits(table):
