@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import replace
@@ -793,8 +794,12 @@ def _review_text(r: dict) -> str:
     def num(x, fmt):
         return "n/a" if x is None else fmt.format(x)
 
+    from .review.format import human_count
     lay = r["layout"]
-    lines = [f"{r['model']} on {r['gpus']:,} x {r['gpu']} ({r['fabric']})",
+    size = human_count(r["params"])
+    if r["active_params"] != r["params"]:
+        size += f", {human_count(r['active_params'])} active"
+    lines = [f"{r['model']} ({size} parameters) on {r['gpus']:,} x {r['gpu']} ({r['fabric']})",
              f"  days              {num(r['days'], '{:,.1f}')}"
              + (f"  (range {r['days_range'][0]:,.1f}-{r['days_range'][1]:,.1f}: "
                 f"{r['prediction_band']['reason']})" if r.get("days_range") else "")
@@ -1417,6 +1422,31 @@ def _extreme(a, typed) -> str:
     return ", ".join(f"{_flag(d)}={str(x)[:24]}" for d, x in nums[:3])
 
 
+def _print_result(a, result) -> None:
+    """Print a command's result: JSON with --json, else its text view."""
+    if a.json:
+        print(json.dumps(result, default=_json_default))
+    elif a.command == "review" and "compared" in result:
+        print("\n\n".join(f"scenario {label}\n" + _review_text(r)
+                           for label, r in result["scenarios"].items()))
+    elif a.command == "review":
+        print(_review_text(result))
+    elif a.command == "check":
+        print(_check_text(result))
+    elif a.command == "list":
+        import pandas as pd
+        df = pd.DataFrame(result["rows"])
+        # the text view: the columns that identify a row (--json has every column)
+        keep = LIST_TEXT_COLUMNS.get(result["table"])
+        if keep:
+            df = df[[c for c in keep if c in df]]
+        print(df.to_string(index=False))
+    else:
+        text = _table({k: x for k, x in result.items() if k != "breakdown_s"}) \
+            if a.command == "predict" else _table(result)
+        print(text + (_predict_notes(result) if a.command == "predict" else ""))
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     a, typed = None, []
@@ -1443,27 +1473,16 @@ def main(argv=None) -> int:
         print(f"llmcost: error: a value is too large to compute with ({type(e).__name__}); "
               f"check {_extreme(a, typed)}", file=sys.stderr)
         return 2
-    if a.json:
-        print(json.dumps(result, default=_json_default))
-    elif a.command == "review" and "compared" in result:
-        print("\n\n".join(f"scenario {label}\n" + _review_text(r)
-                           for label, r in result["scenarios"].items()))
-    elif a.command == "review":
-        print(_review_text(result))
-    elif a.command == "check":
-        print(_check_text(result))
-    elif a.command == "list":
-        import pandas as pd
-        df = pd.DataFrame(result["rows"])
-        # the text view: the columns that identify a row (--json has every column)
-        keep = LIST_TEXT_COLUMNS.get(result["table"])
-        if keep:
-            df = df[[c for c in keep if c in df]]
-        print(df.to_string(index=False))
-    else:
-        text = _table({k: x for k, x in result.items() if k != "breakdown_s"}) \
-            if a.command == "predict" else _table(result)
-        print(text + (_predict_notes(result) if a.command == "predict" else ""))
+    try:
+        _print_result(a, result)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader closed the pipe (`llmcost review ... | head`): stop quietly, as Unix
+        # tools do, with stdout pointed at devnull so the interpreter's final flush is silent
+        # (the recipe of the Python signal module's documentation, "Note on SIGPIPE")
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     return 0
 
 

@@ -263,7 +263,11 @@ class Results:
         e, r, p = self.economics, self.reliability, self.predict
         out: dict[str, Any] = {
             "scenario": self.scenario.to_dict(),
-            "model": self.inputs.model.id, "gpu": self.inputs.gpu.id,
+            "model": self.inputs.model.id,
+            # the model as read (a config.json's parameters are what a reviewer checks first)
+            "params": int(self.inputs.model.params),
+            "active_params": int(self.inputs.model.active_params),
+            "gpu": self.inputs.gpu.id,
             "fabric": self.inputs.scale_out.id,
             "days": e.days if e else None,
             "days_range": list(e.days_range) if e and e.days_range else None,

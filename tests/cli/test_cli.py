@@ -110,6 +110,34 @@ def test_console_script_installed():
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
 
 
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
+    # `llmcost list gpus | head -1`: the reader stops after one line; Python's default is a
+    # BrokenPipeError traceback on stderr. The pipe is closed before the command writes.
+    exe = str(Path(sys.executable).parent / "llmcost")
+    proc = subprocess.Popen([exe, "review", "--query", "model=llama3-8b&gpus=64"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert proc.returncode == 1
+
+
+def test_review_names_the_size_of_the_model_it_read(capsys):
+    # the parameters a reviewer checks first: DeepSeek-V3 671B total, 37.6B active by the
+    # architecture (arXiv:2412.19437 §1: 671B total, 37B activated per token)
+    m = catalog.model("deepseek-v3")
+    r = run_json(capsys, "review", "--query", "model=deepseek-v3&gpu=h800&gpus=2048")
+    assert (r["params"], r["active_params"]) == (m.params, m.active_params)
+    assert r["params"] == pytest.approx(671e9, rel=0.01)
+    code, out, _ = run(capsys, "review", "--query", "model=deepseek-v3&gpu=h800&gpus=2048")
+    assert code == 0
+    assert out.splitlines()[0].startswith("deepseek-v3 (671 B, 37.6 B active parameters) on 2,048")
+    # a dense model gives one count
+    code, out, _ = run(capsys, "review", "--query", "model=llama3-8b&gpus=64")
+    assert out.splitlines()[0].startswith("llama3-8b (8.03 B parameters) on 64 x")
+
+
 GPT3 = ["--layers", "96", "--hidden", "12288", "--heads", "96", "--vocab", "51200", "--seq-len", "2048"]
 
 
