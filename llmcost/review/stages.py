@@ -61,11 +61,12 @@ SIMPLEST_WITHIN = 0.02
 #: within that band, the review prefers layouts that leave this share of the GPU's memory
 #: free: the memory model counts 2% allocator fragmentation (memory.FRAGMENTATION, the most
 #: Megatron-Bridge's tightest recipes leave room for, with expandable segments), while
-#: eager FSDP loses more than 9.5% in llm-foundry's benchmark sweep (its 7B run without
-#: checkpointing at micro-batch 7 on 8 x A100 80 GB, 93% of memory in our model, is absent
-#: from its tables, which list the runs that finished). 5% between the two is an assumption:
-#: a layout above 95% is chosen only when nothing within 2% of its speed leaves more, and
-#: the review then says so
+#: eager FSDP loses more: llm-foundry's benchmark sweep ran its 7B without checkpointing at
+#: micro-batch 7 on 8 x A100 80 GB (93% of memory in our model) and its tables, which list
+#: the runs that finished, give micro-batch 6 (83%). 5% is an assumption, a preference and
+#: not a limit (no stack's own figure is identified: torchtitan's FSDP2 reads below our
+#: model): a layout above 95% is chosen only when nothing within 2% of its speed leaves
+#: more, and the review then says so
 MEMORY_MARGIN = 0.05
 
 
