@@ -11,6 +11,7 @@ import pytest
 from llmcost import InputError
 from llmcost.training import hf_config as hf
 from llmcost.training.arch import ModelSpec
+from test_hf_config import one_line_error
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 
@@ -290,10 +291,3 @@ def test_missing_sizes_name_the_field(name, key):
     e = one_line_error(hf.model_from_config, c)
     assert e.param == key and "missing" in str(e)
 
-
-def one_line_error(call, *args, **kw) -> InputError:
-    with pytest.raises(InputError) as e:
-        call(*args, **kw)
-    text = str(e.value)
-    assert "\n" not in text and len(text) < 600
-    return e.value
