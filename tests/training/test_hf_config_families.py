@@ -290,4 +290,3 @@ def test_missing_sizes_name_the_field(name, key):
     del c[key]
     e = one_line_error(hf.model_from_config, c)
     assert e.param == key and "missing" in str(e)
-
