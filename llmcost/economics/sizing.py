@@ -573,7 +573,7 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
         near = L["tokens_per_s"] * (1 + simplest_within) >= best_tps[L["si"]]
         dims = np.where(near, planner.parallel_dimensions(L), 99)
         # (rows beyond the band count as tight: they stay behind every row within it)
-        tight = ~near | planner.memory_tight(L["memory_gb"], gpu.memory_bytes / 1e9,
+        tight = ~near | planner.memory_tight(L["memory_gb"], gpu.memory_bytes / planner.GB,
                                              memory_margin)
         key = np.lexsort((L["tp"], L["zero_stage"], L["interleave"], L["cp"], L["memory_gb"],
                           -L["tokens_per_s"], dims, tight, L["si"]))

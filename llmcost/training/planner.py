@@ -516,10 +516,10 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
     df = df.sort_values(["fits", key, "memory_gb", "cp", "interleave", "zero_stage", "tp"],
                         ascending=[False, True, True, True, True, True, True],
                         kind="stable").reset_index(drop=True)
-    if simplest_within > 0 and bool(df["fits"].iloc[0]):
-        df = _simplest_first(df, key, float(v.in_range("simplest_within", simplest_within, 0, 1)),
-                             float(v.in_range("memory_margin", memory_margin, 0, 1,
-                                              high_inclusive=False)))
+    within = float(v.in_range("simplest_within", simplest_within, 0, 1))
+    margin = float(v.in_range("memory_margin", memory_margin, 0, 1, high_inclusive=False))
+    if within > 0 and bool(df["fits"].iloc[0]):
+        df = _simplest_first(df, key, within, margin)
     return Plan(layouts=df, evaluated=n, feasible=int(df["fits"].sum()), candidates=cand,
                 pareto=pareto_front(df))
 

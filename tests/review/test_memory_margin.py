@@ -58,6 +58,11 @@ def test_plan_refuses_a_margin_out_of_range():
     r = evaluate(Scenario.from_query(TIGHT, CAT)[0], CAT)
     with pytest.raises(ValueError, match="memory_margin"):
         _plan(r, 1.0)
+    # refused even where it would not rank (no simplest_within band)
+    inp = r.inputs
+    with pytest.raises(ValueError, match="memory_margin"):
+        planner.plan(inp.model, inp.gpu, inp.scale_up, inp.scale_out, r.plan.gpus,
+                     r.plan.global_batch, memory_margin=-0.1)
 
 
 @pytest.mark.parametrize("query", [
