@@ -203,20 +203,30 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
         # (full recomputation); gradients reduced in fp32 under Composer's DEFAULT mixed
         # precision and torchtitan's default, in bf16 under PURE
         notes = str(row["notes"])
-        if src.startswith("torchtitan"):
-            rec = "selective"
+        titan = src.startswith("torchtitan")
+        if titan:
+            # torchtitan's per-op selective policy is mapped to "selective" (not faithful:
+            # it also recomputes every other matmul, see the rows' notes)
+            rec = "full" if "full activation checkpointing" in notes else "selective"
         else:
             rec = "full" if "Activation Checkpointing True" in notes else "none"
         kw.update(micro_batch=int(row["micro_batch"]), recompute=rec,
                   zero_stage=3 if _int(row["fsdp"], 0) > 0 else 2)
+        if titan:
+            # torchtitan's 2D-4D rows: TP with sequence-parallel norms (its parallelize plan),
+            # interleaved stages per rank where the row gives them
+            kw.update(interleave=_int(row["vp"], 1), sequence_parallel=tp > 1)
         # FP8 (llm-foundry's fc_type "te"): Transformer Engine's te.Linear, in 2023 with its
-        # only recipe, DelayedScaling (per-tensor amax history)
-        opts = Options(stack="fsdp", flash_attention=True, fp8_scaling="delayed",
+        # only recipe, DelayedScaling (per-tensor amax history); torchtitan's Float8 is
+        # torchao's tensorwise dynamic scaling (current scaling)
+        opts = Options(stack="fsdp", flash_attention=True,
+                       fp8_scaling="current" if titan else "delayed",
                        grad_bytes=2.0 if "PURE" in str(row["precision_printed"]) else 4.0)
         note = ("stack fsdp: no TP, FULL_SHARD as ZeRO-3 (SHARD_GRAD_OP as ZeRO-2), "
                 "activation checkpointing as full recompute (torchtitan's per-op selective "
                 "checkpointing as selective), flash attention, fp32 gradient reduce-scatter "
-                "unless MP Mode PURE")
+                "unless MP Mode PURE; torchtitan's TP rows with sequence-parallel norms, its "
+                "Float8 as fp8 with current scaling, torch.compile not modelled")
         if src in SOURCE_GPU:
             g = SOURCE_GPU[src]
             note += (f"; GPU as the source states it ({g['id']}: {g['memory_gib']:.0f} GiB, "
