@@ -1418,20 +1418,23 @@ def stage_fp8_weight_bytes(model: ModelSpec, stage_layers, tp=1, ep=1, etp=1, ze
 
 def stage_activation_bytes(model: ModelSpec, layer_bytes, stage_layers, seq_len, micro_batch=1,
                            tp=1, cp=1, pp=1, num_microbatches=None, interleave=1,
-                           stage="first", schedule="1f1b"):
+                           stage="first", schedule="1f1b", recompute_bytes=0.0):
     r"""Activations a pipeline stage holds at its peak, per GPU.
 
     .. math::
         M_{act} = \bar M\, L_{inflight} + [\text{first} \lor p = 1]\,\frac{L_{inflight}}{n}
                   \frac{s b h}{c\, t}[\text{dropout}]
-                  + [\text{last} \lor p = 1]\,\frac{4 s b V}{c\, t}
+                  + \max\left([\text{last} \lor p = 1]\,\frac{4 s b V}{c\, t},\; M_{rc}\right)
 
     M̄ one layer's activations per micro-batch (:func:`layer_activation_bytes`: recompute
     variant, named modules, FP8-cached inputs), L_inflight the layers' worth of micro-batches
     the schedule keeps (:func:`inflight_layers`); the first stage adds the embedding's
     dropout mask (1 byte) for each micro-batch in flight, the last the FP32 logits for the
     loss ([1] §4.3); without pipelining (p = 1) the one stage, asked for as "first" or
-    "last", holds both.
+    "last", holds both. M_rc is what a recomputed layer rebuilds for its own backward, one
+    layer and one micro-batch at a time (full recomputation: the layer's activations
+    without recomputation less the input it kept, [2]); the loss's logits are freed before
+    the first layer's backward, so the two peaks do not add.
 
     Parameters
     ----------
@@ -1449,6 +1452,8 @@ def stage_activation_bytes(model: ModelSpec, layer_bytes, stage_layers, seq_len,
         m [-] (:func:`inflight_layers`).
     stage : {"first", "middle", "last"}
     schedule : {"1f1b", "gpipe"}
+    recompute_bytes : float or array
+        M_rc [bytes] (:func:`recompute_working_bytes`); 0 without recomputation.
 
     Returns
     -------
@@ -1458,19 +1463,59 @@ def stage_activation_bytes(model: ModelSpec, layer_bytes, stage_layers, seq_len,
     References
     ----------
     .. [1] Korthikanti et al. 2022, arXiv:2205.05198, §4.2.3 (Eq. 5), §4.3.
+    .. [2] Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost",
+       arXiv:1604.06174, §3 (a recomputed segment's activations are rebuilt for its
+       backward, one segment at a time).
     """
     held = inflight_layers(model.layers, pp, num_microbatches, interleave, stage, schedule,
                            stage_layers)
     act = layer_bytes * held
+    rc = v.nonnegative("recompute_bytes", recompute_bytes)
     if stage == "middle":
-        return act
+        return v.result(act + rc)
     tokens = seq_len / cp * micro_batch
     # with p = 1 the one stage is both ends: embedding mask and logits
     single = np.asarray(pp) == 1
     embed_mask = np.where(model.dropout, 1.0, 0.0) * tokens * model.hidden / tp
     logits = 4.0 * tokens * model.vocab / tp
     mask = np.where(single | (stage == "first"), embed_mask * held / stage_layers, 0.0)
-    return v.result(act + mask + np.where(single | (stage == "last"), logits, 0.0))
+    return v.result(act + mask + np.maximum(np.where(single | (stage == "last"), logits, 0.0),
+                                            rc))
+
+
+def recompute_working_bytes(none_bytes, kept_bytes, recompute="none"):
+    r"""What a fully recomputed layer rebuilds for its own backward, per GPU.
+
+    .. math:: M_{rc} = [\text{full}]\,(\bar M_{none} - \bar M_{full})
+
+    Full recomputation keeps each layer's input only; at the layer's backward its forward
+    runs again and its activations exist once more, for that one layer and micro-batch,
+    while every other layer still holds its input. Named-module recomputation rebuilds a
+    module at a time (a norm output, an activation: small beside the layer) and is not
+    counted.
+
+    Parameters
+    ----------
+    none_bytes, kept_bytes : float or array
+        M̄_none, M̄_full: one layer's activations per micro-batch without recomputation and
+        as kept under the recompute variant (:func:`layer_activation_bytes`) [bytes].
+    recompute : {"none", "selective", "full"} or array of these names
+
+    Returns
+    -------
+    bytes : float or array
+        [bytes].
+
+    References
+    ----------
+    .. [1] Chen et al. 2016, arXiv:1604.06174, §3.
+    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §5 (full recomputation stores the
+       layer input and recomputes the rest in the backward pass).
+    """
+    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    none = v.nonnegative("none_bytes", none_bytes)
+    kept = v.nonnegative("kept_bytes", kept_bytes)
+    return v.result(np.where(rec == "full", np.maximum(none - kept, 0.0), 0.0))
 
 
 def _stage_memory(model, stage, n, rank, c):
@@ -1490,7 +1535,7 @@ def _stage_memory(model, stage, n, rank, c):
         ew = 0.0
     act = stage_activation_bytes(model, c["layer_bytes"], n, c["seq_len"], c["micro_batch"],
                                  c["tp"], c["cp"], c["pp"], c["m"], c["interleave"], stage,
-                                 c["schedule"])
+                                 c["schedule"], c["recompute_bytes"])
     z3 = stage_zero3_working_bytes(model, n, c["tp"], c["dp"], c["ep"], c["etp"],
                                    c["zero_stage"], c["optimizer"], c["finetune"])
     w8 = stage_fp8_weight_bytes(model, n, c["tp"], c["ep"], c["etp"], c["zero_stage"],
@@ -1638,6 +1683,10 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                                               c["etp"], sequence_parallel, recompute,
                                               flash_attention, mods, lin, moe_capacity_factor,
                                               moe_probs_at)
+    none = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"], c["etp"],
+                                  sequence_parallel, "none", flash_attention, mods, lin,
+                                  moe_capacity_factor, moe_probs_at)
+    c["recompute_bytes"] = recompute_working_bytes(none, c["layer_bytes"], recompute)
     c.update(zero_stage=zero_stage, optimizer=optimizer, optimizer_moments=optimizer_moments,
              finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets,
              qlora_16bit_embeddings=qlora_16bit_embeddings, schedule=schedule, precision=prec,

@@ -149,12 +149,20 @@ def test_single_stage_holds_both_the_embedding_mask_and_the_logits():
     for stage in ("first", "last"):
         got = mem.stage_activation_bytes(g, 1e8, 96, stage=stage, **kw)
         assert got == pytest.approx(1e8 * 96 + mask + logits, rel=1e-12)
-    # memory_per_gpu at p = 1 reports that stage: one layer's activations x 96 + both ends
-    b = mem.memory_per_gpu(g, gpus=8, tp=8, pp=1, zero_stage=3, recompute="full")
-    layer = mem.layer_activation_bytes(g, 2048, 1, 8, 1, 1, False, "full", True, (),
+    # memory_per_gpu at p = 1 reports that stage: one layer's activations x 96 + both ends;
+    # with full recomputation the layer being recomputed rebuilds its activations after the
+    # loss's logits are gone, so the larger of the two counts
+    b = mem.memory_per_gpu(g, gpus=8, tp=8, pp=1, zero_stage=3, recompute="none")
+    layer = mem.layer_activation_bytes(g, 2048, 1, 8, 1, 1, False, "none", True, (),
                                        mem.cached_linear_input_bytes("bf16"))
     assert b.activations_bytes == pytest.approx(96 * layer + mask + logits, rel=1e-12)
     assert mask > 3e6    # the part the stage missed when it took the larger end alone
+    b = mem.memory_per_gpu(g, gpus=8, tp=8, pp=1, zero_stage=3, recompute="full")
+    kept = mem.layer_activation_bytes(g, 2048, 1, 8, 1, 1, False, "full", True, (),
+                                      mem.cached_linear_input_bytes("bf16"))
+    rebuilt = layer - kept
+    assert rebuilt > logits    # GPT-3's layer (s b h (10 + 24/t) + masks) beats the logits
+    assert b.activations_bytes == pytest.approx(96 * kept + mask + rebuilt, rel=1e-12)
 
 
 def test_pipelined_ends_keep_one_term_each():
@@ -219,3 +227,38 @@ def test_one_list_of_terms_adds_up_to_the_total():
         parts = sum(gb[k] for k in mem.MEMORY_TERMS if k != "expert_weights_gb")
         np.testing.assert_allclose(parts, gb["total_gb"], rtol=1e-12)
     assert mem.MEMORY_TERMS["zero3_working_gb"] == "ZeRO-3 working set"
+
+
+def test_full_recompute_rebuilds_one_layer_at_a_time():
+    # Chen et al. 2016 §3: a recomputed layer's activations exist again during its own
+    # backward, one layer and one micro-batch at a time. Llama 3 70B, s 8192, TP 8 with SP,
+    # b 1, flash, BF16: without recomputation a layer keeps s b (R/t + S/t) bytes, with full
+    # recomputation its input 2 s b h / t; the difference is added once, on every stage
+    m = catalog.model("llama3-70b")
+    q = mem.cached_linear_input_bytes("bf16")
+    kw = dict(seq_len=8192, micro_batch=1, tp=8, cp=1, etp=1, sequence_parallel=True,
+              flash_attention=True, recompute_modules=(), linear_input_bytes=q)
+    none = mem.layer_activation_bytes(m, recompute="none", **kw)
+    full = mem.layer_activation_bytes(m, recompute="full", **kw)
+    assert full == pytest.approx(2 * 8192 * 8192 / 8)
+    rc = mem.recompute_working_bytes(none, full, np.array(["none", "selective", "full"]))
+    np.testing.assert_allclose(rc, [0.0, 0.0, none - full])
+    # a middle stage of PP 4 (20 layers, 3 micro-batches in flight under 1F1B) adds it once
+    st = dict(seq_len=8192, micro_batch=1, tp=8, pp=4, num_microbatches=16)
+    mid = mem.stage_activation_bytes(m, full, 20, stage="middle", recompute_bytes=rc[2], **st)
+    assert mid == pytest.approx(full * 3 * 20 + (none - full))
+    # the last stage: the FP32 logits (4 s b V / t = 525,336,576) and the rebuilt layer
+    # (34,304 - 2,048 bytes per token, 264 MB) are not alive together: the logits count
+    last = mem.stage_activation_bytes(m, full, 20, stage="last", recompute_bytes=rc[2], **st)
+    assert none - full == pytest.approx(8192 * (34_304 - 2_048))
+    assert last == pytest.approx(full * 20 + 525_336_576)
+    # at micro-batch 4 the rebuilt layer (4 x 264 MB) outgrows the logits (4 x 525 MB)? no:
+    # both scale with b, so the larger term is fixed by the shapes, not the batch
+    # and memory_per_gpu carries it: full recomputation's activations on PP 4
+    b = mem.memory_per_gpu(m, gpus=64, tp=8, pp=4, zero_stage=1, micro_batch=1,
+                           global_batch=32, recompute="full", sequence_parallel=True,
+                           seq_len=8192)
+    assert b.activations_bytes == pytest.approx(full * 20 * 4 + (none - full), rel=1e-9)
+    with pytest.raises(InputError) as e:
+        mem.recompute_working_bytes(-1.0, 0.0, "full")
+    assert e.value.param == "none_bytes"
