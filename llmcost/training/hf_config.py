@@ -114,6 +114,11 @@ SUPPORTED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "gpt_neox": (("GPTNeoXForCausalLM",), ("gpt_neox",)),
     "olmo": (("OlmoForCausalLM",), ("olmo",)),
     "olmo2": (("Olmo2ForCausalLM",), ("olmo2",)),
+    "olmo3": (("Olmo3ForCausalLM",), ("olmo3",)),
+    "gemma2": (("Gemma2ForCausalLM",), ("gemma2",)),
+    "gemma3_text": (("Gemma3ForCausalLM",), ("gemma3_text",)),
+    "gemma3": (("Gemma3ForConditionalGeneration",), ("gemma3",)),
+    "phi3": (("Phi3ForCausalLM",), ("phi3",)),
 }
 _BY_ARCHITECTURE = {a: fam for fam, (archs, _) in SUPPORTED.items() for a in archs}
 _BY_MODEL_TYPE = {t: fam for fam, (_, types) in SUPPORTED.items() for t in types}
@@ -154,7 +159,16 @@ FIELD_KINDS: dict[str, str] = {
     "attn_pdrop": _NUM, "use_bias": _BOOL, "residual_dropout": _NUM,
     "embedding_dropout": _NUM, "rotary_pct": _NUM, "partial_rotary_factor": _NUM,
     "use_parallel_residual": _BOOL,
+    # Gemma 3
+    "sliding_window_pattern": _INT,
 }
+#: the Gemma 3 language-model fields, read under ``text_config`` in the multimodal wrapper
+_GEMMA3_TEXT_FIELDS = ("num_hidden_layers", "hidden_size", "num_attention_heads",
+                       "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size",
+                       "tie_word_embeddings", "max_position_embeddings", "attention_bias",
+                       "attention_dropout", "sliding_window", "sliding_window_pattern",
+                       "layer_types")
+FIELD_KINDS.update({"text_config." + k: FIELD_KINDS[k] for k in _GEMMA3_TEXT_FIELDS})
 
 # upper ends of the sizes accepted: beyond any published model, and small enough that no
 # parameter or FLOP product overflows 64-bit integers
@@ -348,8 +362,13 @@ class _Fields:
         self.family = family
         self.read: dict[str, Any] = {}
         self.spec_keys: dict[str, str] = {}     # ModelSpec field -> the config key it came from
+        #: prepended to every key a reader names ("text_config." for a multimodal wrapper)
+        self.prefix = ""
+        #: a reader's notes for the user, passed on as model_from_config warnings
+        self.warnings: list[str] = []
 
     def _lookup(self, key: str):
+        key = self.prefix + key
         if key in self._c:
             return True, self._c[key]
         head, _, rest = key.partition(".")
@@ -366,6 +385,7 @@ class _Fields:
         found, value = self._lookup(key)
         if not found:
             return default
+        key = self.prefix + key
         value = _typed(key, value, FIELD_KINDS[key], key)
         self.read[key] = value
         return default if value is None else value
@@ -386,10 +406,12 @@ class _Fields:
         key, value = self.first(keys, default)
         if value is None:
             if required:
-                names = " or ".join(keys)
-                raise _error(keys[0], f"{names} is missing; {self.family} configs need it")
+                names = " or ".join(self.prefix + k for k in keys)
+                raise _error(self.prefix + keys[0], f"{names} is missing; {self.family} configs "
+                                                    "need it")
             return None
         high = _LIMITS.get(limit or key, _LIMITS["hidden_size"])
+        key = self.prefix + key
         if value < minimum or value > high:
             raise _error(key, f"{key} must be in [{minimum}, {high:,}], got {value}")
         self.spec_keys.setdefault(spec_field, key)
@@ -431,20 +453,49 @@ def _windows(f: _Fields, layers: int, *, always: bool) -> tuple[int, int]:
     return int(window), max(0, layers - min(first, layers))
 
 
+def _class_windows(f: _Fields, layers: int, *, default_window: int,
+                   default_sliding: int) -> tuple[int, int]:
+    """(attention_window, window_layers) for families whose configuration class builds
+    ``layer_types`` itself (Gemma 2, Gemma 3, OLMo 3): the layers ``layer_types`` marks
+    "sliding_attention" when the config gives it, else ``default_sliding`` layers (the
+    class's pattern); the window ``sliding_window``, the class's ``default_window`` when the
+    key is absent, none when it is null."""
+    found, value = f._lookup("sliding_window")
+    if found and value is None:
+        window = f.get("sliding_window")        # an explicit null: full attention everywhere
+    else:
+        window = f.size("sliding_window", "attention_window", required=False,
+                        default=default_window, limit="seq_len")
+    types = f.get("layer_types")
+    if types is not None:
+        if len(types) != layers:
+            raise _error(f.prefix + "layer_types", f"{f.prefix}layer_types has {len(types)} "
+                                                   f"entries for {layers} layers")
+        default_sliding = sum(t == "sliding_attention" for t in types)
+    return (int(window), default_sliding) if window and default_sliding else (0, 0)
+
+
 def _dropout(f: _Fields, *keys: str) -> bool:
     return any((f.get(k) or 0) > 0 for k in keys)
 
 
-def _gqa_core(f: _Fields, *, head_dim_default=None) -> dict:
+def _gqa_core(f: _Fields, *, head_dim_default=None, defaults: Mapping | None = None) -> dict:
+    """Layers, widths, heads and vocabulary of a Llama-like config; ``defaults`` gives the
+    class defaults of ``num_attention_heads``, ``num_key_value_heads`` and ``vocab_size``
+    where a family's published files leave them out (Gemma 3), else they are required
+    (``num_key_value_heads``: ``num_attention_heads``)."""
+    d = defaults or {}
     layers = f.size("num_hidden_layers", "layers")
     hidden = f.size("hidden_size", "hidden")
-    heads = f.size("num_attention_heads", "heads")
-    kv = f.size("num_key_value_heads", "kv_heads", required=False, default=heads,
-                limit="num_attention_heads")
+    heads = f.size("num_attention_heads", "heads", required="num_attention_heads" not in d,
+                   default=d.get("num_attention_heads"))
+    kv = f.size("num_key_value_heads", "kv_heads", required=False,
+                default=d.get("num_key_value_heads", heads), limit="num_attention_heads")
     hd = f.size("head_dim", "head_dim", required=False, default=head_dim_default)
+    vocab = f.size("vocab_size", "vocab", required="vocab_size" not in d,
+                   default=d.get("vocab_size"))
     return dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv, head_dim=hd,
-                vocab=f.size("vocab_size", "vocab"), norm="rmsnorm",
-                position_embedding="rope", gated_ffn=True)
+                vocab=vocab, norm="rmsnorm", position_embedding="rope", gated_ffn=True)
 
 
 def _read_decoder(f: _Fields, fam: str) -> dict:
@@ -706,6 +757,73 @@ def _read_olmo(f: _Fields, fam: str) -> dict:
         # q_norm over a x d and k_norm over kv x d, counted by ModelSpec as 2 d (per-head
         # norms): (a + kv - 2) d fewer per layer, 253,952 of OLMo 2 7B's 7.3e9
         spec["qk_norm"] = True
+    if fam == "olmo3":
+        # Olmo3Config's layer_types: sliding_attention except every 4th layer (3, 7, ...);
+        # its sliding_window defaults to 4096
+        layers = spec["layers"]
+        spec["attention_window"], spec["window_layers"] = _class_windows(
+            f, layers, default_window=4096, default_sliding=layers - layers // 4)
+    return spec
+
+
+#: Gemma2Config's / Gemma3TextConfig's defaults of the sizes their published files may omit
+_GEMMA_DEFAULTS = {"gemma2": dict(num_attention_heads=8, num_key_value_heads=4,
+                                  vocab_size=256_000),
+                   "gemma3": dict(num_attention_heads=8, num_key_value_heads=4,
+                                  vocab_size=262_208)}
+
+
+def _read_gemma(f: _Fields, fam: str) -> dict:
+    """Gemma 2 and Gemma 3 (``Gemma3ForCausalLM``, or the language model under ``text_config``
+    of ``Gemma3ForConditionalGeneration``): GQA with its own head_dim, a GeGLU MLP (gate, up,
+    down), four RMSNorms per layer, tied embeddings, no biases, sliding windows on the layers
+    the configuration class marks; Gemma 3 adds an RMSNorm over head_dim on q and on k."""
+    if fam == "gemma3":
+        sub = f._c.get("text_config")
+        flat = any(isinstance(k, str) and k.startswith("text_config.") for k in f._c)
+        if sub is None and not flat:
+            raise _error("text_config", "text_config is missing: Gemma3ForConditionalGeneration "
+                                        "configs hold the language model there (transformers "
+                                        "would build a default Gemma3TextConfig, not this model)")
+        if sub is not None and not isinstance(sub, Mapping):
+            raise _error("text_config", f"text_config must be an object, got {_short(sub)}")
+        f.prefix = "text_config."
+        f.warnings.append("Gemma3ForConditionalGeneration: the language model (text_config) is "
+                          "counted; the vision tower (vision_config) and the multimodal projector "
+                          "are not")
+    spec = _gqa_core(f, head_dim_default=256,
+                     defaults=_GEMMA_DEFAULTS["gemma2" if fam == "gemma2" else "gemma3"])
+    if f.get("attention_bias", False):
+        raise _error(f.prefix + "attention_bias", "attention_bias true (biases on q, k, v and o, "
+                                                  "none in the MLP) is not modelled")
+    layers = spec["layers"]
+    if fam == "gemma2":
+        # Gemma2Config's layer_types: sliding_attention on even layers (0, 2, ...), full on odd
+        sliding = (layers + 1) // 2
+    else:
+        # Gemma3TextConfig's: full_attention on every sliding_window_pattern-th layer (5, 11, ...)
+        pattern = f.size("sliding_window_pattern", "window_layers", required=False, default=6,
+                         limit="num_hidden_layers")
+        sliding = layers - layers // pattern
+    spec.update(ffn_hidden=f.size("intermediate_size", "ffn_hidden", limit="intermediate_size"),
+                biases="none", norms_per_layer=4, qk_norm=fam != "gemma2",
+                tied_embeddings=f.get("tie_word_embeddings", True),
+                dropout=_dropout(f, "attention_dropout"))
+    spec["attention_window"], spec["window_layers"] = _class_windows(
+        f, layers, default_window=4096, default_sliding=sliding)
+    return spec
+
+
+def _read_phi3(f: _Fields, fam: str) -> dict:
+    """Phi-3, Phi-3.5, Phi-4 (``Phi3ForCausalLM``): Llama's layout with q, k, v fused in
+    qkv_proj and gate and up in gate_up_proj (the same weights), no biases (the code builds
+    none, whatever a file's attention_bias says), a sliding window on every layer when
+    ``sliding_window`` is set (MistralModel's mask), untied embeddings by default."""
+    spec = _gqa_core(f)
+    spec.update(ffn_hidden=f.size("intermediate_size", "ffn_hidden", limit="intermediate_size"),
+                biases="none", tied_embeddings=f.get("tie_word_embeddings", False),
+                dropout=_dropout(f, "attention_dropout", "resid_pdrop", "embd_pdrop"))
+    spec["attention_window"], spec["window_layers"] = _windows(f, spec["layers"], always=True)
     return spec
 
 
@@ -715,7 +833,8 @@ _READERS = {"llama": _read_decoder, "mistral": _read_decoder, "mixtral": _read_d
             "deepseek_v3": _read_deepseek, "gpt_oss": _read_gpt_oss, "falcon": _read_falcon,
             "mpt": _read_mpt, "bloom": _read_bloom, "gpt_bigcode": _read_gpt_bigcode,
             "starcoder2": _read_starcoder2, "gpt_neox": _read_gpt_neox, "olmo": _read_olmo,
-            "olmo2": _read_olmo}
+            "olmo2": _read_olmo, "olmo3": _read_olmo, "gemma2": _read_gemma,
+            "gemma3_text": _read_gemma, "gemma3": _read_gemma, "phi3": _read_phi3}
 #: the field holding a family's longest sequence (default: max_position_embeddings)
 _MAX_POSITION_KEYS = {"mpt": ("max_seq_len",),
                       "gpt_bigcode": ("n_positions", "max_position_embeddings")}
@@ -727,7 +846,14 @@ _SEQ_DEFAULTS = {"falcon": ("2048, FalconConfig's max_position_embeddings defaul
                                 4096),
                  "gpt_neox": ("2048, GPTNeoXConfig's max_position_embeddings default", 2048),
                  "olmo": ("2048, OlmoConfig's max_position_embeddings default", 2048),
-                 "olmo2": ("2048, Olmo2Config's max_position_embeddings default", 2048)}
+                 "olmo2": ("2048, Olmo2Config's max_position_embeddings default", 2048),
+                 "olmo3": ("2048, Olmo3Config's max_position_embeddings default", 2048),
+                 "gemma2": ("8192, Gemma2Config's max_position_embeddings default", 8192),
+                 "gemma3_text": ("8192 = min(Gemma3TextConfig's max_position_embeddings "
+                                 "default 131072, 8192)", 8192),
+                 "gemma3": ("8192 = min(Gemma3TextConfig's max_position_embeddings default "
+                            "131072, 8192)", 8192),
+                 "phi3": ("4096, Phi3Config's max_position_embeddings default", 4096)}
 
 
 def _family(config: Mapping) -> tuple[str, str, list[str]]:
@@ -777,11 +903,12 @@ def _build(config: Mapping, seq_len, id) -> tuple[ModelSpec, list[str], _Fields]
     f.get("architectures")
     f.get("model_type")
     spec = _READERS[fam](f, fam)
+    warnings.extend(f.warnings)
     if _rough_params(spec) > _MAX_TOTAL_PARAMS:
         raise _error("model_config", f"the {chosen_by} config describes more than "
                                      f"{_MAX_TOTAL_PARAMS:.0e} parameters")
     keys = _MAX_POSITION_KEYS.get(fam, ("max_position_embeddings",))
-    key = next((k for k in keys if f.has(k)), keys[0])
+    key = f.prefix + next((k for k in keys if f.has(k)), keys[0])
     max_pos = f.size(keys, "seq_len", required=False, limit="seq_len")
     if seq_len is not None:
         s = int(v.integer("seq_len", seq_len, maximum=_LIMITS["seq_len"]))
