@@ -51,13 +51,39 @@ Family notes (parameter layout, from each model's published code and configurati
   RMSNorm over the projected q (a x d) and k (kv x d), counted as ModelSpec's per-head
   ``qk_norm`` (2 d per layer): (a + kv - 2) d fewer per layer, 253,952 of OLMo 2 7B's
   7,298,617,344 (0.003%).
+- OLMo 3: OLMo 2's layout (the same q/k-norm approximation: 253,952 of Olmo 3 7B's
+  7,298,011,136) plus sliding windows of ``sliding_window`` (Olmo3Config: 4096) on the
+  layers ``layer_types`` marks ``sliding_attention``, by default all but every 4th.
+- Gemma 2: GQA with ``head_dim`` apart from h / a (9B: 16 x 256 on h = 3584), GeGLU MLP
+  (gate, up, down: SwiGLU's count), four RMSNorms per layer (input, post-attention,
+  pre- and post-feedforward: ``norms_per_layer`` 4), embeddings tied by default and scaled
+  by sqrt(h) (a buffer, no parameter), no biases (``attention_bias`` true is refused);
+  windows of ``sliding_window`` (4096) on the even layers (``layer_types`` when given).
+  Logit soft-capping (``attn_logit_softcapping``, ``final_logit_softcapping``: a tanh per
+  score and per logit) and ``query_pre_attn_scalar`` (the score scale) change no parameter
+  and no FLOP count worth modelling, so they are not read.
+- Gemma 3: Gemma 2's layout plus an RMSNorm over head_dim on q and on k (ModelSpec's
+  ``qk_norm``, exactly), full attention on every ``sliding_window_pattern``-th layer (6:
+  five local layers of ``sliding_window`` tokens, 1024 in 4B-27B and 512 in 1B, per global
+  one) or as ``layer_types`` says. ``Gemma3ForConditionalGeneration`` (model_type gemma3)
+  holds the language model under ``text_config`` and is read from there (fields
+  ``text_config.<field>``), with a warning that its SigLIP vision tower and multimodal
+  projector (423e6 of gemma-3-27b-it's 27.43e9) are not counted; its sparse ``text_config``
+  takes Gemma3TextConfig's defaults (vocab 262,208, 8 heads, 4 KV heads, head_dim 256).
+- Phi-3, Phi-3.5, Phi-4 (``Phi3ForCausalLM``): Llama's layout with q, k, v fused in
+  ``qkv_proj`` and gate and up in ``gate_up_proj`` (the same weights as separate ones), no
+  biases (the code builds none; ``attention_bias`` is not read), untied embeddings by
+  default; ``sliding_window`` (Phi-3-mini-4k: 2047) applies to every layer, as Phi3Model's
+  Mistral mask does, and a window longer than the sequence (Phi-3.5's 262,144) changes
+  nothing.
 
 References
 ----------
 1. Hugging Face transformers, ``configuration_<model>.py`` and ``modeling_<model>.py``
    of llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3, gpt_oss, falcon, mpt,
-   bloom, smollm3, gpt_bigcode, starcoder2, gpt_neox, olmo, olmo2
-   (https://github.com/huggingface/transformers): field names and defaults.
+   bloom, smollm3, gpt_bigcode, starcoder2, gpt_neox, olmo, olmo2, olmo3, gemma2, gemma3,
+   phi3 (https://github.com/huggingface/transformers): field names, defaults, the default
+   ``layer_types`` patterns.
 2. DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, §2.1-2.2, §4.2.
 3. OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card", arXiv:2508.10925, §2.
 4. E. Almazrouei et al., "The Falcon Series of Open Language Models",
@@ -71,7 +97,14 @@ References
 9. S. Black et al., "GPT-NeoX-20B", arXiv:2204.06745; S. Biderman et al., "Pythia",
    arXiv:2304.01373, Table 1 (non-embedding parameter counts).
 10. D. Groeneveld et al., "OLMo", arXiv:2402.00838; Team OLMo, "2 OLMo 2 Furious",
-    arXiv:2501.00656 (post-norm RMSNorm, QK-norm).
+    arXiv:2501.00656 (post-norm RMSNorm, QK-norm); Team OLMo, "Olmo 3", 2025 (sliding-window
+    attention on three of four layers).
+11. Gemma Team, "Gemma 2: Improving Open Language Models at a Practical Size",
+    arXiv:2408.00118, §2 (local/global alternation, logit soft-capping, post-norms);
+    Gemma Team, "Gemma 3 Technical Report", arXiv:2503.19786, §2 (5:1 local:global,
+    1024-token windows, QK-norm, Table 1 parameter counts).
+12. M. Abdin et al., "Phi-3 Technical Report", arXiv:2404.14219; M. Abdin et al., "Phi-4
+    Technical Report", arXiv:2412.08905.
 """
 
 from __future__ import annotations
@@ -945,9 +978,10 @@ def model_from_config(config: Mapping, *, seq_len=None, id=None) -> tuple[ModelS
         (:func:`fields_from_query`, nested ones as ``parent.child``).
     seq_len : int, optional
         Training sequence length [tokens]. Default: min(max_position_embeddings, 8192)
-        (MPT: ``max_seq_len``, GPTBigCode: ``n_positions``), with a warning saying so; a
-        family default where the config has none (Falcon, BLOOM, GPT-NeoX, OLMo, OLMo 2:
-        2048; GPTBigCode: 1024; StarCoder2: 4096).
+        (MPT: ``max_seq_len``, GPTBigCode: ``n_positions``, the Gemma 3 wrapper:
+        ``text_config.max_position_embeddings``), with a warning saying so; a family default
+        where the config has none (Falcon, BLOOM, GPT-NeoX, OLMo, OLMo 2, OLMo 3: 2048;
+        GPTBigCode: 1024; StarCoder2, Phi-3: 4096; Gemma 2, Gemma 3: 8192).
     id : str, optional
         The ModelSpec id. Default "custom".
 
@@ -957,7 +991,7 @@ def model_from_config(config: Mapping, *, seq_len=None, id=None) -> tuple[ModelS
         ``name`` is the architecture (or model_type) the family was chosen by.
     warnings : list of str
         Choices made for the user (sequence length, MTP modules reported apart, a model_type
-        used for an unknown architecture).
+        used for an unknown architecture, a vision tower left out).
 
     Raises
     ------
@@ -970,7 +1004,8 @@ def model_from_config(config: Mapping, *, seq_len=None, id=None) -> tuple[ModelS
     ----------
     .. [1] See the module references: transformers configuration classes; DeepSeek-V3
        report §2.1-2.2; gpt-oss model card §2; Falcon paper §4; MPT-7B and BLOOM model cards;
-       StarCoder, StarCoder2, GPT-NeoX-20B, Pythia, OLMo and OLMo 2 papers.
+       StarCoder, StarCoder2, GPT-NeoX-20B, Pythia, OLMo, OLMo 2, Gemma 2, Gemma 3, Phi-3
+       and Phi-4 papers.
     """
     model, warnings, _ = _build(config, seq_len, id)
     return model, warnings
