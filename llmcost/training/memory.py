@@ -776,6 +776,71 @@ def pipeline_stage_layers(layers, pp, first_stage_layers=None, last_stage_layers
     return f, mid, l
 
 
+#: training stacks whose memory differs (:func:`memory_per_gpu` ``stack``): Megatron-Core,
+#: and PyTorch FSDP2 stacks (torchtitan, OLMo-core)
+MEMORY_STACKS = ("megatron", "fsdp")
+#: bytes per parameter of the unsharded gradients FSDP2 accumulates across a pipeline's
+#: micro-batches: the reduce dtype, FP32 in torchtitan's default mixed precision
+#: (``mixed_precision_reduce = "float32"``), to which FSDP2 upcasts accumulated gradients
+FSDP_ACCUMULATED_GRAD_BYTES = 4.0
+
+
+def pipelined_fsdp_bytes(stage_weight_bytes, pp=1, dp=1, zero_stage=3, stack="megatron",
+                         weight_bytes=2.0, grad_bytes=FSDP_ACCUMULATED_GRAD_BYTES):
+    r"""What PyTorch FSDP2 keeps unsharded through a pipelined step, per GPU.
+
+    .. math::
+        M_W = [\text{fsdp},\ p > 1,\ N_d > 1,\ z = 3]\ W_0, \qquad
+        M_G = [\text{fsdp},\ p > 1,\ N_d > 1,\ z \ge 2]\ \frac{q_a}{q_w}\, W_0
+
+    with W_0 the stage's 16-bit weights on the GPU unsharded (q_w bytes per parameter).
+    Under pipeline parallelism the FSDP2 stacks do not reshard a stage's parameters after
+    its forward ("to avoid per-microbatch all-gathers", torchtitan, OLMo-core), and
+    PyTorch's pipeline stage runs every backward but the last with
+    ``set_reshard_after_backward(False)`` and ``set_requires_gradient_sync(False)``: the
+    whole stage stays gathered (M_W, in place of the per-layer ZeRO-3 working set) and its
+    gradients accumulate unsharded in the reduce dtype (q_a, FP32 by default) until the last
+    micro-batch reduce-scatters them (M_G). Megatron-Core's distributed optimizer and
+    Megatron-FSDP keep neither: 0 for ``stack="megatron"``.
+
+    Parameters
+    ----------
+    stage_weight_bytes : float or array
+        W_0, the stage's weights on one GPU at q_w bytes per parameter, unsharded [bytes].
+    pp, dp : int or array
+        Pipeline stages p and the sharding group N_d [-].
+    zero_stage : int or array
+        z: 3 is FULL_SHARD, 2 SHARD_GRAD_OP (weights already whole) [-].
+    stack : {"megatron", "fsdp"}
+    weight_bytes, grad_bytes : float
+        q_w, q_a [bytes per parameter].
+
+    Returns
+    -------
+    weights_bytes, grads_bytes : float or array
+        M_W, M_G [bytes].
+
+    References
+    ----------
+    .. [1] PyTorch, torch/distributed/pipelining/stage.py,
+       ``_PipelineStageBase.backward_maybe_with_nosync`` (FSDP modules: no reshard after
+       backward, no gradient sync before the last backward).
+    .. [2] pytorch/torchtitan, torchtitan/models/llama3/parallelize.py ``apply_fsdp``
+       (``reshard_after_forward = False`` when PP is enabled); allenai/OLMo-core the same.
+    .. [3] PyTorch FSDP2 ``FSDPParam.to_accumulated_grad_if_needed`` (unsharded gradients
+       accumulated in the reduce dtype).
+    """
+    st = v.choice("stack", stack, MEMORY_STACKS)
+    w0 = v.nonnegative("stage_weight_bytes", stage_weight_bytes)
+    p = np.asarray(v.integer("pp", pp, minimum=1))
+    d = np.asarray(v.integer("dp", dp, minimum=1))
+    z = np.asarray(v.integer("zero_stage", zero_stage, minimum=0, maximum=3))
+    on = (st == "fsdp") & (p > 1) & (d > 1)
+    mw = np.where(on & (z >= 3), w0, 0.0)
+    mg = np.where(on & (z >= 2), grad_bytes / weight_bytes * w0, 0.0)
+    return v.result(mw), v.result(mg)
+
+
 def zero3_working_set_bytes(layer_params, dp=1, zero_stage=3, weight_bytes=2.0,
                             grad_bytes=2.0, prefetch_layers=1):
     r"""Unsharded buffers ZeRO-3 / FSDP holds beside its shards, per GPU.
@@ -1538,6 +1603,17 @@ def _stage_memory(model, stage, n, rank, c):
                                  c["schedule"], c["recompute_bytes"])
     z3 = stage_zero3_working_bytes(model, n, c["tp"], c["dp"], c["ep"], c["etp"],
                                    c["zero_stage"], c["optimizer"], c["finetune"])
+    if c["stack"] == "fsdp" and c["finetune"] == "full":
+        # FSDP2 under PP keeps the stage gathered and its gradients unsharded (pipelined_
+        # fsdp_bytes): the whole stage replaces the per-layer working set, and the
+        # accumulated gradients join it as unsharded buffers (the optimizer never reads
+        # them: the step's optimizer time counts W + G + O only)
+        w0, *_ = stage_model_state_bytes(model, params, n, tp=c["tp"], dp=1, ep=c["ep"],
+                                         etp=c["etp"], expert_dp=1, zero_stage=0,
+                                         optimizer=c["optimizer"],
+                                         optimizer_moments=c["optimizer_moments"])
+        mw, mg = pipelined_fsdp_bytes(w0, c["pp"], c["dp"], c["zero_stage"], "fsdp")
+        z3 = np.where(mw > 0, mw, z3) + mg
     w8 = stage_fp8_weight_bytes(model, n, c["tp"], c["ep"], c["etp"], c["zero_stage"],
                                 c["precision"], c["generation"])
     allocated = w + g + o + act + w8 + z3
@@ -1607,7 +1683,8 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                    last_stage_layers=None, precision="bf16",
                    generation="hopper", ep=1, etp=1,
                    moe_capacity_factor=1.0, recompute_modules=(), activation_precision=None,
-                   optimizer_moments="fp32", moe_probs_at="combine") -> MemoryBreakdown:
+                   optimizer_moments="fp32", moe_probs_at="combine",
+                   stack="megatron") -> MemoryBreakdown:
     r"""Peak memory per GPU of a training layout, by component: one function per term.
 
     For the first pipeline stage, the first middle one (r = 1: the most micro-batches in
@@ -1621,7 +1698,9 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     of :func:`stage_parameters`; W_8 :func:`stage_fp8_weight_bytes`; M_Z3
     :func:`stage_zero3_working_bytes`; M_act :func:`stage_activation_bytes` of
     :func:`layer_activation_bytes` (inputs cached at :func:`cached_linear_input_bytes`);
-    M_overhead :func:`framework_overhead_bytes`. The largest stage is reported
+    M_overhead :func:`framework_overhead_bytes`. On the fsdp stack with pipelining, the
+    stage held gathered and its accumulated gradients replace M_Z3
+    (:func:`pipelined_fsdp_bytes`). The largest stage is reported
     (``peak_stage``): 126 layers on 16 stages (7/8/7) peak on the second, 8 layers with 15
     micro-batches in flight. Not modelled: DualPipe's two parameter copies, FP8 parameter
     all-gather (no BF16 weight copy).
@@ -1659,6 +1738,8 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     recompute_modules : str or sequence of str
         :data:`llmcost.training.recompute.RECOMPUTE_MODULES`; "selective" implies
         "core_attn"; ignored where ``recompute="full"``.
+    stack : {"megatron", "fsdp"}
+        Training stack (:func:`pipelined_fsdp_bytes`).
 
     Returns
     -------
@@ -1687,6 +1768,7 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                                   sequence_parallel, "none", flash_attention, mods, lin,
                                   moe_capacity_factor, moe_probs_at)
     c["recompute_bytes"] = recompute_working_bytes(none, c["layer_bytes"], recompute)
+    c.update(stack=v.choice("stack", stack, MEMORY_STACKS))
     c.update(zero_stage=zero_stage, optimizer=optimizer, optimizer_moments=optimizer_moments,
              finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets,
              qlora_16bit_embeddings=qlora_16bit_embeddings, schedule=schedule, precision=prec,

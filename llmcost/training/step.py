@@ -1007,7 +1007,7 @@ def _resolve(model, gpu, gpus, tp, pp, global_batch, cp, micro_batch, interleave
                          flash_attention=flash, interleave=vv, seq_len=s, first_stage_layers=first_stage_layers,
                          last_stage_layers=last_stage_layers, precision=prec,
                          generation=gpu.generation, ep=ep, etp=etp, recompute_modules=mods,
-                         **mkw)
+                         stack=stack, **mkw)
     ep, etp, edp = check_expert_layout(model, gpus, tp, pp, cp, ep, etp)
     # attention, logits and memory-bound work run at the BF16 peak for every precision,
     # and MFU/HFU are stated against it (one convention for all precisions). NVLink
