@@ -437,7 +437,7 @@ def _recipe_memory_gb(model, gpu, L, s, space, options, precision, mods, moments
                          first_stage_layers=space.first_stage_layers,
                          last_stage_layers=space.last_stage_layers, precision=precision,
                          generation=gpu.generation, ep=L["ep"], etp=L["etp"],
-                         recompute_modules=mods, **mk)
+                         recompute_modules=mods, stack=options.stack, **mk)
     return np.asarray(mem.total_bytes) / 1e9
 
 
