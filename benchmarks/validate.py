@@ -204,13 +204,14 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
         # precision and torchtitan's default, in bf16 under PURE
         notes = str(row["notes"])
         titan = src.startswith("torchtitan")
+        mods = ()
         if titan:
-            # torchtitan's per-op selective policy is mapped to "selective" (not faithful:
-            # it also recomputes every other matmul, see the rows' notes)
-            rec = "full" if "full activation checkpointing" in notes else "selective"
+            # torchtitan's per-op selective checkpointing: the "op_sac" policy
+            full = "full activation checkpointing" in notes
+            rec, mods = ("full", ()) if full else ("none", ("op_sac",))
         else:
             rec = "full" if "Activation Checkpointing True" in notes else "none"
-        kw.update(micro_batch=int(row["micro_batch"]), recompute=rec,
+        kw.update(micro_batch=int(row["micro_batch"]), recompute=rec, recompute_modules=mods,
                   zero_stage=3 if _int(row["fsdp"], 0) > 0 else 2)
         if titan:
             # torchtitan's 2D-4D rows: TP with sequence-parallel norms (its parallelize plan),
@@ -224,7 +225,8 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
                        grad_bytes=2.0 if "PURE" in str(row["precision_printed"]) else 4.0)
         note = ("stack fsdp: no TP, FULL_SHARD as ZeRO-3 (SHARD_GRAD_OP as ZeRO-2), "
                 "activation checkpointing as full recompute (torchtitan's per-op selective "
-                "checkpointing as selective), flash attention, fp32 gradient reduce-scatter "
+                "checkpointing as its own policy, op_sac), flash attention, fp32 gradient "
+                "reduce-scatter "
                 "unless MP Mode PURE; torchtitan's TP rows with sequence-parallel norms, its "
                 "Float8 as fp8 with current scaling, torch.compile not modelled")
         if src in SOURCE_GPU:

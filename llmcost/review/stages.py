@@ -88,16 +88,20 @@ def options_for(s: Scenario) -> Options:
 REVIEW_MEMORY = {"moe_probs_at": "activation"}
 
 
-def recompute_recipes(m) -> tuple:
+def recompute_recipes(m, stack="megatron") -> tuple:
     """The modules a 2025 recipe recomputes by name, searched beside none: DeepSeek-V3's RMSNorm
     and MLA up-projections (arXiv:2412.19437 §3.2.3) for an MLA model; the norms and the
     expert activation (Megatron-Core's --recompute-modules layernorm moe_act, as the
-    Megatron-Bridge MoE recipes set it) for another MoE model; none by name for a dense one
-    (its selective recompute is the ``recompute`` axis)."""
+    Megatron-Bridge MoE recipes set it) for another MoE model; for a dense one none by name
+    on Megatron (its selective recompute is the ``recompute`` axis) and torchtitan's per-op
+    selective checkpointing ("op_sac", its default ``selective_ac_option = "op"``) on the
+    fsdp stack."""
     if m.attention == "mla":
         return ((), ("layernorm", "mla_up_proj"))
     if m.is_moe:
         return ((), ("layernorm", "moe_act"))
+    if stack == "fsdp":
+        return ((), ("op_sac",))
     return ((),)
 
 
@@ -127,7 +131,7 @@ def review_space(s: Scenario, m, gpus_per_node: int) -> planner.Space:
     :data:`MIN_CP_SEQ_LEN`, narrowed to the layout the scenario gives."""
     # BF16 AdamW moments as DeepSeek-V3 ran them (§3.3.3), searched for MoE models; dense
     # recipes keep FP32 moments (Llama 3; Megatron-Bridge's dense recipes)
-    kw = {"recompute_modules": recompute_recipes(m),
+    kw = {"recompute_modules": recompute_recipes(m, s.stack),
           "optimizer_moments": ("fp32", "bf16") if m.is_moe else ("fp32",)}
     if m.seq_len < MIN_CP_SEQ_LEN:
         kw["cp"] = (1,)

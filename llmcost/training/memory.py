@@ -1167,8 +1167,68 @@ def layer_activation_bytes(model: ModelSpec, seq_len=None, micro_batch=1, tp=1, 
                                                model.gated_ffn, mods, lin, inner=False) + block
         share = model.moe_layers / model.layers
         per_layer = (1.0 - share) * dense + share * moe_layer
+    if "op_sac" in mods:
+        kv_a, hd_a = model.attention_shape
+        per_layer = tokens * op_sac_bytes_per_token(
+            h, model.heads, model.heads * hd_a, kv_a * hd_a / np.minimum(t, kv_a),
+            model.ffn_hidden, model.gated_ffn, t, sp)
     per_layer = np.where(rec == "full", tokens * 2.0 * h / sp_div, per_layer)
     return v.result(per_layer)
+
+
+def op_sac_bytes_per_token(hidden, heads, d_q, d_kv_gpu, ffn_hidden, gated_ffn=True, tp=1,
+                           sequence_parallel=False):
+    r"""Bytes a dense layer keeps per token under torchtitan's per-op selective checkpointing.
+
+    The checkpointed block keeps its input, the fused attention's output with its FP32
+    log-sum-exp per head, and the output of every other matmul
+    (:func:`llmcost.training.recompute.op_sac_matmuls`); everything else is recomputed in
+    the backward pass. With BF16 linears, gated FFN:
+
+    .. math::
+        M = \frac{2h}{t^{[SP]}} + \frac{2 d_q}{t} + 2 d_{kv}' + \frac{2 d_q + 4a}{t}
+            + \frac{2f}{t} + 2h + [SP]\,\frac{4h}{t}
+
+    (input; Q; V; attention output and log-sum-exp; gate; down projection, whose output is
+    the full h before its reduce-scatter; with sequence parallelism the two reduce-scatter
+    outputs, which the policy saves too). A plain FFN saves its first projection (2f/t) and
+    not the second. FP8 linears keep the same, their outputs in BF16
+    (:func:`llmcost.training.recompute.op_sac_matmuls`).
+
+    Parameters
+    ----------
+    hidden, heads : int
+        h, a [-].
+    d_q : int
+        Query width a d [-].
+    d_kv_gpu : float or array
+        d_kv', one GPU's K (or V) width, kv d / min(t, kv) [-].
+    ffn_hidden : int
+        f [-].
+    gated_ffn, sequence_parallel : bool or array
+    tp : int or array
+        t [-].
+
+    Returns
+    -------
+    bytes : float or array
+        [bytes per token per layer].
+
+    References
+    ----------
+    .. [1] pytorch/torchtitan, torchtitan/models/llama3/parallelize.py (2024-12: ``_save_list``
+       holds ``aten.mm``, the flash and efficient SDPA kernels, ``reduce_scatter_tensor`` and
+       ``aten.max``; ``_custom_policy`` skips every second mm).
+    .. [2] Dao 2023, arXiv:2307.08691 (FlashAttention-2 keeps the output and the row
+       log-sum-exp for its backward).
+    """
+    h, a, t = hidden, heads, tp
+    sp = np.asarray(sequence_parallel)
+    sp_div = np.where(sp, t, 1)
+    kept = (2.0 * h / sp_div + 2.0 * d_q / t + 2.0 * d_kv_gpu + (2.0 * d_q + 4.0 * a) / t
+            + 2.0 * ffn_hidden / t + np.where(gated_ffn, 2.0 * h, 0.0)
+            + np.where(sp & (np.asarray(t) > 1), 4.0 * h / t, 0.0))
+    return v.result(kept)
 
 
 def cached_linear_input_bytes(precision="bf16", activation_precision=None):

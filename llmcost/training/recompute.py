@@ -31,9 +31,46 @@ from .. import _validate as v
 #: "core_attn" (the attention core: what ``recompute="selective"`` means), "layernorm" (the
 #: outputs of the pre-attention and pre-FFN norms), "mla_up_proj" (MLA's query/key/value
 #: up-projections with their latent norms and RoPE), "mlp" (the dense FFN), "moe_act" (the
-#: routed experts' activation function), "shared_experts", "moe" (the whole MoE block).
+#: routed experts' activation function), "shared_experts", "moe" (the whole MoE block);
+#: and "op_sac", torchtitan's per-op selective checkpointing of a dense layer (its
+#: ``selective_ac_option = "op"``: every op recomputed but the fused attention and every
+#: other matmul, :func:`op_sac_matmuls`), a policy for the whole layer, named alone.
 RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act",
-                     "shared_experts", "moe")
+                     "shared_experts", "moe", "op_sac")
+
+
+def op_sac_matmuls(gated_ffn=True):
+    """The matmuls of a dense layer in torchtitan's forward order, and whether per-op
+    selective checkpointing saves each one's output.
+
+    torchtitan counts ``aten.mm`` calls inside each checkpointed block and saves the output
+    of the odd ones (the 1st, 3rd, ...), recomputing the even ones: with separate Q, K, V
+    projections and a gated FFN (w2(silu(w1 x) * w3 x)) that saves wq, wv, w1, w2 and
+    recomputes wk, wo, w3; a plain FFN (fc1, fc2) saves wq, wv, fc1 and recomputes wk, wo,
+    fc2. The same split is taken for FP8 linears (torchao's Float8Linear): torchtitan's
+    Table 1 measures the same peak memory with and without Float8 under torch.compile (76.8
+    and 77.0 GiB), so FP8 runs keep what BF16 runs keep.
+
+    Parameters
+    ----------
+    gated_ffn : bool
+        A gated FFN (gate, up, down) [-].
+
+    Returns
+    -------
+    matmuls : tuple of (str, bool)
+        (name, saved) in forward order: "q", "k", "v", "o", then "gate", "up", "down" or
+        "fc1", "fc2".
+
+    References
+    ----------
+    .. [1] pytorch/torchtitan, torchtitan/models/llama3/parallelize.py (2024-12,
+       ``_save_list`` and ``_custom_policy``: "Saves output of all compute ops, except every
+       second mm"); torchtitan/models/llama3/model.py (forward order of wq, wk, wv, wo and
+       w1, w3, w2).
+    """
+    names = ("q", "k", "v", "o") + (("gate", "up", "down") if gated_ffn else ("fc1", "fc2"))
+    return tuple((n, i % 2 == 0) for i, n in enumerate(names))
 
 
 def check_recompute_modules(recompute_modules, attention="gqa", moe=False, shared_experts=False):
@@ -85,12 +122,18 @@ def check_recompute_modules(recompute_modules, attention="gqa", moe=False, share
     need = {"mla_up_proj": (attention == "mla", "multi-head latent attention (attention='mla')"),
             "moe_act": (moe, "a mixture-of-experts model"),
             "moe": (moe, "a mixture-of-experts model"),
-            "shared_experts": (moe and shared_experts, "MoE layers with shared experts")}
+            "shared_experts": (moe and shared_experts, "MoE layers with shared experts"),
+            "op_sac": (attention != "mla" and not moe,
+                       "a dense model with multi-head or grouped-query attention")}
     for n in names:
         ok, what = need.get(n, (True, ""))
         if not ok:
             raise v.InputError("recompute_modules", f"recompute_modules {n!r} needs {what}; "
                                                     f"this model has none: drop it")
+    if "op_sac" in names and len(set(names)) > 1:
+        raise v.InputError("recompute_modules", "recompute_modules 'op_sac' is a policy for the "
+                                                "whole layer and is named alone, got "
+                                                f"{','.join(names)}")
     return tuple(n for n in RECOMPUTE_MODULES if n in names)
 
 
@@ -107,14 +150,17 @@ def recompute_flops_per_token(model, recompute_modules, seq_len=None, imbalance=
         F_{mlp} &= 2\,k_g\,h f\;\frac{l - l_m}{l}, \qquad
         F_{shared\_experts} = 2\,k_g\,h f_s\;\frac{l_m}{l}\\
         F_{moe} &= 2\,(h E + \iota\, k\, k_g\, h f_e + k_g\, h f_s)\;\frac{l_m}{l}\\
-        F_{core\_attn} &= 12\, s\, d_q \quad (\text{MLA: } 6\, s\, a (d_{qk} + d_v))
+        F_{core\_attn} &= 12\, s\, d_q \quad (\text{MLA: } 6\, s\, a (d_{qk} + d_v))\\
+        F_{op\_sac} &= 2\,(h\, d_{kv} + d_q h + h f) \quad \text{(gated FFN; plain: the
+            same with its down projection)}
 
     with k_g = 3 for a gated FFN (gate, up, down) else 2, iota the busiest rank's load over
     the mean. "layernorm" and "moe_act" recompute element-wise operations only: 0 FLOPs
     (their cost is memory traffic, which :func:`llmcost.training.step.predict_step` adds).
     "core_attn" follows the convention of ``recompute="selective"`` (Korthikanti Eq. 8 adds
     the whole attention term once more); "moe" includes the shared experts, so naming both
-    counts them once.
+    counts them once. "op_sac" runs again the matmuls torchtitan's policy does not save
+    (:func:`op_sac_matmuls`: K, the output projection and the FFN's up or down projection).
 
     Parameters
     ----------
@@ -139,6 +185,8 @@ def recompute_flops_per_token(model, recompute_modules, seq_len=None, imbalance=
        (``qkv_up_proj_and_rope_apply`` under ``CheckpointWithoutOutput``).
     .. [2] DeepSeek-AI, arXiv:2412.19437, §3.2.3.
     .. [3] Korthikanti et al. 2022, arXiv:2205.05198, Eq. 8.
+    .. [4] pytorch/torchtitan, torchtitan/models/llama3/parallelize.py (per-op selective
+       checkpointing).
     """
     mods = check_recompute_modules(recompute_modules, model.attention, model.is_moe,
                                    model.moe_shared_ffn_hidden > 0)
@@ -165,4 +213,12 @@ def recompute_flops_per_token(model, recompute_modules, seq_len=None, imbalance=
                                    * model.moe_ffn_hidden + kg * h * model.moe_shared_ffn_hidden)
     elif "shared_experts" in mods:
         out = out + 2.0 * share * kg * h * model.moe_shared_ffn_hidden
+    if "op_sac" in mods:
+        d_q = a * model.head_dim
+        d_kv = model.kv_heads * model.head_dim
+        f = model.ffn_hidden
+        size = {"q": h * d_q, "k": h * d_kv, "v": h * d_kv, "o": d_q * h, "gate": h * f,
+                "up": h * f, "down": f * h, "fc1": h * f, "fc2": f * h}
+        pairs = op_sac_matmuls(model.gated_ffn)
+        out = out + 2.0 * sum(size[n] for n, saved in pairs if not saved)
     return v.result(out)

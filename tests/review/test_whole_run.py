@@ -281,6 +281,7 @@ def test_an_fsdp_review_runs_the_large_micro_batches_fsdp_teams_run():
     r = review_json(q)
     lay = r["layout"]
     assert (lay["micro_batch"], lay["recompute"]) == (8, "none") and lay["zero_stage"] >= 2
+    assert lay["recompute_modules"] == []     # no checkpointing at all, as TinyLlama ran
     assert r["fits"] is True
     # the same review held to the Megatron space's micro-batches is slower: the gathers repeat
     mb2 = review_json(q + "&micro_batch=2")
@@ -296,3 +297,23 @@ def test_the_headline_shows_the_json_s_gpu_hours_napkin_and_batch(llama):
                                      f"(napkin {human_count(llama['napkin_gpu_hours'])})")
     assert items["global_batch_tokens"][1] == \
         f"{human_count(llama['global_batch_tokens'])} tokens (batch rule)"
+
+
+def test_the_fsdp_space_searches_torchtitans_selective_checkpointing():
+    # torchtitan's default selective_ac_option = "op" (per-op SAC) is the fsdp stack's
+    # recipe for a dense model; Megatron's dense recipes keep the recompute axis only, and
+    # MoE/MLA models keep their own modules on either stack
+    s, _ = Scenario.from_query("model=llama3-70b&stack=fsdp")
+    m = catalog.model("llama3-70b")
+    assert stages.review_space(s, m, 8).recompute_modules == ((), ("op_sac",))
+    assert stages.review_space(Scenario(), m, 8).recompute_modules == ((),)
+    assert stages.recompute_recipes(catalog.model("mixtral-8x7b"), "fsdp") == (
+        (), ("layernorm", "moe_act"))
+    # Llama 3 70B on 256 H100 on the fsdp stack takes it: TP 2 keeps the whole layer (102 GB,
+    # over the 85.9 GB), TP 4 fits at 34% MFU, TP 2 with op_sac at 44% (68.5 GB); the layout
+    # says so
+    r = review_json("model=llama3-70b&gpu=h100-sxm&gpus=256&tokens=1.5e13&stack=fsdp")
+    lay = r["layout"]
+    assert lay["recompute_modules"] == ["op_sac"] and lay["recompute"] == "none"
+    assert "recompute=none+op_sac" in lay["description"]
+    assert r["fits"] is True

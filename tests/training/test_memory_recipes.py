@@ -327,3 +327,73 @@ def test_cli_predicts_deepseek_v3_published_layout(capsys):
     assert code in (0, None)
     assert r["layout"]["stage_layers"] == {"first": 3, "middle": 4, "middle_stages": 14,
                                            "last": 2}
+
+
+# ------------------------------------------------------------------ torchtitan's per-op SAC
+
+L8 = CAT.model("llama3-8b")   # h 4096, 32 heads of 128, 8 KV heads, f 14336 gated
+
+
+def test_op_sac_saves_every_other_matmul_in_forward_order():
+    # torchtitan's policy counts aten.mm per block and saves the odd ones: wq, wk, wv, wo,
+    # w1, w3, w2 -> saved wq, wv, w1, w2; a plain FFN fc1, fc2 -> saved wq, wv, fc1
+    from llmcost.training.recompute import op_sac_matmuls
+    assert [n for n, saved in op_sac_matmuls(True) if saved] == ["q", "v", "gate", "down"]
+    assert [n for n, saved in op_sac_matmuls(False) if not saved] == ["k", "o", "fc2"]
+
+
+def test_op_sac_recomputes_k_o_and_up_by_hand():
+    # one more forward of wk (4096 x 1024), wo (4096 x 4096) and w3 (4096 x 14336):
+    # 2 (4,194,304 + 16,777,216 + 58,720,256) = 159,383,552 FLOPs per token and layer,
+    # 36.5% of the layer's 2 P_mm = 436,207,616 forward FLOPs
+    assert recompute_flops_per_token(L8, ("op_sac",), 8192) == 159_383_552
+    assert 159_383_552 / (2 * 218_103_808) == pytest.approx(0.3654, abs=1e-4)
+
+
+def test_op_sac_memory_by_hand():
+    # per token and layer, BF16: the block input 2h (8,192), Q 2 d_q (8,192), V 2 d_kv
+    # (2,048), the flash output 2 d_q and its FP32 log-sum-exp per head 4a (8,320), the gate
+    # 2f (28,672), the down projection's output 2h (8,192): 63,616 bytes, against 139,264
+    # without recomputation
+    kw = dict(seq_len=8192, micro_batch=1, recompute="none")
+    op = mem.layer_activation_bytes(L8, recompute_modules=("op_sac",), **kw)
+    assert op / 8192 == 8192 + 8192 + 2048 + 8320 + 28672 + 8192 == 63_616
+    assert mem.layer_activation_bytes(L8, **kw) / 8192 == 139_264
+    # TP 2 with sequence parallelism: the input and both reduce-scatter outputs are h/t,
+    # K/V heads split over t, the rest over t; the down projection's mm output is still h
+    tp = mem.layer_activation_bytes(L8, recompute_modules="op_sac", tp=2,
+                                    sequence_parallel=True, **kw)
+    assert tp / 8192 == 4096 + 4096 + 1024 + 4160 + 14336 + 8192 + 8192 == 44_096
+    # full recomputation overrides it (the layer's input only)
+    full = mem.layer_activation_bytes(L8, seq_len=8192, recompute="full",
+                                      recompute_modules=("op_sac",))
+    assert full / 8192 == 8192
+
+
+def test_op_sac_is_a_dense_layer_policy_named_alone():
+    check_recompute_modules("op_sac")
+    for model in (CAT.model("mixtral-8x7b"), DSV3):
+        with pytest.raises(InputError) as e:
+            check_recompute_modules("op_sac", model.attention, model.is_moe,
+                                    model.moe_shared_ffn_hidden > 0)
+        assert e.value.param == "recompute_modules" and "dense" in str(e.value)
+    with pytest.raises(InputError) as e:
+        check_recompute_modules("op_sac,layernorm")
+    assert e.value.param == "recompute_modules" and "named alone" in str(e.value)
+    assert "op_sac" in RECOMPUTE_MODULES
+
+
+def test_op_sac_costs_its_forward_in_hfu_not_mfu():
+    # same layout, none vs op_sac: MFU's FLOPs are the model's, HFU adds 159,383,552 per
+    # token and layer (x 32 layers), and the step is slower by about that share of the linears
+    gpu, nvl, ib = CAT.gpu("h100-sxm"), CAT.fabric("nvlink4"), CAT.fabric("ib-ndr")
+    kw = dict(gpus=8, tp=1, pp=1, global_batch=16, micro_batch=2, zero_stage=3,
+              seq_len=8192, with_scaling=False, options=Options(stack="fsdp"))
+    a = predict_step(L8, gpu, nvl, ib, recompute="none", **kw)
+    b = predict_step(L8, gpu, nvl, ib, recompute="none", recompute_modules=("op_sac",), **kw)
+    tokens = 16 * 8192
+    extra = float(b.hardware_tflops_per_gpu) * float(b.step_time_s) \
+        - float(a.hardware_tflops_per_gpu) * float(a.step_time_s)
+    assert extra * 1e12 == pytest.approx(32 * 159_383_552 * tokens / 8, rel=1e-6)
+    assert 1.04 < float(b.step_time_s) / float(a.step_time_s) < 1.15
+    assert float(b.memory_bytes) < float(a.memory_bytes) - 30e9

@@ -120,7 +120,8 @@ def test_torchtitan_rows_are_predicted_but_never_fitted():
     assert len(titan) == 2
     res = mod.evaluate(titan)
     # out of sample, on the GPU the page states (96 GiB HBM2e at 2.4 TB/s, 500 W, a peak
-    # between H100 SXM and NVL: validate.SOURCE_GPU): 10-14% high
+    # between H100 SXM and NVL: validate.SOURCE_GPU), with torchtitan's per-op selective
+    # checkpointing (op_sac): 12-15% high
     assert res["error"].between(0.05, 0.20).all()
     gpu = mod.source_gpu(titan.iloc[0], CAT)
     assert (gpu.hbm_bandwidth_tb_per_s, gpu.memory_gib) == (2.4, 96.0)
@@ -298,3 +299,19 @@ def test_torchtitan_pipelined_rows_memory_against_the_page():
     measured_gb = rows["notes"].str.extract(r"memory ([0-9.]+) GiB")[0].astype(float) * 2**30 / 1e9
     ratio = res["memory_gb"].to_numpy() / measured_gb.to_numpy()
     assert ((ratio > 0.6) & (ratio < 1.0)).all(), ratio
+
+
+def test_torchtitan_selective_rows_memory_against_the_page():
+    # Tables 1 and 3 print the peak memory of torch.compile rows with torchtitan's per-op
+    # selective checkpointing (op_sac; 77.0/76.8 GiB on 8 GPUs, 62.0/61.8 on 128, with and
+    # without Float8). Predicted: 69-75% of it (the page's figure is what the allocator
+    # reserved; the FP32 loss is not counted). Mapped to Megatron's "selective" (the layer
+    # kept whole with flash attention) they read 112-130%, above what the GPUs held
+    mod = _validate_module()
+    rows = ROWS[ROWS["id"].str.startswith("tt-2024-12-llama3-8b-fsdp-compile")]
+    assert len(rows) == 4
+    res = mod.evaluate(rows)
+    measured_gb = rows["notes"].str.extract(r"memory ([0-9.]+) GiB")[0].astype(float) * 2**30 / 1e9
+    ratio = res["memory_gb"].to_numpy() / measured_gb.to_numpy()
+    assert ((ratio > 0.6) & (ratio < 0.85)).all(), ratio
+    assert "op_sac" in res["assumptions"].iloc[0]
