@@ -215,8 +215,12 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
                   zero_stage=3 if _int(row["fsdp"], 0) > 0 else 2)
         if titan:
             # torchtitan's 2D-4D rows: TP with sequence-parallel norms (its parallelize plan),
-            # interleaved stages per rank where the row gives them
+            # interleaved stages per rank where the row gives them; its loss upcasts the
+            # logits to FP32 (the fsdp stack's usual loss, memory.STACK_LOSS)
             kw.update(interleave=_int(row["vp"], 1), sequence_parallel=tp > 1)
+        else:
+            # llm-foundry's loss_fn default, flash-attn's fused cross-entropy
+            kw.update(memory_kwargs={"loss": "fused"})
         # FP8 (llm-foundry's fc_type "te"): Transformer Engine's te.Linear, in 2023 with its
         # only recipe, DelayedScaling (per-tensor amax history); torchtitan's Float8 is
         # torchao's tensorwise dynamic scaling (current scaling)
@@ -226,8 +230,8 @@ def layout_for(row, model) -> tuple[dict, Options, str]:
         note = ("stack fsdp: no TP, FULL_SHARD as ZeRO-3 (SHARD_GRAD_OP as ZeRO-2), "
                 "activation checkpointing as full recompute (torchtitan's per-op selective "
                 "checkpointing as its own policy, op_sac), flash attention, fp32 gradient "
-                "reduce-scatter "
-                "unless MP Mode PURE; torchtitan's TP rows with sequence-parallel norms, its "
+                "reduce-scatter unless MP Mode PURE, llm-foundry's fused cross-entropy and "
+                "torchtitan's FP32 one; torchtitan's TP rows with sequence-parallel norms, its "
                 "Float8 as fp8 with current scaling, torch.compile not modelled")
         if src in SOURCE_GPU:
             g = SOURCE_GPU[src]

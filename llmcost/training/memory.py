@@ -785,6 +785,44 @@ MEMORY_STACKS = ("megatron", "fsdp")
 FSDP_ACCUMULATED_GRAD_BYTES = 4.0
 
 
+#: the loss's bytes per logit at its peak, by implementation (:func:`loss_bytes_per_logit`)
+LOSS_BYTES = {"fused": 4.0, "fp32": 12.0}
+#: each stack's usual loss: Megatron-Core's fused vocab-parallel cross-entropy; the FSDP2
+#: stacks' PyTorch cross-entropy on logits upcast to FP32 (torchtitan, Hugging Face)
+STACK_LOSS = {"megatron": "fused", "fsdp": "fp32"}
+
+
+def loss_bytes_per_logit(loss="fused"):
+    r"""Bytes per logit the cross-entropy loss holds at its peak, by implementation.
+
+    .. math:: q_{loss} = 4 \ (\text{fused}), \qquad 12 \ (\text{fp32})
+
+    "fused": a kernel that computes the softmax and its gradient in place over FP32
+    logits (Megatron-Core's vocab-parallel cross-entropy, [1] §4.3's 4 s b V; flash-attn's
+    fused cross-entropy in llm-foundry). "fp32": PyTorch's ``cross_entropy`` on logits
+    upcast to FP32 (torchtitan's ``cross_entropy_loss``: ``pred.flatten(0, 1).float()``;
+    Hugging Face's causal-LM loss): at the start of the backward the FP32 log-softmax saved
+    for it (4 bytes), the FP32 gradient of its output (4) and the gradient it returns (4)
+    are alive together, the BF16 logits having been freed.
+
+    Parameters
+    ----------
+    loss : {"fused", "fp32"}
+
+    Returns
+    -------
+    bytes : float
+        q_loss [bytes per logit].
+
+    References
+    ----------
+    .. [1] Korthikanti et al. 2022, arXiv:2205.05198, §4.3.
+    .. [2] pytorch/torchtitan, torchtitan/components/loss.py (``cross_entropy_loss``);
+       mosaicml/llm-foundry, ``loss_fn`` default "fused_crossentropy".
+    """
+    return LOSS_BYTES[v.choice("loss", loss, tuple(LOSS_BYTES))]
+
+
 def pipelined_fsdp_bytes(stage_weight_bytes, pp=1, dp=1, zero_stage=3, stack="megatron",
                          weight_bytes=2.0, grad_bytes=FSDP_ACCUMULATED_GRAD_BYTES):
     r"""What PyTorch FSDP2 keeps unsharded through a pipelined step, per GPU.
@@ -1543,19 +1581,22 @@ def stage_fp8_weight_bytes(model: ModelSpec, stage_layers, tp=1, ep=1, etp=1, ze
 
 def stage_activation_bytes(model: ModelSpec, layer_bytes, stage_layers, seq_len, micro_batch=1,
                            tp=1, cp=1, pp=1, num_microbatches=None, interleave=1,
-                           stage="first", schedule="1f1b", recompute_bytes=0.0):
+                           stage="first", schedule="1f1b", recompute_bytes=0.0,
+                           loss_bytes=4.0):
     r"""Activations a pipeline stage holds at its peak, per GPU.
 
     .. math::
         M_{act} = \bar M\, L_{inflight} + [\text{first} \lor p = 1]\,\frac{L_{inflight}}{n}
                   \frac{s b h}{c\, t}[\text{dropout}]
-                  + \max\left([\text{last} \lor p = 1]\,\frac{4 s b V}{c\, t},\; M_{rc}\right)
+                  + \max\left([\text{last} \lor p = 1]\,\frac{q_{loss} s b V}{c\, t},\;
+                  M_{rc}\right)
 
     M̄ one layer's activations per micro-batch (:func:`layer_activation_bytes`: recompute
     variant, named modules, FP8-cached inputs), L_inflight the layers' worth of micro-batches
     the schedule keeps (:func:`inflight_layers`); the first stage adds the embedding's
-    dropout mask (1 byte) for each micro-batch in flight, the last the FP32 logits for the
-    loss ([1] §4.3); without pipelining (p = 1) the one stage, asked for as "first" or
+    dropout mask (1 byte) for each micro-batch in flight, the last the loss's logits, q_loss
+    bytes each (:func:`loss_bytes_per_logit`: 4, FP32, for a fused loss, [1] §4.3);
+    without pipelining (p = 1) the one stage, asked for as "first" or
     "last", holds both. M_rc is what a recomputed layer rebuilds for its own backward, one
     layer and one micro-batch at a time (full recomputation: the layer's activations
     without recomputation less the input it kept, [2]); the loss's logits are freed before
@@ -1579,6 +1620,8 @@ def stage_activation_bytes(model: ModelSpec, layer_bytes, stage_layers, seq_len,
     schedule : {"1f1b", "gpipe"}
     recompute_bytes : float or array
         M_rc [bytes] (:func:`recompute_working_bytes`); 0 without recomputation.
+    loss_bytes : float
+        q_loss [bytes per logit] (:func:`loss_bytes_per_logit`).
 
     Returns
     -------
@@ -1602,7 +1645,7 @@ def stage_activation_bytes(model: ModelSpec, layer_bytes, stage_layers, seq_len,
     # with p = 1 the one stage is both ends: embedding mask and logits
     single = np.asarray(pp) == 1
     embed_mask = np.where(model.dropout, 1.0, 0.0) * tokens * model.hidden / tp
-    logits = 4.0 * tokens * model.vocab / tp
+    logits = v.positive("loss_bytes", loss_bytes) * tokens * model.vocab / tp
     mask = np.where(single | (stage == "first"), embed_mask * held / stage_layers, 0.0)
     return v.result(act + mask + np.maximum(np.where(single | (stage == "last"), logits, 0.0),
                                             rc))
@@ -1660,7 +1703,7 @@ def _stage_memory(model, stage, n, rank, c):
         ew = 0.0
     act = stage_activation_bytes(model, c["layer_bytes"], n, c["seq_len"], c["micro_batch"],
                                  c["tp"], c["cp"], c["pp"], c["m"], c["interleave"], stage,
-                                 c["schedule"], c["recompute_bytes"])
+                                 c["schedule"], c["recompute_bytes"], c["loss_bytes"])
     z3 = stage_zero3_working_bytes(model, n, c["tp"], c["dp"], c["ep"], c["etp"],
                                    c["zero_stage"], c["optimizer"], c["finetune"])
     if c["stack"] == "fsdp" and c["finetune"] == "full":
@@ -1744,7 +1787,7 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                    generation="hopper", ep=1, etp=1,
                    moe_capacity_factor=1.0, recompute_modules=(), activation_precision=None,
                    optimizer_moments="fp32", moe_probs_at="combine",
-                   stack="megatron") -> MemoryBreakdown:
+                   stack="megatron", loss=None) -> MemoryBreakdown:
     r"""Peak memory per GPU of a training layout, by component: one function per term.
 
     For the first pipeline stage, the first middle one (r = 1: the most micro-batches in
@@ -1799,7 +1842,9 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
         :data:`llmcost.training.recompute.RECOMPUTE_MODULES`; "selective" implies
         "core_attn"; ignored where ``recompute="full"``.
     stack : {"megatron", "fsdp"}
-        Training stack (:func:`pipelined_fsdp_bytes`).
+        Training stack (:func:`pipelined_fsdp_bytes`; its usual loss, :data:`STACK_LOSS`).
+    loss : {"fused", "fp32"}, optional
+        The loss's implementation (:func:`loss_bytes_per_logit`); None: the stack's.
 
     Returns
     -------
@@ -1829,6 +1874,7 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                                   moe_capacity_factor, moe_probs_at)
     c["recompute_bytes"] = recompute_working_bytes(none, c["layer_bytes"], recompute)
     c.update(stack=v.choice("stack", stack, MEMORY_STACKS))
+    c.update(loss_bytes=loss_bytes_per_logit(STACK_LOSS[c["stack"]] if loss is None else loss))
     c.update(zero_stage=zero_stage, optimizer=optimizer, optimizer_moments=optimizer_moments,
              finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets,
              qlora_16bit_embeddings=qlora_16bit_embeddings, schedule=schedule, precision=prec,

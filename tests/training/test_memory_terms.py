@@ -262,3 +262,25 @@ def test_full_recompute_rebuilds_one_layer_at_a_time():
     with pytest.raises(InputError) as e:
         mem.recompute_working_bytes(-1.0, 0.0, "full")
     assert e.value.param == "none_bytes"
+
+
+def test_the_loss_holds_four_or_twelve_bytes_per_logit(llama70):
+    # a fused cross-entropy (Megatron-Core's vocab-parallel one, Korthikanti §4.3) holds the
+    # FP32 logits, 4 bytes; PyTorch's cross_entropy on logits upcast to FP32 (torchtitan)
+    # holds the saved FP32 log-softmax, its output's gradient and its input's, 12
+    assert mem.loss_bytes_per_logit("fused") == 4.0
+    assert mem.loss_bytes_per_logit("fp32") == 12.0
+    with pytest.raises(InputError) as e:
+        mem.loss_bytes_per_logit("chunked")
+    assert e.value.param == "loss"
+    kw = dict(seq_len=8192, micro_batch=1, tp=8, pp=4, stage="last")
+    four = mem.stage_activation_bytes(llama70, 1e8, 20, **kw)
+    twelve = mem.stage_activation_bytes(llama70, 1e8, 20, loss_bytes=12.0, **kw)
+    assert twelve - four == pytest.approx(8 * 8192 * 128256 / 8)
+    # memory_per_gpu: each stack's usual loss unless one is named
+    lay = dict(gpus=64, tp=8, pp=1, zero_stage=1, seq_len=8192)
+    assert mem.STACK_LOSS == {"megatron": "fused", "fsdp": "fp32"}
+    a = mem.memory_per_gpu(llama70, **lay, stack="fsdp")
+    b = mem.memory_per_gpu(llama70, **lay, stack="fsdp", loss="fp32")
+    c = mem.memory_per_gpu(llama70, **lay, loss="fp32")
+    assert float(a.total_bytes) == float(b.total_bytes) == float(c.total_bytes)
