@@ -198,7 +198,8 @@ def cmd_memory(a) -> dict:
             optimizer=a.optimizer, interleave=a.interleave,
             finetune=a.finetune, lora_rank=a.lora_rank,
             first_stage_layers=a.first_stage_layers, last_stage_layers=a.last_stage_layers,
-            ep=a.ep, etp=a.etp, recompute_modules=a.recompute_modules, **_recipe_memory_kwargs(a))
+            ep=a.ep, etp=a.etp, recompute_modules=a.recompute_modules, stack=a.stack,
+            **_recipe_memory_kwargs(a))
         out = {k: float(x) for k, x in br.to_gb().items()}
         rank, depth = int(br.peak_stage), int(a.pp)
         out["peak_stage"] = "first" if rank == 0 else "last" if rank == depth - 1 else "middle"
@@ -272,10 +273,17 @@ def _add_recipe_args(sp) -> None:
     sp.add_argument("--moe-probs-at", choices=("combine", "activation"), default="activation",
                     help="MoE: router probabilities applied in the expert activation (Megatron-"
                          "Core since 2025, the default) or at the combine (keeps expert outputs)")
+    sp.add_argument("--loss", choices=tuple(mem.LOSS_BYTES), default=None,
+                    help="the loss's implementation: fused (4 bytes per logit: Megatron's "
+                         "vocab-parallel cross-entropy, flash-attn's) or fp32 (12: PyTorch "
+                         "cross_entropy on FP32 logits, torchtitan); default the stack's")
 
 
 def _recipe_memory_kwargs(a) -> dict:
-    return {"optimizer_moments": a.optimizer_moments, "moe_probs_at": a.moe_probs_at}
+    kw = {"optimizer_moments": a.optimizer_moments, "moe_probs_at": a.moe_probs_at}
+    if getattr(a, "loss", None):
+        kw["loss"] = a.loss
+    return kw
 
 
 def _fit_reason(total_gb, cap_gb, parts) -> str:
@@ -1051,6 +1059,9 @@ def _args_memory(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--gpu", help="catalog id: report capacity and whether it fits")
     sp.add_argument("--ep", type=int, default=1, help="expert-parallel size (MoE models)")
     sp.add_argument("--etp", type=int, default=1, help="expert tensor-parallel size (MoE)")
+    sp.add_argument("--stack", choices=mem.MEMORY_STACKS, default="megatron",
+                    help="training stack: megatron (default) or fsdp (FSDP2 keeps a pipeline "
+                         "stage gathered; its usual loss is FP32)")
     _add_recipe_args(sp)
 
 

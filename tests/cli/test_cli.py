@@ -235,3 +235,29 @@ def test_size_contract(capsys):
 def test_economics_errors(capsys, argv, param):
     code, out, err = run(capsys, *argv, "--json")
     assert code == 2 and out == "" and err.count("\n") == 1 and param in err
+
+
+def test_memory_and_predict_take_the_stack_and_the_loss(capsys):
+    # memory --stack fsdp: torchtitan's 3D layout keeps the pipeline stage gathered and its
+    # gradients unsharded (3 x the stage's 16-bit weights: 16 layers x 3,187,703,808 / 8 x 2
+    # bytes each); the megatron stack keeps one layer's working set
+    lay = ("--model", "llama3-405b", "--gpus", "512", "--tp", "8", "--pp", "8", "--zero", "3",
+           "--global-batch", "256", "--recompute", "full", "--sequence-parallel")
+    fs = run_json(capsys, "memory", *lay, "--stack", "fsdp")
+    mg = run_json(capsys, "memory", *lay)
+    w0 = 16 * 3_187_703_808 / 8 * 2
+    assert fs["peak_stage_layers"] == 16
+    assert fs["zero3_working_gb"] == pytest.approx(3 * w0 / 1e9, rel=1e-9)
+    assert mg["zero3_working_gb"] < fs["zero3_working_gb"] / 10
+    # predict --loss: the fsdp stack's FP32 loss against a fused one, 8 bytes per logit of
+    # 2 x 8192 tokens x 128,256 on the one stage (+2% fragmentation)
+    args = ("predict", "--model", "llama3-8b", "--gpu", "h100-sxm", "--gpus", "8",
+            "--global-batch", "16", "--tp", "1", "--pp", "1", "--zero", "3",
+            "--micro-batch", "2", "--stack", "fsdp", "--recompute-modules", "op_sac")
+    fp32 = run_json(capsys, *args)
+    fused = run_json(capsys, *args, "--loss", "fused")
+    assert fp32["memory_gb_per_gpu"] - fused["memory_gb_per_gpu"] == pytest.approx(
+        8 * 16384 * 128256 * 1.02 / 1e9, rel=1e-6)
+    assert fp32["tokens_per_s"] == fused["tokens_per_s"]
+    code, out, err = run(capsys, *args, "--loss", "chunked")
+    assert code == 2 and "--loss" in err
