@@ -16,15 +16,8 @@ from llmcost.training import hf_config as hf
 from llmcost.training.arch import ModelSpec
 from test_hf_config import one_line_error
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
-
-
-def load(name: str) -> dict:
-    return hf.read_config((DATA / f"{name}.json").read_bytes(), name=f"{name}.json")
-
-
-def model(name: str, **kw) -> ModelSpec:
-    return hf.model_from_config(load(name), **kw)[0]
+import test_hf_config_families as first
+from test_hf_config_families import DATA, load, model
 
 
 #: name -> (published total parameters, relative tolerance, source)
@@ -251,36 +244,12 @@ NEW = {"gemma-2-9b": "Gemma2ForCausalLM", "gemma-3-1b": "Gemma3ForCausalLM",
        "phi-4": "Phi3ForCausalLM", "olmo-3-7b": "Olmo3ForCausalLM"}
 
 
-@pytest.mark.parametrize("name", sorted(NEW))
-def test_link_round_trip_and_model_type_fallback(name):
-    c = load(name)
-    fields = hf.config_fields(c)
-    assert set(fields) <= set(hf.FIELD_KINDS)
-    query = {"cfg." + k: str(x) for k, x in fields.items()}
-    again, _ = hf.model_from_config(hf.fields_from_query(query))
-    assert again == model(name) and again.name == NEW[name]
-    # an unknown head class of the same model_type reads the same, with a warning
-    m, warnings = hf.model_from_config(dict(c, architectures=["SomethingForSequenceClassification"]))
-    assert m.params == model(name).params and "not recognised" in warnings[0]
-
-
-def test_the_supported_message_names_the_new_families():
-    e = one_line_error(hf.model_from_config, {"architectures": ["GPT2LMHeadModel"],
-                                              "model_type": "gpt2"})
-    assert all(a in str(e) for a in NEW.values())
-    for fam in ("gemma2", "gemma3_text", "gemma3", "phi3", "olmo3"):
-        assert fam in hf.SUPPORTED
-
-
-@pytest.mark.parametrize("name, key", [("gemma-2-9b", "hidden_size"),
-                                       ("gemma-3-1b", "num_hidden_layers"),
-                                       ("phi-4", "vocab_size"),
-                                       ("olmo-3-7b", "intermediate_size")])
-def test_missing_sizes_name_the_field(name, key):
-    c = load(name)
-    del c[key]
-    e = one_line_error(hf.model_from_config, c)
-    assert e.param == key and "missing" in str(e)
+#: a size each family's reader needs, for the shared missing-field test
+#: (test_hf_config_families.test_missing_sizes_name_the_field)
+MISSING = [("gemma-2-9b", "hidden_size"), ("gemma-3-1b", "num_hidden_layers"),
+           ("phi-4", "vocab_size"), ("olmo-3-7b", "intermediate_size")]
+#: the family names the supported-architectures message must carry
+FAMILIES = ("gemma2", "gemma3_text", "gemma3", "phi3", "olmo3")
 
 
 @pytest.mark.parametrize("name", sorted(NEW))
@@ -294,3 +263,38 @@ def test_review_on_the_command_line(name):
     assert r["fits"] in (True, False)
     if name == "gemma-3-27b-it":
         assert any("vision tower" in w for w in r["warnings"])
+
+
+# ------------------------------------------------------------------ every added family alike
+
+#: the families added since the catalog's own: test_hf_config_families.py's and this file's
+ADDED = {**first.NEW, **NEW}
+
+
+@pytest.mark.parametrize("name", sorted(ADDED))
+def test_link_round_trip_and_model_type_fallback(name):
+    c = load(name)
+    fields = hf.config_fields(c)
+    assert set(fields) <= set(hf.FIELD_KINDS)
+    query = {"cfg." + k: str(x) for k, x in fields.items()}
+    again, _ = hf.model_from_config(hf.fields_from_query(query))
+    assert again == model(name) and again.name == ADDED[name]
+    # an unknown head class of the same model_type reads the same, with a warning
+    m, warnings = hf.model_from_config(dict(c, architectures=["SomethingForSequenceClassification"]))
+    assert m.params == model(name).params and "not recognised" in warnings[0]
+
+
+def test_the_supported_message_names_the_added_families():
+    e = one_line_error(hf.model_from_config, {"architectures": ["GPT2LMHeadModel"],
+                                              "model_type": "gpt2"})
+    assert all(a in str(e) for a in ADDED.values())
+    for fam in first.FAMILIES + FAMILIES:
+        assert fam in hf.SUPPORTED
+
+
+@pytest.mark.parametrize("name, key", first.MISSING + MISSING)
+def test_missing_sizes_name_the_field(name, key):
+    c = load(name)
+    del c[key]
+    e = one_line_error(hf.model_from_config, c)
+    assert e.param == key and "missing" in str(e)
