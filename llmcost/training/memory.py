@@ -1651,16 +1651,17 @@ def stage_activation_bytes(model: ModelSpec, layer_bytes, stage_layers, seq_len,
                                             rc))
 
 
-def recompute_working_bytes(none_bytes, kept_bytes, recompute="none"):
-    r"""What a fully recomputed layer rebuilds for its own backward, per GPU.
+def recompute_working_bytes(none_bytes, kept_bytes, recompute="none", recompute_modules=()):
+    r"""What a recomputed layer rebuilds for its own backward, per GPU.
 
-    .. math:: M_{rc} = [\text{full}]\,(\bar M_{none} - \bar M_{full})
+    .. math:: M_{rc} = [\text{full} \lor \text{op\_sac}]\,(\bar M_{none} - \bar M_{kept})
 
     Full recomputation keeps each layer's input only; at the layer's backward its forward
     runs again and its activations exist once more, for that one layer and micro-batch,
-    while every other layer still holds its input. Named-module recomputation rebuilds a
-    module at a time (a norm output, an activation: small beside the layer) and is not
-    counted.
+    while every other layer still holds its input. torchtitan's per-op policy ("op_sac")
+    checkpoints the whole layer the same way and rebuilds what it did not keep. Megatron's
+    named-module recomputation rebuilds a module at a time, just before its backward (a
+    norm output, an activation: small beside the layer), and is not counted.
 
     Parameters
     ----------
@@ -1668,6 +1669,8 @@ def recompute_working_bytes(none_bytes, kept_bytes, recompute="none"):
         M̄_none, M̄_full: one layer's activations per micro-batch without recomputation and
         as kept under the recompute variant (:func:`layer_activation_bytes`) [bytes].
     recompute : {"none", "selective", "full"} or array of these names
+    recompute_modules : str or sequence of str
+        Named modules (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`).
 
     Returns
     -------
@@ -1681,9 +1684,13 @@ def recompute_working_bytes(none_bytes, kept_bytes, recompute="none"):
        layer input and recomputes the rest in the backward pass).
     """
     rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    # checked against its model by the caller (memory_per_gpu); here only the name matters
+    names = (recompute_modules.split(",") if isinstance(recompute_modules, str)
+             else tuple(recompute_modules or ()))
+    layer_policy = "op_sac" in [n.strip() for n in names]
     none = v.nonnegative("none_bytes", none_bytes)
     kept = v.nonnegative("kept_bytes", kept_bytes)
-    return v.result(np.where(rec == "full", np.maximum(none - kept, 0.0), 0.0))
+    return v.result(np.where((rec == "full") | layer_policy, np.maximum(none - kept, 0.0), 0.0))
 
 
 def _stage_memory(model, stage, n, rank, c):
@@ -1869,10 +1876,11 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                                               c["etp"], sequence_parallel, recompute,
                                               flash_attention, mods, lin, moe_capacity_factor,
                                               moe_probs_at)
+    # the layer with nothing recomputed: what a layer-wide recompute rebuilds against
     none = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"], c["etp"],
-                                  sequence_parallel, "none", flash_attention, mods, lin,
+                                  sequence_parallel, "none", flash_attention, (), lin,
                                   moe_capacity_factor, moe_probs_at)
-    c["recompute_bytes"] = recompute_working_bytes(none, c["layer_bytes"], recompute)
+    c["recompute_bytes"] = recompute_working_bytes(none, c["layer_bytes"], recompute, mods)
     c.update(stack=v.choice("stack", stack, MEMORY_STACKS))
     c.update(loss_bytes=loss_bytes_per_logit(STACK_LOSS[c["stack"]] if loss is None else loss))
     c.update(zero_stage=zero_stage, optimizer=optimizer, optimizer_moments=optimizer_moments,

@@ -59,6 +59,7 @@ BY_DEST = {
     "price": [r for r in CAT.ids("prices")][:2],
     "failure_rate": ["kokolis-a100-jobs"],        # not the H100 default
     "recompute_modules": ["layernorm"],
+    "loss": ["fp32"],                       # the baselines run the megatron stack: fused
     "scenario": [],                         # a file of the same query; covered in test_scenario
     "query": [],
     "layers": ["16"], "hidden": ["2048"], "heads": ["16"], "kv_heads": ["4"],

@@ -243,6 +243,10 @@ def test_full_recompute_rebuilds_one_layer_at_a_time():
     assert full == pytest.approx(2 * 8192 * 8192 / 8)
     rc = mem.recompute_working_bytes(none, full, np.array(["none", "selective", "full"]))
     np.testing.assert_allclose(rc, [0.0, 0.0, none - full])
+    # torchtitan's per-op policy checkpoints the whole layer too; Megatron's named modules
+    # are rebuilt one at a time and not counted
+    assert mem.recompute_working_bytes(none, full, "none", "op_sac") == none - full
+    assert mem.recompute_working_bytes(none, full, "none", "layernorm") == 0.0
     # a middle stage of PP 4 (20 layers, 3 micro-batches in flight under 1F1B) adds it once
     st = dict(seq_len=8192, micro_batch=1, tp=8, pp=4, num_microbatches=16)
     mid = mem.stage_activation_bytes(m, full, 20, stage="middle", recompute_bytes=rc[2], **st)
