@@ -309,8 +309,8 @@ def test_the_fsdp_space_searches_torchtitans_selective_checkpointing():
     assert stages.review_space(Scenario(), m, 8).recompute_modules == ((),)
     assert stages.recompute_recipes(catalog.model("mixtral-8x7b"), "fsdp") == (
         (), ("layernorm", "moe_act"))
-    # Llama 3 70B on 256 H100 on the fsdp stack takes it: TP 2 keeps the whole layer (102 GB,
-    # over the 85.9 GB), TP 4 fits at 34% MFU, TP 2 with op_sac at 44% (68.5 GB); the layout
+    # Llama 3 70B on 256 H100 on the fsdp stack takes it: TP 2 keeps the whole layer (106 GB,
+    # over the 85.9 GB), TP 4 fits at 34% MFU, TP 2 with op_sac at 44% (72.8 GB); the layout
     # says so
     r = review_json("model=llama3-70b&gpu=h100-sxm&gpus=256&tokens=1.5e13&stack=fsdp")
     lay = r["layout"]
