@@ -1713,7 +1713,7 @@ def _stage_memory(model, stage, n, rank, c):
                                  c["schedule"], c["recompute_bytes"], c["loss_bytes"])
     z3 = stage_zero3_working_bytes(model, n, c["tp"], c["dp"], c["ep"], c["etp"],
                                    c["zero_stage"], c["optimizer"], c["finetune"])
-    if c["stack"] == "fsdp" and c["finetune"] == "full":
+    if c["stack"] == "fsdp" and c["finetune"] == "full" and np.any(np.asarray(c["pp"]) > 1):
         # FSDP2 under PP keeps the stage gathered and its gradients unsharded (pipelined_
         # fsdp_bytes): the whole stage replaces the per-layer working set, and the
         # accumulated gradients join it as unsharded buffers (the optimizer never reads
@@ -1876,11 +1876,14 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                                               c["etp"], sequence_parallel, recompute,
                                               flash_attention, mods, lin, moe_capacity_factor,
                                               moe_probs_at)
-    # the layer with nothing recomputed: what a layer-wide recompute rebuilds against
-    none = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"], c["etp"],
-                                  sequence_parallel, "none", flash_attention, (), lin,
-                                  moe_capacity_factor, moe_probs_at)
-    c["recompute_bytes"] = recompute_working_bytes(none, c["layer_bytes"], recompute, mods)
+    c["recompute_bytes"] = 0.0
+    if np.any(np.asarray(recompute) == "full") or "op_sac" in mods:
+        # the layer with nothing recomputed: what a layer-wide recompute rebuilds against
+        # (a second activation count, paid only when some layout rebuilds whole layers)
+        none = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"], c["etp"],
+                                      sequence_parallel, "none", flash_attention, (), lin,
+                                      moe_capacity_factor, moe_probs_at)
+        c["recompute_bytes"] = recompute_working_bytes(none, c["layer_bytes"], recompute, mods)
     c.update(stack=v.choice("stack", stack, MEMORY_STACKS))
     c.update(loss_bytes=loss_bytes_per_logit(STACK_LOSS[c["stack"]] if loss is None else loss))
     c.update(zero_stage=zero_stage, optimizer=optimizer, optimizer_moments=optimizer_moments,

@@ -322,3 +322,24 @@ def test_torchtitan_selective_rows_memory_against_the_page():
     ratio = res["memory_gb"].to_numpy() / measured_gb.to_numpy()
     assert ((ratio > 0.9) & (ratio < 1.0)).all(), ratio
     assert "op_sac" in res["assumptions"].iloc[0]
+
+
+def test_pipelined_fsdp_gathers_the_stage_own_experts_only():
+    from llmcost.training import memory as mem
+    # An MoE stage under FSDP2 and PP stays gathered as a dense one does, but a GPU holds
+    # only its expert-parallel share of the routed experts: W0 = 2 [(P_stage - n P_e) / t
+    # + n P_e / (e t_e)] bytes, with P_e one layer's routed-expert parameters; the fsdp
+    # stack's working set is then W0 + 2 W0 (FP32 gradients), never the whole stage's
+    # experts (which would be e = 8 times the expert part)
+    m = CAT.model("qwen3-30b-a3b")
+    kw = dict(gpus=64, tp=1, pp=2, ep=8, zero_stage=3, micro_batch=1, global_batch=64,
+              recompute="full", seq_len=4096)
+    fs = mem.memory_per_gpu(m, **kw, stack="fsdp")
+    n = int(fs.peak_stage_layers)
+    stage = "first" if int(fs.peak_stage) == 0 else "last"
+    p_stage = float(mem.stage_parameters(m, n, 2, stage))
+    p_e = n * m.expert_layer_params
+    w0 = 2 * ((p_stage - p_e) / 1 + p_e / 8)
+    assert float(fs.zero3_working_bytes) == pytest.approx(3 * w0, rel=1e-9)
+    # the experts' own shards: ZeRO-3 over the expert data-parallel group, 64 / (2 x 8) = 4
+    assert float(fs.expert_weights_bytes) == pytest.approx(2 * p_e / 8 / 4, rel=1e-9)
