@@ -55,6 +55,15 @@ LABEXTENSIONS_NOT_LOADED = ["jupyterlab-plotly"]
 
 CULL = {"cull_interval": 30, "cull_idle_timeout": 90, "cull_connected": False}
 
+#: Kernels talk to the server over Unix sockets in their runtime folder, not TCP ports. Over
+#: TCP each kernel's five ports are picked by binding port 0 and letting go, and the kernel
+#: binds them later: with the 15 pool kernels starting at once, another kernel or an
+#: outgoing connection can take one in between ("ZMQError: Address already in use"), and
+#: the pool holds a dead kernel that a visitor's page waits 60 s on (seen in
+#: benchmarks/load.py's server log, 2026-12-03). IPC sockets are created by the kernel
+#: itself under a unique name: nothing to race for, and no kernel port on the network.
+KERNEL_TRANSPORT = "ipc"
+
 
 def defaults() -> Config:
     c = Config()
@@ -65,6 +74,7 @@ def defaults() -> Config:
     c.VoilaKernelManager.kernel_pools_config = POOLS
     c.VoilaKernelManager.fill_delay = FILL_DELAY_S
     c.VoilaExecutor.iopub_timeout = IOPUB_TIMEOUT_S
+    c.KernelManager.transport = KERNEL_TRANSPORT
     for key, value in CULL.items():
         setattr(c.MappingKernelManager, key, value)
     return c

@@ -127,6 +127,22 @@ def test_root_redirects_to_the_landing_app_keeping_the_query(standalone):
     assert status == 302 and h["location"] == "/voila/render/index.ipynb?model=llama3-70b&gpus=512"
 
 
+def test_kernels_talk_over_unix_sockets_not_tcp_ports(standalone):
+    # the pool kernels start at once; over TCP a port picked for one can be taken before it
+    # binds it (a dead pool kernel, "Address already in use"): each kernel's connection file
+    # says ipc, its channels are socket files (ipykernel's own debugger socket still binds a
+    # random TCP port, atomically: nothing to race for)
+    _, proc, _ = standalone
+    pids = kernel_pids(proc.pid)
+    assert len(pids) >= 3      # the pools of index.ipynb (2) and review.ipynb (8), all started
+    for pid in pids:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        info = json.loads(Path(args[args.index(b"-f") + 1].decode()).read_text())
+        assert info["transport"] == server_app.KERNEL_TRANSPORT == "ipc", info
+        # ipc's "ports" name socket files beside the connection file: ip-1 ... ip-5
+        assert Path(f"{info['ip']}-{info['shell_port']}").is_socket(), info
+
+
 def test_no_file_tree_or_reports_folder_is_reachable(standalone):
     base, _, _ = standalone
     for path in ("/voila", "/voila/", "/voila/tree", "/voila/tree/", "/voila/tree/reports"):
