@@ -925,6 +925,13 @@ def whole_run_gpus(row) -> int:
     return int(row["gpus"]) if not pd.isna(row["gpus"]) else int(row["gpus_assumed"])
 
 
+def published_layout(row) -> str:
+    """The run's layout as its source publishes it, as review link keys (``tp=4&pp=12...``;
+    only the keys the source states), or '' when the source gives none."""
+    x = row.get("published_layout", "")
+    return "" if pd.isna(x) else str(x)
+
+
 def whole_run_query(row, with_fabric=True) -> str:
     """The review's link query for one whole run: the run as published (model or config.json
     fields, GPU, GPUs, tokens, precision, sequence length, fabric, stack and, where published,
@@ -967,8 +974,11 @@ def whole_runs(out=None, rows=None) -> pd.DataFrame:
         One row per run: id, published_gpu_hours, gpu_hours (the review's), error,
         napkin_gpu_hours, napkin_error, layout, mfu, goodput, fits, days, gpus,
         global_batch_tokens, in_statistics, status ("ok" or the InputError the review raised),
-        query, and auto_error: the review's error with the run's fabric left out (the GPU's
-        usual one; NaN if refused).
+        query, auto_error: the review's error with the run's fabric left out (the GPU's
+        usual one; NaN if refused), and layout_error / layout_fits: the review given the
+        run's published layout (:func:`published_layout`; NaN / None when none is published,
+        the refusal's text when the review refuses it), given_layout: that review's layout
+        (its JSON ``layout``).
     """
     from llmcost.review import evaluate as review
     from llmcost.scenario import Scenario
@@ -997,6 +1007,20 @@ def whole_runs(out=None, rows=None) -> pd.DataFrame:
                        layout=lay.get("description", ""), mfu=r["mfu"], goodput=r["goodput"],
                        fits=r["fits"], days=r["days"],
                        global_batch_tokens=r["global_batch_tokens"])
+        rec["layout_error"], rec["layout_fits"], rec["given_layout"] = np.nan, None, None
+        given = published_layout(row)
+        if given and rec["status"] == "ok":
+            # the run's own layout as published (data/whole_runs.csv published_layout): what
+            # the review's choice of layout accounts for, beside the step model's physics
+            try:
+                s, _ = Scenario.from_query(f"{rec['query']}&{given}", strict=True)
+                g = review(s).to_json()
+            except InputError as e:
+                rec["layout_fits"] = f"refused: {e}"
+            else:
+                rec["layout_error"] = g["gpu_hours"] / pub - 1
+                rec["layout_fits"] = g["fits"]
+                rec["given_layout"] = g["layout"]
         rec["auto_error"] = np.nan
         try:
             # as a reviewer who does not know the run's fabric would link it
@@ -1020,7 +1044,8 @@ def _hours(x) -> str:
 
 def format_whole_runs(res: pd.DataFrame) -> str:
     lines = [f"{'run':18s} {'published':>10s} {'review':>10s} {'error':>8s} {'napkin':>10s} "
-             f"{'error':>8s} {'GPUs':>6s} {'MFU':>6s} {'goodput':>7s} {'fits':>5s}  layout"]
+             f"{'error':>8s} {'own lay.':>8s} {'GPUs':>6s} {'MFU':>6s} {'goodput':>7s} "
+             f"{'fits':>5s}  layout"]
     for _, r in res.iterrows():
         mark = "" if r["in_statistics"] else " *"
         mfu = "" if pd.isna(r["mfu"]) else f"{100 * r['mfu']:.1f}%"
@@ -1029,8 +1054,11 @@ def format_whole_runs(res: pd.DataFrame) -> str:
         lines.append(f"{r['id'] + mark:18s} {_hours(r['published_gpu_hours']):>10s} "
                      f"{_hours(r['gpu_hours']):>10s} {_pct(r['error']):>8s} "
                      f"{_hours(r['napkin_gpu_hours']):>10s} {_pct(r['napkin_error']):>8s} "
+                     f"{_pct(r.get('layout_error', np.nan)):>8s} "
                      f"{r['gpus']:>6d} {mfu:>6s} {gp:>7s} {str(r['fits']):>5s}  {tail}")
-    return "\n".join(lines)
+    return ("\n".join(lines) + "\n'own lay.': the review's error given the run's published layout "
+            "(data/whole_runs.csv published_layout: the keys the source states; the planner "
+            "chooses the rest)")
 
 
 def whole_runs_summary(res: pd.DataFrame) -> str:
@@ -1049,6 +1077,11 @@ def whole_runs_summary(res: pd.DataFrame) -> str:
         a = use["auto_error"].abs()
         line += (f"\nthe same runs without their fabric (the GPU's usual one): review mean "
                  f"|error| {100 * a.mean():.1f}%, max {100 * a.max():.1f}%")
+    if "layout_error" in use and use["layout_error"].notna().any():
+        lay = use[use["layout_error"].notna()]
+        line += (f"\n{len(lay)} of them with a published layout: review mean |error| "
+                 f"{100 * lay['error'].abs().mean():.1f}% with its own layout, "
+                 f"{100 * lay['layout_error'].abs().mean():.1f}% given the run's")
     if "gpus_published" in use and 0 < use["gpus_published"].sum() < len(use):
         # a run whose GPU count is assumed is reviewed at a size it may not have run at
         pub = use[use["gpus_published"]]

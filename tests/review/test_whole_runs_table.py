@@ -6,6 +6,7 @@ import contextlib
 import io
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -187,6 +188,48 @@ def test_the_summary_counts_reported_and_derived_rows_only():
     # the run with its published count: review 10%, napkin 30%
     assert "1 of them with the GPU count the run published: review mean |error| 10.0%, " \
            "max 10.0%; napkin mean |error| 30.0%, max 30.0%" in line
+
+
+def test_the_summary_sets_a_published_layout_beside_the_reviews_own():
+    res = pd.DataFrame({"id": ["a", "b", "c"], "error": [0.10, -0.40, 0.05],
+                        "napkin_error": [0.30, -0.10, 0.0], "in_statistics": [True] * 3,
+                        "layout_error": [0.20, -0.20, np.nan]})
+    # the two runs with a layout: own |10%| and |40%| (mean 25.0%), given |20%| and |20%| (20.0%)
+    assert "2 of them with a published layout: review mean |error| 25.0% with its own layout, " \
+           "20.0% given the run's" in VALIDATE.whole_runs_summary(res)
+
+
+#: link keys of a published layout, and the review JSON layout field each one sets
+LAYOUT_FIELDS = {"tp": "tp", "pp": "pp", "vp": "vp", "cp": "cp", "ep": "ep", "etp": "etp",
+                 "micro_batch": "micro_batch", "zero": "zero_stage", "recompute": "recompute"}
+
+
+def test_published_layouts_are_review_keys_and_the_review_runs_them_as_given(table):
+    res = table[0].set_index("id")
+    given = ROWS[ROWS["published_layout"].notna()]
+    # BLOOM, Pythia, StarCoderBase, DeepSeek-V2/V3, Llama 3.1 405B, SmolLM3, Falcon, TinyLlama
+    assert len(given) >= 10
+    for _, row in given.iterrows():
+        keys = dict(kv.split("=") for kv in row["published_layout"].split("&"))
+        assert set(keys) <= set(LAYOUT_FIELDS), row["id"]
+        r = res.loc[row["id"]]
+        assert r["layout_fits"] == True, (row["id"], r["layout_fits"])  # noqa: E712
+        lay = r["given_layout"]
+        for key, value in keys.items():
+            want = value if key == "recompute" else int(value)
+            assert lay[LAYOUT_FIELDS[key]] == want, (row["id"], key, lay)
+
+
+def test_the_reviews_own_layout_is_no_slower_than_the_published_one(table):
+    # the planner ranks every layout it may choose by goodput-adjusted time and takes the
+    # simplest within SIMPLEST_WITHIN (2%) of the fastest: a run's published layout, reviewed
+    # on the same cluster, batch and stack, may tie it but never beat it by more than that
+    from llmcost.review.stages import SIMPLEST_WITHIN
+    res = table[0]
+    res = res[res["layout_error"].notna()]
+    own = 1 + res["error"].to_numpy()
+    given = 1 + res["layout_error"].to_numpy()
+    assert (own <= given * (1 + SIMPLEST_WITHIN) + 1e-9).all(), res[["id", "error", "layout_error"]]
 
 
 def test_the_printed_table_and_the_command_line_section(table):
