@@ -34,7 +34,7 @@ LANDING = ["index.ipynb", "review.ipynb"]
 
 #: Preheated kernels per notebook (~140 MB each once the app is built): eight for the review
 #: app (the link a review shares: 8 reviewers opening it at once each get an executed
-#: notebook), two for the landing page, one for each other app = 15 kernels, ~2.1 GB idle
+#: notebook), two for the landing page, one for each of the six other apps = 16 kernels, ~2.2 GB idle
 #: of 24 GiB. A kernel taken from a pool is replaced FILL_DELAY_S later: a refill costs a
 #: full notebook run, and refilling while a burst is still loading takes the cores from its
 #: pages. Two minutes cover a burst of 8 simultaneous visits (benchmarks/load.py measures
@@ -57,7 +57,7 @@ CULL = {"cull_interval": 30, "cull_idle_timeout": 90, "cull_connected": False}
 
 #: Kernels talk to the server over Unix sockets in their runtime folder, not TCP ports. Over
 #: TCP each kernel's five ports are picked by binding port 0 and letting go, and the kernel
-#: binds them later: with the 15 pool kernels starting at once, another kernel or an
+#: binds them later: with the 16 pool kernels starting at once, another kernel or an
 #: outgoing connection can take one in between ("ZMQError: Address already in use"), and
 #: the pool holds a dead kernel that a visitor's page waits 60 s on (seen in
 #: benchmarks/load.py's server log, 2026-12-03). IPC sockets are created by the kernel
