@@ -20,7 +20,7 @@ from tornado.web import HTTPError
 from traitlets import Integer
 
 #: Page kernels allowed by default. Sized for a 2-core, 24 GiB machine: 24 page kernels + the
-#: 15 preheated ones x ~150 MB = 5.9 GB at most; CPU is the binding limit (a fresh page
+#: 16 preheated ones x ~150 MB = 6.0 GB at most; CPU is the binding limit (a fresh page
 #: costs ~5 CPU-seconds), and beyond ~24 simultaneous pages every page would wait longer
 #: than the minute the busy page promises.
 DEFAULT_MAX_KERNELS = 24
