@@ -1683,14 +1683,21 @@ def recompute_working_bytes(none_bytes, kept_bytes, recompute="none", recompute_
     .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §5 (full recomputation stores the
        layer input and recomputes the rest in the backward pass).
     """
+    whole = rebuilds_whole_layers(recompute, recompute_modules)
+    none = v.nonnegative("none_bytes", none_bytes)
+    kept = v.nonnegative("kept_bytes", kept_bytes)
+    return v.result(np.where(whole, np.maximum(none - kept, 0.0), 0.0))
+
+
+def rebuilds_whole_layers(recompute="none", recompute_modules=()):
+    """True where a recompute variant rebuilds a whole layer for its backward: full
+    recomputation, or torchtitan's per-op policy (``op_sac``) among the named modules
+    (:func:`recompute_working_bytes`). Same shape as ``recompute``."""
     rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
     # checked against its model by the caller (memory_per_gpu); here only the name matters
     names = (recompute_modules.split(",") if isinstance(recompute_modules, str)
              else tuple(recompute_modules or ()))
-    layer_policy = "op_sac" in [n.strip() for n in names]
-    none = v.nonnegative("none_bytes", none_bytes)
-    kept = v.nonnegative("kept_bytes", kept_bytes)
-    return v.result(np.where((rec == "full") | layer_policy, np.maximum(none - kept, 0.0), 0.0))
+    return (rec == "full") | ("op_sac" in [n.strip() for n in names])
 
 
 def _stage_memory(model, stage, n, rank, c):
@@ -1877,7 +1884,7 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
                                               flash_attention, mods, lin, moe_capacity_factor,
                                               moe_probs_at)
     c["recompute_bytes"] = 0.0
-    if np.any(np.asarray(recompute) == "full") or "op_sac" in mods:
+    if np.any(rebuilds_whole_layers(recompute, mods)):
         # the layer with nothing recomputed: what a layer-wide recompute rebuilds against
         # (a second activation count, paid only when some layout rebuilds whole layers)
         none = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"], c["etp"],

@@ -247,6 +247,11 @@ def test_full_recompute_rebuilds_one_layer_at_a_time():
     # are rebuilt one at a time and not counted
     assert mem.recompute_working_bytes(none, full, "none", "op_sac") == none - full
     assert mem.recompute_working_bytes(none, full, "none", "layernorm") == 0.0
+    # one rule for which variants rebuild whole layers, shaped as ``recompute``
+    np.testing.assert_array_equal(
+        mem.rebuilds_whole_layers(np.array(["none", "selective", "full"])), [False, False, True])
+    np.testing.assert_array_equal(
+        mem.rebuilds_whole_layers(np.array(["none", "selective"]), ("op_sac",)), [True, True])
     # a middle stage of PP 4 (20 layers, 3 micro-batches in flight under 1F1B) adds it once
     st = dict(seq_len=8192, micro_batch=1, tp=8, pp=4, num_microbatches=16)
     mid = mem.stage_activation_bytes(m, full, 20, stage="middle", recompute_bytes=rc[2], **st)
