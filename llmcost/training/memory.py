@@ -1690,9 +1690,31 @@ def recompute_working_bytes(none_bytes, kept_bytes, recompute="none", recompute_
 
 
 def rebuilds_whole_layers(recompute="none", recompute_modules=()):
-    """True where a recompute variant rebuilds a whole layer for its backward: full
-    recomputation, or torchtitan's per-op policy (``op_sac``) among the named modules
-    (:func:`recompute_working_bytes`). Same shape as ``recompute``."""
+    r"""True where a recompute variant rebuilds a whole layer for its backward.
+
+    .. math:: R = [\text{recompute} = \text{full}] \lor [\text{op\_sac} \in \text{modules}]
+
+    Full recomputation keeps each layer's input only; torchtitan's per-op policy
+    (``op_sac``) checkpoints the whole layer the same way. Megatron's named modules are
+    rebuilt one at a time and do not count (:func:`recompute_working_bytes`).
+
+    Parameters
+    ----------
+    recompute : {"none", "selective", "full"} or array of these names
+    recompute_modules : str or sequence of str
+        Named modules (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`).
+
+    Returns
+    -------
+    rebuilds : bool or array
+        [-], the shape of ``recompute``.
+
+    References
+    ----------
+    .. [1] Chen et al. 2016, arXiv:1604.06174, §3.
+    .. [2] pytorch/torchtitan, torchtitan/models/llama3/parallelize.py (per-op selective
+       activation checkpointing, ``selective_ac_option = "op"``).
+    """
     rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
     # checked against its model by the caller (memory_per_gpu); here only the name matters
     names = (recompute_modules.split(",") if isinstance(recompute_modules, str)
