@@ -1,5 +1,6 @@
 """Shared browser-test machinery: Debian's chromium driven by Playwright, Voila on a free
-loopback port in its own process group. Test modules import the fixtures they use.
+loopback port in its own process group. The fixtures (``browser``, ``page``, ``voila``: one
+chromium and one server for the whole session) are in tests/conftest.py.
 
 Without /usr/bin/chromium the importing module skips, saying why, unless
 LLMCOST_REQUIRE_BROWSER is set (CI sets it: there the browser tests must run).
@@ -49,37 +50,38 @@ def workbook_cmd(port, *extra):
             "--Voila.ip=127.0.0.1", *extra]
 
 
-@pytest.fixture(scope="module")
-def voila():
-    port = free_port()
-    (ROOT / "artifacts").mkdir(exist_ok=True)
-    proc = start_server(workbook_cmd(port), ROOT / "notebooks", ROOT / "artifacts" / "voila.log",
-                        port=port)
-    yield f"http://127.0.0.1:{port}/voila/render"
-    stop_server(proc)
+#: the browser tests' server: one preheated kernel per notebook, refilled at once (the
+#: production pools hold 16 kernels refilled after 2 minutes; llmcost.server.app.POOLS), so
+#: one server serves the whole session without starving the two cores
+TEST_POOLS = '{"default": {"pool_size": 1}}'
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+def test_workbook_cmd(port):
+    """The workbook server as the browser tests run it (see :data:`TEST_POOLS`)."""
+    return workbook_cmd(port, f"--VoilaKernelManager.kernel_pools_config={TEST_POOLS}",
+                        "--VoilaKernelManager.fill_delay=0")
 
 
-@pytest.fixture
-def page(browser):
+def launch_browser(p):
+    """Debian's chromium, headless, as every browser test drives it."""
+    return p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+
+
+def new_page(browser):
+    """A page in its own context, 1400 x 1500; :func:`leave_page` closes it."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1500})
-    pg = ctx.new_page()
-    yield pg
-    # leave the page as a reviewer closing the tab does (closing the context skips
-    # beforeunload): Voila's beacon then shuts its kernel down, so the pages of a module
-    # sharing one server do not pile up kernels toward its cap until the idle cull
+    return ctx.new_page()
+
+
+def leave_page(pg):
+    """Leave the page as a reviewer closing the tab does (closing the context skips
+    beforeunload): Voila's beacon then shuts its kernel down, so the pages of a session
+    sharing one server do not pile up kernels toward its cap until the idle cull."""
     try:
         pg.goto("about:blank", timeout=10_000)
     except Exception:   # noqa: BLE001 - a page a test closed or crashed has nothing to leave
         pass
-    ctx.close()
+    pg.context.close()
 
 
 def open_app(page, base, name, query=""):

@@ -156,6 +156,7 @@ def test_the_tables_cover_every_csv_in_data():
 
 @pytest.mark.parametrize("table,column,value,what", CASES,
                          ids=[f"{t}.{c}={v or 'empty'}" for t, c, v, _ in CASES])
+@pytest.mark.slow
 def test_a_bad_cell_names_file_row_and_column(tmp_path, table, column, value, what):
     d = _copy(tmp_path)
     _set_cell(d, table, column, value)
@@ -386,6 +387,7 @@ def test_cli_prints_one_line_and_exits_2(tmp_path, capsys, monkeypatch, argv, ta
     assert str(d / f"{table}.csv") in err and f"row {ROW}" in err and f"column {column}" in err
 
 
+@pytest.mark.slow
 def test_cli_missing_file_without_traceback(tmp_path):
     d = _copy(tmp_path)
     (d / "gpus.csv").unlink()

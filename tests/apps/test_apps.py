@@ -150,6 +150,7 @@ def test_spot_controls_show_what_the_figures_use():
 
 @pytest.mark.parametrize("typed, count, shown", [("100,000", 100_000, "100,000"),
                                                   ("16k", 16_000, "16,000"), ("2048", 2048, "2,048")])
+@pytest.mark.slow
 def test_counts_are_typed_as_people_write_them(typed, count, shown):
     # issue 31: "100,000" could not be typed in the GPUs box (a number box refuses the comma)
     p = SizingApp(query="")
@@ -199,6 +200,7 @@ def test_checkpoint_app_async_cuts_the_stall():
     assert p.results.reliability.goodput > 0.97
 
 
+@pytest.mark.slow
 def test_sizing_app_measured_scaling_upload():
     p = SizingApp(query="")
     csv = "nodes,tokens_per_s\n1,1000\n2,1950\n4,3800\n8,4800\n"
@@ -232,6 +234,7 @@ def test_report_carries_every_scenario_from_the_same_results(tmp_path):
     assert "Net savings" in g.read_text()
 
 
+@pytest.mark.slow
 def test_every_app_builds_without_errors():
     for cls in (ReviewApp, UtilizationApp, TcoApp, SpotApp,
                 SizingApp, CheckpointApp):
@@ -282,6 +285,7 @@ def test_utilization_app_compares_with_the_published_run_of_the_same_model():
     assert "sparsity" in p.notes.value
 
 
+@pytest.mark.slow
 def test_sizing_app_shows_the_ladder_of_the_cli(capsys):
     from llmcost.cli import main
     p = SizingApp(query="model=llama2-7b&finetune_tokens=1000000000")
@@ -344,6 +348,7 @@ def test_a_file_with_one_bad_value_loads_the_rest_and_names_it():
 
 
 @pytest.mark.parametrize("query", ["", "model=llama3-8b&gpus=96&sizing=days&target_days=20"])
+@pytest.mark.slow
 def test_sizing_app_days_curve_passes_through_its_headline(query):
     # through the app: the shown days-vs-GPUs curve (sized by GPUs or by days) goes through
     # the point the app plots, which is the headline's days at the headline's GPUs
@@ -360,6 +365,7 @@ def test_sizing_app_days_curve_passes_through_its_headline(query):
     assert headline_text(p, "days").startswith(review.format_headline("days", d))
 
 
+@pytest.mark.slow
 def test_the_reports_assumptions_name_the_gpus_and_layout_the_figures_used():
     # issue 31: sizing by days used thousands of GPUs while the report's assumptions said
     # the GPUs box's 1,024
@@ -401,6 +407,7 @@ def test_the_cost_table_shows_the_figures_of_review_json():
 
 
 @pytest.mark.parametrize("cls", [ReviewApp, SizingApp])
+@pytest.mark.slow
 def test_a_config_json_upload_becomes_the_model_and_its_link(cls):
     # issue 31: a reviewer's own model in the apps, as the CLI's --model-config takes it
     from pathlib import Path

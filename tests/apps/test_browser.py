@@ -12,8 +12,8 @@ import re
 import time
 from pathlib import Path
 
-from browser_support import (ROOT, SHOTS, assert_no_error_text, browser, fill_number,  # noqa: F401
-                             open_app, page, shot, text_of, titles, voila, wait_change)
+from browser_support import (ROOT, SHOTS, assert_no_error_text, fill_number, open_app, shot, text_of,
+                             titles, wait_change)
 
 
 import pytest  # noqa: E402  (after browser_support, which skips without chromium)

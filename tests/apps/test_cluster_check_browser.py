@@ -3,8 +3,7 @@ curve drawn (issue 28)."""
 
 from pathlib import Path
 
-from browser_support import (assert_no_error_text, browser, open_app, page, shot,  # noqa: F401
-                             voila)
+from browser_support import assert_no_error_text, open_app, shot
 
 import pytest  # noqa: E402  (after browser_support, which skips without chromium)
 

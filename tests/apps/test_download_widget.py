@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import free_port, browser, page, start_server, stop_server  # noqa: F401
+from browser_support import free_port, start_server, stop_server
 
 pytestmark = pytest.mark.browser
 

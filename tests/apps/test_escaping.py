@@ -56,6 +56,7 @@ def test_esc_escapes_and_truncates():
 
 @pytest.mark.parametrize("payload", PAYLOADS)
 @pytest.mark.parametrize("cls", apps(), ids=lambda c: c.name)
+@pytest.mark.slow
 def test_link_payloads_are_inert_in_every_app(cls, payload):
     q = quote(payload, safe="")
     query = f"model={q}&gpus={q}&{q}=1&b.gpu={q}&c.{q}=2&price_offer={q}"

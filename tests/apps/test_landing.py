@@ -18,6 +18,7 @@ def test_registry_lists_every_app_once_review_first():
         assert cls.question.endswith("?") and cls.card_keys and cls.figures_from
 
 
+@pytest.mark.slow
 def test_cards_show_each_apps_own_headline_for_the_linked_scenario():
     q = "model=llama3-8b&gpus=64"
     page = Landing(query=q)

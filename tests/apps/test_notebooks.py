@@ -5,16 +5,18 @@ import json
 import os
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 pytestmark = pytest.mark.slow
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 
 
-def run(path: Path, query: str = "") -> nbformat.NotebookNode:
+def run(path: Path, query: str = ""):
+    """The executed notebook (an nbformat NotebookNode)."""
+    # imported here: nbformat's schema validator takes ~3 s to import, at every collection
+    import nbformat
+    from nbclient import NotebookClient
     nb = nbformat.read(path, as_version=4)
     old = os.environ.get("QUERY_STRING")
     os.environ["QUERY_STRING"] = query
@@ -34,6 +36,8 @@ def outputs(nb):
 
 
 def test_one_thin_notebook_per_registered_app_and_the_landing_page():
+    import nbformat
+
     from llmcost.apps.registry import apps
     assert {p.stem for p in NOTEBOOKS} == {c.name for c in apps()} | {"index"}
     assert [c.name for c in apps()][0] == "review"
@@ -66,6 +70,7 @@ def test_notebook_executes_cleanly(path):
 def run_with_cell(name: str, code: str, query: str = "", folder: Path | None = None):
     """Run notebook ``name`` with one more cell (``code``) after it; return the notebook and
     the text that cell printed. The copy lives beside the notebooks (or in ``folder``)."""
+    import nbformat
     nb = nbformat.read(NOTEBOOKS[0].parent / f"{name}.ipynb", as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(code))
     path = (folder or NOTEBOOKS[0].parent) / f"_probe_{name}.ipynb"

@@ -143,6 +143,7 @@ def test_compare_deltas_are_the_relative_changes_of_two_evaluations(cat):
                                               ("GPUs", ["+100.0%"])]
 
 
+@pytest.mark.slow
 def test_the_report_of_a_panel_built_without_widgets(cat):
     s = Scenario(model="llama3-70b", tokens=15e12, sizing="days", target_days=30, gpus=1024)
     p = ReviewApp(scenario=s, catalog=cat, build=False)

@@ -17,6 +17,9 @@ from llmcost.apps.plotview import shown_figure
 from llmcost.apps.registry import apps
 from llmcost.apps.review_app import ReviewApp
 
+# whole reviews and app builds: make test, not the fast loop
+pytestmark = pytest.mark.slow
+
 QUERIES = {
     "default": "",
     "changed": "model=llama3-70b&gpus=2048&fabric=roce-400",

@@ -33,6 +33,7 @@ LINKS = [
 
 
 @pytest.mark.parametrize("link", LINKS)
+@pytest.mark.slow
 def test_headline_is_llmcost_serve_json_for_the_same_query(link, capsys):
     p = ServingApp(query=link)
     assert p.results is not None, p.status.value

@@ -3,8 +3,7 @@ its share link opens the same headline."""
 
 import time
 
-from browser_support import (assert_no_error_text, browser, open_app, page, shot,  # noqa: F401
-                             text_of, titles, voila, wait_change)
+from browser_support import assert_no_error_text, open_app, shot, text_of, titles, wait_change
 
 import pytest  # noqa: E402  (after browser_support, which skips without chromium)
 

@@ -99,6 +99,7 @@ def test_errors_are_one_line_exit_2(capsys, argv, param):
     assert param.replace("_", "-") in err or param in err
 
 
+@pytest.mark.slow
 def test_console_script_installed():
     # the script installed beside this interpreter, not whatever else PATH may hold
     exe = str(Path(sys.executable).parent / "llmcost")
@@ -213,6 +214,7 @@ def test_checkpoint_contract(capsys):
     assert 0 < r["goodput"] <= 1 and r["daly_interval_s"] < r["young_interval_s"]
 
 
+@pytest.mark.slow
 def test_size_contract(capsys):
     r = run_json(capsys, "size", "--model", "llama3-8b", "--tokens", "1e12", "--days", "20",
                  "--gpu", "h100-sxm")

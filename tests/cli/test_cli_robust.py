@@ -24,7 +24,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
+from budget import examples
 
 from llmcost import catalog
 from llmcost.cli import build_parser, main
@@ -226,8 +227,32 @@ VALID = {
             str(p) for p in [*CLUSTER.glob("*.prom"), *CLUSTER.glob("dcgmi_*")])))),
 }
 
-#: examples per subcommand: the whole file stays under a minute on 2 cores; plan and size
-#: evaluate thousands of layouts per call (30-70 ms against ~5 ms)
+#: a valid call per subcommand, with the flags that are in it
+BASE = {
+    "check": ["--nccl-tests", str(CLUSTER / "nccl_all_reduce_a3mega_h100_16.txt"), "--gpu", "h100-sxm"],
+    "breakeven": ["--cloud-usd-per-node-hour", "60", "--onprem-capex-usd-per-node", "400000",
+                  "--utilization", "0.8"],
+    "checkpoint": ["--checkpoint-s", "60", "--gpus", "1024"],
+    "flops": ["--model", "llama3-8b", "--tokens", "1e12"],
+    "ladder": ["--model", "llama3-8b"],
+    "list": ["gpus"],
+    "memory": ["--model", "llama3-8b", "--gpus", "16", "--tp", "2", "--pp", "1"],
+    "mfu": ["--model", "llama3-8b", "--gpu", "h100-sxm", "--global-batch", "1024",
+            "--steps", "100", "--gpus", "64", "--wall-clock-s", "36000"],
+    "plan": ["--model", "llama3-8b", "--gpu", "h100-sxm", "--gpus", "16",
+             "--global-batch", "64"],
+    "predict": ["--model", "llama3-8b", "--gpu", "h100-sxm", "--gpus", "16", "--tp", "2",
+                "--pp", "1", "--global-batch", "64"],
+    "review": ["--query", "model=llama3-8b&gpu=h100-sxm&gpus=64&tokens=1e11"],
+    "serve": ["--query", "model=llama3-8b&gpu=h100-sxm&tp=1&isl=1000&osl=1000"],
+    "size": ["--model", "llama3-8b", "--days", "30", "--tokens", "1e12"],
+    "spot": ["--discount", "0.6", "--preemptions-per-day", "2",
+             "--lost-hours-per-preemption", "0.5"],
+    "storage": ["--query", "model=llama3-8b&gpu=h100-sxm&gpus=64&tokens=1e11"],
+}
+
+#: examples per subcommand at full budget (make test-grid; make test draws budget.examples of
+#: them); plan and size evaluate thousands of layouts per call (30-70 ms against ~5 ms)
 EXAMPLES = {"plan": 200, "size": 150, "review": 300, "storage": 200}
 DEFAULT_EXAMPLES = 400
 #: hostile flags added to a call
@@ -390,6 +415,7 @@ REGRESSIONS = [
 
 @pytest.mark.parametrize("argv, code, text", REGRESSIONS,
                          ids=[" ".join(a[:1] + [x[:24] for x in a[-2:]]) for a, _, _ in REGRESSIONS])
+@pytest.mark.slow
 def test_regressions(argv, code, text):
     argv = [*argv, "--json"]
     assert check_call(argv) == code
@@ -431,10 +457,11 @@ def test_every_subcommand_has_a_valid_call():
 def test_no_input_prints_a_traceback(command, scenario_files):
     codes = Counter()
 
-    @settings(max_examples=EXAMPLES.get(command, DEFAULT_EXAMPLES), deadline=None,
+    @settings(max_examples=examples(EXAMPLES.get(command, DEFAULT_EXAMPLES)), deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                      HealthCheck.function_scoped_fixture])
     @given(argv=argv_for(command, scenario_files))
+    @example(argv=[command, *BASE[command], "--json"])     # the answered path, whatever the draws
     def check(argv):
         codes[check_call(argv)] += 1
 

@@ -73,6 +73,7 @@ def test_the_link_carries_the_config_fields():
      "--top", "1"],
     ["size", "--tokens", "1e11", "--days", "30", "--gpu", "h100-sxm"],
 ])
+@pytest.mark.slow
 def test_architecture_commands_take_a_config(cmd):
     path = str(CONFIGS / "llama3.1-8b.json")
     code, out, err = run([cmd[0], "--model-config", path, *cmd[1:], "--json"])

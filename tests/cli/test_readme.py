@@ -46,6 +46,7 @@ def test_the_readme_shows_every_subcommand():
 
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=[" ".join(c[:3]) for c in COMMANDS])
+@pytest.mark.slow
 def test_readme_command_runs(argv, capsys):
     _runs(argv, capsys)
 

@@ -67,6 +67,7 @@ def test_cost_per_useful_gpu_hour():
 @settings(max_examples=60, deadline=None)
 @given(st.floats(1, 200), st.floats(1, 200), st.floats(1e4, 1e6), st.floats(0.01, 1.0),
        st.floats(0, 1e4))
+@pytest.mark.slow
 def test_breakeven_never_rises_with_cloud_price(p1, p2, capex, u, opex):
     lo, hi = sorted((p1, p2))
     assert tco.breakeven_months(hi, capex, u, opex) <= tco.breakeven_months(lo, capex, u, opex)
@@ -192,6 +193,7 @@ def test_ib_vs_roce_18_vs_43_days_does_not_follow():
     assert 0.98 / 0.71 == pytest.approx(1.38, abs=0.01)   # the ratio the efficiencies give
 
 
+@pytest.mark.slow
 def test_size_cluster_meets_target_above_memory_floor():
     m = CAT.model("llama2-70b")
     S = sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 30, usd_per_gpu_hour={"on_demand": 6.88})

@@ -30,6 +30,7 @@ def cli_json(capsys, *argv):
 
 # ------------------------------------------------------------------ never a traceback
 
+@pytest.mark.slow
 def test_issue_size_case_answers(capsys):
     # the issue's command raised KeyError: 'fits'
     r = cli_json(capsys, "size", "--model", "llama3-405b", "--tokens", "2e12", "--days", "10",
@@ -43,6 +44,7 @@ def test_issue_size_case_answers(capsys):
             f"days ({near['fastest_days']:.1f} with headroom") in r["notes"][0]
 
 
+@pytest.mark.slow
 def test_nearest_tokens_within_target_are_met_at_the_fastest_size():
     m = CAT.model("llama3-405b")
     S = sizing.size_cluster(m, 2e12, A100, NVL3, ROCE, 10)
@@ -69,6 +71,7 @@ def test_plan_with_no_valid_layout_is_well_formed(capsys):
     ["size", "--model", "llama3-8b", "--tokens", "1e12", "--days", "10", "--seq-len", "7"],
     ["size", "--model", "llama3-405b", "--days", "1", "--gpu", "l40s", "--max-power-mw", "0.01"],
 ])
+@pytest.mark.slow
 def test_size_odd_inputs_answer(capsys, argv):
     r = cli_json(capsys, *argv)
     assert r["meets_target"] in (True, False) and isinstance(r["notes"], list)
@@ -94,6 +97,7 @@ def test_size_bad_values_still_refused(capsys):
     ("gpt3-175b", 300e9, 30, A100, NVL3, CAT.fabric("ib-hdr")),
     ("llama3-405b", 2e12, 10, A100, NVL3, ROCE),        # infeasible: the nearest size
 ])
+@pytest.mark.slow
 def test_sizing_days_equal_a_fresh_plan_at_that_size(mid, tokens, days, gpu, up, out):
     m = CAT.model(mid)
     S = sizing.size_cluster(m, tokens, gpu, up, out, days)
@@ -119,6 +123,7 @@ def test_sizing_days_equal_a_fresh_plan_at_that_size(mid, tokens, days, gpu, up,
     assert row["days"] == pytest.approx(d, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_sizing_is_fast_for_llama3_405b():
     m = CAT.model("llama3-405b")
     sizing.size_cluster(m, 15e12, H100, NVL4, NDR, 90)       # warm numpy up
@@ -169,6 +174,7 @@ def test_power_envelope_binds():
     assert e.value.param == "max_power_mw"
 
 
+@pytest.mark.slow
 def test_power_envelope_on_the_cli(capsys):
     r = cli_json(capsys, "size", "--model", "llama2-70b", "--tokens", "2e12", "--days", "30",
                  "--max-power-mw", "0.5", "--power-kw-per-gpu", "1.275", "--pue", "1.58")
@@ -321,6 +327,7 @@ def test_seed_003_each_rung_about_ten_times_the_one_below():
     assert r["pretrain"].cost_usd / r["full"].cost_usd > 100
 
 
+@pytest.mark.slow
 def test_ladder_cli(capsys):
     seed_gpus = [x for g in SEED_GPUS + ("gb300",) for x in ("--gpu", g)]
     r = cli_json(capsys, "ladder", "--model", "llama2-7b", *seed_gpus)

@@ -79,6 +79,7 @@ _args = st.tuples(
 
 @settings(max_examples=400, deadline=None)
 @given(_args)
+@pytest.mark.slow
 def test_implied_lost_hours_is_the_exact_inverse(args):
     d, r, share, R, W, beta, rf, wf = args
     # keep both runs finishable: spend at most 95% of a day's budget

@@ -54,6 +54,7 @@ def test_simplest_first_puts_a_roomy_layout_ahead_of_a_tight_simpler_one():
         [68.7, 85.0, 40.0]
 
 
+@pytest.mark.slow
 def test_plan_refuses_a_margin_out_of_range():
     r = evaluate(Scenario.from_query(TIGHT, CAT)[0], CAT)
     with pytest.raises(ValueError, match="memory_margin"):

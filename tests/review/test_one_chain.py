@@ -1,16 +1,24 @@
-"""One answer per question: `llmcost size`, the ladder's pretraining rung, the sizing app and
-`llmcost review` compute a run through the same review chain."""
+"""One answer per question: `llmcost size`, the ladder's pretraining rung, the apps and
+`llmcost review` compute a run through the same review chain.
 
+The structural check records the resolved inputs (``stages.resolve``'s :class:`Inputs`) each
+entry point hands the chain, on every covering point (tests/points.py), and asserts they are
+one object's worth of values; the figures are then checked equal on a few runs here and on
+every catalog model x priced GPU in ``make test-grid``."""
+
+import dataclasses
 import json
 
 import pytest
+from points import POINTS
 
 from llmcost import catalog
+from llmcost.apps.review_app import ReviewApp
 from llmcost.apps.sizing_app import SizingApp
 from llmcost.cli import main
 from llmcost.economics import sizing
-from llmcost.review import evaluate, ladder
-from llmcost.scenario import Scenario
+from llmcost.review import chain, evaluate, ladder, stages
+from llmcost.scenario import FIELDS, Scenario
 
 CAT = catalog.default()
 PRICED = sorted(sizing.cheapest_on_demand(CAT.prices()))
@@ -51,6 +59,7 @@ def agree(capsys, model, gpu, tokens, days):
     return rev
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gpu", ["h100-sxm", "b200", "gb200"])
 def test_the_issue_run_has_one_answer(capsys, gpu):
     # the issue's question: 70B dense, 15T tokens, 90 days
@@ -58,6 +67,7 @@ def test_the_issue_run_has_one_answer(capsys, gpu):
     assert rev["meets_target"] and rev["days"] <= 90
 
 
+@pytest.mark.slow
 def test_the_sizing_app_agrees_with_the_review_in_gpus_mode():
     q = "model=llama3-8b&gpu=h200&gpus=256&tokens=1e12"
     app = SizingApp(query=q).results.to_json()
@@ -66,7 +76,104 @@ def test_the_sizing_app_agrees_with_the_review_in_gpus_mode():
     assert app["costs_usd"] == pytest.approx(rev["costs_usd"], rel=REL)
 
 
+class Resolved(BaseException):
+    """Raised by the recording chain once the inputs are resolved: no path can catch it as an
+    error (apps and the CLI catch Exception), so the first hand-over is what is recorded."""
+
+    def __init__(self, inputs):
+        super().__init__("resolved")
+        self.inputs = inputs
+
+
+def _stop_at_resolve(s, cat):
+    raise Resolved(stages.resolve(s, cat))
+
+
+def handed_over(monkeypatch, call):
+    """The Inputs an entry point hands the review chain (the chain stops right after)."""
+    monkeypatch.setattr(chain, "DEFAULT_CHAIN",
+                        dataclasses.replace(chain.DEFAULT_CHAIN, resolve=_stop_at_resolve))
+    monkeypatch.setattr(chain, "_CACHE", type(chain._CACHE)())
+    with pytest.raises(Resolved) as got:
+        call()
+    return got.value.inputs
+
+
+def resolved_values(inp):
+    """The inputs as the chain reads them: every field, with the scenario's fabric as the one
+    it resolved to ("auto" is the GPU's usual fabric, the same run as naming it)."""
+    s = inp.scenario
+    if s.fabric == "auto":
+        s = dataclasses.replace(s, fabric=inp.scale_out.id)
+    return {**{f.name: getattr(inp, f.name) for f in dataclasses.fields(inp)}, "scenario": s}
+
+
+#: the Scenario fields `llmcost size` and `llmcost ladder` take as flags
+SIZE_FLAGS = {"model", "gpu", "tokens", "sizing", "target_days", "precision", "fabric"}
+
+
+def entry_points(s: Scenario):
+    """Every entry point that can state scenario ``s``: name -> a call that reviews it."""
+    q = s.to_query()
+    paths = {"evaluate": lambda: evaluate(Scenario.from_query(q)[0]),
+             "llmcost review": lambda: main(["review", "--query", q, "--json"]),
+             "review app": lambda: ReviewApp(query=q),
+             "sizing app": lambda: SizingApp(query=q)}
+    changed = {f for f in FIELDS if getattr(s, f) != FIELDS[f].default}
+    # the ladder prices its rungs from the catalog: only GPUs with an on-demand offer
+    priced = s.gpu in PRICED
+    days = f"{s.target_days:g}"
+    if s.sizing == "days" and priced:
+        paths["ladder (library)"] = lambda: ladder(CAT.model(s.model), CAT, pretrain_tokens=s.tokens,
+                                                   pretrain_days=s.target_days, gpu_ids=[s.gpu], base=s)
+    if s.sizing == "days" and changed <= SIZE_FLAGS:
+        paths["llmcost size"] = lambda: main(["size", "--model", s.model, "--gpu", s.gpu,
+                                             "--tokens", repr(s.tokens), "--precision",
+                                             s.precision, "--days", days, "--json"])
+        if s.precision == "bf16" and priced:
+            paths["llmcost ladder"] = lambda: main(
+                ["ladder", "--model", s.model, "--gpu", s.gpu, "--pretrain-tokens",
+                 repr(s.tokens), "--pretrain-days", days, "--json"])
+    return paths
+
+
+#: days-mode points as `size` and the CLI ladder state them (defaults beside the point's model,
+#: GPU, tokens and days), so that those two paths are checked on every GPU generation
+FLAG_POINTS = [Scenario(model=s.model, gpu=s.gpu, tokens=s.tokens, sizing="days",
+                        target_days=s.target_days) for s in POINTS if s.sizing == "days"]
+
+
+@pytest.mark.parametrize("s", POINTS + FLAG_POINTS,
+                         ids=[f"{s.model}-{s.gpu}-{s.stack}-{s.sizing}" for s in POINTS]
+                         + [f"{s.model}-{s.gpu}-flags" for s in FLAG_POINTS])
+def test_every_entry_point_hands_the_chain_the_same_inputs(monkeypatch, capsys, s):
+    paths = entry_points(s)
+    got = {name: handed_over(monkeypatch, call) for name, call in paths.items()}
+    ref = resolved_values(got["evaluate"])
+    assert ref["scenario"].model == s.model and ref["gpu"].id == s.gpu
+    for name, inp in got.items():
+        values = resolved_values(inp)
+        diff = [k for k in ref if values[k] != ref[k]]
+        assert not diff, (name, {k: (values[k], ref[k]) for k in diff})
+    if s in FLAG_POINTS:
+        assert "llmcost size" in got
+        if s.gpu in PRICED:
+            assert {"llmcost ladder", "ladder (library)"} <= set(got)
+
+
+def test_the_flag_points_reach_size_and_the_cli_ladder_on_every_priced_generation():
+    gens = {CAT.gpu(s.gpu).generation for s in FLAG_POINTS if s.gpu in PRICED}
+    assert gens == {CAT.gpu(g).generation for g in PRICED}
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("s", [p for p in POINTS if p.sizing == "days" and p.gpu in PRICED][:3],
+                         ids=lambda s: f"{s.model}-{s.gpu}")
+def test_points_have_one_answer(capsys, s):
+    agree(capsys, s.model, s.gpu, s.tokens, s.target_days)
+
+
+@pytest.mark.grid
 @pytest.mark.parametrize("gpu", PRICED)
 @pytest.mark.parametrize("model", list(CAT.models()["id"]))
 def test_grid_every_model_on_every_priced_gpu(capsys, model, gpu):
@@ -87,6 +194,7 @@ def test_grid_every_model_on_every_priced_gpu(capsys, model, gpu):
     assert app["costs_usd"] == pytest.approx(ref["costs_usd"], rel=REL)
 
 
+@pytest.mark.slow
 def test_ladder_names_each_rungs_offer(capsys):
     # fine-tune rungs rent the cheapest H100 offer (RunPod $21.52 / 8); the pretraining rung is
     # the review's run on its catalog offer (AWS p5 $55.04 / 8), and says so

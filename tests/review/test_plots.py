@@ -55,6 +55,7 @@ def test_every_figure_takes_compare_and_label():
 
 
 @pytest.mark.parametrize("case", list(SCENARIOS))
+@pytest.mark.slow
 def test_sizing_days_axis_is_bounded(results, case):
     r = results[case]
     fig = plots.sizing_curve(r)
@@ -79,6 +80,7 @@ def test_sizing_days_axis_is_bounded(results, case):
     assert 10 ** lo <= np.nanmin(days[ok]) and np.nanmax(days[ok]) <= 10 ** hi
 
 
+@pytest.mark.slow
 def test_failing_405b_has_sizes_off_the_scale(results):
     # the case the issue saw: 10^9 days at the largest sizes, now counted, not drawn
     t = review.series.sizing_series(results["failing-405b"])
@@ -120,6 +122,7 @@ def test_sizing_line_is_where_the_target_is_tested(results):
         [a.text for a in fig.layout.annotations]
 
 
+@pytest.mark.slow
 def test_sizing_by_gpus_reuses_one_sweep_across_gpu_counts():
     # sizing by days does not read the GPU count: moving it must not rerun the sweep
     a = review.evaluate(Scenario(model="llama3-8b", gpus=64))
@@ -207,6 +210,7 @@ def test_spot_legend_is_apart_from_its_colorbar(results):
 
 
 @pytest.mark.parametrize("case", list(SCENARIOS))
+@pytest.mark.slow
 def test_every_figure_is_finite_titled_and_clear_of_colorbars(results, case):
     r = results[case]
     for name in FIGURES:
@@ -232,6 +236,7 @@ def test_every_figure_is_finite_titled_and_clear_of_colorbars(results, case):
 
 
 @pytest.mark.parametrize("name", FIGURES)
+@pytest.mark.slow
 def test_compare_empty_is_the_single_figure(results, name):
     r = results["default"]
     fn = getattr(plots, name)

@@ -20,6 +20,7 @@ def review_json(capsys, query):
 
 
 @pytest.mark.parametrize("gpu", ["b200", "gb200", "h200"])
+@pytest.mark.slow
 def test_blackwell_and_h200_reviews_have_an_on_demand_dollar_answer(capsys, gpu):
     d = review_json(capsys, f"model=llama3-70b&gpu={gpu}&tokens=15e12&sizing=days&target_days=90")
     row = CAT.lookup("prices", d["price_offer"])

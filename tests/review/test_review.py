@@ -26,6 +26,7 @@ def run_json(capsys, *argv):
 
 # ------------------------------------------------------------------ the chain
 
+@pytest.mark.slow
 def test_gpus_mode_runs_no_sizing_stage():
     calls = []
 
@@ -76,6 +77,7 @@ def test_user_rows_reach_the_chain():
 
 # ------------------------------------------------------------------ findings, before -> after
 
+@pytest.mark.slow
 def test_size_case_answers_without_traceback(capsys):
     # before: KeyError 'fits' (economics/sizing.py)
     r = run_json(capsys, "size", "--model", "llama3-405b", "--tokens", "2e12", "--days", "10",
@@ -99,6 +101,7 @@ def test_review_query_of_the_issue(capsys):
     assert r["days"] == pytest.approx(evaluate(s).economics.days)
 
 
+@pytest.mark.slow
 def test_review_app_answers_llama3_405b_with_its_real_tokens():
     from llmcost.apps.review_app import ReviewApp
     p = ReviewApp(query="model=llama3-405b&tokens=15000000000000&gpus=16384")
@@ -218,6 +221,7 @@ def test_failure_defaults_reproduce_job_level_measurements():
     assert a.reliability.job_mtbf_h < 28.8 / 2
 
 
+@pytest.mark.slow
 def test_sizing_note_agrees_with_the_headline():
     # before: "the fastest (16128 GPUs) takes 231.8 days" next to a headline of 108.8 days
     r = evaluate(Scenario(model="llama3-405b", tokens=15e12, sizing="days", target_days=10))

@@ -1,19 +1,24 @@
-"""The whole review over a scenario grid: every catalog model x GPU x sizing mode, with the
-checkpoint mode and the price source alternating so that every pair of levels meets.
-Invariants a reviewer relies on, through the public entry points."""
+"""The whole review over scenarios: invariants a reviewer relies on, through the public entry
+points. ``make test`` runs them on the covering points (tests/points.py: every family, GPU
+generation, stack and sizing mode, every pair of generation, stack and sizing mode);
+``make test-grid`` on the whole grid: every catalog model x GPU x sizing mode, with the
+checkpoint mode and the price source alternating so that every pair of levels meets."""
 
+import functools
 import itertools
 import json
 import math
 
 import numpy as np
 import pytest
+from points import POINTS
 
 from llmcost import catalog
 from llmcost.cli import main
 from llmcost.review import evaluate, tco_series
 from llmcost.scenario import Scenario
 
+# whole reviews and app builds: make test, not the fast loop
 pytestmark = pytest.mark.slow
 
 CAT = catalog.default()
@@ -43,7 +48,14 @@ def grid():
                            tokens=2e12 if i % 3 else 3e11)
 
 
-GRID = list(grid())
+@functools.cache
+def grid_scenarios() -> tuple:
+    """The whole grid, built when a grid test runs (about a second: not at every collection)."""
+    return tuple(grid())
+
+
+#: the scenario sets: the covering points in make test, the whole grid in make test-grid
+SETS = {"points": lambda: POINTS, "grid": lambda: list(grid_scenarios())}
 
 
 def numbers(obj):
@@ -57,17 +69,24 @@ def numbers(obj):
         yield obj
 
 
+@pytest.fixture(scope="module", params=["points", pytest.param("grid", marks=pytest.mark.grid)])
+def scenarios(request):
+    return SETS[request.param]()
+
+
 @pytest.fixture(scope="module")
-def results():
-    return [evaluate(s) for s in GRID]
+def results(scenarios):
+    return [evaluate(s) for s in scenarios]
 
 
+@pytest.mark.grid
 def test_grid_size():
     # every model x GPU x sizing mode; checkpoint mode, price source and precision alternate
-    assert len(GRID) == len(MODELS) * len(GPUS) * 2 >= 400
-    levels = {(s.checkpoint_mode, s.price_source, s.sizing) for s in GRID}
+    grid_ = grid_scenarios()
+    assert len(grid_) == len(MODELS) * len(GPUS) * 2 >= 400
+    levels = {(s.checkpoint_mode, s.price_source, s.sizing) for s in grid_}
     assert len(levels) == 8
-    assert {s.precision for s in GRID} == {"bf16", "fp8", "mxfp8"}
+    assert {s.precision for s in grid_} == {"bf16", "fp8", "mxfp8"}
 
 
 def test_every_figure_is_finite_and_non_negative(results):
@@ -119,7 +138,7 @@ def test_spot_cost_is_on_demand_less_the_net_savings(results):
 
 
 def test_renting_beats_buying_below_the_breakeven_horizon(results):
-    for r in results[::7]:
+    for r in results[::7] if len(results) > 100 else results:
         be = r.economics.breakeven_months
         if be is None:
             continue
@@ -136,8 +155,8 @@ def test_days_mode_meets_its_target_when_it_says_so(results):
             assert r.economics.days * (1 + r.scenario.headroom) <= r.scenario.target_days * 1.02
 
 
-def test_costs_rise_with_tokens():
-    for s in GRID[::37]:
+def test_costs_rise_with_tokens(scenarios):
+    for s in scenarios[::37] if len(scenarios) > 100 else scenarios:
         if s.sizing == "days":
             continue
         # at the same global batch (the batch rule would choose a larger one for the larger run)
@@ -156,8 +175,8 @@ def test_costs_rise_with_tokens():
             assert b.costs_usd["on_demand"] == pytest.approx(2 * a.costs_usd["on_demand"])
 
 
-def test_cli_review_gives_the_same_numbers(capsys):
-    for s in GRID[::53]:
+def test_cli_review_gives_the_same_numbers(capsys, scenarios):
+    for s in scenarios[::53] if len(scenarios) > 100 else scenarios:
         code = main(["review", "--query", s.to_query(), "--json"])
         out, err = capsys.readouterr()
         assert code == 0, err
@@ -168,7 +187,16 @@ def test_cli_review_gives_the_same_numbers(capsys):
             assert j[k] == ref[k], (s, k)
 
 
-@pytest.mark.parametrize("i,gpu", list(enumerate(GPUS)))
+def _one_per_generation():
+    """Every GPU; make test runs the first of each generation, make test-grid the rest."""
+    seen = set()
+    for i, gpu in enumerate(GPUS):
+        gen = CAT.gpu(gpu).generation
+        yield pytest.param(i, gpu, marks=() if gen not in seen else pytest.mark.grid, id=gpu)
+        seen.add(gen)
+
+
+@pytest.mark.parametrize("i,gpu", list(_one_per_generation()))
 def test_sizing_curve_by_gpus_passes_through_the_review_on_every_gpu(i, gpu):
     # sized by GPUs, the sizing app's days-vs-GPUs curve comes from the same scenario sized
     # by days (another chain run): on every GPU (models rotating) it exists and, at the

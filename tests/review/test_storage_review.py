@@ -106,6 +106,7 @@ def test_data_stall_from_the_dataset_tier():
     assert amp.economics.data_stall_share == pytest.approx(0.5, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_sizing_uses_the_same_data_stall():
     s = Scenario(model="llama3-70b", gpu="h100-sxm", sizing="days", target_days=30,
                  data_tier_read_gb_per_s=0.002)

@@ -127,6 +127,7 @@ def test_a_given_layout_that_does_not_fit_is_reported_not_replaced():
     # 256 / (3 x 4) is not whole
     ("tp=3&pp=4", "TP x PP x CP = 12 does not divide 256"),
 ])
+@pytest.mark.slow
 def test_a_given_layout_that_cannot_run_says_which_rule_it_breaks(keys, why):
     r = review_json("model=llama3-70b&gpu=h100-sxm&gpus=256&tokens=1e12&" + keys)
     assert r["layout"] is None and r["fits"] is False

@@ -113,6 +113,7 @@ def test_derived_hours_are_the_arithmetic_of_their_sources():
     assert hours["pythia-12b"] == 72_300
 
 
+@pytest.mark.slow
 def test_every_run_is_answered_and_fits(table):
     res, _ = table
     assert list(res["id"]) == list(ROWS["id"])
@@ -122,6 +123,7 @@ def test_every_run_is_answered_and_fits(table):
     assert (res["gpus"] == [VALIDATE.whole_run_gpus(r) for _, r in ROWS.iterrows()]).all()
 
 
+@pytest.mark.slow
 def test_every_run_is_also_reviewed_without_its_fabric(table):
     res, _ = table
     assert res["auto_error"].notna().all()

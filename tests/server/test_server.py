@@ -22,8 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from browser_support import (ROOT, free_port, browser, page, start_server,  # noqa: F401
-                             stop_server, workbook_cmd)
+from browser_support import ROOT, free_port, start_server, stop_server, workbook_cmd
 from llmcost.apps import assets
 from llmcost.server import app as server_app
 from llmcost.server.handlers import BUSY_TEXT
@@ -55,13 +54,16 @@ display(W.HTML(f'<span class="probe">query=[{html.escape(q)}] '
 
 TINY = "import ipywidgets as W\ndisplay(W.HTML('<b class=\"tiny\">tiny app</b>'))\n"
 
+# The apps' heartbeat at a quarter of its period and a fifth of its silence (3 s, 10 s): the
+# same rule, checked in seconds rather than tens of seconds. The work takes 2.5x the silence.
 HEARTBEAT = """import time
 import ipywidgets as W
 from llmcost.apps.heartbeat import Heartbeat
-b = W.Button(description="work 14 s")
+b = W.Button(description="work 5 s")
 b.add_class("slow-work")
-b.on_click(lambda _: time.sleep(14))
-display(W.VBox([W.HTML('<b class="hb-ready">ready</b>'), b, Heartbeat()]))
+b.on_click(lambda _: time.sleep(5))
+display(W.VBox([W.HTML('<b class="hb-ready">ready</b>'), b,
+                Heartbeat(period_s=0.75, lost_after_s=2.0)]))
 """
 
 
@@ -233,8 +235,8 @@ def test_closed_page_kernel_is_culled_open_page_kernel_is_kept(tmp_path, page):
     (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
     proc, base = serve_standalone(tmp_path, tmp_path.parent / f"{tmp_path.name}.log",
                                   "--preheat_kernel=False",
-                                  "--MappingKernelManager.cull_idle_timeout=6",
-                                  "--MappingKernelManager.cull_interval=2")
+                                  "--MappingKernelManager.cull_idle_timeout=4",
+                                  "--MappingKernelManager.cull_interval=1")
     try:
         page.goto(base + "/voila/render/tiny.ipynb", wait_until="commit", timeout=60_000)
         page.wait_for_selector(".tiny", timeout=60_000)       # connected: widgets live
@@ -245,7 +247,7 @@ def test_closed_page_kernel_is_culled_open_page_kernel_is_kept(tmp_path, page):
         closed = set(kernel_pids(proc.pid)) - open_kernels
         assert len(closed) == 1
         wait_for(lambda: not closed & set(kernel_pids(proc.pid)), 30, "the closed page's kernel")
-        time.sleep(8)   # more than the idle timeout again: the open page keeps its kernel
+        time.sleep(5)   # more than the idle timeout again: the open page keeps its kernel
         assert open_kernels <= set(kernel_pids(proc.pid))
     finally:
         stop_server(proc)
@@ -286,9 +288,10 @@ def test_connection_lost_banner_when_the_kernel_dies(tmp_path, page):
         page.goto(base + "/voila/render/hb.ipynb", wait_until="commit", timeout=60_000)
         page.wait_for_selector(".hb-ready", timeout=60_000)
         page.wait_for_selector(".llmc-heartbeat", state="attached", timeout=30_000)
-        # a long computation is not a lost connection
+        # a long computation is not a lost connection: no banner while it runs, nor after
+        # (the absence of a banner over a span can only be checked by waiting it out)
         page.locator(".slow-work").click()
-        page.wait_for_timeout(16_000)
+        page.wait_for_timeout(6_000)
         assert page.locator(".llmc-connection-lost").count() == 0
         pids = kernel_pids(proc.pid)
         assert len(pids) == 1, "the page's kernel, the only one of this server"
@@ -405,16 +408,16 @@ def test_a_pool_kernel_handed_to_a_page_gets_a_fresh_idle_window(tmp_path):
     # was gone (404) and its widgets showed as plain text.
     (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
     log = tmp_path.parent / f"{tmp_path.name}.log"
-    proc, base = serve_standalone(tmp_path, log, "--MappingKernelManager.cull_idle_timeout=6",
+    proc, base = serve_standalone(tmp_path, log, "--MappingKernelManager.cull_idle_timeout=4",
                                   "--MappingKernelManager.cull_interval=1")
     try:
         wait_for(lambda: "is filled with" in log.read_text(), 120, "the pool")
-        time.sleep(8)                  # the pool's kernel idle for longer than the timeout
+        time.sleep(5)                  # the pool's kernel idle for longer than the timeout
         assert "Culling '" not in log.read_text()        # spared while in its pool
         status, _, body = get(base + "/voila/render/tiny.ipynb")
         assert status == 200 and "Using pre-heated kernel" in log.read_text()
         kernel = page_kernel_id(body)
-        time.sleep(3)                  # the page still loading: three cull passes
+        time.sleep(2)                  # the page still loading: two cull passes
         status, _, _ = get(f"{base}/api/kernels/{kernel}")
         assert status == 200, log.read_text()[-3000:]
         # not spared for good: a page that never connects is culled after the timeout

@@ -22,6 +22,7 @@ def test_rows_cite_their_source():
                        ROWS.total_output_tokens_per_s / ROWS.tp, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_fit_quality_as_stated():
     # engines.FIT_NOTES: mean |pred / meas - 1| 18.8%, median 13.9%; a tolerance of one
     # point above catches a changed formula or constant

@@ -117,6 +117,7 @@ def test_dense_predictions_unchanged_by_moe_plumbing():
     assert float(p.ep_comm_s) == 0 and float(p.memory.expert_weights_bytes) == 0
 
 
+@pytest.mark.slow
 def test_planner_searches_expert_parallelism():
     g, up, out = _hw("b200")
     P = planner.plan(CAT.model("qwen3-235b-a22b"), g, up, out, 256, 1024, precision="mxfp8")
@@ -285,6 +286,7 @@ def test_recipe_graphs_explain_the_26_06_step_on_unchanged_layouts():
     assert 1.0 < p235 < 1.7
 
 
+@pytest.mark.slow
 def test_qwen3_residuals_on_nvl72_shrink_with_the_recipe_graphs():
     """Qwen3 on GB200 / GB300 (32 rows): predicting every row as eager leaves the 26.06+
     full-graph rows 25-40% slow; with each recipe's graph mode the mean signed residual of

@@ -1,5 +1,6 @@
 """The planner against a brute-force loop, its counts, the Pareto front and the seed heuristic."""
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -17,14 +18,19 @@ SMALL = pl.Space(cp=(1, 2), micro_batch=(1, 2, 4), zero_stage=(0, 3),
 
 
 @pytest.mark.slow
-def test_planner_equals_brute_force_loop():
+@pytest.mark.parametrize("tps, pps", [
+    # every rule of the loop still applies (TP 1 without SP, interleaving only where the stage's
+    # layers and the micro-batches divide); make test-grid runs every TP and PP
+    pytest.param((1, 2, 8), (1, 3, 8), id="some-tp-pp"),
+    pytest.param((1, 2, 4, 8), (1, 2, 3, 4, 6, 8, 12, 24), id="every-tp-pp", marks=pytest.mark.grid)])
+def test_planner_equals_brute_force_loop(tps, pps):
     m = CAT.model("megatron-gpt-1.7b")   # 24 layers, 24 heads, s 2048
     gpus, B = 32, 64
-    P = pl.plan(m, A100, NVL3, HDR, gpus, B, SMALL)
+    P = pl.plan(m, A100, NVL3, HDR, gpus, B, dataclasses.replace(SMALL, tp=tps, pp=pps))
     # The loop: every combination, the rules written out again, one predict_step per layout.
     expected = {}
     for t, p, c, b, z, r, sp, v, fa, to in itertools.product(
-            (1, 2, 4, 8), (1, 2, 3, 4, 6, 8, 12, 24), (1, 2), (1, 2, 4), (0, 3), ("none", "full"),
+            tps, pps, (1, 2), (1, 2, 4), (0, 3), ("none", "full"),
             (False, True), (1, 2, 3), (False, True), (False, True)):
         if 24 % t or 24 % p or gpus % (t * p * c):
             continue

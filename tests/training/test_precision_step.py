@@ -260,6 +260,7 @@ def test_plan_runs_every_layout_in_the_given_precision(cat, h100):
     assert f8.top(1)["step_time_s"].iloc[0] < bf.top(1)["step_time_s"].iloc[0]
 
 
+@pytest.mark.slow
 def test_size_cluster_fp8_needs_no_more_gpus(cat, h100):
     g, up, out = h100
     m = cat.model("llama3-70b")

@@ -31,6 +31,7 @@ def test_tp8_on_gb200_runs_over_nvlink():
     assert tp_comm(gb200) == pytest.approx(tp_comm(hgx_like))
 
 
+@pytest.mark.slow
 def test_planner_lets_tp_span_the_domain():
     m = CAT.model("llama3-405b")
     gb200, b200 = CAT.gpu("gb200"), CAT.gpu("b200")
