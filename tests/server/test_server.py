@@ -54,16 +54,16 @@ display(W.HTML(f'<span class="probe">query=[{html.escape(q)}] '
 
 TINY = "import ipywidgets as W\ndisplay(W.HTML('<b class=\"tiny\">tiny app</b>'))\n"
 
-# The apps' heartbeat at a quarter of its period and a fifth of its silence (3 s, 10 s): the
-# same rule, checked in seconds rather than tens of seconds. The work takes 2.5x the silence.
+# The apps' heartbeat at a third of its period and of its silence (3 s, 10 s): the same rule,
+# checked in seconds rather than tens of seconds. The work takes twice the silence.
 HEARTBEAT = """import time
 import ipywidgets as W
 from llmcost.apps.heartbeat import Heartbeat
-b = W.Button(description="work 5 s")
+b = W.Button(description="work 7 s")
 b.add_class("slow-work")
-b.on_click(lambda _: time.sleep(5))
+b.on_click(lambda _: time.sleep(7))
 display(W.VBox([W.HTML('<b class="hb-ready">ready</b>'), b,
-                Heartbeat(period_s=0.75, lost_after_s=2.0)]))
+                Heartbeat(period_s=1.0, lost_after_s=3.5)]))
 """
 
 
@@ -291,7 +291,7 @@ def test_connection_lost_banner_when_the_kernel_dies(tmp_path, page):
         # a long computation is not a lost connection: no banner while it runs, nor after
         # (the absence of a banner over a span can only be checked by waiting it out)
         page.locator(".slow-work").click()
-        page.wait_for_timeout(6_000)
+        page.wait_for_timeout(8_000)
         assert page.locator(".llmc-connection-lost").count() == 0
         pids = kernel_pids(proc.pid)
         assert len(pids) == 1, "the page's kernel, the only one of this server"
