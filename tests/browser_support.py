@@ -1,6 +1,6 @@
 """Shared browser-test machinery: Debian's chromium driven by Playwright, Voila on a free
-loopback port in its own process group. The fixtures (``browser``, ``page``, ``voila``: one
-chromium and one server for the whole session) are in tests/conftest.py.
+loopback port in its own process group. The fixtures are in tests/conftest.py: ``voila``, one
+workbook server for the whole session; ``browser``, a chromium per module; ``page``.
 
 Without /usr/bin/chromium the importing module skips, saying why, unless
 LLMCOST_REQUIRE_BROWSER is set (CI sets it: there the browser tests must run).
@@ -56,7 +56,7 @@ def workbook_cmd(port, *extra):
 TEST_POOLS = '{"default": {"pool_size": 1}}'
 
 
-def test_workbook_cmd(port):
+def browser_tests_server_cmd(port):
     """The workbook server as the browser tests run it (see :data:`TEST_POOLS`)."""
     return workbook_cmd(port, f"--VoilaKernelManager.kernel_pools_config={TEST_POOLS}",
                         "--VoilaKernelManager.fill_delay=0")

@@ -5,8 +5,8 @@ runs ``-m "not grid"``; ``make test-grid`` runs the catalog grids (``grid``) and
 test with its full budget (``LLMCOST_BUDGET=full``, :mod:`budget`). A test that drives a
 browser must carry ``browser``; whole reviews and app builds that take over about half a
 second, fuzzing, notebook execution, servers and wheel builds carry ``slow``; a grid over the
-whole catalog carries ``grid``. The check below fails collection
-when a test uses a browser fixture without its marker, so the fast loop never starts chromium.
+whole catalog carries ``grid``. The check below fails collection when a test uses a browser
+fixture without its marker, so the fast loop never starts chromium.
 """
 
 import pytest
@@ -52,7 +52,7 @@ def voila():
     import browser_support as bs
     port = bs.free_port()
     (bs.ROOT / "artifacts").mkdir(exist_ok=True)
-    proc = bs.start_server(bs.test_workbook_cmd(port), bs.ROOT / "notebooks",
+    proc = bs.start_server(bs.browser_tests_server_cmd(port), bs.ROOT / "notebooks",
                            bs.ROOT / "artifacts" / "voila.log", port=port)
     yield f"http://127.0.0.1:{port}/voila/render"
     bs.stop_server(proc)
