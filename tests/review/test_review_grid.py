@@ -69,6 +69,11 @@ def numbers(obj):
         yield obj
 
 
+def thinned(seq, step):
+    """Every ``step``-th scenario of the whole grid; each of the covering points."""
+    return seq[::step] if len(seq) > len(POINTS) else seq
+
+
 @pytest.fixture(scope="module", params=["points", pytest.param("grid", marks=pytest.mark.grid)])
 def scenarios(request):
     return SETS[request.param]()
@@ -138,7 +143,7 @@ def test_spot_cost_is_on_demand_less_the_net_savings(results):
 
 
 def test_renting_beats_buying_below_the_breakeven_horizon(results):
-    for r in results[::7] if len(results) > 100 else results:
+    for r in thinned(results, 7):
         be = r.economics.breakeven_months
         if be is None:
             continue
@@ -156,7 +161,7 @@ def test_days_mode_meets_its_target_when_it_says_so(results):
 
 
 def test_costs_rise_with_tokens(scenarios):
-    for s in scenarios[::37] if len(scenarios) > 100 else scenarios:
+    for s in thinned(scenarios, 37):
         if s.sizing == "days":
             continue
         # at the same global batch (the batch rule would choose a larger one for the larger run)
@@ -176,7 +181,7 @@ def test_costs_rise_with_tokens(scenarios):
 
 
 def test_cli_review_gives_the_same_numbers(capsys, scenarios):
-    for s in scenarios[::53] if len(scenarios) > 100 else scenarios:
+    for s in thinned(scenarios, 53):
         code = main(["review", "--query", s.to_query(), "--json"])
         out, err = capsys.readouterr()
         assert code == 0, err
