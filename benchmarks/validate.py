@@ -988,6 +988,7 @@ def whole_runs(out=None, rows=None) -> pd.DataFrame:
     for _, row in rows.iterrows():
         pub = float(row["published_gpu_hours"])
         rec = dict(id=row["id"], published_gpu_hours=pub, gpu_hours=np.nan, error=np.nan,
+                   floor_gpu_hours=np.nan, floor_error=np.nan, params=np.nan, moe=False,
                    napkin_gpu_hours=np.nan, napkin_error=np.nan, layout="", mfu=np.nan,
                    goodput=np.nan, fits=None, days=np.nan, gpus=whole_run_gpus(row),
                    global_batch_tokens=np.nan,
@@ -1002,6 +1003,9 @@ def whole_runs(out=None, rows=None) -> pd.DataFrame:
         else:
             lay = r.get("layout") or {}
             rec.update(gpu_hours=r["gpu_hours"], error=r["gpu_hours"] / pub - 1,
+                       floor_gpu_hours=r["gpu_hours_floor"],
+                       floor_error=r["gpu_hours_floor"] / pub - 1, params=r["params"],
+                       moe=r["active_params"] < r["params"],
                        napkin_gpu_hours=r["napkin_gpu_hours"],
                        napkin_error=r["napkin_gpu_hours"] / pub - 1,
                        layout=lay.get("description", ""), mfu=r["mfu"], goodput=r["goodput"],
@@ -1092,16 +1096,30 @@ def whole_runs_summary(res: pd.DataFrame) -> str:
     return line
 
 
+def forecast_report(res, write=False, out=None):
+    """The forecast leave one run out (benchmarks/forecast_check.py); ``write``: rewrite
+    data/realized_runs.csv from these floors first."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import forecast_check as fcheck
+    rows = load_whole_runs()
+    if write:
+        t = fcheck.write_realized_table(res, rows)
+        print(f"\nwrote {fcheck.REALIZED_RUNS.relative_to(ROOT)} ({len(t)} rows)", file=out)
+    else:
+        t = pd.read_csv(fcheck.REALIZED_RUNS)
+    return fcheck.report(res, t, out=out)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if "--readme" in argv:
         print(readme_table(evaluate(load_rows())))
         return
     if "--whole-runs" in argv:
-        whole_runs()
+        forecast_report(whole_runs(), write="--write-ratios" in argv)
         return
     validate()
-    whole_runs()
+    forecast_report(whole_runs(), write="--write-errors" in argv)
     if "--fit" in argv:
         _, moe_held = fit_moe()
         fit_mxfp8()

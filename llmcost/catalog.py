@@ -36,7 +36,7 @@ from .economics import reliability
 from .economics.reliability import FailureRate
 
 TABLES = ("gpus", "models", "fabrics", "prices", "published_runs", "failure_rates",
-          "step_model_errors", "published_batches")
+          "step_model_errors", "published_batches", "realized_runs")
 
 
 class CatalogError(v.InputError):
@@ -149,6 +149,13 @@ COLUMNS: dict[str, dict[str, Col]] = {
         "model": _text(True), "params_b": _pos(True), "active_params_b": _pos(True),
         "tokens": _pos(True), "compute_flops": _pos(True), "seq_len": _count(required=True),
         "batch_sequences": _count(), "batch_tokens": _pos(True), "batch_tokens_start": _pos()},
+    # published whole runs over the review's floor (economics/realized.py); written by
+    # make validate WRITE=1 from data/whole_runs.csv; fitted = false: listed, never used
+    "realized_runs": {
+        "stack": _text(True), "moe": Col("flag", True), "params": _pos(True),
+        "gpu": _text(True), "gpus": _count(required=True), "tokens": _pos(True),
+        "published_gpu_hours": _pos(True), "floor_gpu_hours": _pos(True),
+        "ratio": _pos(True), "fitted": Col("flag", True), "not_fitted_because": _text()},
 }
 _ALWAYS = ("id", "source", "as_of")
 _TRUE, _FALSE = ("true", "1", "1.0", "yes"), ("false", "0", "0.0", "no")
@@ -419,6 +426,10 @@ class Catalog:
                 else _Rows(f"table {name}", False))
         return [(base, i) for i in range(n)]
 
+    def loaded(self, name: str) -> bool:
+        """Whether this catalog holds table ``name`` (a file to read, or a frame)."""
+        return name in self._tables or name in self._paths
+
     def table(self, name: str) -> pd.DataFrame:
         """A copy of one table."""
         v.choice("table", name, TABLES)
@@ -447,6 +458,9 @@ class Catalog:
 
     def published_batches(self) -> pd.DataFrame:
         return self.table("published_batches")
+
+    def realized_runs(self) -> pd.DataFrame:
+        return self.table("realized_runs")
 
     def price_offer(self, gpu_id: str, offer: str | None = None) -> pd.Series | None:
         """The prices.csv row priced for ``gpu_id``: ``offer`` (an id) if given, else the

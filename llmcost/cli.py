@@ -559,6 +559,13 @@ def _size_by_review(a, m, gpu, out, s) -> dict:
            "gpus": j["gpus"] if met else None,
            "nodes": j["gpus"] // gpu.gpus_per_node if met else None,
            "days": j["days"] if met else None, "meets_target": met,
+           # the forecast is sized to the target; the floor (the cluster's best case) beside
+           "gpus_floor": r.size.floor_gpus, "days_band": j["days_band"] if met else None,
+           "days_floor": j["days_floor"] if met else None,
+           "gpu_hours": j["gpu_hours"] if met else None,
+           "gpu_hours_band": j["gpu_hours_band"] if met else None,
+           "gpu_hours_floor": j["gpu_hours_floor"] if met else None,
+           "realized_ratio": j["realized_ratio"],
            "mfu": j["mfu"] if met else None, "memory_floor_gpus": S.memory_floor_gpus,
            "layout": S.layout, "global_batch": S.global_batch,
            "global_batch_tokens": j["global_batch_tokens"],
@@ -798,6 +805,21 @@ def _scenarios_from_args(a):
     return scenarios, cat, notes + more
 
 
+def _forecast_lines(r: dict) -> list:
+    """The forecast's GPU-hours, band, floor, napkin and the group it compares with."""
+    from .review.format import human_count
+    if r.get("gpu_hours") is None:
+        return []
+    rr = r["realized_ratio"]
+    lo, hi = r["gpu_hours_band"] or (r["gpu_hours"], r["gpu_hours"])
+    return [f"  GPU-hours         {human_count(r['gpu_hours'])}  (band {human_count(lo)}-"
+            f"{human_count(hi)}; floor {human_count(r['gpu_hours_floor'])}; napkin "
+            f"{human_count(r['napkin_gpu_hours'])})",
+            f"  realized ratio    x{rr['value']:.2f} (band x{rr['band'][0]:.2f}-x{rr['band'][1]:.2f})"
+            f" over the floor: {rr['group']}, {rr['runs']} published runs"
+            + (f" ({rr['fallback']})" if rr.get("fallback") else "")]
+
+
 def _review_text(r: dict) -> str:
     def num(x, fmt):
         return "n/a" if x is None else fmt.format(x)
@@ -809,9 +831,10 @@ def _review_text(r: dict) -> str:
         size += f", {human_count(r['active_params'])} active"
     lines = [f"{r['model']} ({size} parameters) on {r['gpus']:,} x {r['gpu']} ({r['fabric']})",
              f"  days              {num(r['days'], '{:,.1f}')}"
-             + (f"  (range {r['days_range'][0]:,.1f}-{r['days_range'][1]:,.1f}: "
-                f"{r['prediction_band']['reason']})" if r.get("days_range") else "")
+             + (f"  (band {r['days_band'][0]:,.1f}-{r['days_band'][1]:,.1f}; floor "
+                f"{r['days_floor']:,.1f})" if r.get("days_band") else "")
              + (f"   (target met: {'yes' if r['meets_target'] else 'no'})" if "meets_target" in r else ""),
+             *_forecast_lines(r),
              f"  layout            {lay['description'] if lay else 'none'}",
              f"  fits in memory    {'yes' if r['fits'] else 'NO'}  "
              f"({num(r['memory_gb_per_gpu'], '{:,.1f}')} of {r['capacity_gb']:,.1f} GB per GPU)",

@@ -104,8 +104,10 @@ class Scenario:
     seq_len: int = _f(0, 0, 1_048_576, label="Sequence length (0: the model's)", kind="int",
                       unit="tokens")
     #: Megatron-LM / NeMo / Megatron-Bridge with Transformer Engine, or PyTorch FSDP/FSDP2
-    #: stacks (torchtitan, llm-foundry): llmcost.training.step.STACKS
-    stack: str = _options("megatron", ("megatron", "fsdp"), label="Training stack")
+    #: stacks (torchtitan, llm-foundry): llmcost.training.step.STACKS; "auto": not named, the
+    #: floor runs llmcost.training.step.DEFAULT_STACK and the forecast compares with the
+    #: published runs of every stack (llmcost.economics.realized)
+    stack: str = _options("auto", ("auto", "megatron", "fsdp"), label="Training stack")
     # ---- a given layout (0 or auto: the planner chooses; llmcost.training.layout.LINK_KEYS)
     tp: int = _f(0, 0, 1024, label="TP (0: planner)", kind="int", group="layout")
     pp: int = _f(0, 0, 1024, label="PP (0: planner)", kind="int", group="layout")

@@ -40,6 +40,7 @@ COUNTS = {
     "failure_rates": set(),
     "step_model_errors": {"rows"},
     "published_batches": {"seq_len", "batch_sequences"},
+    "realized_runs": {"gpus"},
 }
 #: whole numbers in every shipped row, yet real-valued quantities (a fraction is fine)
 WHOLE_BUT_REAL = {
@@ -48,10 +49,12 @@ WHOLE_BUT_REAL = {
     "fabrics": {"link_gbit_per_s", "bandwidth_gb_per_s_per_gpu", "oversubscription"},
     "published_runs": {"achieved_tflops_per_gpu"},
     "published_batches": {"tokens", "compute_flops", "batch_tokens", "batch_tokens_start"},
+    "realized_runs": {"params", "tokens", "published_gpu_hours"},
 }
 #: true/false columns
 FLAGS = {"models": {"gated_ffn", "tied_embeddings", "dropout", "moe_expert_biases",
-                    "moe_router_bias", "qk_norm", "attention_sinks"}}
+                    "moe_router_bias", "qk_norm", "attention_sinks"},
+         "realized_runs": {"moe", "fitted"}}
 #: counts that may be 0 (0 experts: dense; 0 rows: no calibration); all other numbers > 0
 MAY_BE_ZERO = {
     "models": {"moe_experts", "moe_top_k", "moe_shared_ffn_hidden", "moe_dense_layers",
@@ -73,6 +76,8 @@ REQUIRED = {
     "step_model_errors": ["generation", "precision", "rows", "max_abs_error", "method"],
     "published_batches": ["model", "params_b", "active_params_b", "tokens", "compute_flops",
                           "seq_len", "batch_tokens"],
+    "realized_runs": ["stack", "moe", "params", "gpu", "gpus", "tokens", "published_gpu_hours",
+                      "floor_gpu_hours", "ratio", "fitted"],
 }
 ROW = 2     # the data row corrupted (1-based; line 3 of the file)
 

@@ -13,11 +13,13 @@ class ReviewApp(ReviewPanel):
     question = ("How many GPUs and days, which parallel layout, and what does the run cost "
                 "under each way to pay?")
     order = 0
-    card_keys = ("days", "cost_on_demand_usd", "mfu")
+    card_keys = ("days", "gpu_hours", "realized_ratio", "cost_on_demand_usd", "mfu")
     intro = ("Pick the model, the tokens, the GPU, the fabric and the cluster size (or a target "
              "number of days): the planner finds the best parallel layout, the step-time model "
-             "predicts MFU, and failures, checkpoints and data stalls turn it into days and "
-             "dollars. Prices, capex and power follow the GPU from the catalog unless you set "
+             "predicts MFU, and failures, checkpoints and data stalls turn it into the floor: the "
+             "days of the cluster's best case. The forecast is the floor times what comparable "
+             "published runs realized over theirs, with the band of their spread: the days "
+             "and dollars a team is held to. Prices, capex and power follow the GPU from the catalog unless you set "
              "them. Costs are cash: a reservation is billed for its whole term.")
     fields = ("model", "tokens", "gpu", "fabric", "fabric_gb_per_s_per_gpu", "fabric_technology",
               "precision", "stack", "sizing", "gpus", "target_days", "seq_len",
@@ -28,8 +30,8 @@ class ReviewApp(ReviewPanel):
               "onprem_capex_usd_per_gpu",
               "utilization", "resale")
     sliders = ("data_stall_share", "utilization")
-    headline_keys = ("days", "gpus", "gpu_hours", "cost_on_demand_usd", "cheapest_option", "mfu",
-                     "effective_utilization", "memory_gb_per_gpu", "fits", "best_layout",
+    headline_keys = ("days", "gpus", "gpu_hours", "realized_ratio", "cost_on_demand_usd",
+                     "cheapest_option", "mfu", "effective_utilization", "memory_gb_per_gpu", "fits", "best_layout",
                      "goodput", "global_batch_tokens", "meets_target")
 
     figures_from = (("waterfall", plots.waterfall), ("costs", plots.cost_by_option))

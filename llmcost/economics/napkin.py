@@ -54,17 +54,19 @@ def napkin_gpu_hours(active_params, tokens, peak_bf16_flops, mfu=NAPKIN_MFU):
 
 
 def napkin_factors(model_flops_per_token, active_params, mfu, useful_share,
-                   napkin_mfu=NAPKIN_MFU):
+                   napkin_mfu=NAPKIN_MFU, realized_ratio=1.0):
     r"""The factors by which a review's GPU-hours exceed the napkin's.
 
     .. math::
         \frac{H}{H_{napkin}} = \underbrace{\frac{F_{tok}}{6 N}}_{\text{attention}}
             \cdot \underbrace{\frac{u_{napkin}}{MFU}}_{\text{layout}}
             \cdot \underbrace{\frac{1}{g\,(1 - s)}}_{\text{goodput and stalls}}
+            \cdot \underbrace{\hat r}_{\text{realized}}
 
     with F_tok the model FLOPs per token (attention included), MFU the layout's model FLOPs
     utilization against the same dense BF16 peak, g the goodput and s the data-stall share
-    (``useful_share`` = g (1 - s)).
+    (``useful_share`` = g (1 - s)) and :math:`\hat r` what comparable published runs realized
+    over their floor (:mod:`llmcost.economics.realized`; 1: the floor itself).
 
     Parameters
     ----------
@@ -77,12 +79,14 @@ def napkin_factors(model_flops_per_token, active_params, mfu, useful_share,
     useful_share : float or array
         Goodput x (1 - data-stall share) [-].
     napkin_mfu : float, default 0.40
+    realized_ratio : float or array, default 1.0
+        :math:`\hat r` [-], > 0.
 
     Returns
     -------
     factors : dict of float or array
-        ``attention_flops``, ``layout_mfu``, ``goodput_and_stalls`` [-]; their product is
-        the ratio of the review's GPU-hours to the napkin's.
+        ``attention_flops``, ``layout_mfu``, ``goodput_and_stalls``, ``realized_ratio`` [-];
+        their product is the ratio of the review's GPU-hours to the napkin's.
 
     References
     ----------
@@ -95,4 +99,6 @@ def napkin_factors(model_flops_per_token, active_params, mfu, useful_share,
     g = v.in_range("useful_share", useful_share, 0, 1, low_inclusive=False)
     return {"attention_flops": v.result(f / (6.0 * n)),
             "layout_mfu": v.result(np.asarray(napkin_mfu) / u),
-            "goodput_and_stalls": v.result(1.0 / g)}
+            "goodput_and_stalls": v.result(1.0 / g),
+            "realized_ratio": v.result(np.asarray(v.positive("realized_ratio", realized_ratio),
+                                                  dtype=float))}

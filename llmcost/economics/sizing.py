@@ -26,7 +26,7 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -394,6 +394,8 @@ class Sizing:
     batch: BatchAdvice | None = None  # pipeline bubble of the chosen (or fastest) layout
     max_gpus_power: int | None = None  # the power envelope's bound on GPUs [-]
     space: planner.Space = SIZING_SPACE
+    #: the size the floor (realized ratio 1) would need for the target [-]; None: none does
+    floor_gpus: int | None = None
 
 
 def candidate_sizes(gpus_per_node: int, max_nodes: int) -> np.ndarray:
@@ -597,14 +599,14 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
                  seq_len=None, space: planner.Space = SIZING_SPACE, max_power_mw=None,
                  power_kw_per_gpu=None, pue=DEFAULT_PUE, max_batch_tokens=None,
                  precision=None, simplest_within=0.0, memory_kwargs=None,
-                 memory_margin=0.0) -> Sizing:
+                 memory_margin=0.0, realized_ratio=1.0) -> Sizing:
     r"""GPUs and nodes needed to train ``tokens`` within ``target_days``.
 
     For every candidate size N (:func:`candidate_sizes`) the layouts of ``space`` valid at
     that size are predicted, with the global batch B held or moved by at most
     :data:`BATCH_TOLERANCE` so that it splits evenly; the fastest that fits gives
 
-    .. math:: t(N) = \frac{D}{\dot D(N)\, G}\,(1 + h)
+    .. math:: t(N) = \hat r\, \frac{D}{\dot D(N)\, G}\,(1 + h)
 
     and the answer is the smallest N with t(N) <= t_target and, with a facility envelope
     P_max, N w PUE <= P_max. The layout at N is the one :func:`llmcost.training.planner.plan`
@@ -662,6 +664,11 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     memory_margin : float, optional
         Within the ``simplest_within`` band, layouts leaving this share of the GPU's memory
         free rank first (as :func:`llmcost.training.planner.plan`) [-], in [0, 1).
+    realized_ratio : float, optional
+        :math:`\hat r`, what comparable published runs realized over the floor
+        (:mod:`llmcost.economics.realized`) [-], > 0; 1: size the floor. The table keeps the
+        floor's days beside (``days_floor``) and ``floor_gpus`` is the size the floor would
+        need.
 
     Returns
     -------
@@ -694,13 +701,17 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     total_flops = model.flops_per_token("none", s) * D
 
     margin = float(v.in_range("memory_margin", memory_margin, 0, 1, high_inclusive=False))
+    ratio = float(v.positive("realized_ratio", realized_ratio))
     best, info = _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
                                  prec, simplest_within, memory_kwargs, margin)
     days, train_days, cols, lay = _size_columns(best, gpus, D, G, h, data_stall)
+    floor_days = days
+    days, train_days = days * ratio, train_days * ratio
     fits = np.isfinite(days)
     in_power = np.ones(len(gpus), bool) if cap_gpus is None else gpus <= cap_gpus
     table = pd.DataFrame({"gpus": gpus, "nodes": nodes, "days": np.where(fits, days, np.nan),
-                          "days_to_train": np.where(fits, train_days, np.nan), "fits": fits,
+                          "days_to_train": np.where(fits, train_days, np.nan),
+                          "days_floor": np.where(fits, floor_days, np.nan), "fits": fits,
                           "within_power": in_power, **cols, **lay})
     if cap_gpus is not None or power_kw_per_gpu is not None:
         table["power_mw"] = gpus * kw * PUE / 1000
@@ -709,6 +720,8 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     floor = int(gpus[fits][0]) if fits.any() else None
     meets_any = fits & (days <= target)
     meets = meets_any & in_power
+    floor_meets = fits & in_power & (floor_days <= target)
+    floor_gpus = int(gpus[np.argmax(floor_meets)]) if floor_meets.any() else None
 
     def layout_at(i):
         return {k: (lay[k][i].item() if hasattr(lay[k][i], "item") else lay[k][i])
@@ -738,11 +751,12 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
                       meets_target=True, mfu=float(cols["mfu"][i]), layout=layout_at(i),
                       memory_floor_gpus=floor, total_flops=total_flops, tokens=D, table=table,
                       cost_usd=cost, notes=tuple(notes), global_batch=int(cols["global_batch"][i]),
-                      nearest=None, batch=adv, max_gpus_power=cap_gpus, space=space)
+                      nearest=None, batch=adv, max_gpus_power=cap_gpus, space=space,
+                      floor_gpus=floor_gpus)
 
-    return _nearest_sizing(model, gpu, gpus, days, train_days, fits, fits & in_power, cols,
+    return replace(_nearest_sizing(model, gpu, gpus, days, train_days, fits, fits & in_power, cols,
                            layout_at, advice_at, notes, floor, total_flops, D, table, target, h,
-                           B, max_nodes, info, cap_gpus, space)
+                           B, max_nodes, info, cap_gpus, space), floor_gpus=floor_gpus)
 
 
 def _size_columns(best, gpus, D, G, h, data_stall) -> tuple:

@@ -14,12 +14,14 @@ from .. import _validate as v
 from .. import catalog as catalog_mod
 from ..scenario import FIELDS, Scenario
 from . import stages
+from .forecast import forecast as forecast_stage
 from .results import Results
 
 
 @dataclass(frozen=True)
 class ReviewChain:
-    """size -> plan -> predict -> reliability -> economics, after resolving the inputs.
+    """size -> plan -> predict -> reliability -> forecast -> economics, after resolving the
+    inputs.
 
     Replace a stage by passing another function with the same signature, e.g.
     ``ReviewChain(reliability=my_reliability).run(scenario)``.
@@ -30,6 +32,7 @@ class ReviewChain:
     plan: Callable = stages.plan
     predict: Callable = stages.predict
     reliability: Callable = stages.reliability
+    forecast: Callable = forecast_stage
     economics: Callable = stages.economics
     checks: Callable = stages.flags_and_warnings
 
@@ -53,10 +56,11 @@ class ReviewChain:
         pl = self.plan(inp, sized)
         pr = self.predict(inp, pl)             # None when no layout splits the batch
         r = self.reliability(inp, pl)
-        e = self.economics(inp, pl, pr, r)
+        fc = self.forecast(inp, pl, pr, r)
+        e = self.economics(inp, pl, pr, r, fc)
         warnings, flags = self.checks(inp, sized, pl, pr, r, e)
         res = Results(scenario=s, inputs=inp, size=sized, plan=pl, predict=pr, reliability=r,
-                      economics=e, warnings=_dedupe(warnings), flags=flags)
+                      economics=e, forecast=fc, warnings=_dedupe(warnings), flags=flags)
         _check_finite(res.headline)
         return res
 

@@ -108,7 +108,7 @@ def measured_run_text(run) -> str:
 
 
 HEADLINE_LABELS = {
-    "days": ("Days to train", "{:,.1f}"),
+    "days": ("Days to train (forecast)", "{:,.1f}"),
     "cost_on_demand_usd": ("Cost on demand", usd_text),
     "gpus": ("GPUs", "{:,}"),
     "mfu": ("MFU", pct_text),
@@ -125,7 +125,8 @@ HEADLINE_LABELS = {
     "breakeven_months": ("Buying beats on-demand after", "{:,.1f} months"),
     "spot_net_savings": ("Spot net savings", pct_text),
     "job_mtbf_h": ("Job MTBF", "{:,.1f} h"),
-    "gpu_hours": ("GPU-hours of the run", lambda x: f"{human_count(x)}"),
+    "gpu_hours": ("GPU-hours of the run (forecast)", lambda x: f"{human_count(x)}"),
+    "realized_ratio": ("Forecast over the floor", "x{:.2f}"),
     "global_batch_tokens": ("Global batch", lambda x: f"{human_count(x)} tokens"),
 }
 
@@ -157,6 +158,26 @@ def format_headline(key: str, value) -> str:
     return fmt(value) if callable(fmt) else fmt.format(value)
 
 
+def forecast_suffix(results: Results, key: str) -> str:
+    """" (band lo-hi; floor x)" for the ``days`` or ``gpu_hours`` headline: the forecast's
+    band over comparable published runs and the cluster's best case, from ``results.forecast``."""
+    f = results.forecast
+    if key == "days":
+        lo, hi = f.days_band
+        return f" (band {lo:,.1f}-{hi:,.1f}; floor {f.floor_days:,.1f})"
+    lo, hi = f.gpu_hours_band
+    return (f" (band {human_count(lo)}-{human_count(hi)}; floor "
+            f"{human_count(f.floor_gpu_hours)})")
+
+
+def realized_text(rr) -> str:
+    """The realized ratio, its band and the group it comes from, in words: "x1.07 over the
+    floor (band x0.94-x1.71): 15 published runs, any stack, dense"."""
+    text = (f"x{rr.value:.2f} over the floor (band x{rr.band[0]:.2f}-x{rr.band[1]:.2f}): "
+            f"{rr.runs} published run{'s' if rr.runs != 1 else ''}, {rr.group_label}")
+    return text + (f" ({rr.fallback})" if rr.fallback else "")
+
+
 def headline_items(results: Results, keys) -> dict:
     """key -> (label, text, flag or None) for the keys present."""
     h = results.headline
@@ -166,14 +187,23 @@ def headline_items(results: Results, keys) -> dict:
             continue
         text = format_headline(k, h[k])
         e = results.economics
+        f = results.forecast
+        if k in ("days", "gpu_hours") and f is not None and f.days_band is not None and \
+                _finite(h[k]):
+            # the forecast's band (comparable published runs' spread), the floor beside it
+            text += forecast_suffix(results, k)
         if k == "gpu_hours" and e is not None and _finite(h[k]) and _finite(e.napkin_gpu_hours):
             # the napkin beside the answer (economics.napkin; the factors are in the notes)
-            text += f" (napkin {human_count(e.napkin_gpu_hours)})"
+            text = text[:-1] + f"; napkin {human_count(e.napkin_gpu_hours)})" \
+                if text.endswith(")") else text + f" (napkin {human_count(e.napkin_gpu_hours)})"
+        if k == "gpus" and results.size is not None and results.size.floor_gpus and \
+                results.size.floor_gpus != h[k]:
+            # sized for the forecast to meet the target; the cluster's best case needs fewer
+            text += f" (the floor needs {results.size.floor_gpus:,})"
+        if k == "realized_ratio" and f is not None:
+            text = realized_text(f.realized)
         if k == "global_batch_tokens" and results.inputs.batch is not None and _finite(h[k]):
             text += " (batch rule)"
-        if k == "days" and e is not None and e.days_range is not None and h[k] is not None:
-            # the step model's band (training/uncertainty.py), on the same figure
-            text += f" ({e.days_range[0]:,.1f}-{e.days_range[1]:,.1f})"
         if k == "mfu" and results.scenario.precision in ("fp8", "mxfp8") and \
                 _finite(h[k]) and _finite(h.get("mfu_precision")):
             # published runs state MFU on the dense BF16 peak; an FP8 run's GEMMs run at twice

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from ..catalog import Catalog
+from ..economics.realized import RealizedRatio
 from ..economics.sizing import Sizing
 from ..economics.spot import SpotResult
 from ..economics.tco import CloudPrices, OnPrem
@@ -52,6 +53,10 @@ class Inputs:
     global_batch_tokens: float = 0.0
     #: the batch rule's choice and its reason (None when the scenario gives the batch)
     batch: Any = None
+    #: the training stack the floor runs ("auto": the stack a 2025-26 team would run)
+    stack: str = "megatron"
+    #: what comparable published runs realized over their floor (economics/realized.py)
+    realized: RealizedRatio | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class SizeResult:
     gpus: int
     meets_target: bool
     notes: tuple = ()
+    #: the GPUs the floor (the cluster's best case) would need for the target [-]
+    floor_gpus: int | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +139,25 @@ class ReliabilityResult:
 
 
 @dataclass(frozen=True)
+class ForecastResult:
+    """Stage ``forecast``: the floor (the step model with goodput and data stalls: the
+    cluster's best case) and the forecast (the floor x what comparable published runs
+    realized over theirs), with the band of those runs' spread. None figures: no layout."""
+
+    #: goodput x (1 - data-stall share) [-]
+    useful_share: float
+    data_stall_share: float
+    floor_days: float | None
+    floor_gpu_hours: float | None
+    realized: RealizedRatio
+    days: float | None
+    gpu_hours: float | None
+    #: (low, high) [days] and [GPU-h]: the floor x the group's ratio band
+    days_band: tuple | None = None
+    gpu_hours_band: tuple | None = None
+
+
+@dataclass(frozen=True)
 class SpotSummary:
     offered: bool
     discount: float | None
@@ -171,11 +197,12 @@ class EconomicsResult:
     #: how far the step model is trusted here (training/uncertainty.py), and what it
     #: does to days and to the cash cost of each option: (fast end, slow end)
     band: Band | None = None
-    days_range: tuple | None = None
+    #: cash cost per option at the forecast band's (fast, slow) ends [USD]
     costs_usd_range: dict = field(default_factory=dict)
     #: share of time waiting for data [-] (computed from the dataset tier, or the scenario's)
     data_stall_share: float = 0.0
-    #: GPUs x wall-clock hours of the run, goodput losses and stalls in, schedule headroom out
+    #: GPUs x wall-clock hours of the run as forecast (the floor x the realized ratio),
+    #: schedule headroom out
     gpu_hours: float | None = None
     #: 6 x active params x tokens at 40% of the dense BF16 peak (economics.napkin)
     napkin_gpu_hours: float | None = None
@@ -201,6 +228,7 @@ class Results:
     predict: PredictResult | None
     reliability: ReliabilityResult | None
     economics: EconomicsResult | None
+    forecast: ForecastResult | None = None
     warnings: list = field(default_factory=list)
     flags: dict = field(default_factory=dict)      # headline key -> Flag
     _series: dict = field(default_factory=dict, repr=False)
@@ -227,6 +255,9 @@ class Results:
             "spot_net_savings": e.spot.net_savings if e else None,
             "job_mtbf_h": r.job_mtbf_h if r else None,
             "gpu_hours": e.gpu_hours if e else None,
+            "realized_ratio": (self.forecast.realized.value
+                               if self.forecast is not None and e and e.days is not None
+                               else None),
             "global_batch_tokens": (self.plan.layout.global_batch * self.inputs.model.seq_len
                                     if self.plan.layout else None),
         }
@@ -260,7 +291,7 @@ class Results:
 
     def to_json(self) -> dict:
         """The object ``llmcost review --json`` prints (a contract: keys only get added)."""
-        e, r, p = self.economics, self.reliability, self.predict
+        e, r, p, f = self.economics, self.reliability, self.predict, self.forecast
         out: dict[str, Any] = {
             "scenario": self.scenario.to_dict(),
             "model": self.inputs.model.id,
@@ -270,7 +301,8 @@ class Results:
             "gpu": self.inputs.gpu.id,
             "fabric": self.inputs.scale_out.id,
             "days": e.days if e else None,
-            "days_range": list(e.days_range) if e and e.days_range else None,
+            "days_band": _pair(f.days_band) if f else None,
+            "days_floor": f.floor_days if f else None,
             "prediction_band": ({"low": e.band.low, "high": e.band.high,
                                  "calibrated": e.band.calibrated, "reason": e.band.reason}
                                 if e and e.band else None),
@@ -290,8 +322,13 @@ class Results:
             "global_batch_tokens": self.headline["global_batch_tokens"] or self.inputs.global_batch_tokens,
             "global_batch_reason": self.inputs.batch.reason if self.inputs.batch else
             "given by the scenario",
-            "stack": self.scenario.stack,
+            "stack": self.inputs.stack,
             "gpu_hours": e.gpu_hours if e else None,
+            "gpu_hours_band": _pair(f.gpu_hours_band) if f else None,
+            "gpu_hours_floor": f.floor_gpu_hours if f else None,
+            "realized_ratio": f.realized.to_json() if f else None,
+            "effective_utilization_forecast": (e.effective_utilization / f.realized.value
+                             if f and e and e.effective_utilization is not None else None),
             "napkin_gpu_hours": e.napkin_gpu_hours if e else None,
             "napkin_factors": dict(e.napkin_factors) if e else {},
             "costs_usd": dict(e.costs_usd) if e else {},
@@ -318,8 +355,13 @@ class Results:
         }
         if self.size is not None:
             out["meets_target"] = self.size.meets_target
+            out["gpus_floor"] = self.size.floor_gpus
             out["sizing_notes"] = list(self.size.notes)
         return out
+
+
+def _pair(x) -> list | None:
+    return [float(x[0]), float(x[1])] if x is not None else None
 
 
 def _prices_dict(inp: Inputs) -> dict:

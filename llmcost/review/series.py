@@ -46,7 +46,7 @@ def layout_memory(results: Results, top: int = 5) -> pd.DataFrame:
     recipe = ("recompute_modules", "optimizer_moments", "precision")
     kws = [Layout.from_row(r, global_batch=B).memory_kwargs() for _, r in L.iterrows()]
     extra = {**REVIEW_MEMORY, "generation": results.inputs.gpu.generation,
-             "stack": results.scenario.stack}
+             "stack": results.inputs.stack}
     if m.is_moe:
         extra["moe_capacity_factor"] = options_for(results.scenario).moe_load_imbalance
     rows = {}

@@ -19,20 +19,20 @@ from .. import catalog as catalog_mod
 from .. import utilization as ut
 from ..economics import reliability as rel
 from ..economics import storage
-from ..economics import napkin, sizing, spot, tco
+from ..economics import napkin, realized, sizing, spot, tco
 from ..economics.waterfall import waterfall_from_step
 from dataclasses import replace
 
 from ..scenario import CONFIG_PREFIX, Scenario
 from ..training import hf_config, memory, planner
-from ..training.step import Options, predict_step
+from ..training.step import DEFAULT_STACK, Options, predict_step
 from ..training.precision import check_precision, peak_tflops_by_part
 from ..training.batch import global_batch_choice
 from ..training.layout import LINK_KEYS
 from ..training.moe import A2A_OVERLAP
 from ..training.uncertainty import throughput_band
-from .results import (EconomicsResult, Flag, Inputs, Layout, PlanResult, PredictResult,
-                      ReliabilityResult, SizeResult, SpotSummary)
+from .results import (EconomicsResult, Flag, ForecastResult, Inputs, Layout, PlanResult,
+                      PredictResult, ReliabilityResult, SizeResult, SpotSummary)
 
 #: The planner's space inside the review: every TP/PP, the common choices of the rest (a full
 #: search is `llmcost plan`); keeps a control change well under a second.
@@ -75,11 +75,17 @@ def a2a_overlap(s: Scenario) -> float:
     return s.moe_a2a_overlap if s.moe_overlap == "custom" else A2A_OVERLAP[s.moe_overlap]
 
 
+def stack_of(s: Scenario) -> str:
+    """The training stack the floor runs: the scenario's, or with none named ("auto") the
+    one a 2025-26 team would run (:data:`llmcost.training.step.DEFAULT_STACK`)."""
+    return DEFAULT_STACK if s.stack == "auto" else s.stack
+
+
 def options_for(s: Scenario) -> Options:
     """The step model's options for a scenario: one precision for sizing, plan and predict
     (they must pick and predict the same layout)."""
     return replace(STEP_OPTIONS, precision=s.precision, moe_load_imbalance=s.moe_load_imbalance,
-                   moe_a2a_overlap=a2a_overlap(s), stack=s.stack)
+                   moe_a2a_overlap=a2a_overlap(s), stack=stack_of(s))
 
 
 #: the memory model's options for every layout the review tries: the router's probabilities
@@ -131,11 +137,11 @@ def review_space(s: Scenario, m, gpus_per_node: int) -> planner.Space:
     :data:`MIN_CP_SEQ_LEN`, narrowed to the layout the scenario gives."""
     # BF16 AdamW moments as DeepSeek-V3 ran them (§3.3.3), searched for MoE models; dense
     # recipes keep FP32 moments (Llama 3; Megatron-Bridge's dense recipes)
-    kw = {"recompute_modules": recompute_recipes(m, s.stack),
+    kw = {"recompute_modules": recompute_recipes(m, stack_of(s)),
           "optimizer_moments": ("fp32", "bf16") if m.is_moe else ("fp32",)}
     if m.seq_len < MIN_CP_SEQ_LEN:
         kw["cp"] = (1,)
-    if s.stack == "fsdp":
+    if stack_of(s) == "fsdp":
         # PyTorch FSDP stacks shard parameters, gradients and optimizer (FULL_SHARD, ZeRO-3)
         # or gradients and optimizer (SHARD_GRAD_OP, ZeRO-2: no parameter gathers inside a
         # micro-batch; llm-foundry's tables run both) over data parallelism, with TP at most
@@ -228,11 +234,26 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
         batch_tokens = float(batch.tokens)
     resolved["global_batch_tokens"] = batch_tokens
     resolved["moe_a2a_overlap"] = a2a_overlap(s)
+    ratio = realized_ratio_for(s, m, cat)
+    if not ratio.runs:
+        warnings.append("no published whole run to compare with in this catalog: the forecast "
+                        "is the floor, with no band")
     return Inputs(scenario=s, catalog=cat, model=m, gpu=g, scale_up=up, scale_out=out,
                   prices=prices, price_offer=offer, billing_gpus=billing, spot_discount=discount,
                   onprem=onprem, failures_per_1000_gpu_days=rate, failure_source=source,
                   resolved=resolved, warnings=tuple(warnings), global_batch_tokens=batch_tokens,
-                  batch=batch)
+                  batch=batch, stack=stack_of(s), realized=ratio)
+
+
+def realized_ratio_for(s: Scenario, m, cat: catalog_mod.Catalog) -> realized.RealizedRatio:
+    """What the published runs comparable to the scenario realized over their floor
+    (:func:`llmcost.economics.realized.realized_ratio`): its stack if named, else every stack;
+    dense or MoE; the model's size class."""
+    runs = cat.realized_runs() if cat.loaded("realized_runs") else None
+    if runs is None:
+        return realized.NO_RUNS
+    return realized.realized_ratio(runs, stack=None if s.stack == "auto" else s.stack,
+                                   moe=m.is_moe, params=m.params)
 
 
 def model_of(s: Scenario, cat: catalog_mod.Catalog):
@@ -402,6 +423,8 @@ def splittable_sequences(n: int) -> int:
 def size(inp: Inputs) -> SizeResult | None:
     """GPUs needed to meet the target days (only when the scenario sizes by days).
 
+    Sizing sizes the forecast (the floor x the realized ratio of comparable published runs)
+    to meet the target; the size the floor alone would need is kept beside (``floor_gpus``).
     Sizing divides by the useful share of wall time (goodput x (1 - data stalls)) at each
     candidate size (more GPUs fail more often), from the same reliability model as the
     reliability stage: the days sizing reports at its size are the review's days there,
@@ -420,10 +443,11 @@ def size(inp: Inputs) -> SizeResult | None:
                              space=review_space(s, inp.model, inp.gpu.gpus_per_node),
                              max_power_mw=s.max_power_mw or None,
                              simplest_within=SIMPLEST_WITHIN, memory_kwargs=REVIEW_MEMORY,
-                             memory_margin=MEMORY_MARGIN, power_kw_per_gpu=power, pue=s.pue)
+                             memory_margin=MEMORY_MARGIN, power_kw_per_gpu=power, pue=s.pue,
+                             realized_ratio=inp.realized.value if inp.realized else 1.0)
     gpus = _sized_gpus(sz, s)
     return SizeResult(sizing=sz, gpus=int(gpus), meets_target=bool(sz.meets_target),
-                      notes=tuple(sz.notes))
+                      notes=tuple(sz.notes), floor_gpus=sz.floor_gpus)
 
 
 def _sized_gpus(sz, s) -> int:
@@ -831,18 +855,15 @@ def spot_summary(inp: Inputs, r: ReliabilityResult) -> SpotSummary:
 
 
 def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
-              r: ReliabilityResult) -> EconomicsResult:
+              r: ReliabilityResult, fc: ForecastResult) -> EconomicsResult:
+    """Days and dollars of the run as forecast (``fc``), and rent vs buy for this cluster."""
     s, g = inp.scenario, inp.gpu
-    stall_share = float(data_stall_at(inp, pr.tokens_per_s if pr is not None else 0.0,
-                                      pl.gpus))
-    useful = r.goodput * (1 - stall_share)
+    stall_share, useful = fc.data_stall_share, fc.useful_share
     sp = spot_summary(inp, r)
     billed = int(math.ceil(pl.gpus / inp.billing_gpus) * inp.billing_gpus)
     costs, amort, commit, run_days = {}, {}, {}, {}
-    days = hours = None
-    if pr is not None and pr.tokens_per_s > 0:
-        days = s.tokens / pr.tokens_per_s / useful / 86400
-        hours = days * 24
+    days = fc.days
+    hours = days * 24 if days is not None else None
     prices = inp.prices
     if prices is not None and sp.offered and prices.spot is not None:
         # billed spot hours per useful hour, from the spot model (one stored spot figure)
@@ -880,17 +901,16 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
         per_h = {k: float(x) for k, x in tco.cost_per_useful_gpu_hour(
             s.horizon_months, s.utilization, cloud_prices, op, discount_rate=s.discount_rate,
             resale=s.resale).items()}
-    band = days_range = None
+    band = None
     costs_range = {}
     if pr is not None and days is not None:
-        # the envelope is about the share of the peak the GEMMs run at (FP8: the FP8 peak),
-        # MFU itself is stated against the BF16 peak
+        # the step model's own error on published step times (shown as the prediction band);
+        # about the share of the peak the GEMMs run at (FP8: the FP8 peak)
         band = throughput_band(g.generation, s.precision, pr.mfu * g_peak_ratio(g, s.precision),
                                inp.catalog.step_model_errors(), moe=inp.model.is_moe)
-        days_range = band.days_range(days)
-        if costs:
-            lo = tco.run_costs_usd(days_range[0] * 24, billed, cloud_prices, op, s.discount_rate, s.resale)
-            hi = tco.run_costs_usd(days_range[1] * 24, billed, cloud_prices, op, s.discount_rate, s.resale)
+        if costs and fc.days_band is not None:
+            lo, hi = (tco.run_costs_usd(d * 24, billed, cloud_prices, op, s.discount_rate,
+                                        s.resale) for d in fc.days_band)
             costs_range = {k: (float(lo[k]), float(hi[k])) for k in costs}
     wf = eff = None
     if pr is not None:
@@ -907,14 +927,15 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
     if pr is not None and pr.mfu > 0 and useful > 0:
         fpt = pr.model_tflops_per_gpu * 1e12 / (pr.tokens_per_s / pl.gpus)
         factors = {k: float(x) for k, x in
-                   napkin.napkin_factors(fpt, m.active_params, pr.mfu, useful).items()}
+                   napkin.napkin_factors(fpt, m.active_params, pr.mfu, useful,
+                                         realized_ratio=fc.realized.value).items()}
     return EconomicsResult(useful_share=useful, days=days, run_hours=hours, billed_gpus=billed,
                            costs_usd=costs, costs_amortized_usd=amort, commitments=commit,
                            run_days=run_days, breakeven_months=be, usd_per_used_gpu_hour=per_h,
                            spot=sp, waterfall=wf, effective_utilization=eff, prices=prices,
-                           onprem=op, band=band, days_range=days_range,
+                           onprem=op, band=band,
                            costs_usd_range=costs_range, data_stall_share=stall_share,
-                           gpu_hours=hours * pl.gpus if hours is not None else None,
+                           gpu_hours=fc.gpu_hours,
                            napkin_gpu_hours=nap, napkin_factors=factors)
 
 
@@ -1014,7 +1035,9 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
 #: the napkin's factors in words, largest departure first
 NAPKIN_FACTOR_LABELS = {"attention_flops": "attention FLOPs beyond 6N",
                         "layout_mfu": "the layout's MFU against 40%",
-                        "goodput_and_stalls": "failures, checkpoints and data stalls"}
+                        "goodput_and_stalls": "failures, checkpoints and data stalls",
+                        "realized_ratio": "what comparable published runs realized over "
+                                          "their floor"}
 
 
 def napkin_note(e: EconomicsResult, lead: bool = True) -> str:

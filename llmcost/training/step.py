@@ -134,6 +134,10 @@ CALIBRATION_BY_GPU = {
 
 #: Training stacks (:attr:`Options.stack`).
 STACKS = ("megatron", "fsdp")
+#: the stack a 2025-26 team pre-training at scale runs when the review is not told: Megatron-Core
+#: (NeMo / Megatron-Bridge recipes; the class of Llama 3's and DeepSeek-V3's in-house 4D
+#: stacks: TP, PP, CP and EP beside sharded data parallelism)
+DEFAULT_STACK = "megatron"
 
 #: The fsdp stack's gamma and host time per layer: properties of the software (eager
 #: kernels, FSDP's per-block hooks), shared by every GPU. Fitted jointly with the per-

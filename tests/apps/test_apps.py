@@ -41,9 +41,11 @@ def plot_json(panel, name):
 def test_review_app_matches_library_and_updates():
     p = ReviewApp(query="")
     ref = review.evaluate(Scenario())
-    lo, hi = ref.economics.days_range
+    lo, hi = ref.forecast.days_band
     shown = review.format_headline("days", ref.headline["days"])
-    assert headline_text(p, "days") == f"{shown} ({lo:,.1f}-{hi:,.1f})"   # with the model's band
+    # the forecast with its band over comparable published runs and the floor beside
+    assert headline_text(p, "days") == \
+        f"{shown} (band {lo:,.1f}-{hi:,.1f}; floor {ref.forecast.floor_days:,.1f})"
     wf = plot_json(p, "waterfall")
     np.testing.assert_allclose(wf["data"][0]["y"][0], ref.economics.waterfall["tflops_per_gpu"].iloc[0])
     p.set(gpus=512)

@@ -447,3 +447,51 @@ def test_a_config_json_upload_reviews_that_model_and_its_link_reproduces_it(voil
     wait_change(page, lambda: text_of(page, ".llmc-headline-days"), "")
     assert text_of(page, ".llmc-headline-days") == new_days
     assert_no_error_text(page)
+
+
+def test_the_forecast_its_band_floor_and_napkin_on_page_report_and_landing(voila, page,
+                                                                           tmp_path):
+    # the review page, its report and the landing card show the forecast (days, GPU-hours),
+    # the band labelled with its group and run count, the floor and the napkin: the same
+    # figures as `llmcost review --json` for the link
+    import json as _json
+
+    from llmcost.cli import main as cli_main
+    from llmcost.review.format import human_count
+    q = "model=llama2-13b&gpu=h100-sxm&gpus=256&tokens=2e12"
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli_main(["review", "--query", q, "--json"]) == 0
+    r = _json.loads(buf.getvalue())
+    rr = r["realized_ratio"]
+    days_text = (f"{r['days']:,.1f} (band {r['days_band'][0]:,.1f}-{r['days_band'][1]:,.1f}; "
+                 f"floor {r['days_floor']:,.1f})")
+    hours_text = (f"{human_count(r['gpu_hours'])} (band {human_count(r['gpu_hours_band'][0])}-"
+                  f"{human_count(r['gpu_hours_band'][1])}; floor "
+                  f"{human_count(r['gpu_hours_floor'])}; napkin "
+                  f"{human_count(r['napkin_gpu_hours'])})")
+    group_text = f"{rr['runs']} published runs, {rr['group']}"
+    open_app(page, voila, "review", "?" + q)
+    assert text_of(page, ".llmc-headline-days") == days_text
+    assert text_of(page, ".llmc-headline-gpu_hours") == hours_text
+    assert group_text in text_of(page, ".llmc-headline-realized_ratio")
+    assert "forecast" in page.locator(".llmc-headline").first.inner_text()
+    with page.expect_download(timeout=60_000) as dl:
+        page.locator(".llmc-report button, button.llmc-report").first.click()
+    saved = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(saved)
+    report = saved.read_text()
+    import html
+    for text in (days_text, hours_text, group_text):
+        assert html.escape(text) in report, text
+    page.goto(f"{voila}/index.ipynb?{q}", wait_until="commit", timeout=60_000)
+    page.wait_for_selector(".llmc-card-figures b", timeout=90_000)
+    end = time.time() + 60
+    while page.locator(".llmc-progress").count() and time.time() < end:
+        page.wait_for_timeout(200)
+    card = page.locator(".llmc-card").first.inner_text()
+    for text in (days_text, hours_text, group_text):
+        assert text in card, text
+    assert_no_error_text(page)

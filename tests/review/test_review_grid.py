@@ -114,10 +114,12 @@ def test_fits_and_flags_agree(results):
 
 def test_the_band_brackets_the_point(results):
     for r in results:
-        e = r.economics
+        e, f = r.economics, r.forecast
         if e.days is None:
             continue
-        lo, hi = e.days_range
+        # the forecast is the floor x the group's median ratio, inside its p10-p90 / min-max
+        assert e.days == pytest.approx(f.floor_days * f.realized.value, rel=1e-12)
+        lo, hi = f.days_band
         assert lo <= e.days <= hi
         for k, (c_lo, c_hi) in e.costs_usd_range.items():
             assert c_lo <= e.costs_usd[k] * (1 + 1e-12) and e.costs_usd[k] <= c_hi * (1 + 1e-12)

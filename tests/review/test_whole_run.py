@@ -63,8 +63,13 @@ def test_the_napkin_is_6nd_at_40_percent_of_the_dense_bf16_peak(llama):
 
 def test_the_napkin_factors_multiply_to_the_answer(llama):
     f = llama["napkin_factors"]
-    product = f["attention_flops"] * f["layout_mfu"] * f["goodput_and_stalls"]
+    product = (f["attention_flops"] * f["layout_mfu"] * f["goodput_and_stalls"]
+               * f["realized_ratio"])
     assert product == pytest.approx(llama["gpu_hours"] / llama["napkin_gpu_hours"], rel=1e-9)
+    # the last factor is the forecast over the floor: the floor is the other three's product
+    assert f["realized_ratio"] == pytest.approx(llama["realized_ratio"]["value"], rel=1e-12)
+    assert product / f["realized_ratio"] == pytest.approx(
+        llama["gpu_hours_floor"] / llama["napkin_gpu_hours"], rel=1e-9)
     # model FLOPs per token over 6 N: + attention 12 l s d_q / 6N = 2 x 126 x 8192 x 16384 /
     # 405.85e9 = 0.0833, - the input embedding (no matmul) V h / N = 128256 x 16384 / 405.85e9
     # = 0.0052: 1.0781
@@ -267,7 +272,8 @@ def test_an_fsdp_stack_plans_fsdp_layouts():
     same = review_json("model=mpt-7b-bench&gpu=a100-40gb&gpus=440&tokens=1e12&fabric=roce-200"
                        + given.replace("zero_stage", "zero"))
     assert same["layout"]["micro_batch"] == lay["micro_batch"]
-    assert same["gpu_hours"] < r["gpu_hours"]
+    # the stacks' physics: the floors (the forecasts also differ by their comparison groups)
+    assert same["gpu_hours_floor"] < r["gpu_hours_floor"]
 
 
 def test_an_fsdp_review_runs_the_large_micro_batches_fsdp_teams_run():
@@ -294,8 +300,11 @@ def test_the_headline_shows_the_json_s_gpu_hours_napkin_and_batch(llama):
     from llmcost.review.format import human_count
     s, _ = Scenario.from_query(LLAMA[0])
     items = headline_items(evaluate(s), ("gpu_hours", "global_batch_tokens"))
+    lo, hi = llama["gpu_hours_band"]
     assert items["gpu_hours"][1] == (f"{human_count(llama['gpu_hours'])} "
-                                     f"(napkin {human_count(llama['napkin_gpu_hours'])})")
+                                     f"(band {human_count(lo)}-{human_count(hi)}; floor "
+                                     f"{human_count(llama['gpu_hours_floor'])}; napkin "
+                                     f"{human_count(llama['napkin_gpu_hours'])})")
     assert items["global_batch_tokens"][1] == \
         f"{human_count(llama['global_batch_tokens'])} tokens (batch rule)"
 

@@ -34,24 +34,30 @@ def test_band_is_the_validated_error_of_the_group():
     assert not b.calibrated and b.high == pytest.approx(max(e_h, ENVELOPE_BAND))
 
 
-def test_band_carries_to_days_and_dollars():
+def test_band_is_the_step_models_and_the_dollars_carry_the_forecasts():
     r = evaluate(Scenario(gpu="a100-40gb", fabric="ib-hdr", model="llama2-70b", gpus=1024))
     assert r.predict.mfu < 0.578          # inside the published envelope
-    e = r.economics
-    lo, hi = e.days_range
-    # tokens/s within +-e: days / (1 + e) to days / (1 - e)
+    e, f = r.economics, r.forecast
+    # the step model's band: tokens/s within +-e, the error on published step times
     err = _max_error("ampere", "bf16")
-    assert lo == pytest.approx(e.days / (1 + err)) and hi == pytest.approx(e.days / (1 - err))
-    # on-demand bills hours: its cost scales with the days exactly
+    assert (e.band.low, e.band.high) == (pytest.approx(err), pytest.approx(err))
+    lo, hi = e.band.days_range(f.floor_days)
+    assert lo == pytest.approx(f.floor_days / (1 + err))
+    assert hi == pytest.approx(f.floor_days / (1 - err))
+    # the dollars' range is the forecast's (the realized ratios' band): on-demand bills
+    # hours, so its cost scales with the days exactly
+    r_lo, r_hi = f.realized.band
     c_lo, c_hi = e.costs_usd_range["on_demand"]
-    assert c_lo == pytest.approx(e.costs_usd["on_demand"] / (1 + err))
-    assert c_hi == pytest.approx(e.costs_usd["on_demand"] / (1 - err))
+    assert c_lo == pytest.approx(e.costs_usd["on_demand"] * r_lo / f.realized.value)
+    assert c_hi == pytest.approx(e.costs_usd["on_demand"] * r_hi / f.realized.value)
     assert "days" not in r.flags          # calibrated: no flag
 
 
 def test_an_unseen_generation_is_flagged_with_its_band():
     r = evaluate(Scenario(gpu="b200", fabric="ib-xdr", price_source="custom"))
     assert r.flags["days"].level in ("uncalibrated", "implausible")
-    lo, hi = r.economics.days_range
+    b = r.economics.band
+    assert (b.low, b.high) == (0.25, 0.25)          # the envelope, as uncalibrated
+    lo, hi = b.days_range(r.forecast.floor_days)
     assert hi / lo == pytest.approx(1.25 / 0.75)
     assert any("step model" in w for w in r.warnings)
