@@ -1099,7 +1099,9 @@ def whole_runs_summary(res: pd.DataFrame) -> str:
 def forecast_report(res, write=False, out=None):
     """The forecast leave one run out (benchmarks/forecast_check.py); ``write``: rewrite
     data/realized_runs.csv from these floors first."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
     import forecast_check as fcheck
     rows = load_whole_runs()
     if write:
