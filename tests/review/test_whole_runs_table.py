@@ -95,7 +95,10 @@ def test_transcribed_architectures_have_their_published_sizes():
                  # Phi-3-medium "14B", Phi-3.5-mini and Phi-4-mini "3.8B" (their cards)
                  "llama3.2-1b": (1.23e9, None, 0.01), "llama3.2-3b": (3.21e9, None, 0.01),
                  "llama2-34b": (34e9, None, 0.01), "phi-3-medium": (14e9, None, 0.01),
-                 "phi-3.5-mini": (3.8e9, None, 0.01), "phi-4-mini": (3.8e9, None, 0.02)}
+                 "phi-3.5-mini": (3.8e9, None, 0.01), "phi-4-mini": (3.8e9, None, 0.02),
+                 # Olmo 3 32B: 32,233,522,176 (the checkpoint; ModelSpec counts its q/k norms per head);
+                 # Falcon-180B: the card's "180B"
+                 "olmo3-32b": (32_233_522_176, None, 1e-4), "falcon-180b": (180e9, None, 0.01)}
     for run_id, (total, active, tol) in published.items():
         m = config_model(by_id(ROWS, run_id))
         assert m.params == pytest.approx(total, rel=tol), run_id
@@ -120,10 +123,13 @@ def test_derived_hours_are_the_arithmetic_of_their_sources():
     assert hours["phi-3-mini"] == 512 * 7 * 24 and hours["phi-3.5-mini"] == 512 * 10 * 24
     assert hours["phi-3-medium"] == 512 * 42 * 24 and hours["phi-4-mini"] == 512 * 21 * 24
     assert hours["phi-4"] == 1920 * 21 * 24
+    # Olmo 3: pretraining tokens / the report's tokens per second per GPU (5.93T at 7,700; 5.5T at 1,960)
+    assert hours["olmo3-7b"] == pytest.approx(5.93e12 / 7700 / 3600, abs=0.5)
+    assert hours["olmo3-32b"] == pytest.approx(5.5e12 / 1960 / 3600, abs=0.5)
     derived = ROWS[ROWS["hours_status"] == "derived"]["id"]
     assert set(derived) == {"deepseek-v2", "deepseek-llm-67b", "mpt-7b", "smollm3-3b",
                             "tinyllama-1.1b", "starcoderbase-15.5b", "phi-3-mini", "phi-3.5-mini",
-                            "phi-3-medium", "phi-4", "phi-4-mini"}
+                            "phi-3-medium", "phi-4", "phi-4-mini", "olmo3-7b", "olmo3-32b"}
     # Pythia's appendix prints the hours themselves (iteration time x iterations x GPUs), Table 5
     assert hours["pythia-12b"] == 72_300
     assert [hours[f"pythia-{k}"] for k in ("70m", "160m", "410m", "1b", "1.4b", "2.8b", "6.9b")] \
