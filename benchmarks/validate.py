@@ -1058,7 +1058,7 @@ def _hours(x) -> str:
 
 
 def format_whole_runs(res: pd.DataFrame) -> str:
-    lines = [f"{'run':18s} {'published':>10s} {'review':>10s} {'error':>8s} {'napkin':>10s} "
+    lines = [f"{'run':21s} {'published':>10s} {'review':>10s} {'error':>8s} {'napkin':>10s} "
              f"{'error':>8s} {'own lay.':>8s} {'GPUs':>6s} {'MFU':>6s} {'goodput':>7s} "
              f"{'fits':>5s}  layout"]
     for _, r in res.iterrows():
@@ -1066,7 +1066,7 @@ def format_whole_runs(res: pd.DataFrame) -> str:
         mfu = "" if pd.isna(r["mfu"]) else f"{100 * r['mfu']:.1f}%"
         gp = "" if pd.isna(r["goodput"]) else f"{r['goodput']:.3f}"
         tail = r["layout"] if r["status"] == "ok" else r["status"]
-        lines.append(f"{r['id'] + mark:18s} {_hours(r['published_gpu_hours']):>10s} "
+        lines.append(f"{r['id'] + mark:21s} {_hours(r['published_gpu_hours']):>10s} "
                      f"{_hours(r['gpu_hours']):>10s} {_pct(r['error']):>8s} "
                      f"{_hours(r['napkin_gpu_hours']):>10s} {_pct(r['napkin_error']):>8s} "
                      f"{_pct(r.get('layout_error', np.nan)):>8s} "
