@@ -25,22 +25,18 @@ from llmcost.economics import realized
 ROOT = Path(__file__).resolve().parents[1]
 REALIZED_RUNS = ROOT / "data" / "realized_runs.csv"
 
-#: hours_status values whose GPU-hours may be fitted: as published, or arithmetic on
-#: published figures; "approximate" hours ("about two months") are listed only
-FITTED_STATUS = ("reported", "derived")
-
 COLUMNS = ["id", "stack", "moe", "params", "gpu", "gpus", "tokens", "published_gpu_hours",
            "floor_gpu_hours", "ratio", "fitted", "not_fitted_because", "source", "as_of"]
 
 
-def not_fitted_because(row) -> str:
-    """Why a whole run's hours are not used in fits ('' when they are): the row's own
-    ``not_fitted_because``, or approximate hours."""
-    why = row.get("not_fitted_because", "")
-    why = "" if why is None or (isinstance(why, float) and np.isnan(why)) else str(why).strip()
-    if not why and row["hours_status"] not in FITTED_STATUS:
-        why = f"{row['hours_status']} hours"
-    return why
+def fit_exclusion(row) -> str:
+    """Why a whole run is not used in fits ('' when it is): the row's own
+    ``not_fitted_because``, else its hours' status when they are not reported or derived
+    (``validate.whole_run_counted``: one rule for the summary and the fits)."""
+    import validate
+    if validate.whole_run_counted(row):
+        return ""
+    return validate.not_fitted_because(row) or f"{row['hours_status']} hours"
 
 
 def realized_table(res: pd.DataFrame, rows: pd.DataFrame, as_of: str | None = None
@@ -51,7 +47,7 @@ def realized_table(res: pd.DataFrame, rows: pd.DataFrame, as_of: str | None = No
     for (_, row), (_, r) in zip(rows.iterrows(), res.iterrows()):
         if r["status"] != "ok" or not np.isfinite(r["floor_gpu_hours"]):
             continue
-        why = not_fitted_because(row)
+        why = fit_exclusion(row)
         out.append({"id": row["id"], "stack": row["stack"], "moe": bool(r["moe"]),
                     "params": int(r["params"]), "gpu": row["gpu"], "gpus": int(r["gpus"]),
                     "tokens": float(row["tokens"]),

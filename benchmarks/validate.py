@@ -915,6 +915,20 @@ HF_CONFIGS = ROOT / "tests" / "data" / "hf_configs"
 WHOLE_RUN_STATISTICS = ("reported", "derived")
 
 
+def not_fitted_because(row) -> str:
+    """Why a run's published hours are not one pre-training run (data/whole_runs.csv
+    ``not_fitted_because``: several stages, distillation or teacher passes, approximate hours), or
+    '' when they are and the run may be counted and fitted."""
+    x = row.get("not_fitted_because", "")
+    return "" if pd.isna(x) else str(x).strip()
+
+
+def whole_run_counted(row) -> bool:
+    """A run counted in the summary (and usable in fits): its hours reported or derived
+    (WHOLE_RUN_STATISTICS) and one pre-training run (no :func:`not_fitted_because`)."""
+    return row["hours_status"] in WHOLE_RUN_STATISTICS and not not_fitted_because(row)
+
+
 def load_whole_runs(path=WHOLE_RUNS) -> pd.DataFrame:
     """data/whole_runs.csv: published GPU-hours of whole pre-training runs."""
     return pd.read_csv(path)
@@ -966,7 +980,8 @@ def whole_runs(out=None, rows=None) -> pd.DataFrame:
     Each row of data/whole_runs.csv is reviewed as a user would link it
     (:func:`whole_run_query` -> ``Scenario.from_query`` -> ``llmcost.review.evaluate``); nothing
     is fitted to these rows. Errors are estimate / published - 1; the summary's mean and max
-    |error| count the rows whose hours are reported or derived (WHOLE_RUN_STATISTICS).
+    |error| count the rows whose hours are reported or derived (WHOLE_RUN_STATISTICS) and are one
+    pre-training run (:func:`whole_run_counted`: no ``not_fitted_because``).
 
     Returns
     -------
@@ -992,7 +1007,7 @@ def whole_runs(out=None, rows=None) -> pd.DataFrame:
                    napkin_gpu_hours=np.nan, napkin_error=np.nan, layout="", mfu=np.nan,
                    goodput=np.nan, fits=None, days=np.nan, gpus=whole_run_gpus(row),
                    global_batch_tokens=np.nan,
-                   in_statistics=row["hours_status"] in WHOLE_RUN_STATISTICS,
+                   in_statistics=whole_run_counted(row),
                    gpus_published=not pd.isna(row["gpus"]), status="ok",
                    query=whole_run_query(row))
         try:
@@ -1047,7 +1062,7 @@ def _hours(x) -> str:
 
 
 def format_whole_runs(res: pd.DataFrame) -> str:
-    lines = [f"{'run':18s} {'published':>10s} {'review':>10s} {'error':>8s} {'napkin':>10s} "
+    lines = [f"{'run':21s} {'published':>10s} {'review':>10s} {'error':>8s} {'napkin':>10s} "
              f"{'error':>8s} {'own lay.':>8s} {'GPUs':>6s} {'MFU':>6s} {'goodput':>7s} "
              f"{'fits':>5s}  layout"]
     for _, r in res.iterrows():
@@ -1055,7 +1070,7 @@ def format_whole_runs(res: pd.DataFrame) -> str:
         mfu = "" if pd.isna(r["mfu"]) else f"{100 * r['mfu']:.1f}%"
         gp = "" if pd.isna(r["goodput"]) else f"{r['goodput']:.3f}"
         tail = r["layout"] if r["status"] == "ok" else r["status"]
-        lines.append(f"{r['id'] + mark:18s} {_hours(r['published_gpu_hours']):>10s} "
+        lines.append(f"{r['id'] + mark:21s} {_hours(r['published_gpu_hours']):>10s} "
                      f"{_hours(r['gpu_hours']):>10s} {_pct(r['error']):>8s} "
                      f"{_hours(r['napkin_gpu_hours']):>10s} {_pct(r['napkin_error']):>8s} "
                      f"{_pct(r.get('layout_error', np.nan)):>8s} "
@@ -1073,7 +1088,8 @@ def whole_runs_summary(res: pd.DataFrame) -> str:
         return "no counted run was answered"
     e, n = use["error"].abs(), use["napkin_error"].abs()
     closer = int((e < n).sum())
-    line = (f"{len(use)} runs counted (* = approximate hours, listed only: {left}): review mean "
+    line = (f"{len(use)} runs counted (* = approximate hours or not one pre-training run, listed "
+            f"only: {left}): review mean "
             f"|error| {100 * e.mean():.1f}%, max {100 * e.max():.1f}%; napkin mean |error| "
             f"{100 * n.mean():.1f}%, max {100 * n.max():.1f}%; the review is closer on {closer} "
             f"of {len(use)}")

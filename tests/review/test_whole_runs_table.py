@@ -85,7 +85,20 @@ def test_transcribed_architectures_have_their_published_sizes():
                  # Pythia 12B: 11,846,072,320 (its model card); StarCoderBase "15.5B"
                  # (arXiv:2305.06161)
                  "pythia-12b": (11_846_072_320, None, 1e-9),
-                 "starcoderbase-15.5b": (15.5e9, None, 0.005)}
+                 "starcoderbase-15.5b": (15.5e9, None, 0.005),
+                 # the other Pythia sizes: the released checkpoints' parameter counts, exactly
+                 "pythia-70m": (70_426_624, None, 1e-9), "pythia-160m": (162_322_944, None, 1e-9),
+                 "pythia-410m": (405_334_016, None, 1e-9), "pythia-1b": (1_011_781_632, None, 1e-9),
+                 "pythia-1.4b": (1_414_647_808, None, 1e-9), "pythia-2.8b": (2_775_208_960, None, 1e-9),
+                 "pythia-6.9b": (6_857_302_016, None, 1e-9),
+                 # Llama 3.2 card: "1B (1.23B)", "3B (3.21B)"; Llama 2 paper Table 1: 34B;
+                 # Phi-3-medium "14B", Phi-3.5-mini and Phi-4-mini "3.8B" (their cards)
+                 "llama3.2-1b": (1.23e9, None, 0.01), "llama3.2-3b": (3.21e9, None, 0.01),
+                 "llama2-34b": (34e9, None, 0.01), "phi-3-medium": (14e9, None, 0.01),
+                 "phi-3.5-mini": (3.8e9, None, 0.01), "phi-4-mini": (3.8e9, None, 0.02),
+                 # Olmo 3 32B: 32,233,522,176 (the checkpoint; ModelSpec counts its q/k norms per head);
+                 # Falcon-180B: the card's "180B"
+                 "olmo3-32b": (32_233_522_176, None, 1e-4), "falcon-180b": (180e9, None, 0.01)}
     for run_id, (total, active, tol) in published.items():
         m = config_model(by_id(ROWS, run_id))
         assert m.params == pytest.approx(total, rel=tol), run_id
@@ -106,11 +119,40 @@ def test_derived_hours_are_the_arithmetic_of_their_sources():
     assert hours["starcoderbase-15.5b"] == pytest.approx(512 * 24 * 24, rel=1e-9)  # 24 days
     # LLaMA 65B: 380 tokens/s/GPU on 2,048 GPUs over 1.4T tokens (§2.4) is Table 15's figure
     assert 1.4e12 / 380 / 3600 == pytest.approx(hours["llama-65b"], rel=2e-3)
+    # the Phi model cards: GPUs x whole days of "Training time"
+    assert hours["phi-3-mini"] == 512 * 7 * 24 and hours["phi-3.5-mini"] == 512 * 10 * 24
+    assert hours["phi-3-medium"] == 512 * 42 * 24 and hours["phi-4-mini"] == 512 * 21 * 24
+    assert hours["phi-4"] == 1920 * 21 * 24
+    # Olmo 3: pretraining tokens / the report's tokens per second per GPU (5.93T at 7,700; 5.5T at 1,960)
+    assert hours["olmo3-7b"] == pytest.approx(5.93e12 / 7700 / 3600, abs=0.5)
+    assert hours["olmo3-32b"] == pytest.approx(5.5e12 / 1960 / 3600, abs=0.5)
     derived = ROWS[ROWS["hours_status"] == "derived"]["id"]
     assert set(derived) == {"deepseek-v2", "deepseek-llm-67b", "mpt-7b", "smollm3-3b",
-                            "tinyllama-1.1b", "starcoderbase-15.5b"}
-    # Pythia's appendix prints the hours themselves (iteration time x iterations x GPUs)
+                            "tinyllama-1.1b", "starcoderbase-15.5b", "phi-3-mini", "phi-3.5-mini",
+                            "phi-3-medium", "phi-4", "phi-4-mini", "olmo3-7b", "olmo3-32b"}
+    # Pythia's appendix prints the hours themselves (iteration time x iterations x GPUs), Table 5
     assert hours["pythia-12b"] == 72_300
+    assert [hours[f"pythia-{k}"] for k in ("70m", "160m", "410m", "1b", "1.4b", "2.8b", "6.9b")] \
+        == [510, 1_030, 2_540, 4_830, 7_120, 14_240, 33_500]
+    # Llama 2 paper Table 2: the 34B's row is the total 3,311,616 less the other three
+    assert hours["llama2-34b"] == 3_311_616 - hours[["llama2-7b", "llama2-13b", "llama2-70b"]].sum()
+
+
+def test_not_fitted_because_names_every_row_whose_hours_are_not_one_pretraining_run():
+    why = {r["id"]: VALIDATE.not_fitted_because(r) for _, r in ROWS.iterrows()}
+    # Meta's card: "the total GPU time required for training each model", quoted in the reason
+    for run_id in ("llama3.1-8b", "llama3.1-70b"):
+        assert "total GPU time required for training each model" in why[run_id], run_id
+    # distillation and teacher passes; the StarCoder card's days hold two stages
+    assert "distillation" in why["llama3.2-1b"] and "distillation" in why["llama3.2-3b"]
+    assert "teacher" in why["llama4-maverick"] and "stage" in why["starcoderbase-15.5b"]
+    # approximate hours say so
+    for _, r in ROWS[ROWS["hours_status"] == "approximate"].iterrows():
+        assert "approximate" in why[r["id"]], r["id"]
+    # the named runs are one pre-training run each
+    assert why["llama3.1-405b"] == "" and why["deepseek-v3"] == ""
+    counted = {r["id"] for _, r in ROWS.iterrows() if VALIDATE.whole_run_counted(r)}
+    assert counted == {k for k, v in why.items() if not v}
 
 
 @pytest.mark.slow
@@ -209,8 +251,9 @@ LAYOUT_FIELDS = {"tp": "tp", "pp": "pp", "vp": "vp", "cp": "cp", "ep": "ep", "et
 def test_published_layouts_are_review_keys_and_the_review_runs_them_as_given(table):
     res = table[0].set_index("id")
     given = ROWS[ROWS["published_layout"].notna()]
-    # BLOOM, Pythia, StarCoderBase, DeepSeek-V2/V3, Llama 3.1 405B, SmolLM3, Falcon, TinyLlama
-    assert len(given) >= 10
+    # BLOOM, the eight Pythia sizes, StarCoderBase, DeepSeek-V2/V3, Llama 3.1 405B, SmolLM3,
+    # Falcon, TinyLlama
+    assert len(given) >= 17
     for _, row in given.iterrows():
         keys = dict(kv.split("=") for kv in row["published_layout"].split("&"))
         assert set(keys) <= set(LAYOUT_FIELDS), row["id"]
@@ -249,3 +292,13 @@ def test_the_printed_table_and_the_command_line_section(table):
     assert out.startswith(text)
     tail = out[len(text):]
     assert "each forecast from the others' ratios" in tail and "stack not named" in tail
+
+
+def test_the_summary_counts_only_one_pretraining_run_each(table):
+    # a row with a not_fitted_because is listed with a '*' and left out of the summary's means
+    res, text = table
+    counted = [VALIDATE.whole_run_counted(r) for _, r in ROWS.iterrows()]
+    assert list(res["in_statistics"]) == counted
+    assert f"{sum(counted)} runs counted" in text
+    assert f"listed only: {len(counted) - sum(counted)}" in text
+    assert "llama3.1-8b *" in text and "llama3.1-405b *" not in text
