@@ -114,7 +114,7 @@ HEADLINE_LABELS = {
     "mfu": ("MFU", pct_text),
     "mfu_precision": ("MFU of the precision's peak", pct_text),
     "hfu_precision": ("HFU of the precision's peak", pct_text),
-    "effective_utilization": ("Effective utilization (predicted)", pct_text),
+    "effective_utilization": ("Effective utilization (floor)", pct_text),
     "memory_gb_per_gpu": ("Memory per GPU (GB)", "{:,.1f}"),
     "capacity_gb": ("GPU memory (GB)", "{:,.1f}"),
     "fits": ("Fits in memory", "{}"),
