@@ -31,6 +31,11 @@ what no field says is assumed and said:
   Mixtral), ``n_shared_experts`` of that width (or ``shared_expert_intermediate_size``), the
   first ``first_k_dense_replace`` layers dense, every ``decoder_sparse_step``-th layer MoE.
 
+One family's usual fields mean something else, and it is read as its own code builds it:
+Qwen-1 (``QWenLMHeadModel``, ``modeling_qwen.py``) makes its MLP's ``w1`` and ``w2``
+``intermediate_size // 2`` wide and gives ``c_attn`` (q, k, v) a bias whatever ``no_bias``
+says; read literally, Qwen-7B would have 44% more FFN weights than it has.
+
 Encoder-decoder configs (``is_encoder_decoder`` true, or T5/BART keys such as
 ``num_decoder_layers``, ``decoder_layers``, ``encoder_layers``) and masked-LM encoders are
 refused by name: their encoder and cross-attention are not a decoder-only model's.
@@ -42,6 +47,8 @@ References
    activations); v4.46 ``configuration_utils.py`` (``PretrainedConfig(tie_word_embeddings=
    True)``, ``to_diff_dict``) (https://github.com/huggingface/transformers).
 2. N. Shazeer, "GLU Variants Improve Transformer", arXiv:2002.05202 (2020).
+3. Qwen team, ``modeling_qwen.py`` of Qwen/Qwen-7B (QWenMLP, QWenAttention), and J. Bai et al.,
+   "Qwen Technical Report", arXiv:2309.16609, §2.2 (biases in the QKV layer only).
 """
 
 from __future__ import annotations
@@ -78,6 +85,10 @@ DROPOUT_KEYS = ("attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdro
 #: keys only encoder-decoder configs carry (T5: num_decoder_layers; BART, Marian, Whisper:
 #: encoder_layers, decoder_layers)
 ENCODER_DECODER_KEYS = ("num_decoder_layers", "decoder_layers", "encoder_layers")
+
+#: architectures whose MLP is half as wide as ``intermediate_size`` and whose q, k, v keep a
+#: bias (module notes: Qwen-1)
+HALF_FFN_QKV_BIAS = ("QWenLMHeadModel",)
 
 #: the kinds of the fields this reader uses that hf_config's readers do not
 #: (merged into hf_config.FIELD_KINDS, so that a link carries them)
@@ -259,6 +270,13 @@ def read(f, name: str) -> dict:
     if ffn is None:
         ffn = 4 * hidden
         assumed.append(f"FFN width 4 x hidden = {ffn} (no {' or '.join(ALIASES['ffn_hidden'])})")
+    layout = _layout(f, assumed)
+    if name in HALF_FFN_QKV_BIAS:
+        ffn //= 2
+        layout["biases"] = "qkv"
+        assumed.append(f"{name}: FFN width {ffn} = intermediate_size / 2 and biases on q, k, v "
+                       "(its MLP halves intermediate_size; its c_attn has a bias whatever "
+                       "no_bias says)")
     gated, ffn_note = _gated_ffn(f, gpt2_names=f.has("n_embd"))
     assumed.insert(0, ffn_note)
     tied = f.get("tie_word_embeddings")
@@ -268,7 +286,7 @@ def read(f, name: str) -> dict:
                        "true)")
     spec = dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv, head_dim=head_dim,
                 vocab=vocab, ffn_hidden=ffn, gated_ffn=gated, tied_embeddings=tied,
-                **_layout(f, assumed), **_experts(f, ffn, assumed))
+                **layout, **_experts(f, ffn, assumed))
     f.warnings.append(f"{label} is not a family llmcost lists: read generically as a "
                       "decoder-only transformer from its usual fields; assumed: "
                       + "; ".join(assumed))
