@@ -3,9 +3,10 @@
 A config is data, never code: it is parsed as bounded JSON (:func:`read_config`), its
 architecture is chosen by name from :data:`SUPPORTED`, and each family's reader maps the
 fields its ``transformers`` class defines onto :class:`llmcost.training.arch.ModelSpec`, with
-that class's defaults for absent fields. The fields a reader uses are recorded, so a link can
-carry them as ``cfg.<field>=value`` (:func:`config_fields`, :func:`fields_from_query`) and
-rebuild the same ModelSpec.
+that class's defaults for absent fields. Any other decoder-only config is read generically from
+the usual fields, with a warning naming each assumption (:mod:`llmcost.training.hf_generic`).
+The fields a reader uses are recorded, so a link can carry them as ``cfg.<field>=value``
+(:func:`config_fields`, :func:`fields_from_query`) and rebuild the same ModelSpec.
 
 Family notes (parameter layout, from each model's published code and configuration class):
 
