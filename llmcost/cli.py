@@ -808,6 +808,8 @@ def _scenarios_from_args(a):
         if "model" in link:
             raise v.InputError("model_config", "give --model-config or model= in the query, "
                                                "not both")
+        s, query, more = _config_keys_over_file(s, query)
+        notes = notes + more
         query = s.to_query() + ("&" + query if query else "")
     if a.scenario is not None:
         # the file's values are A's starting point: the link's A keys go on top of them
@@ -818,6 +820,31 @@ def _scenarios_from_args(a):
             ("&" + query if query else "")
     scenarios, more = scenarios_from_query(query, cat, strict=True)
     return scenarios, cat, notes + more
+
+
+def _config_keys_over_file(s, query: str):
+    """The link's ``cfg.<field>=`` keys beside --model-config replace (or add) the file's
+    fields, as the architecture flags do beside it for the other subcommands; each with a
+    note. Returns the scenario, the query without those keys, and the notes. A key given
+    twice is left in the query, where it is refused."""
+    from urllib.parse import parse_qsl, urlencode
+    from .scenario import CONFIG_PREFIX, config_text
+    pairs = parse_qsl(query, keep_blank_values=True)
+    counts = {}
+    for k, _ in pairs:
+        counts[k] = counts.get(k, 0) + 1
+    given = {k: x for k, x in pairs if k.startswith(CONFIG_PREFIX) and counts[k] == 1}
+    if not given:
+        return s, query, []
+    fields = json.loads(s.model_config)
+    notes = []
+    for key, text in given.items():
+        name = key[len(CONFIG_PREFIX):]
+        notes.append(f"{key}={text} replaces the config file's {name} {fields[name]}"
+                     if name in fields else f"{key}={text} added to the config file's fields")
+        fields[name] = text
+    rest = urlencode([(k, x) for k, x in pairs if k not in given])
+    return replace(s, model_config=config_text(fields)), rest, notes
 
 
 def _review_text(r: dict) -> str:

@@ -172,3 +172,20 @@ def test_every_subcommand_applies_the_flags_beside_a_config(argv):
         assert r["params"] == _count(kv=4)
     refused([argv[0], "--model-config", str(CONFIGS / "deepseek-v2-lite.json"), "--kv-heads",
              "4", *argv[1:]])
+
+
+# ---------------------------------------------------------------------------- review links
+
+def test_a_cfg_key_beside_a_config_file_replaces_its_field_in_the_review():
+    # review and storage take no architecture flags: a link's cfg.<field>= key is their way
+    # (it was refused as given twice); the link the review shares carries the new value
+    from llmcost.review import evaluate
+    from llmcost.scenario import Scenario
+    r = ok(["review", "--model-config", LLAMA, "--query", "gpus=64&cfg.num_key_value_heads=4"])
+    assert r["params"] == _count(kv=4)
+    assert "cfg.num_key_value_heads=4 replaces the config file's num_key_value_heads 8" in \
+        r["warnings"]
+    s, _ = Scenario.from_query(Scenario(**r["scenario"]).to_query())
+    assert evaluate(s).to_json()["params"] == _count(kv=4)
+    line = refused(["review", "--model-config", LLAMA, "--query", "gpus=64&cfg.bogus=1"])
+    assert "cfg.bogus" in line
