@@ -67,13 +67,15 @@ def _add_model_args(p: argparse.ArgumentParser, required_seq=False) -> None:
 def _model_from_args(a) -> ModelSpec:
     arch = dict(layers=a.layers, hidden=a.hidden, heads=a.heads, vocab=a.vocab)
     if getattr(a, "model_config", None):
-        given = [k for k, x in {"model": a.model, **arch}.items() if x is not None]
-        if given:
-            raise v.InputError("model_config", f"give --model-config or --{given[0]}, not both")
+        if a.model:
+            raise v.InputError("model_config", "give --model-config or --model, not both")
+        # the architecture flags beside a config replace its fields (a what-if variant), each
+        # with a note, or are refused naming the field they cannot stand for
+        sizes = {**arch, "kv_heads": a.kv_heads, "ffn_hidden": a.ffn_hidden,
+                 "gated_ffn": True if a.gated_ffn else None}
         m, notes = hf_config.model_from_config(hf_config.read_config_file(a.model_config),
-                                               seq_len=a.seq_len)
-        for note in notes:
-            print(f"note: {note}", file=sys.stderr)
+                                               seq_len=a.seq_len, overrides=sizes)
+        a.model_notes = notes
         return m
     if a.model:
         # the shape flags beside an id would be ignored: refused like the others
@@ -94,7 +96,18 @@ def _model_from_args(a) -> ModelSpec:
 
 
 def _has_model(a) -> bool:
-    return bool(a.model) or any(getattr(a, k) is not None for k in ("layers", "hidden", "heads"))
+    return bool(a.model) or bool(getattr(a, "model_config", None)) or \
+        any(getattr(a, k) is not None for k in ("layers", "hidden", "heads"))
+
+
+def _with_model_notes(a, result: dict) -> dict:
+    """The result with the notes of reading --model-config (its assumptions, the seq_len
+    chosen, the flags that replaced its fields) first in its ``notes``."""
+    notes = getattr(a, "model_notes", None)
+    if notes and isinstance(result, dict):
+        kept = result.get("notes")
+        result["notes"] = list(notes) + (list(kept) if isinstance(kept, list) else [])
+    return result
 
 
 # ---------------------------------------------------------------------------- subcommands
@@ -174,6 +187,15 @@ def cmd_mfu(a) -> dict:
 def cmd_memory(a) -> dict:
     gpu = catalog.gpu(a.gpu) if a.gpu else None
     if a.params is not None:
+        if getattr(a, "model_config", None):
+            # model states from a bare count, or the whole memory of an architecture: the
+            # config's sizes give the count (and the activations), so --params would replace
+            # every one of them at once
+            m = _model_from_args(a)
+            raise v.InputError("params", f"--params cannot be combined with --model-config: "
+                                         f"the config's hidden_size, num_hidden_layers, "
+                                         f"intermediate_size and vocab_size give "
+                                         f"{m.params:,} parameters; give one or the other")
         if _has_model(a):
             raise v.InputError("params", "give --params or a model, not both")
         gpus = v.integer("gpus", a.gpus)
@@ -793,6 +815,8 @@ def _scenarios_from_args(a):
         if "model" in link:
             raise v.InputError("model_config", "give --model-config or model= in the query, "
                                                "not both")
+        s, query, more = _config_keys_over_file(s, query)
+        notes = notes + more
         query = s.to_query() + ("&" + query if query else "")
     if a.scenario is not None:
         # the file's values are A's starting point: the link's A keys go on top of them
@@ -818,6 +842,31 @@ def _forecast_lines(r: dict) -> list:
             f"  realized ratio    x{rr['value']:.2f} (band x{rr['band'][0]:.2f}-x{rr['band'][1]:.2f})"
             f" over the floor: {rr['group']}, {rr['runs']} published runs"
             + (f" ({rr['fallback']})" if rr.get("fallback") else "")]
+
+
+def _config_keys_over_file(s, query: str):
+    """The link's ``cfg.<field>=`` keys beside --model-config replace (or add) the file's
+    fields, as the architecture flags do beside it for the other subcommands; each with a
+    note. Returns the scenario, the query without those keys, and the notes. A key given
+    twice is left in the query, where it is refused."""
+    from urllib.parse import parse_qsl, urlencode
+    from .scenario import CONFIG_PREFIX, config_text
+    pairs = parse_qsl(query, keep_blank_values=True)
+    counts = {}
+    for k, _ in pairs:
+        counts[k] = counts.get(k, 0) + 1
+    given = {k: x for k, x in pairs if k.startswith(CONFIG_PREFIX) and counts[k] == 1}
+    if not given:
+        return s, query, []
+    fields = json.loads(s.model_config)
+    notes = []
+    for key, text in given.items():
+        name = key[len(CONFIG_PREFIX):]
+        notes.append(f"{key}={text} replaces the config file's {name} {fields[name]}"
+                     if name in fields else f"{key}={text} added to the config file's fields")
+        fields[name] = text
+    rest = urlencode([(k, x) for k, x in pairs if k not in given])
+    return replace(s, model_config=config_text(fields)), rest, notes
 
 
 def _review_text(r: dict) -> str:
@@ -1490,7 +1539,7 @@ def main(argv=None) -> int:
         # numpy would print a RuntimeWarning and carry on with inf/nan or a wrapped integer;
         # raised, it becomes the one error line below (valid inputs never trigger these)
         with np.errstate(over="raise", divide="raise", invalid="raise"):
-            result = a.func(a)
+            result = _with_model_notes(a, a.func(a))
         _check_ranges(a, typed)
         _finite(result)
     except ValueError as e:  # InputError included

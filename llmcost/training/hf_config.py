@@ -3,9 +3,10 @@
 A config is data, never code: it is parsed as bounded JSON (:func:`read_config`), its
 architecture is chosen by name from :data:`SUPPORTED`, and each family's reader maps the
 fields its ``transformers`` class defines onto :class:`llmcost.training.arch.ModelSpec`, with
-that class's defaults for absent fields. The fields a reader uses are recorded, so a link can
-carry them as ``cfg.<field>=value`` (:func:`config_fields`, :func:`fields_from_query`) and
-rebuild the same ModelSpec.
+that class's defaults for absent fields. Any other decoder-only config is read generically from
+the usual fields, with a warning naming each assumption (:mod:`llmcost.training.hf_generic`).
+The fields a reader uses are recorded, so a link can carry them as ``cfg.<field>=value``
+(:func:`config_fields`, :func:`fields_from_query`) and rebuild the same ModelSpec.
 
 Family notes (parameter layout, from each model's published code and configuration class):
 
@@ -116,6 +117,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import _validate as v
+from . import hf_generic, hf_override
 from .arch import ModelSpec
 
 #: largest config accepted [bytes] (1 MB = 1e6 bytes; real config.json files are < 10 kB)
@@ -202,6 +204,9 @@ _GEMMA3_TEXT_FIELDS = ("num_hidden_layers", "hidden_size", "num_attention_heads"
                        "attention_dropout", "sliding_window", "sliding_window_pattern",
                        "layer_types")
 FIELD_KINDS.update({"text_config." + k: FIELD_KINDS[k] for k in _GEMMA3_TEXT_FIELDS})
+# the generic reader's own fields (aliases, activation, norm and bias flags), one kind each
+assert not {k for k, kind in hf_generic.FIELD_KINDS.items() if FIELD_KINDS.get(k, kind) != kind}
+FIELD_KINDS.update(hf_generic.FIELD_KINDS)
 
 # upper ends of the sizes accepted: beyond any published model, and small enough that no
 # parameter or FLOP product overflows 64-bit integers
@@ -870,7 +875,8 @@ _READERS = {"llama": _read_decoder, "mistral": _read_decoder, "mixtral": _read_d
             "gemma3_text": _read_gemma, "gemma3": _read_gemma, "phi3": _read_phi3}
 #: the field holding a family's longest sequence (default: max_position_embeddings)
 _MAX_POSITION_KEYS = {"mpt": ("max_seq_len",),
-                      "gpt_bigcode": ("n_positions", "max_position_embeddings")}
+                      "gpt_bigcode": ("n_positions", "max_position_embeddings"),
+                      "generic": hf_generic.ALIASES["max_positions"]}
 #: sequence length where a family's config has no maximum: its class default / training length
 _SEQ_DEFAULTS = {"falcon": ("2048, FalconConfig's max_position_embeddings default", 2048),
                  "bloom": ("2048, BLOOM's training sequence length (model card)", 2048),
@@ -890,7 +896,8 @@ _SEQ_DEFAULTS = {"falcon": ("2048, FalconConfig's max_position_embeddings defaul
 
 
 def _family(config: Mapping) -> tuple[str, str, list[str]]:
-    """(family, the name it was chosen by, warnings)."""
+    """(family, the name it was chosen by, warnings); "generic" for a family not listed,
+    chosen by its first architecture, else its model_type, else "" (it names neither)."""
     archs = config.get("architectures")
     mtype = config.get("model_type")
     arch_names = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
@@ -905,13 +912,7 @@ def _family(config: Mapping) -> tuple[str, str, list[str]]:
         warn = ([f"architectures {', '.join(arch_names)} not recognised; read as model_type "
                  f"{mtype!r}"] if arch_names else [])
         return _BY_MODEL_TYPE[mtype], mtype, warn
-    names = ", ".join(a for archs_, _ in SUPPORTED.values() for a in archs_)
-    if not arch_names and mtype is None:
-        raise _error("architectures", f"the config names no architectures or model_type; "
-                                      f"supported: {names} (or their model_type)")
-    given = f"architectures {', '.join(arch_names)}" if arch_names else f"model_type {mtype!r}"
-    raise _error("architectures" if arch_names else "model_type",
-                 f"{given} is not supported; supported: {names} (or their model_type)")
+    return "generic", arch_names[0] if arch_names else (mtype or ""), []
 
 
 def _rough_params(spec: dict) -> int:
@@ -935,7 +936,7 @@ def _build(config: Mapping, seq_len, id) -> tuple[ModelSpec, list[str], _Fields]
     f = _Fields(config, chosen_by)
     f.get("architectures")
     f.get("model_type")
-    spec = _READERS[fam](f, fam)
+    spec = hf_generic.read(f, chosen_by) if fam == "generic" else _READERS[fam](f, fam)
     warnings.extend(f.warnings)
     if _rough_params(spec) > _MAX_TOTAL_PARAMS:
         raise _error("model_config", f"the {chosen_by} config describes more than "
@@ -945,6 +946,9 @@ def _build(config: Mapping, seq_len, id) -> tuple[ModelSpec, list[str], _Fields]
     max_pos = f.size(keys, "seq_len", required=False, limit="seq_len")
     if seq_len is not None:
         s = int(v.integer("seq_len", seq_len, maximum=_LIMITS["seq_len"]))
+        if max_pos is not None and s > max_pos:
+            warnings.append(f"seq_len {s} is beyond the config's {key} {max_pos}: the model "
+                            "was not built for it (a longer-context stage or RoPE scaling)")
     else:
         if max_pos is not None:
             s = min(max_pos, DEFAULT_SEQ_CAP)
@@ -957,19 +961,22 @@ def _build(config: Mapping, seq_len, id) -> tuple[ModelSpec, list[str], _Fields]
         warnings.append(f"num_nextn_predict_layers {spec['mtp_layers']}: multi-token-prediction "
                         "modules are reported apart (mtp_params), not in params")
     try:
-        model = ModelSpec(seq_len=s, id=id or "custom", name=chosen_by, **spec)
+        model = ModelSpec(seq_len=s, id=id or "custom", name=chosen_by or "generic", **spec)
     except v.InputError as e:
         key = f.spec_keys.get(e.param, e.param)
         raise _error(key, f"{str(e)} (from {key})" if key != e.param else str(e)) from None
     return model, warnings, f
 
 
-def model_from_config(config: Mapping, *, seq_len=None, id=None) -> tuple[ModelSpec, list[str]]:
+def model_from_config(config: Mapping, *, seq_len=None, id=None,
+                      overrides: Mapping | None = None) -> tuple[ModelSpec, list[str]]:
     """A :class:`ModelSpec` from a Hugging Face config, with warnings.
 
     The family is chosen by ``architectures[0]`` (else ``model_type``) from
     :data:`SUPPORTED`; absent fields take the defaults of that family's ``transformers``
-    configuration class (see the module notes for what each family's layout adds).
+    configuration class (see the module notes for what each family's layout adds). A family
+    not listed is read generically from the usual fields, with a warning naming every
+    assumption (:mod:`llmcost.training.hf_generic`).
 
     Parameters
     ----------
@@ -984,21 +991,29 @@ def model_from_config(config: Mapping, *, seq_len=None, id=None) -> tuple[ModelS
         GPTBigCode: 1024; StarCoder2, Phi-3: 4096; Gemma 2, Gemma 3: 8192).
     id : str, optional
         The ModelSpec id. Default "custom".
+    overrides : mapping, optional
+        ModelSpec sizes replacing the config's (``layers``, ``hidden``, ``heads``,
+        ``kv_heads``, ``ffn_hidden``, ``vocab``, ``gated_ffn``; the command line's flags
+        beside ``--model-config``), each with a warning naming the field it replaces
+        (:func:`llmcost.training.hf_override.apply`).
 
     Returns
     -------
     model : ModelSpec
-        ``name`` is the architecture (or model_type) the family was chosen by.
+        ``name`` is the architecture (or model_type) the family was chosen by ("generic" for
+        a config naming neither).
     warnings : list of str
         Choices made for the user (sequence length, MTP modules reported apart, a model_type
-        used for an unknown architecture, a vision tower left out).
+        used for an unknown architecture, a vision tower left out, a generic reading and its
+        assumptions, the overrides).
 
     Raises
     ------
     llmcost._validate.InputError
-        One line naming the field: an unsupported architecture (listing the supported ones),
-        a missing required field, a value of the wrong type or out of range, a combination
-        not modelled (e.g. Llama ``attention_bias`` without ``mlp_bias``).
+        One line naming the field: an encoder-decoder config (naming its architecture), a
+        missing required field (with its aliases), a value of the wrong type or out of range,
+        a combination not modelled (e.g. Llama ``attention_bias`` without ``mlp_bias``), an
+        override that makes no sense for the config (naming both).
 
     References
     ----------
@@ -1007,7 +1022,10 @@ def model_from_config(config: Mapping, *, seq_len=None, id=None) -> tuple[ModelS
        StarCoder, StarCoder2, GPT-NeoX-20B, Pythia, OLMo, OLMo 2, Gemma 2, Gemma 3, Phi-3
        and Phi-4 papers.
     """
-    model, warnings, _ = _build(config, seq_len, id)
+    model, warnings, f = _build(config, seq_len, id)
+    if overrides:
+        model, notes = hf_override.apply(model, overrides, f.spec_keys)
+        warnings.extend(notes)
     return model, warnings
 
 

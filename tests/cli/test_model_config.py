@@ -88,14 +88,15 @@ def test_architecture_commands_take_a_config(cmd):
             assert r[key] == pytest.approx(ref[key], rel=1e-9), key
 
 
-def test_an_unsupported_architecture_is_one_line_naming_the_supported(tmp_path):
+def test_an_unlisted_architecture_missing_a_size_is_one_line_naming_it(tmp_path):
     f = tmp_path / "config.json"
     f.write_text(json.dumps({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
                              "n_layer": 12}))
     code, out, err = run(["review", "--model-config", str(f), "--query", "gpus=8", "--json"])
     assert code == 2 and out == ""
     line = err.strip()
-    assert "\n" not in line and "GPT2LMHeadModel" in line and "LlamaForCausalLM" in line
+    assert "\n" not in line and "GPT2LMHeadModel" in line and "read generically" in line
+    assert all(k in line for k in ("hidden_size", "d_model", "n_embd", "missing"))
 
 
 def test_model_config_and_a_model_in_the_query_are_refused():
