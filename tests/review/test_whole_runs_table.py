@@ -98,12 +98,32 @@ def test_transcribed_architectures_have_their_published_sizes():
                  "phi-3.5-mini": (3.8e9, None, 0.01), "phi-4-mini": (3.8e9, None, 0.02),
                  # Olmo 3 32B: 32,233,522,176 (the checkpoint; ModelSpec counts its q/k norms per head);
                  # Falcon-180B: the card's "180B"
-                 "olmo3-32b": (32_233_522_176, None, 1e-4), "falcon-180b": (180e9, None, 0.01)}
+                 "olmo3-32b": (32_233_522_176, None, 1e-4), "falcon-180b": (180e9, None, 0.01),
+                 # Granite 3.0 report Table 1: 2.5B, 8.1B, 1.3B with 400M active, 3.3B with 800M
+                 "granite-3.0-2b": (2.5e9, None, 0.02), "granite-3.0-8b": (8.1e9, None, 0.01),
+                 "granite-3.0-1b-a400m": (1.3e9, None, 0.03),
+                 "granite-3.0-3b-a800m": (3.3e9, None, 0.01),
+                 # Phi-3.5-MoE card: 16x3.8B, 6.6B active (the checkpoint holds 41.9B)
+                 "phi-3.5-moe": (41.9e9, 6.6e9, 0.002),
+                 # Nemotron-4 15B: 3.2B embedding + 12.5B non-embedding; 340B: 9.4B + 331.6B
+                 "nemotron-4-15b": (15.7e9, None, 0.005), "nemotron-4-340b": (341e9, None, 0.001),
+                 # OPT "175B"; BloombergGPT Table 4: 50.6B; OLMoE 6.9B with 1.3B active
+                 "opt-175b": (175e9, None, 0.003), "bloomberggpt-50b": (50.6e9, None, 0.001),
+                 "olmoe-1b-7b": (6.9e9, 1.3e9, 0.003),
+                 # the checkpoints: phi-1_5 1,418,270,720, phi-2 2,779,683,840 (their biases
+                 # are not counted); StableLM-3B-4E1T 2,795,443,200 (its card)
+                 "phi-1.5": (1_418_270_720, None, 5e-4), "phi-2": (2_779_683_840, None, 5e-4),
+                 "stablelm-3b-4e1t": (2_795_443_200, None, 1e-9)}
     for run_id, (total, active, tol) in published.items():
         m = config_model(by_id(ROWS, run_id))
         assert m.params == pytest.approx(total, rel=tol), run_id
         if active:
             assert m.active_params == pytest.approx(active, rel=0.03), run_id
+    # Granite 3.0 MoE: Table 1's 400M and 800M active are the active parameters less the tied
+    # embedding (378M and 807M; with it, 429M and 883M)
+    for run_id, active in (("granite-3.0-1b-a400m", 0.4e9), ("granite-3.0-3b-a800m", 0.8e9)):
+        m = config_model(by_id(ROWS, run_id))
+        assert m.active_params - m.vocab * m.hidden == pytest.approx(active, rel=0.06), run_id
     # LLaMA 7B / 13B share the catalog's Llama 2 architectures: Table 2's 6.7B and 13.0B
     assert CAT.model("llama2-7b").params == pytest.approx(6.7e9, rel=0.01)
     assert CAT.model("llama2-13b").params == pytest.approx(13.0e9, rel=0.01)
@@ -126,10 +146,32 @@ def test_derived_hours_are_the_arithmetic_of_their_sources():
     # Olmo 3: pretraining tokens / the report's tokens per second per GPU (5.93T at 7,700; 5.5T at 1,960)
     assert hours["olmo3-7b"] == pytest.approx(5.93e12 / 7700 / 3600, abs=0.5)
     assert hours["olmo3-32b"] == pytest.approx(5.5e12 / 1960 / 3600, abs=0.5)
+    # more model cards: Phi-3.5-MoE 512 H100 x 23 days, Phi-1.5 32 A100 x 8, Phi-2 96 A100 x 14
+    assert hours["phi-3.5-moe"] == 512 * 23 * 24
+    assert hours["phi-1.5"] == 32 * 8 * 24 and hours["phi-2"] == 96 * 14 * 24
+    # BloombergGPT: 512 A100 x '~53 days' (139,200 steps x 32.5 s is 52.4 days)
+    assert hours["bloomberggpt-50b"] == 512 * 53 * 24
+    assert 139_200 * 32.5 / 86400 == pytest.approx(53, abs=0.7)
+    # Nemotron-4 15B: Table 2's GPUs x days of its three batch-ramp stages; its days are the
+    # stages' iterations x iteration time, the rule the 340B row applies to its own Table 2
+    stages_15b = [(768, 0.57, 384, 200e9, 0.8), (1536, 0.58, 768, 200e9, 0.4),
+                  (2304, 0.64, 1152, 7600e9, 11.9)]
+    assert hours["nemotron-4-15b"] == pytest.approx(sum(g * d * 24 for g, *_, d in stages_15b))
+    for _, t, batch, tokens, days in stages_15b:
+        assert tokens / (batch * 4096) * t / 86400 == pytest.approx(days, abs=0.05)
+    stages_340b = [(1536, 10.3, 768, 200e9), (3072, 10.3, 1536, 200e9), (6144, 8.0, 2304, 7600e9)]
+    assert hours["nemotron-4-340b"] == pytest.approx(
+        sum(tokens / (batch * 4096) * t * g / 3600 for g, t, batch, tokens in stages_340b), abs=0.5)
     derived = ROWS[ROWS["hours_status"] == "derived"]["id"]
     assert set(derived) == {"deepseek-v2", "deepseek-llm-67b", "mpt-7b", "smollm3-3b",
                             "tinyllama-1.1b", "starcoderbase-15.5b", "phi-3-mini", "phi-3.5-mini",
-                            "phi-3-medium", "phi-4", "phi-4-mini", "olmo3-7b", "olmo3-32b"}
+                            "phi-3-medium", "phi-4", "phi-4-mini", "olmo3-7b", "olmo3-32b",
+                            "phi-3.5-moe", "phi-1.5", "phi-2", "bloomberggpt-50b",
+                            "nemotron-4-15b", "nemotron-4-340b"}
+    # Granite 3.0 report Table 7 prints each model's GPU-hours; LLaMA's Table 15 prints OPT-175B's
+    assert [hours[f"granite-3.0-{k}"] for k in ("2b", "8b", "1b-a400m", "3b-a800m")] \
+        == [192_030, 832_102, 71_171, 133_308]
+    assert hours["opt-175b"] == 809_472 == 992 * 34 * 24
     # Pythia's appendix prints the hours themselves (iteration time x iterations x GPUs), Table 5
     assert hours["pythia-12b"] == 72_300
     assert [hours[f"pythia-{k}"] for k in ("70m", "160m", "410m", "1b", "1.4b", "2.8b", "6.9b")] \
