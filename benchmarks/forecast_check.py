@@ -77,7 +77,8 @@ def leave_one_run_out(table: pd.DataFrame, res: pd.DataFrame, stack_named: bool 
     Returns
     -------
     DataFrame
-        id, fitted, group (the label), runs (in the group), floor_gpu_hours,
+        id, fitted, own_group (the run's own stack x dense/MoE x size), group (the label of
+        the group its forecast used), runs (in that group), floor_gpu_hours,
         published_gpu_hours, forecast_gpu_hours, error, low, high (band [GPU-h]), in_band,
         width (high / low), napkin_error, floor_error.
     """
@@ -90,13 +91,23 @@ def leave_one_run_out(table: pd.DataFrame, res: pd.DataFrame, stack_named: bool 
                                      exclude=[t["id"]] if fitted else [])
         floor, pub = float(t["floor_gpu_hours"]), float(t["published_gpu_hours"])
         fc, lo, hi = floor * rr.value, floor * rr.band[0], floor * rr.band[1]
-        out.append({"id": t["id"], "fitted": fitted, "group": rr.group_label, "runs": rr.runs,
+        own = rz_group(t["stack"] if stack_named else None, realized._truthy(t["moe"]),
+                       float(t["params"]))
+        out.append({"id": t["id"], "fitted": fitted, "own_group": own,
+                    "group": rr.group_label, "runs": rr.runs,
                     "floor_gpu_hours": floor, "published_gpu_hours": pub,
                     "forecast_gpu_hours": fc, "error": fc / pub - 1, "low": lo, "high": hi,
                     "in_band": bool(lo <= pub <= hi), "width": hi / lo if lo > 0 else np.inf,
                     "napkin_error": float(nap.get(t["id"], np.nan)) / pub - 1,
                     "floor_error": floor / pub - 1})
     return pd.DataFrame(out)
+
+
+def rz_group(stack, moe: bool, params: float) -> str:
+    """A run's own fixed group (stack x dense/MoE x size class), in words."""
+    return realized.RealizedRatio(0.0, (0.0, 0.0), (stack, realized.kind_of(moe),
+                                                    realized.size_class(params)),
+                                  0, (), ()).group_label
 
 
 def _pct(x) -> str:
@@ -117,11 +128,12 @@ def format_loo(loo: pd.DataFrame) -> str:
 
 
 def loo_summary(loo: pd.DataFrame) -> dict:
-    """Overall and per-group figures over the runs used in fits."""
+    """Overall and per-group figures over the runs used in fits; groups are the runs' own
+    (stack x dense/MoE x size), whichever group their leave-one-out forecast fell back to."""
     use = loo[loo["fitted"]]
     e, n = use["error"].abs(), use["napkin_error"].abs()
     groups = {}
-    for g, part in use.groupby("group"):
+    for g, part in use.groupby("own_group"):
         groups[g] = {"runs": int(len(part)), "forecast": float(part["error"].abs().mean()),
                      "napkin": float(part["napkin_error"].abs().mean()),
                      "in_band": float(part["in_band"].mean())}
