@@ -1092,16 +1092,110 @@ def whole_runs_summary(res: pd.DataFrame) -> str:
     return line
 
 
+# ------------------------------------------------------------------ before / after
+
+#: Each row's error as the step model last stood (``make validate SNAPSHOT=1`` rewrites it):
+#: the calibration rows and the whole runs, so a change to the model prints what it moved.
+SNAPSHOT = ROOT / "benchmarks" / "step_model_snapshot.csv"
+#: what a change may cost a step-time table's mean |error| and one row's |error| [-]
+TABLE_RISE_LIMIT = 0.01
+ROW_RISE_LIMIT = 0.05
+
+
+def snapshot_frame(res: pd.DataFrame, whole: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One line per calibration row (its summary table) and per whole run: the error now."""
+    cal = pd.DataFrame({"section": "calibration", "id": res["id"],
+                        "table": res["source_table"] + " / " + res["generation"] + " / "
+                        + res["kind"], "error": res["error"]})
+    if whole is None:
+        return cal
+    runs = pd.DataFrame({"section": "whole run", "id": whole["id"], "table": "whole runs",
+                         "error": whole["error"]})
+    return pd.concat([cal, runs], ignore_index=True)
+
+
+def write_snapshot(res, whole=None, path=SNAPSHOT):
+    snapshot_frame(res, whole).to_csv(path, index=False, float_format="%.6f")
+
+
+def _print_table_moves(m, cal, path, top, out):
+    print(f"\nBefore ({Path(path).relative_to(ROOT)}) and now: mean |error| per step-time "
+          f"table (flagged '!' if it rose by more than {100 * TABLE_RISE_LIMIT:.0f} point)",
+          file=out)
+    print(f"  {'table':56s} {'rows':>4s} {'before':>8s} {'now':>8s} {'change':>8s}", file=out)
+    for t, g in cal.groupby("table", sort=False):
+        g = g.dropna(subset=["before", "after"])
+        if g.empty:
+            continue
+        b, a = g["before"].abs().mean(), g["after"].abs().mean()
+        flag = " !" if a - b > TABLE_RISE_LIMIT else ""
+        print(f"  {t:56s} {len(g):4d} {100 * b:7.1f}% {100 * a:7.1f}% {100 * (a - b):+7.1f}"
+              f"{flag}", file=out)
+    moved = cal.dropna(subset=["before", "after"])
+    moved = moved.reindex(moved["rise"].abs().sort_values(ascending=False).index).head(top)
+    print(f"  largest row moves (|error| before -> now; '!' if it rose by more than "
+          f"{100 * ROW_RISE_LIMIT:.0f} points):", file=out)
+    for _, r in moved.iterrows():
+        flag = " !" if r["rise"] > ROW_RISE_LIMIT else ""
+        print(f"    {r['id']:52s} {_pct(r['before']):>9s} -> {_pct(r['after']):>9s}{flag}",
+              file=out)
+    gone = m[(m["section"] == "calibration") & m["after"].isna() & m["before"].notna()]
+    new_rows = m[(m["section"] == "calibration") & m["before"].isna() & m["after"].notna()]
+    if len(gone) or len(new_rows):
+        print(f"  rows no longer predicted: {len(gone)}; rows newly predicted: {len(new_rows)}",
+              file=out)
+
+
+def compare_snapshot(res, whole=None, path=SNAPSHOT, out=None, top=12) -> pd.DataFrame:
+    """Print each step-time table's mean |error| before (the stored snapshot) and now, the
+    rows that moved most, and each whole run's error before and now; flag a table whose mean
+    |error| rose by more than TABLE_RISE_LIMIT or a row by more than ROW_RISE_LIMIT.
+
+    Returns the per-row frame (section, id, table, before, after, rise = |after| - |before|).
+    """
+    out = out or sys.stdout
+    if not Path(path).exists():
+        print(f"\nno snapshot at {Path(path).relative_to(ROOT)}: `make validate SNAPSHOT=1` "
+              "writes one", file=out)
+        return pd.DataFrame()
+    old = pd.read_csv(path)
+    new = snapshot_frame(res, whole)
+    m = old.merge(new, on=["section", "id"], how="outer", suffixes=("_before", "_after"))
+    m["table"] = m["table_after"].fillna(m["table_before"])
+    m = m.rename(columns={"error_before": "before", "error_after": "after"})
+    m["rise"] = m["after"].abs() - m["before"].abs()
+    cal = m[(m["section"] == "calibration") & m["after"].notna()]
+    if len(cal):
+        _print_table_moves(m, cal, path, top, out)
+    runs = m[(m["section"] == "whole run") & m["after"].notna()]
+    if len(runs):
+        print(f"\nWhole runs (nothing fitted to them), the review's GPU-hours error before "
+              f"({Path(path).relative_to(ROOT)}) and now:", file=out)
+        for _, r in runs.iterrows():
+            print(f"    {r['id']:22s} {_pct(r['before']):>9s} -> {_pct(r['after']):>9s}", file=out)
+        both = runs.dropna(subset=["before"])
+        print(f"  mean |error| over the {len(both)} runs: {100 * both['before'].abs().mean():.1f}% "
+              f"-> {100 * both['after'].abs().mean():.1f}%", file=out)
+    return m
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if "--readme" in argv:
         print(readme_table(evaluate(load_rows())))
         return
     if "--whole-runs" in argv:
-        whole_runs()
+        whole = whole_runs()
+        compare_snapshot(pd.DataFrame(columns=["id", "source_table", "generation", "kind",
+                                               "error"]), whole)
         return
-    validate()
-    whole_runs()
+    res, _ = validate()
+    whole = whole_runs()
+    if "--write-snapshot" in argv:
+        write_snapshot(res, whole)
+        print(f"\nwrote {SNAPSHOT.relative_to(ROOT)}")
+    else:
+        compare_snapshot(res, whole)
     if "--fit" in argv:
         _, moe_held = fit_moe()
         fit_mxfp8()
