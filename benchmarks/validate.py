@@ -697,6 +697,43 @@ def fit_moe(rows=None, cat=None, out=None):
     return dict(zip(MOE_PARAMS, np.exp(sol.x))), held
 
 
+# ------------------------------------------------------------------ attention's tile overhead
+
+#: FlashAttention-2's causal forward (BF16, head dim 64) on H100 SXM5 against sequence length,
+#: at 16k tokens per batch, as printed on the bars of Shah et al. 2024 (FlashAttention-3,
+#: arXiv:2407.08608) Fig. 5 [TFLOP/s, FlashAttention's count]. The kernel's own shape, from
+#: which the fixed work of a query tile (Calibration.attention_tile_overhead) is fitted.
+FA2_CAUSAL_H100 = {512: 180.0, 1024: 229.0, 2048: 262.0, 4096: 284.0, 8192: 295.0,
+                   16384: 299.0}
+
+
+def fit_attention_tile(points=None, out=None) -> dict:
+    """Fit the plateau e P and the tile overhead c of s / (s + (2c + 1) T) to a fused-attention
+    kernel's published throughput against sequence length (:data:`FA2_CAUSAL_H100`); print the
+    values, their log-standard errors (Jacobian) and the residuals."""
+    from scipy.optimize import least_squares
+    from llmcost.training.attention import ATTENTION_TILE
+    out = out or sys.stdout
+    pts = FA2_CAUSAL_H100 if points is None else points
+    s = np.array(list(pts), float)
+    y = np.array(list(pts.values()), float)
+
+    def residuals(x):
+        plateau, c = np.exp(x)
+        return np.log(plateau * s / (s + (2.0 * c + 1.0) * ATTENTION_TILE)) - np.log(y)
+
+    sol = least_squares(residuals, np.log([y.max(), 1.0]))
+    s2 = float(np.sum(sol.fun ** 2) / max(len(s) - 2, 1))
+    std = np.sqrt(np.diag(np.linalg.pinv(sol.jac.T @ sol.jac) * s2))
+    plateau, c = np.exp(sol.x)
+    print(f"\n[attention] FlashAttention-2 causal forward on H100 (Shah et al. 2024 Fig. 5, "
+          f"{len(s)} points): plateau {plateau:.0f} TFLOP/s (log-std {std[0]:.3f}), "
+          f"attention_tile_overhead c {c:.3f} (library "
+          f"{DEFAULT_CALIBRATION.attention_tile_overhead}, log-std {std[1]:.3f}); residuals "
+          + ", ".join(f"{100 * e:+.1f}%" for e in np.expm1(sol.fun)), file=out)
+    return dict(plateau_tflops=float(plateau), c=float(c), log_std=std, residuals=sol.fun)
+
+
 # ------------------------------------------------------------------ the fsdp stack
 
 #: Constants of the fsdp stack fitted per GPU generation (properties of the GPU and of the
@@ -1197,6 +1234,7 @@ def main(argv=None):
     else:
         compare_snapshot(res, whole)
     if "--fit" in argv:
+        fit_attention_tile()
         _, moe_held = fit_moe()
         fit_mxfp8()
         results = fit()
