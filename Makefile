@@ -47,8 +47,11 @@ bench: install
 # section alone: `.venv/bin/python benchmarks/validate.py --whole-runs`);
 # `make validate FIT=1` also fits the constants per GPU generation (prints only);
 # `make validate FIT=1 WRITE=1` rewrites data/step_model_errors.csv from the held-out errors.
+# Every run prints each table's and each whole run's error beside the stored snapshot
+# (benchmarks/step_model_snapshot.csv); `make validate SNAPSHOT=1` rewrites the snapshot.
 validate: install
-	$(PY) benchmarks/validate.py $(if $(FIT),--fit) $(if $(WRITE),--write-errors)
+	$(PY) benchmarks/validate.py $(if $(FIT),--fit) $(if $(WRITE),--write-errors) \
+		$(if $(SNAPSHOT),--write-snapshot)
 
 # HTML into docs/_build/html; warnings are errors (CI runs it). The CLI reference, the data
 # files' schema and the validation tables are generated from the code at build time.

@@ -697,6 +697,43 @@ def fit_moe(rows=None, cat=None, out=None):
     return dict(zip(MOE_PARAMS, np.exp(sol.x))), held
 
 
+# ------------------------------------------------------------------ attention's tile overhead
+
+#: FlashAttention-2's causal forward (BF16, head dim 64) on H100 SXM5 against sequence length,
+#: at 16k tokens per batch, as printed on the bars of Shah et al. 2024 (FlashAttention-3,
+#: arXiv:2407.08608) Fig. 5 [TFLOP/s, FlashAttention's count]. The kernel's own shape, from
+#: which the fixed work of a query tile (Calibration.attention_tile_overhead) is fitted.
+FA2_CAUSAL_H100 = {512: 180.0, 1024: 229.0, 2048: 262.0, 4096: 284.0, 8192: 295.0,
+                   16384: 299.0}
+
+
+def fit_attention_tile(points=None, out=None) -> dict:
+    """Fit the plateau e P and the tile overhead c of s / (s + (2c + 1) T) to a fused-attention
+    kernel's published throughput against sequence length (:data:`FA2_CAUSAL_H100`); print the
+    values, their log-standard errors (Jacobian) and the residuals."""
+    from scipy.optimize import least_squares
+    from llmcost.training.attention import ATTENTION_TILE
+    out = out or sys.stdout
+    pts = FA2_CAUSAL_H100 if points is None else points
+    s = np.array(list(pts), float)
+    y = np.array(list(pts.values()), float)
+
+    def residuals(x):
+        plateau, c = np.exp(x)
+        return np.log(plateau * s / (s + (2.0 * c + 1.0) * ATTENTION_TILE)) - np.log(y)
+
+    sol = least_squares(residuals, np.log([y.max(), 1.0]))
+    s2 = float(np.sum(sol.fun ** 2) / max(len(s) - 2, 1))
+    std = np.sqrt(np.diag(np.linalg.pinv(sol.jac.T @ sol.jac) * s2))
+    plateau, c = np.exp(sol.x)
+    print(f"\n[attention] FlashAttention-2 causal forward on H100 (Shah et al. 2024 Fig. 5, "
+          f"{len(s)} points): plateau {plateau:.0f} TFLOP/s (log-std {std[0]:.3f}), "
+          f"attention_tile_overhead c {c:.3f} (library "
+          f"{DEFAULT_CALIBRATION.attention_tile_overhead}, log-std {std[1]:.3f}); residuals "
+          + ", ".join(f"{100 * e:+.1f}%" for e in np.expm1(sol.fun)), file=out)
+    return dict(plateau_tflops=float(plateau), c=float(c), log_std=std, residuals=sol.fun)
+
+
 # ------------------------------------------------------------------ the fsdp stack
 
 #: Constants of the fsdp stack fitted per GPU generation (properties of the GPU and of the
@@ -1128,17 +1165,116 @@ def forecast_report(res, write=False, out=None):
     return fcheck.report(res, t, out=out)
 
 
+# ------------------------------------------------------------------ before / after
+
+#: Each row's error as the step model last stood (``make validate SNAPSHOT=1`` rewrites it):
+#: the calibration rows and the whole runs, so a change to the model prints what it moved.
+SNAPSHOT = ROOT / "benchmarks" / "step_model_snapshot.csv"
+#: what a change may cost a step-time table's mean |error| and one row's |error| [-]
+TABLE_RISE_LIMIT = 0.01
+ROW_RISE_LIMIT = 0.05
+
+
+def snapshot_frame(res: pd.DataFrame, whole: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One line per calibration row (its summary table) and per whole run: the error now."""
+    cal = pd.DataFrame({"section": "calibration", "id": res["id"],
+                        "table": res["source_table"] + " / " + res["generation"] + " / "
+                        + res["kind"], "error": res["error"]})
+    if whole is None:
+        return cal
+    # the floor's error: the physics a change to the step model moves (the forecast's also
+    # moves with the realized ratios)
+    runs = pd.DataFrame({"section": "whole run", "id": whole["id"], "table": "whole runs",
+                         "error": whole["floor_error"]})
+    return pd.concat([cal, runs], ignore_index=True)
+
+
+def write_snapshot(res, whole=None, path=SNAPSHOT):
+    snapshot_frame(res, whole).to_csv(path, index=False, float_format="%.6f")
+
+
+def _print_table_moves(m, cal, path, top, out):
+    print(f"\nBefore ({Path(path).relative_to(ROOT)}) and now: mean |error| per step-time "
+          f"table (flagged '!' if it rose by more than {100 * TABLE_RISE_LIMIT:.0f} point)",
+          file=out)
+    print(f"  {'table':56s} {'rows':>4s} {'before':>8s} {'now':>8s} {'change':>8s}", file=out)
+    for t, g in cal.groupby("table", sort=False):
+        g = g.dropna(subset=["before", "after"])
+        if g.empty:
+            continue
+        b, a = g["before"].abs().mean(), g["after"].abs().mean()
+        flag = " !" if a - b > TABLE_RISE_LIMIT else ""
+        print(f"  {t:56s} {len(g):4d} {100 * b:7.1f}% {100 * a:7.1f}% {100 * (a - b):+7.1f}"
+              f"{flag}", file=out)
+    moved = cal.dropna(subset=["before", "after"])
+    moved = moved.reindex(moved["rise"].abs().sort_values(ascending=False).index).head(top)
+    print(f"  largest row moves (|error| before -> now; '!' if it rose by more than "
+          f"{100 * ROW_RISE_LIMIT:.0f} points):", file=out)
+    for _, r in moved.iterrows():
+        flag = " !" if r["rise"] > ROW_RISE_LIMIT else ""
+        print(f"    {r['id']:52s} {_pct(r['before']):>9s} -> {_pct(r['after']):>9s}{flag}",
+              file=out)
+    gone = m[(m["section"] == "calibration") & m["after"].isna() & m["before"].notna()]
+    new_rows = m[(m["section"] == "calibration") & m["before"].isna() & m["after"].notna()]
+    if len(gone) or len(new_rows):
+        print(f"  rows no longer predicted: {len(gone)}; rows newly predicted: {len(new_rows)}",
+              file=out)
+
+
+def compare_snapshot(res, whole=None, path=SNAPSHOT, out=None, top=12) -> pd.DataFrame:
+    """Print each step-time table's mean |error| before (the stored snapshot) and now, the
+    rows that moved most, and each whole run's error before and now; flag a table whose mean
+    |error| rose by more than TABLE_RISE_LIMIT or a row by more than ROW_RISE_LIMIT.
+
+    Returns the per-row frame (section, id, table, before, after, rise = |after| - |before|).
+    """
+    out = out or sys.stdout
+    if not Path(path).exists():
+        print(f"\nno snapshot at {Path(path).relative_to(ROOT)}: `make validate SNAPSHOT=1` "
+              "writes one", file=out)
+        return pd.DataFrame()
+    old = pd.read_csv(path)
+    new = snapshot_frame(res, whole)
+    m = old.merge(new, on=["section", "id"], how="outer", suffixes=("_before", "_after"))
+    m["table"] = m["table_after"].fillna(m["table_before"])
+    m = m.rename(columns={"error_before": "before", "error_after": "after"})
+    m["rise"] = m["after"].abs() - m["before"].abs()
+    cal = m[(m["section"] == "calibration") & m["after"].notna()]
+    if len(cal):
+        _print_table_moves(m, cal, path, top, out)
+    runs = m[(m["section"] == "whole run") & m["after"].notna()]
+    if len(runs):
+        print(f"\nWhole runs (nothing fitted to them), the floor's GPU-hours error before "
+              f"({Path(path).relative_to(ROOT)}) and now:", file=out)
+        for _, r in runs.iterrows():
+            print(f"    {r['id']:22s} {_pct(r['before']):>9s} -> {_pct(r['after']):>9s}", file=out)
+        both = runs.dropna(subset=["before"])
+        print(f"  mean |error| over the {len(both)} runs: {100 * both['before'].abs().mean():.1f}% "
+              f"-> {100 * both['after'].abs().mean():.1f}%", file=out)
+    return m
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if "--readme" in argv:
         print(readme_table(evaluate(load_rows())))
         return
     if "--whole-runs" in argv:
-        forecast_report(whole_runs(), write="--write-ratios" in argv)
+        whole = whole_runs()
+        compare_snapshot(pd.DataFrame(columns=["id", "source_table", "generation", "kind",
+                                               "error"]), whole)
+        forecast_report(whole, write="--write-ratios" in argv)
         return
-    validate()
-    forecast_report(whole_runs(), write="--write-errors" in argv)
+    res, _ = validate()
+    whole = whole_runs()
+    if "--write-snapshot" in argv:
+        write_snapshot(res, whole)
+        print(f"\nwrote {SNAPSHOT.relative_to(ROOT)}")
+    else:
+        compare_snapshot(res, whole)
+    forecast_report(whole, write="--write-errors" in argv)
     if "--fit" in argv:
+        fit_attention_tile()
         _, moe_held = fit_moe()
         fit_mxfp8()
         results = fit()

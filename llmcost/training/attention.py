@@ -82,16 +82,65 @@ def flash_score_elements_per_token(seq_len, heads, window=0, window_share=0.0,
     return v.result(a * keys)
 
 
+def flash_fixed_elements_per_token(heads, window=0, window_share=0.0, tile=ATTENTION_TILE,
+                                   overhead_tiles=1.0):
+    r"""Score elements' worth of matmul time a fused-attention kernel spends per query that
+    no score element pays for: the fixed work of each query tile and the causal diagonal.
+
+    .. math:: n_0 = a\,\bigl[c\,T + (1 - \phi)\,\tfrac{T}{2}\bigr]
+
+    Each block of T queries loads its Q tile, fills the pipeline and writes its output and
+    log-sum-exp once, whatever the keys it meets: c tiles of keys' worth of time (the
+    backward's key blocks, which loop over queries, pay the same). A causal layer also
+    computes the whole diagonal tile of which :func:`flash_score_elements_per_token` counts
+    half: T/2 keys per query (a windowed layer's tiles are counted whole already). With
+    n = a s/2 causal score elements per token the kernel's efficiency falls as
+
+    .. math:: \frac{n}{n + n_0} = \frac{s}{s + (2c + 1)\,T}
+
+    half its plateau at s = (2c + 1) T; with c = 0.9 (FlashAttention-2, fitted to its
+    published throughput against sequence length, Shah et al. 2024 Fig. 5) 0.85 at 2k
+    tokens, 0.96 at 8k, 0.99 at 64k.
+
+    Parameters
+    ----------
+    heads, window, window_share, tile
+        a, w, phi, T as in :func:`flash_score_elements_per_token` (T the query block too).
+    overhead_tiles : float or array
+        c, fixed work per query tile in tiles of keys [-].
+
+    Returns
+    -------
+    fixed : float or array
+        n_0 per token and layer [score elements' worth], to be sharded over TP as the
+        scores are.
+
+    References
+    ----------
+    .. [1] Dao 2023, arXiv:2307.08691, §3.1 (block-wise causal masking: the diagonal blocks
+       are computed whole), Algorithm 1 (per query block: load Q_i, write O_i and L_i once).
+    .. [2] Shah et al. 2024, arXiv:2407.08608, Fig. 5 (forward TFLOP/s against sequence
+       length at a fixed number of tokens).
+    """
+    a = v.positive("heads", heads)
+    w = v.integer("attention_window", window, minimum=0)
+    phi = np.where(w > 0, v.in_range("window_share", window_share, 0, 1), 0.0)
+    t = v.integer("tile", tile)
+    c = v.nonnegative("overhead_tiles", overhead_tiles)
+    return v.result(a * (c * t + (1.0 - phi) * t / 2.0))
+
+
 def flash_attention_time_s(score_elements, head_dim, peak_flops, exp_per_s, efficiency,
-                           recompute="none", exp_efficiency=None):
+                           recompute="none", exp_efficiency=None, fixed_elements=0.0):
     r"""Time of fused attention's forward and backward for given score elements.
 
     .. math::
-        t = (1 + \rho)\max\Bigl(\frac{4 \bar d\,n}{e P}, \frac{n}{e_x X}\Bigr)
-          + \max\Bigl(\frac{2.5 \cdot 4 \bar d\,n}{e P}, \frac{n}{e_x X}\Bigr)
+        t = (1 + \rho)\max\Bigl(\frac{4 \bar d\,(n + n_0)}{e P}, \frac{n}{e_x X}\Bigr)
+          + \max\Bigl(\frac{2.5 \cdot 4 \bar d\,(n + n_0)}{e P}, \frac{n}{e_x X}\Bigr)
 
-    with n score elements, d-bar the mean of the query-key and value head dims, P the dense
-    BF16 peak, X the exponentials per second of the special function units, e the
+    with n score elements, n_0 the elements' worth of fixed work per query tile
+    (:func:`flash_fixed_elements_per_token`; 0: none), d-bar the mean of the query-key and
+    value head dims, P the dense BF16 peak, X the exponentials per second of the special function units, e the
     attention efficiency of the matmuls and e_x that of the exponentials (assumption: the
     same, e_x = e). Each pass runs its matmuls and its exponentials overlapped, as
     FlashAttention-3 schedules them (ping-pong warpgroups, softmax of one block under the
@@ -99,7 +148,8 @@ def flash_attention_time_s(score_elements, head_dim, peak_flops, exp_per_s, effi
     4 d-bar FLOPs) meets the exponential bound first, the backward (1 per 10 d-bar) later.
     rho = 1 adds the forward once more under full or selective recomputation. Without an
     exponential rate (X = 0 or None) the matmul term alone: FlashAttention's FLOP count at
-    efficiency e, 4 d-bar n (3.5 + rho) / (e P).
+    efficiency e, 4 d-bar (n + n_0) (3.5 + rho) / (e P). e is the plateau a long sequence
+    reaches; n_0 is what lowers it for short ones.
 
     Parameters
     ----------
@@ -116,6 +166,8 @@ def flash_attention_time_s(score_elements, head_dim, peak_flops, exp_per_s, effi
     recompute : {"none", "selective", "full"} or array of these names
     exp_efficiency : float, optional
         e_x [-]; default e.
+    fixed_elements : float or array
+        n_0 [-], same units as n.
 
     Returns
     -------
@@ -132,7 +184,7 @@ def flash_attention_time_s(score_elements, head_dim, peak_flops, exp_per_s, effi
     e = v.in_range("attention_efficiency", efficiency, 0, 1, low_inclusive=False)
     rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
     rho = np.where(rec == "none", 0.0, 1.0)
-    t_fwd_mm = 4.0 * d * n / (e * p)
+    t_fwd_mm = 4.0 * d * (n + v.nonnegative("fixed_elements", fixed_elements)) / (e * p)
     if not exp_per_s:
         return v.result((3.5 + rho) * t_fwd_mm)
     ex = v.in_range("exp_efficiency", e if exp_efficiency is None else exp_efficiency, 0, 1,

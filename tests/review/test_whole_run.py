@@ -271,14 +271,17 @@ def test_an_fsdp_stack_plans_fsdp_layouts():
     lay = r["layout"]
     assert lay["zero_stage"] in (2, 3) and (lay["pp"], lay["cp"]) == (1, 1)
     assert r["stack"] == "fsdp"
-    # on the layout the fsdp review chose, the megatron stack's constants are the faster (its
-    # own space may choose otherwise: it searches the micro-batches Megatron recipes run)
+    # on the layout the fsdp review chose, the megatron stack's constants are no slower
+    # beyond the planner's 2% band (its own space may choose otherwise: it searches the
+    # micro-batches Megatron recipes run). The two sets are fitted apart (Table 1, unfused
+    # attention; llm-foundry's A100 rows) and megatron's A100 attention is H100's
+    # FlashAttention-2 figure: at 2k tokens they agree within 2%, not in order.
     given = "".join(f"&{k}={lay[k]}" for k in ("tp", "micro_batch", "zero_stage", "recompute"))
     same = review_json("model=mpt-7b-bench&gpu=a100-40gb&gpus=440&tokens=1e12&fabric=roce-200"
                        + given.replace("zero_stage", "zero"))
     assert same["layout"]["micro_batch"] == lay["micro_batch"]
     # the stacks' physics: the floors (the forecasts also differ by their comparison groups)
-    assert same["gpu_hours_floor"] < r["gpu_hours_floor"]
+    assert same["gpu_hours_floor"] < 1.02 * r["gpu_hours_floor"]
 
 
 def test_an_fsdp_review_runs_the_large_micro_batches_fsdp_teams_run():

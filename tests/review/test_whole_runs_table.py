@@ -334,6 +334,8 @@ def test_the_printed_table_and_the_command_line_section(table):
     assert out.startswith(text)
     tail = out[len(text):]
     assert "each forecast from the others' ratios" in tail and "stack not named" in tail
+    # and each run's floor error beside the stored snapshot's (benchmarks/step_model_snapshot.csv)
+    assert "error before" in tail and all(run_id in tail for run_id in ROWS["id"])
 
 
 def test_the_summary_counts_only_one_pretraining_run_each(table):

@@ -82,3 +82,46 @@ def test_bad_input_names_parameter():
         flash_score_elements_per_token(4096, 64, 128, 1.5)
     with pytest.raises(InputError, match="attention_efficiency"):
         flash_attention_time_s(1e9, 64, 1e15, 1e12, 0.0)
+
+
+# ------------------------------------------------------------------ a query tile's fixed work
+
+#: FlashAttention-2's causal forward (head dim 64) on H100 against sequence length, as printed
+#: on the bars of Shah et al. 2024 (arXiv:2407.08608) Fig. 5 [TFLOP/s]
+FA2_CAUSAL = {512: 180, 1024: 229, 2048: 262, 4096: 284, 8192: 295, 16384: 299}
+
+
+def test_fixed_work_per_query_tile_gives_the_kernels_sequence_shape():
+    from llmcost.training.attention import ATTENTION_TILE, flash_fixed_elements_per_token
+    from llmcost.training.step import DEFAULT_CALIBRATION
+    c, T, a = DEFAULT_CALIBRATION.attention_tile_overhead, ATTENTION_TILE, 32
+    # per query: c T keys of fixed work, plus the masked half of the causal diagonal tile
+    assert flash_fixed_elements_per_token(a, overhead_tiles=c) == pytest.approx(a * (c * T + T / 2))
+    # a windowed layer's tiles are counted whole already: the fixed work alone
+    assert flash_fixed_elements_per_token(a, 128, 1.0, overhead_tiles=c) == pytest.approx(a * c * T)
+    assert flash_fixed_elements_per_token(a, 128, 0.5, overhead_tiles=c) == pytest.approx(
+        a * (c * T + T / 4))
+    # efficiency n / (n + n0) with n = a s / 2: s / (s + (2c + 1) T); against the 16k point the
+    # published throughput falls as the formula does, every point within 2%
+    def eff(s):
+        n = flash_score_elements_per_token(s, a)
+        return n / (n + flash_fixed_elements_per_token(a, overhead_tiles=c))
+    for s, tflops in FA2_CAUSAL.items():
+        assert eff(s) == pytest.approx(s / (s + (2 * c + 1) * T))
+        assert eff(s) / eff(16384) == pytest.approx(tflops / FA2_CAUSAL[16384], rel=0.02), s
+    # the causal diagonal alone (c = 0: s / (s + T)) puts 512 tokens at 0.81 of 16k, a third
+    # above the published 0.60
+    no_fixed = (512 / (512 + T)) / (16384 / (16384 + T))
+    assert no_fixed > 1.3 * FA2_CAUSAL[512] / FA2_CAUSAL[16384]
+
+
+def test_fixed_work_adds_matmul_time_not_exponentials():
+    # n0 runs at the matmul rate; the exponentials stay one per score element
+    n, n0, d, P, X = 1e9, 3e8, 64, 989.4e12, 3.865e12
+    t_mm, t_exp = 4 * d * (n + n0) / (E * P), n / (E * X)
+    assert flash_attention_time_s(n, d, P, X, E, fixed_elements=n0) == pytest.approx(
+        max(t_mm, t_exp) + max(2.5 * t_mm, t_exp))
+    assert flash_attention_time_s(n, d, P, None, E, fixed_elements=n0) == pytest.approx(
+        3.5 * t_mm)
+    with pytest.raises(InputError, match="fixed_elements"):
+        flash_attention_time_s(n, d, P, X, E, fixed_elements=-1.0)

@@ -89,14 +89,14 @@ def test_megatron_is_the_default_and_its_numbers_did_not_move():
 
 @pytest.mark.slow
 def test_fsdp_predicts_the_foundry_rows_within_the_stated_in_sample_error():
-    # step.CALIBRATION_BY_STACK states in-sample mean 4.3%, max 39.6% on the 216 rows; with
+    # step.CALIBRATION_BY_STACK states in-sample mean 4.4%, max 40.1% on the 216 rows; with
     # the megatron constants the same rows were off by 15% on average (H100 +31%)
     mod = _validate_module()
     res = mod.evaluate(FOUNDRY)
     assert (res["status"] == "ok").all()
     e = res["error"].abs()
-    assert e.mean() == pytest.approx(0.043, abs=0.003)
-    assert e.max() == pytest.approx(0.396, abs=0.01)
+    assert e.mean() == pytest.approx(0.044, abs=0.003)
+    assert e.max() == pytest.approx(0.401, abs=0.01)
     for table, g in res.groupby("source_table"):
         assert g["error"].abs().mean() < 0.055, table
         assert abs(g["error"].mean()) < 0.03, table     # no table is biased
@@ -135,9 +135,12 @@ def test_torchtitan_rows_are_predicted_but_never_fitted():
 
 def test_torchtitan_compiled_rows_read_low_and_within_30_percent():
     # the page's other 16 rows (torch.compile, most with Float8; FSDP with CP, 2D, 3D, 4D):
-    # torch.compile is not modelled, and the page's own Table 1 measures it +16% over eager
-    # on one layout, so every such row must read low, none by more than 30% (the worst, FSDP 4
-    # CP 2 at 64k, reads -28%); a row reading high would mean the fsdp stack got faster
+    # torch.compile is not modelled, and the page's own Tables 1 and 3 measure it +16% over
+    # eager (6,667 / 5,762 on 8 GPUs, 6,514 / 5,605 on 128), so no such row may read higher
+    # than its eager twin less that gain: the eager 128-GPU row reads +16.1%, so its compiled
+    # twins read about 1.161 / 1.162 - 1 = 0%; +1% is the bound. None reads low by more than
+    # 30% (the worst, FSDP 4 CP 2 at 64k, reads -28%); a row reading high would mean the fsdp
+    # stack got faster
     mod = _validate_module()
     every = ROWS[ROWS["source_table"].str.startswith("torchtitan")]
     compiled = every[every["notes"].str.contains("torch.compile is not modelled")]
@@ -145,7 +148,7 @@ def test_torchtitan_compiled_rows_read_low_and_within_30_percent():
     assert compiled["notes"].str.contains("compile").all()
     res = mod.evaluate(compiled)
     assert (res["status"] == "ok").all()
-    assert res["error"].between(-0.30, 0.0).all(), res[["id", "error"]]
+    assert res["error"].between(-0.30, 0.01).all(), res[["id", "error"]]
     # the 2D-4D layouts reach the TP, PP, CP and interleaved paths of the fsdp stack
     lay = res["layout"]
     for part in ("TP8", "PP8", "CP8", "VP2"):
