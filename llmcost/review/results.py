@@ -357,7 +357,10 @@ def _fill_json(f: BatchFill | None) -> dict | None:
         return None
     t = f.test
     return {"batch": t.batch, "gpus": t.gpus, "fills": t.fills,
-            "doubling_gain": t.gain, "fill_gain_limit": FILL_GAIN,
+            # T(2B) / T(B): throughput per GPU at twice the batch over the batch's (a
+            # ratio, never negative; the batch fills the GPUs below 1 + fill_gain_limit)
+            "doubled_throughput_ratio": 1 + t.gain if t.gain is not None else None,
+            "fill_gain_limit": FILL_GAIN,
             "largest_gpus_filled": f.largest_gpus, "fill_batch": f.fill_batch,
             "fill_batch_tokens": f.fill_batch * f.seq_len if f.fill_batch else None,
             "mfu_at_fill_batch": f.filling.at.mfu if f.filling and f.filling.at else None,

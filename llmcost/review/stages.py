@@ -448,10 +448,6 @@ def splittable_sequences(n: int) -> int:
 
 # ------------------------------------------------------------------ size
 
-#: sizings at most: the batch law's, then at the batch that fills the size found (twice)
-SIZE_PASSES = 3
-
-
 def size(inp: Inputs) -> SizeResult | None:
     """GPUs needed to meet the target days (only when the scenario sizes by days).
 
@@ -460,31 +456,22 @@ def size(inp: Inputs) -> SizeResult | None:
     reliability stage: the days sizing reports at its size are the review's days there,
     with the schedule headroom.
 
-    With no batch given, the batch is the one the review would run on the size found
-    (:func:`law_batch`: the batch law's when it fills those GPUs, else the smallest batch that
-    does): sized at the law's batch first; when that does not fill the size found, sized
-    again at the batch that does, until the batch stays (at most :data:`SIZE_PASSES`
-    sizings; where the law's batch fills the smaller size the second sizing finds, that
-    sizing is kept: its batch meets the target on fewer GPUs)."""
+    With no batch given, sized at the batch law's batch; when that batch does not fill the
+    size found (:func:`law_batch`, the rule a review with that many GPUs applies), sized once
+    more at the batch that fills it: a batch that fills its GPUs runs faster per GPU, so the
+    second size is the one that meets the target on fewer GPUs (or the faster one when none
+    meets it)."""
     s = inp.scenario
     if s.sizing != "days":
         return None
     space = review_space(s, inp.model, inp.gpu.gpus_per_node)
-    tokens = inp.global_batch_tokens
-    sz = _size_at(inp, space, tokens)
+    sz = _size_at(inp, space, inp.global_batch_tokens)
     law = None
     if s.batch != "custom":
-        seq = inp.model.seq_len
-        B = max(1, int(round(inp.global_batch_tokens / seq)))
-        tried = {tokens}
-        for _ in range(SIZE_PASSES - 1):
-            law, run = law_batch(inp, space, _sized_gpus(sz, s), B)
-            want = inp.global_batch_tokens if law.fills else float(run * seq)
-            if want in tried:
-                break
-            tried.add(want)
-            tokens, sz = want, _size_at(inp, space, want)
-        law, _ = law_batch(inp, space, _sized_gpus(sz, s), B)
+        B = max(1, int(round(inp.global_batch_tokens / inp.model.seq_len)))
+        law, run = law_batch(inp, space, _sized_gpus(sz, s), B)
+        if not law.fills:
+            sz = _size_at(inp, space, float(run * inp.model.seq_len))
     gpus = _sized_gpus(sz, s)
     return SizeResult(sizing=sz, gpus=int(gpus), meets_target=bool(sz.meets_target),
                       notes=tuple(sz.notes), batch_fill=law)
@@ -725,13 +712,18 @@ def batch_fill_at(inp: Inputs, space: planner.Space, gpus: int, B: int) -> fill.
                            lambda b: near_batch(inp, space, gpus, b))
 
 
+def as_typed(x: float) -> str:
+    """A number as a user types it: a whole number in full (8388608), others as %g."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
 def batch_sequences(inp: Inputs, notes: list) -> int:
     """The resolved global batch in whole sequences (at least one); a given batch that is not a
     whole number of them says so in ``notes``."""
     s, seq = inp.scenario, inp.model.seq_len
     B = max(1, int(round(inp.global_batch_tokens / seq)))
     if s.batch == "custom" and B * seq != inp.global_batch_tokens:
-        notes.append(f"global_batch_tokens={s.global_batch_tokens:g} is "
+        notes.append(f"global_batch_tokens={as_typed(s.global_batch_tokens)} is "
                      f"{inp.global_batch_tokens / seq:,.4g} sequences of {seq:,} tokens: "
                      f"{B:,} whole sequence{'s' if B > 1 else ''} per step")
     return B
@@ -750,14 +742,16 @@ def law_batch(inp: Inputs, space: planner.Space, gpus: int, B: int) -> tuple:
     return law, law.fill_batch or near or gpus * max(space.micro_batch)
 
 
-def _law_batch_reason(inp: Inputs, lf: fill.BatchFill, B: int) -> str:
+def _law_batch_reason(inp: Inputs, lf: fill.BatchFill, B: int, gpus: int) -> str:
     """Why the review runs ``B`` sequences when the scenario gives no batch: the batch law's
     choice (its source) and the fill rule."""
     law = inp.batch.reason
     if lf.fills or lf.test.batch == B:
         return f"{law}; {lf.what()}" if lf.test.gain is not None else law
+    resized = (f"; sized again at that batch: {gpus:,} GPUs" if gpus != lf.test.gpus else "")
     return (f"{B:,} sequences ({lf.tokens(B)} tokens), raised to fill the GPUs: "
-            f"{lf.what()}; {lf.largest_text()}; {lf.filling_text()}. The batch law: {law}")
+            f"{lf.what()}; {lf.largest_text()}; {lf.filling_text()}{resized}. "
+            f"The batch law: {law}")
 
 
 def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
@@ -794,7 +788,8 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
                 with_layout = f" with the given layout ({given_layout_text(s)})" \
                     if given_layout(s) else ""
                 raise v.InputError("global_batch_tokens", (
-                    f"global_batch_tokens={s.global_batch_tokens:g}: {f.what()}{with_layout}; "
+                    f"global_batch_tokens={as_typed(s.global_batch_tokens)}: {f.what()}"
+                    f"{with_layout}; "
                     f"{f.largest_text()}; {f.filling_text()}"))
         else:
             law, near = law_batch(inp, space, gpus, B)
@@ -806,10 +801,10 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
     if given_batch:
         reason = "given by the scenario"
         if not used.fills and used.test.at is not None:
-            notes.append(f"global_batch_tokens={s.global_batch_tokens:g} kept: "
+            notes.append(f"global_batch_tokens={as_typed(s.global_batch_tokens)} kept: "
                          f"{used.advice()}{used.cost_text()}")
     else:
-        reason = _law_batch_reason(inp, law, B) if law is not None else inp.batch.reason
+        reason = _law_batch_reason(inp, law, B, gpus) if law is not None else inp.batch.reason
         if not used.fills and used.test.at is not None:
             notes.append(used.advice())
     P = review_plan(inp, space, gpus, B)
@@ -939,7 +934,7 @@ def mfu_shares(p, peak_ratio: float = 1.0) -> dict:
     step = float(p.step_time_s)
     c = float(p.compute_s) / step
     mh = float(p.mfu) / float(p.hfu) if float(p.hfu) > 0 else 1.0
-    return {"compute": max(0.0, c * mh - float(p.mfu) * peak_ratio), "memory": c * (1 - mh),
+    return {"compute": max(0.0, c * mh - float(p.mfu) * peak_ratio), "memory": max(0.0, c * (1 - mh)),
             "bubble": float(p.pp_bubble_s) / step,
             "bandwidth": sum(float(getattr(p, k)) for k in BANDWIDTH_TERMS) / step}
 
