@@ -49,6 +49,16 @@ def law_fill(r, gpus=None, batch=None):
     return stages.batch_fill_at(inp, space, gpus or r.plan.gpus, B)
 
 
+def law_does_not_fill(r, batch, layout, mfu):
+    """The batch law's fill on the review's GPUs, asserted not to fill them at ``batch``
+    sequences, where the review's layout starts with ``layout`` at ``mfu``."""
+    law = law_fill(r)
+    assert law.test.batch == batch and not law.fills
+    assert law.test.at.layout.startswith(layout)
+    assert law.test.at.mfu == pytest.approx(mfu, abs=0.002)
+    return law
+
+
 # ------------------------------------------------------------------ the rule
 
 def _best_of(throughput):
@@ -164,13 +174,10 @@ def test_a_given_batch_that_does_not_fill_the_gpus_is_kept_with_its_cost():
 @pytest.mark.slow
 def test_llama3_405b_on_16384_b200_runs_the_batch_that_fills_them():
     r = review(LLAMA_B200)
-    law = law_fill(r)
     # the batch law's 2,048 sequences (16.8M tokens, Llama 3's own) do not fill 16,384 B200:
     # at 2,048 the review's layout is TP8 PP32x4 CP2 DP32 at MFU 34.3%, twice the batch gives
     # 39.3%: +14.5%. They fill at most 8,192 GPUs (+8.7% there)
-    assert law.test.batch == 2048 and not law.fills
-    assert law.test.at.layout.startswith("TP8 PP32x4 (3/4/3) CP2 DP32")
-    assert law.test.at.mfu == pytest.approx(0.343, abs=0.002)
+    law = law_does_not_fill(r, 2048, "TP8 PP32x4 (3/4/3) CP2 DP32", 0.343)
     assert law.test.gain == pytest.approx(0.145, abs=0.005)
     assert law.largest_gpus == 8192
     # 4,096 sequences (33.6M tokens) fill them: doubling again gains 8.7%; 3,584 and 3,072, the
@@ -217,12 +224,9 @@ def test_llama3_405b_on_16384_h100_keeps_its_published_batch():
 @pytest.mark.slow
 def test_gpt_oss_120b_on_2048_b300_is_not_held_at_a_70_percent_bubble():
     r = review(OSS_B300)
-    law = law_fill(r)
     # the batch law's 2,560 sequences do not split over DP2048 at PP1: the review's layout was
     # TP1 PP8 EP64 DP256 with 10 micro-batches, bubble 7/10 = 70% of the ideal step, MFU 11.1%
-    assert law.test.batch == 2560 and not law.fills
-    assert law.test.at.layout.startswith("TP1 PP8 (3/5/3) EP64 DP256")
-    assert law.test.at.mfu == pytest.approx(0.111, abs=0.002)
+    law = law_does_not_fill(r, 2560, "TP1 PP8 (3/5/3) EP64 DP256", 0.111)
     # 4,096 sequences fill the 2,048 GPUs: PP1 EP64 DP2048, micro-batch 2, no bubble
     assert law.fill_batch == 4096 and r.plan.global_batch == 4096
     lay = r.plan.layout
