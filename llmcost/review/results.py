@@ -22,6 +22,7 @@ from ..training.hardware import FabricSpec, GPUSpec
 from ..training.layout import Layout
 from ..training.step import StepPrediction
 from ..training.uncertainty import Band
+from .fill import FILL_GAIN, BatchFill
 
 #: the ways to pay, in the order tables and plots list them
 OPTION_LABELS = {"on_demand": "on-demand", "reserved_1y": "reserved 1 y",
@@ -69,6 +70,9 @@ class SizeResult:
     notes: tuple = ()
     #: the GPUs the floor (the cluster's best case) would need for the target [-]
     floor_gpus: int | None = None
+    #: the batch law's batch on the size found (:mod:`llmcost.review.fill`); None when the
+    #: scenario gives the batch
+    batch_fill: BatchFill | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,27 @@ class PlanResult:
     evaluated: int
     feasible: int
     notes: tuple = ()
+    #: whether the batch run fills the GPUs, the largest count it fills, the batch that
+    #: fills them (:mod:`llmcost.review.fill`)
+    batch_fill: BatchFill | None = None
+    #: why the review runs this batch: the scenario's, the batch law's, or raised to fill
+    batch_reason: str = ""
+
+
+@dataclass(frozen=True)
+class MfuLimit:
+    """What limits MFU: the largest share of the step lost against the dense peak, or the
+    batch when it does not fill the GPUs (:func:`llmcost.review.stages.mfu_limit`)."""
+
+    limit: str              # "batch", "bubble", "bandwidth", "memory" or "compute"
+    reason: str             # one line, with its figures
+    #: share of the step each cause takes [-]: compute (matmul efficiency and memory-bound
+    #: kernels), memory (recomputation), bubble, bandwidth (exposed communication and the
+    #: optimizer's memory-bound step); with the MFU they sum to 1
+    shares: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"limit": self.limit, "reason": self.reason, "shares": dict(self.shares)}
 
 
 @dataclass(frozen=True)
@@ -104,6 +129,8 @@ class PredictResult:
     #: peak; BF16: equal to ``mfu``/``hfu``): the physical bound, at most 1
     mfu_precision: float | None = None
     hfu_precision: float | None = None
+    #: what limits MFU, with its reason (:class:`MfuLimit`)
+    mfu_limit: MfuLimit | None = None
 
 
 @dataclass(frozen=True)
@@ -320,8 +347,10 @@ class Results:
             "layout": self.plan.layout.to_dict() if self.plan.layout else None,
             "seq_len": self.inputs.model.seq_len,
             "global_batch_tokens": self.headline["global_batch_tokens"] or self.inputs.global_batch_tokens,
-            "global_batch_reason": self.inputs.batch.reason if self.inputs.batch else
-            "given by the scenario",
+            "global_batch_reason": self.plan.batch_reason or (
+                self.inputs.batch.reason if self.inputs.batch else "given by the scenario"),
+            "batch_fill": _fill_json(self.plan.batch_fill),
+            "mfu_limit": p.mfu_limit.to_json() if p and p.mfu_limit else None,
             "stack": self.inputs.stack,
             "gpu_hours": e.gpu_hours if e else None,
             "gpu_hours_band": _pair(f.gpu_hours_band) if f else None,
@@ -362,6 +391,22 @@ class Results:
 
 def _pair(x) -> list | None:
     return [float(x[0]), float(x[1])] if x is not None else None
+
+
+def _fill_json(f: BatchFill | None) -> dict | None:
+    """Whether the batch fills the GPUs, as ``llmcost review --json`` gives it."""
+    if f is None:
+        return None
+    t = f.test
+    return {"batch": t.batch, "gpus": t.gpus, "fills": t.fills,
+            # T(2B) / T(B): throughput per GPU at twice the batch over the batch's (a
+            # ratio, never negative; the batch fills the GPUs below 1 + fill_gain_limit)
+            "doubled_throughput_ratio": 1 + t.gain if t.gain is not None else None,
+            "fill_gain_limit": FILL_GAIN,
+            "largest_gpus_filled": f.largest_gpus, "fill_batch": f.fill_batch,
+            "fill_batch_tokens": f.fill_batch * f.seq_len if f.fill_batch else None,
+            "mfu_at_fill_batch": f.filling.at.mfu if f.filling and f.filling.at else None,
+            "advice": f.advice()}
 
 
 def _prices_dict(inp: Inputs) -> dict:

@@ -235,8 +235,10 @@ def sizing_sweep(results: Results):
     is): days at every candidate size, from the same models as the review's days.
 
     A review sized by GPUs evaluates the scenario with ``sizing="days"`` (the cached chain,
-    :func:`llmcost.review.evaluate`); the GPU count is set to the default there, since sizing
-    by days does not read it, so moving the GPU count reuses one sweep.
+    :func:`llmcost.review.evaluate`) at the batch the review runs (the batch law's, or the
+    one that fills its GPUs: :mod:`llmcost.review.fill`), so the curve passes through the
+    review's point; the GPU count is set to the default there, since sizing by days does not
+    read it, so moving the GPU count reuses one sweep while the batch stays.
 
     Returns
     -------
@@ -247,8 +249,11 @@ def sizing_sweep(results: Results):
         return results.size
     from .chain import evaluate
     s = results.scenario
-    sized = replace(s, sizing="days", gpus=Scenario.__dataclass_fields__["gpus"].default)
     try:
+        sized = replace(s, sizing="days", gpus=Scenario.__dataclass_fields__["gpus"].default)
+        if results.plan.global_batch:
+            sized = replace(sized, batch="custom", global_batch_tokens=float(
+                results.plan.global_batch * results.inputs.model.seq_len))
         return evaluate(sized, results.inputs.catalog).size
     except ValueError:   # a scenario sizing refuses: the review by GPUs stands without a curve
         return None

@@ -7,12 +7,12 @@ each stage replaceable).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from .. import _validate as v
 from .. import catalog as catalog_mod
@@ -25,14 +25,15 @@ from dataclasses import replace
 
 from ..scenario import CONFIG_PREFIX, Scenario
 from ..training import hf_config, memory, planner
-from ..training.step import DEFAULT_STACK, Options, predict_step
+from ..training.step import DEFAULT_STACK, STEP_TERMS, Options, predict_step
 from ..training.precision import check_precision, peak_tflops_by_part
 from ..training.batch import global_batch_choice
 from ..training.layout import LINK_KEYS
 from ..training.moe import A2A_OVERLAP
 from ..training.uncertainty import throughput_band
-from .results import (EconomicsResult, Flag, ForecastResult, Inputs, Layout, PlanResult,
-                      PredictResult, ReliabilityResult, SizeResult, SpotSummary)
+from . import fill
+from .results import (EconomicsResult, Flag, ForecastResult, Inputs, Layout, MfuLimit,
+                      PlanResult, PredictResult, ReliabilityResult, SizeResult, SpotSummary)
 
 #: The planner's space inside the review: every TP/PP, the common choices of the rest (a full
 #: search is `llmcost plan`); keeps a control change well under a second.
@@ -132,9 +133,46 @@ def given_layout_text(s: Scenario) -> str:
 STAGE_SPLIT = ("first_stage_layers", "last_stage_layers")
 
 
+def check_given_layout(s: Scenario, m) -> None:
+    """Refuse the layout keys a scenario gives that contradict the model or each other,
+    whatever the GPUs and the batch: expert sizes on a dense model or not dividing the
+    experts, stage layers or interleaving with ``pp=1`` (one stage has no pipeline to split).
+    Without this the planner would drop them: its expert sizes are 1 for a dense model."""
+    if not m.is_moe:
+        for key in ("ep", "etp"):
+            x = getattr(s, key)
+            if x > 1:
+                raise v.InputError(key, f"{key}={x}: the model is dense, it has no experts "
+                                        f"({m.id}); set {key} to 0 (the planner) or 1")
+    else:
+        if s.ep > 1 and m.moe_experts % s.ep:
+            raise v.InputError("ep", f"ep={s.ep}: expert parallelism splits the "
+                                     f"{m.moe_experts} routed experts of {m.id}, so it must "
+                                     "divide them")
+        if s.etp > 1 and m.moe_ffn_hidden % s.etp:
+            raise v.InputError("etp", f"etp={s.etp}: expert tensor parallelism splits each "
+                                      f"expert's {m.moe_ffn_hidden:,} FFN columns, so it must "
+                                      "divide them")
+    if s.pp == 1:
+        split = [k for k in STAGE_SPLIT if getattr(s, k)]
+        if split:
+            keys = " and ".join(f"{k}={getattr(s, k)}" for k in split)
+            raise v.InputError(split[0], f"{keys} with pp=1: stage layers split a pipeline, "
+                                         "and pp=1 runs the model as one stage; set pp above "
+                                         f"1, or {' and '.join(split)} to 0")
+        if s.vp > 1:
+            raise v.InputError("vp", f"vp={s.vp} with pp=1: interleaving splits each pipeline "
+                                     "stage into chunks, and pp=1 runs the model as one stage; "
+                                     "set pp above 1, or vp to 0")
+
+
 def review_space(s: Scenario, m, gpus_per_node: int) -> planner.Space:
     """The planner's space for a scenario: :data:`REVIEW_SPACE`, no CP below
-    :data:`MIN_CP_SEQ_LEN`, narrowed to the layout the scenario gives."""
+    :data:`MIN_CP_SEQ_LEN`, narrowed to the layout the scenario gives (refused by
+    :func:`check_given_layout` where it contradicts itself or the model). Stage layers
+    given without ``pp`` narrow the search to the depths above 1 they split: they describe a
+    pipeline, and the planner's PP1 would drop them."""
+    check_given_layout(s, m)
     # BF16 AdamW moments as DeepSeek-V3 ran them (§3.3.3), searched for MoE models; dense
     # recipes keep FP32 moments (Llama 3; Megatron-Bridge's dense recipes)
     kw = {"recompute_modules": recompute_recipes(m, stack_of(s)),
@@ -159,6 +197,16 @@ def review_space(s: Scenario, m, gpus_per_node: int) -> planner.Space:
     for name, x in fixed.items():
         # the planner's Space searches tuples of values, except the stage split it takes as is
         kw[name] = x if name in STAGE_SPLIT else (x,)
+    split = [k for k in STAGE_SPLIT if k in fixed]
+    if split and "pp" not in fixed:
+        deep = tuple(p for p in planner.pipeline_depths(
+            m, planner.Space(**{k: fixed[k] for k in split})) if p > 1)
+        if not deep:
+            keys = " and ".join(f"{k}={fixed[k]}" for k in split)
+            raise v.InputError(split[0], f"{keys}: no pipeline depth above 1 splits the "
+                                         f"{m.layers} layers of {m.id} with "
+                                         f"{'these' if len(split) > 1 else 'this'}")
+        kw["pp"] = deep
     if fixed.get("tp", 0) > gpus_per_node:
         kw["max_tp"] = fixed["tp"]
     return replace(REVIEW_SPACE, **kw)
@@ -428,26 +476,43 @@ def size(inp: Inputs) -> SizeResult | None:
     Sizing divides by the useful share of wall time (goodput x (1 - data stalls)) at each
     candidate size (more GPUs fail more often), from the same reliability model as the
     reliability stage: the days sizing reports at its size are the review's days there,
-    with the schedule headroom."""
+    with the schedule headroom.
+
+    With no batch given, sized at the batch law's batch; when that batch does not fill the
+    size found (:func:`law_batch`, the rule a review with that many GPUs applies), sized once
+    more at the batch that fills it: a batch that fills its GPUs runs faster per GPU, so the
+    second size is the one that meets the target on fewer GPUs (or the faster one when none
+    meets it)."""
     s = inp.scenario
     if s.sizing != "days":
         return None
+    space = review_space(s, inp.model, inp.gpu.gpus_per_node)
+    sz = _size_at(inp, space, inp.global_batch_tokens)
+    law = None
+    if s.batch != "custom":
+        B = max(1, int(round(inp.global_batch_tokens / inp.model.seq_len)))
+        law, run = law_batch(inp, space, _sized_gpus(sz, s), B)
+        if not law.fills:
+            sz = _size_at(inp, space, float(run * inp.model.seq_len))
+    gpus = _sized_gpus(sz, s)
+    return SizeResult(sizing=sz, gpus=int(gpus), meets_target=bool(sz.meets_target),
+                      notes=tuple(sz.notes), batch_fill=law, floor_gpus=sz.floor_gpus)
+
+
+def _size_at(inp: Inputs, space: planner.Space, batch_tokens: float):
+    s = inp.scenario
     power = inp.onprem.power_w_per_gpu / 1000 if inp.onprem is not None else None
     if power is None and inp.gpu.power_w_per_gpu is not None:
         power = inp.gpu.power_w_per_gpu / 1000
-    sz = sizing.size_cluster(inp.model, s.tokens, inp.gpu, inp.scale_up, inp.scale_out,
-                             s.target_days, inp.global_batch_tokens, s.headroom,
-                             goodput=lambda n: checkpoint_goodput_at(inp, n),
-                             data_stall=lambda tps, n: data_stall_at(inp, tps, n),
-                             options=options_for(s),
-                             space=review_space(s, inp.model, inp.gpu.gpus_per_node),
-                             max_power_mw=s.max_power_mw or None,
-                             simplest_within=SIMPLEST_WITHIN, memory_kwargs=REVIEW_MEMORY,
-                             memory_margin=MEMORY_MARGIN, power_kw_per_gpu=power, pue=s.pue,
-                             realized_ratio=inp.realized.value if inp.realized else 1.0)
-    gpus = _sized_gpus(sz, s)
-    return SizeResult(sizing=sz, gpus=int(gpus), meets_target=bool(sz.meets_target),
-                      notes=tuple(sz.notes), floor_gpus=sz.floor_gpus)
+    return sizing.size_cluster(inp.model, s.tokens, inp.gpu, inp.scale_up, inp.scale_out,
+                               s.target_days, batch_tokens, s.headroom,
+                               goodput=lambda n: checkpoint_goodput_at(inp, n),
+                               data_stall=lambda tps, n: data_stall_at(inp, tps, n),
+                               options=options_for(s), space=space,
+                               max_power_mw=s.max_power_mw or None,
+                               simplest_within=SIMPLEST_WITHIN, memory_kwargs=REVIEW_MEMORY,
+                               memory_margin=MEMORY_MARGIN, power_kw_per_gpu=power, pue=s.pue,
+                               realized_ratio=inp.realized.value if inp.realized else 1.0)
 
 
 def _sized_gpus(sz, s) -> int:
@@ -581,20 +646,27 @@ def data_read_at(inp: Inputs, tokens_per_s, gpus):
 
 # ------------------------------------------------------------------ plan
 
-def given_layout_refusal(inp: Inputs, gpus: int, B: int) -> str | None:
-    """Why the layout a scenario gives cannot run on ``gpus`` GPUs, in the step model's own
-    words (the stage split, interleave, expert or batch rule it breaks), or None when the
-    scenario gives no layout or the step model takes it."""
+#: link key of each Layout field (the inverse of LINK_KEYS), for naming a refused key
+LINK_KEY_OF = {name: key for key, name in LINK_KEYS.items()}
+
+
+def given_layout_error(inp: Inputs, gpus: int, B: int) -> v.InputError | None:
+    """Why the layout a scenario gives cannot run on ``gpus`` GPUs, as an InputError naming
+    the given key at fault, in the step model's own words (the stage split, interleave,
+    expert or divisibility rule it breaks); None when the scenario gives no layout or the step
+    model takes it."""
     s, m = inp.scenario, inp.model
     given = given_layout(s)
     if not given:
         return None
     keys = given_layout_text(s)
+    named = [LINK_KEY_OF[n] for n in given]
     lay = {"tp": 1, "pp": 1, "cp": 1, "micro_batch": 1, **given}
     ranks = lay["tp"] * lay["pp"] * lay["cp"]
     if gpus % ranks:
-        return (f"the given layout ({keys}) cannot run on {gpus:,} GPUs: TP x PP x CP = {ranks} "
-                f"does not divide {gpus:,}")
+        key = next(k for k in ("tp", "pp", "cp", *named) if k in named)
+        return v.InputError(key, f"the given layout ({keys}) cannot run on {gpus:,} GPUs: "
+                                 f"TP x PP x CP = {ranks} does not divide {gpus:,}")
     # the nearest batch the layout's data-parallel groups split evenly
     per_step = gpus // ranks * lay["micro_batch"]
     batch = max(per_step, int(round(B / per_step)) * per_step)
@@ -603,39 +675,162 @@ def given_layout_refusal(inp: Inputs, gpus: int, B: int) -> str | None:
                      options=options_for(s), memory_kwargs=REVIEW_MEMORY, with_scaling=False,
                      precision=s.precision, **lay)
     except ValueError as e:
-        return f"the given layout ({keys}) cannot run on {gpus:,} GPUs: {e}"
+        key = LINK_KEY_OF.get(getattr(e, "param", None), getattr(e, "param", None))
+        return v.InputError(key if key in named else named[0],
+                            f"the given layout ({keys}) cannot run on {gpus:,} GPUs: {e}")
     return None
 
 
+def _splits_any(inp: Inputs, space: planner.Space, gpus: int) -> bool:
+    """Whether any layout of ``space`` runs on ``gpus`` with some batch: a batch of gpus x the
+    largest micro-batch splits over every data-parallel group, with micro-batches a multiple
+    of every pipeline depth (gpus / dp = t p c)."""
+    B = gpus * max(space.micro_batch)
+    return len(planner.enumerate_layouts(inp.model, gpus, B, inp.gpu.scale_up_domain,
+                                         space)["tp"]) > 0
+
+
+def review_plan(inp: Inputs, space: planner.Space, gpus: int, B: int) -> planner.Plan:
+    """The planner's ranking on ``gpus`` GPUs at a batch of ``B`` sequences, as the review
+    ranks (fastest, then simplest within :data:`SIMPLEST_WITHIN`, memory margin)."""
+    s = inp.scenario
+    return _review_plan(inp.model, inp.gpu, inp.scale_up, inp.scale_out, options_for(s),
+                        s.precision, space, int(gpus), int(B))
+
+
+@functools.lru_cache(maxsize=8)
+def _review_plan(m, g, up, out, options, precision, space, gpus, B):
+    return planner.plan(m, g, up, out, gpus, B, space, options, precision=precision,
+                        simplest_within=SIMPLEST_WITHIN, memory_margin=MEMORY_MARGIN,
+                        memory_kwargs=REVIEW_MEMORY)
+
+
+@functools.lru_cache(maxsize=4096)
+def _best(m, g, up, out, options, precision, space, gpus, B) -> fill.Best | None:
+    P = _review_plan(m, g, up, out, options, precision, space, gpus, B)
+    if P.evaluated == 0:
+        return None
+    r = P.layouts.iloc[0]
+    return fill.Best(tokens_per_s=float(r["tokens_per_s"]), mfu=float(r["mfu"]),
+                     layout=planner.describe_layout(r), fits=bool(r["fits"]))
+
+
+#: the largest batch the search for a batch that fills the GPUs tries [tokens]: the largest a
+#: scenario may give (Scenario.global_batch_tokens' bound)
+FILL_CAP_TOKENS = 1e9
+
+
+def batch_fill_at(inp: Inputs, space: planner.Space, gpus: int, B: int) -> fill.BatchFill:
+    """Whether ``B`` sequences fill ``gpus`` GPUs in the review's layouts, the largest GPU count
+    they fill and the smallest batch that fills ``gpus`` (:mod:`llmcost.review.fill`)."""
+    s, m, g = inp.scenario, inp.model, inp.gpu
+    key = (m, g, inp.scale_up, inp.scale_out, options_for(s), s.precision, space)
+
+    def best(n, b):
+        return _best(*key, int(n), int(b))
+
+    # never below a batch that splits over every layout's replicas (gpus x micro-batch)
+    cap = max(int(FILL_CAP_TOKENS // m.seq_len), gpus * max(space.micro_batch))
+    return fill.batch_fill(best, int(gpus), int(B), m.seq_len, g.gpus_per_node, cap,
+                           lambda b: near_batch(inp, space, gpus, b))
+
+
+def as_typed(x: float) -> str:
+    """A number as a user types it: a whole number in full (8388608), others as %g."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
+def batch_sequences(inp: Inputs, notes: list) -> int:
+    """The resolved global batch in whole sequences (at least one); a given batch that is not a
+    whole number of them says so in ``notes``."""
+    s, seq = inp.scenario, inp.model.seq_len
+    B = max(1, int(round(inp.global_batch_tokens / seq)))
+    if s.batch == "custom" and B * seq != inp.global_batch_tokens:
+        notes.append(f"global_batch_tokens={as_typed(s.global_batch_tokens)} is "
+                     f"{inp.global_batch_tokens / seq:,.4g} sequences of {seq:,} tokens: "
+                     f"{B:,} whole sequence{'s' if B > 1 else ''} per step")
+    return B
+
+
+def law_batch(inp: Inputs, space: planner.Space, gpus: int, B: int) -> tuple:
+    """The batch law's ``B`` sequences on ``gpus`` GPUs: its fill
+    (:func:`batch_fill_at`, at the nearest batch some layout splits), and the batch the review
+    runs: that one when it fills the GPUs, else the smallest that fills them (none up to the
+    search's cap: the law's where some layout splits it, else gpus x the largest micro-batch,
+    which every replica splits)."""
+    near = near_batch(inp, space, gpus, B)
+    law = batch_fill_at(inp, space, gpus, near if near is not None else B)
+    if law.fills:
+        return law, near
+    return law, law.fill_batch or near or gpus * max(space.micro_batch)
+
+
+def _law_batch_reason(inp: Inputs, lf: fill.BatchFill, B: int, gpus: int) -> str:
+    """Why the review runs ``B`` sequences when the scenario gives no batch: the batch law's
+    choice (its source) and the fill rule."""
+    law = inp.batch.reason
+    if lf.fills or lf.test.batch == B:
+        return f"{law}; {lf.what()}" if lf.test.gain is not None else law
+    resized = (f"; sized again at that batch: {gpus:,} GPUs" if gpus != lf.test.gpus else "")
+    return (f"{B:,} sequences ({lf.tokens(B)} tokens), raised to fill the GPUs: "
+            f"{lf.what()}; {lf.largest_text()}; {lf.filling_text()}{resized}. "
+            f"The batch law: {law}")
+
+
 def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
-    """The fastest layout that fits on the cluster, with the batch split evenly."""
+    """The fastest layout that fits on the cluster, with the batch split evenly.
+
+    The batch: the scenario's, kept (refused, naming ``global_batch_tokens``, when no layout
+    splits it); or the batch law's when it fills the GPUs (:mod:`llmcost.review.fill`), else
+    the smallest batch that fills them. A given layout no batch can run is refused, naming
+    the key at fault."""
     s, m, g = inp.scenario, inp.model, inp.gpu
     gpus = sized.gpus if sized is not None else s.gpus
     notes = []
     space = review_space(s, m, g.gpus_per_node)
-    B = max(1, int(round(inp.global_batch_tokens / m.seq_len)))
-    if sized is not None:
-        sz = sized.sizing
-        if sz.gpus and sz.global_batch:
-            B = int(sz.global_batch)
-        elif sz.nearest is not None and sz.nearest.fastest_gpus == gpus and \
-                sz.nearest.fastest_global_batch:
-            B = int(sz.nearest.fastest_global_batch)
-    B2 = splittable_batch(m, gpus, B, g.gpus_per_node, space)
-    if B2 is None:
-        why = given_layout_refusal(inp, gpus, B)
-        notes.append(why or f"no layout splits a global batch near {B} sequences over {gpus} "
-                     f"GPUs: use a GPU count that is a multiple of {g.gpus_per_node} (and of the "
-                     "pipeline depth)")
-        return PlanResult(gpus=gpus, global_batch=None, layouts=pd.DataFrame(), layout=None,
-                          fits=False, evaluated=0, feasible=0, notes=tuple(notes))
-    if B2 != B:
-        notes.append(f"global batch adjusted from {B} to {B2} sequences so that it splits "
-                     f"evenly over {gpus} GPUs")
-        B = B2
-    P = planner.plan(m, g, inp.scale_up, inp.scale_out, gpus, B, space, options_for(s),
-                     precision=s.precision, simplest_within=SIMPLEST_WITHIN,
-                     memory_margin=MEMORY_MARGIN, memory_kwargs=REVIEW_MEMORY)
+    B = batch_sequences(inp, notes)
+    if given_layout(s) and not _splits_any(inp, space, gpus):
+        err = given_layout_error(inp, gpus, B)
+        if err is None:
+            first = next(iter(given_layout(s)))
+            err = v.InputError(LINK_KEY_OF[first], f"the given layout "
+                               f"({given_layout_text(s)}) leaves the planner no layout on "
+                               f"{gpus:,} GPUs")
+        raise err
+    given_batch = s.batch == "custom"
+    law = None
+    sized_batch = _sized_batch(sized, gpus)
+    if sized_batch is not None:
+        # the size's own batch: the days sizing found there are the review's
+        B, law = sized_batch, sized.batch_fill
+    else:
+        near = near_batch(inp, space, gpus, B)
+        if given_batch:
+            if near is None:
+                f = batch_fill_at(inp, space, gpus, B)
+                with_layout = f" with the given layout ({given_layout_text(s)})" \
+                    if given_layout(s) else ""
+                raise v.InputError("global_batch_tokens", (
+                    f"global_batch_tokens={as_typed(s.global_batch_tokens)}: {f.what()}"
+                    f"{with_layout}; "
+                    f"{f.largest_text()}; {f.filling_text()}"))
+        else:
+            law, near = law_batch(inp, space, gpus, B)
+        if near != B and (given_batch or law.fills):
+            notes.append(f"global batch adjusted from {B} to {near} sequences so that it "
+                         f"splits evenly over {gpus} GPUs")
+        B = near
+    used = batch_fill_at(inp, space, gpus, B)
+    if given_batch:
+        reason = "given by the scenario"
+        if not used.fills and used.test.at is not None:
+            notes.append(f"global_batch_tokens={as_typed(s.global_batch_tokens)} kept: "
+                         f"{used.advice()}{used.cost_text()}")
+    else:
+        reason = _law_batch_reason(inp, law, B, gpus) if law is not None else inp.batch.reason
+        if not used.fills and used.test.at is not None:
+            notes.append(used.advice())
+    P = review_plan(inp, space, gpus, B)
     L = P.layouts
     fitting = planner.distinct(L[L["fits"]]) if len(L) else L
     if fitting.empty:
@@ -667,12 +862,42 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
     layout = Layout.from_row(shown.iloc[0], global_batch=int(B), precision=s.precision)
     return PlanResult(gpus=int(gpus), global_batch=int(B), layouts=shown.reset_index(drop=True),
                       layout=layout, fits=fits, evaluated=int(P.evaluated),
-                      feasible=int(P.feasible), notes=tuple(notes))
+                      feasible=int(P.feasible), notes=tuple(notes), batch_fill=used,
+                      batch_reason=reason)
+
+
+def _sized_batch(sized: SizeResult | None, gpus: int) -> int | None:
+    """The batch sizing ran at ``gpus`` (the size that meets the target, or the fastest when
+    none does); None when the review does not plan a size sizing evaluated."""
+    if sized is None:
+        return None
+    sz = sized.sizing
+    if sz.gpus and sz.global_batch:
+        return int(sz.global_batch)
+    if sz.nearest is not None and sz.nearest.fastest_gpus == gpus and \
+            sz.nearest.fastest_global_batch:
+        return int(sz.nearest.fastest_global_batch)
+    return None
+
+
+def near_batch(inp: Inputs, space: planner.Space, gpus: int, B: int) -> int | None:
+    """The batch the review runs for ``B`` sequences on ``gpus``: :func:`splittable_batch` with
+    TP inside a node (a batch that only TP across nodes splits moves to one that replicas
+    split), else with TP across the GPU's scale-up domain as the planner searches it."""
+    near = splittable_batch(inp.model, gpus, B, inp.gpu.gpus_per_node, space)
+    if near is None and inp.gpu.scale_up_domain > inp.gpu.gpus_per_node:
+        near = splittable_batch(inp.model, gpus, B, inp.gpu.scale_up_domain, space)
+    return near
 
 
 def splittable_batch(m, gpus, B, node, space=REVIEW_SPACE):
     """B if some layout splits it over ``gpus``; else, within 5% (then 12.5%, 25%), the batch
     with the most valid layouts (the nearest on ties); None if there is none."""
+    return _splittable_batch(m, int(gpus), int(B), int(node), space)
+
+
+@functools.lru_cache(maxsize=1024)
+def _splittable_batch(m, gpus, B, node, space):
     def count(b):
         return len(planner.enumerate_layouts(m, gpus, b, node, space)["tp"])
 
@@ -707,7 +932,69 @@ def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
                          memory_gb_per_gpu=mem["total_gb"],
                          capacity_gb=inp.gpu.memory_bytes / 1e9, fits=bool(p.fits),
                          bubble_share=float(p.pp_bubble_s) / step, mfu_precision=mfu_p,
-                         hfu_precision=hfu_p)
+                         hfu_precision=hfu_p, mfu_limit=mfu_limit(inp, pl, p))
+
+
+#: the step's communication terms, and the optimizer's memory-bound step: what the "bandwidth"
+#: limit of MFU counts (llmcost.training.step.STEP_TERMS)
+BANDWIDTH_TERMS = ("tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_p2p_s", "dp_comm_s",
+                   "optimizer_s")
+
+
+def mfu_shares(p, peak_ratio: float = 1.0) -> dict:
+    r"""The step split by what it loses against the dense peak of the precision its GEMMs run
+    at [-], with that MFU, :math:`U = \mathrm{MFU} \times` ``peak_ratio`` (BF16 peak over the
+    precision's; :func:`g_peak_ratio`), summing to 1:
+
+    .. math:: 1 = U + \underbrace{c\,\tfrac{M}{H} - U}_{compute}
+              + \underbrace{c\,(1 - \tfrac{M}{H})}_{memory} + \underbrace{b}_{bubble}
+              + \underbrace{\textstyle\sum_k x_k}_{bandwidth}
+
+    with every term a share of the step: :math:`c` the compute (matmuls at their efficiency and
+    memory-bound kernels), of which recomputation is the share :math:`1 - M/H` (MFU over HFU:
+    the FLOPs done again to fit in memory), :math:`b` the pipeline bubble and :math:`x_k` the
+    exposed communication and the optimizer step (:data:`BANDWIDTH_TERMS`)."""
+    step = float(p.step_time_s)
+    c = float(p.compute_s) / step
+    mh = float(p.mfu) / float(p.hfu) if float(p.hfu) > 0 else 1.0
+    return {"compute": max(0.0, c * mh - float(p.mfu) * peak_ratio), "memory": max(0.0, c * (1 - mh)),
+            "bubble": float(p.pp_bubble_s) / step,
+            "bandwidth": sum(float(getattr(p, k)) for k in BANDWIDTH_TERMS) / step}
+
+
+def mfu_limit(inp: Inputs, pl: PlanResult, p) -> MfuLimit:
+    """What limits the run's MFU, in one line: the batch when it does not fill the GPUs
+    (:mod:`llmcost.review.fill`), memory when nothing fits, else the largest of
+    :func:`mfu_shares`."""
+    ratio = g_peak_ratio(inp.gpu, inp.scenario.precision)
+    shares = mfu_shares(p, ratio)
+    L, f = pl.layout, pl.batch_fill
+    if f is not None and not f.fills and f.test.at is not None:
+        return MfuLimit("batch", f"{f.what()}; {f.filling_text()}", shares)
+    if not pl.fits:
+        return MfuLimit("memory", f"{inp.model.id} does not fit in {inp.gpu.id} memory on "
+                                  f"{pl.gpus:,} GPUs in any layout tried", shares)
+    limit = max(shares, key=shares.get)
+    x = shares[limit]
+    step = float(p.step_time_s)
+    if limit == "bubble":
+        why = (f"the pipeline bubble takes {x:.1%} of the step (PP{L.pp}, v{L.interleave}, "
+               f"{L.num_microbatches} micro-batches per replica: (p-1)/(v m) = "
+               f"{(L.pp - 1) / (L.interleave * L.num_microbatches):.1%} of the ideal step)")
+    elif limit == "bandwidth":
+        k = max(BANDWIDTH_TERMS, key=lambda k: float(getattr(p, k)))
+        why = (f"communication and the optimizer step take {x:.1%} of the step, most of it "
+               f"{STEP_TERMS[k].label} ({float(getattr(p, k)) / step:.1%})")
+    elif limit == "memory":
+        why = (f"recomputation to fit in memory takes {x:.1%} of the step "
+               f"(recompute={L.recompute}"
+               + (f", modules {','.join(L.recompute_modules)}" if L.recompute_modules else "")
+               + ")")
+    else:
+        why = (f"the compute runs at {float(p.hfu) * ratio * step / float(p.compute_s):.1%} "
+               f"of the dense {inp.scenario.precision.upper()} peak (matmul efficiency and "
+               f"memory-bound kernels): {x:.1%} of the step beyond the model's FLOPs at peak")
+    return MfuLimit(limit, why, shares)
 
 
 class PhysicalBoundError(ValueError):
@@ -973,7 +1260,10 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
         for f in verdict.findings:
             warnings.append(f.message)
             flags["mfu"] = Flag("mfu", "implausible", f.message)
-        if pl.layout is not None and pl.layout.pp > 1 and pr.bubble_share > 0.10:
+        # the bubble's fixes where the bubble is what limits MFU (a bubble the batch leaves
+        # is the batch's: its note says which batch fills the GPUs)
+        if pl.layout is not None and pl.layout.pp > 1 and pr.bubble_share > 0.10 and \
+                pr.mfu_limit is not None and pr.mfu_limit.limit == "bubble":
             try:
                 adv = sizing.batch_advice(inp.model, inp.gpu, pl.layout.pp, pl.layout.interleave,
                                           pl.layout.num_microbatches, pl.layout.micro_batch,
@@ -1009,7 +1299,10 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
                              f"{ratio:.2g}x the napkin (6 N D at 40% of the dense BF16 peak): "
                              + napkin_note(e, lead=False)))
     if inp.batch is not None:
-        warnings.append(f"global batch {inp.batch.reason}")
+        warnings.append(f"global batch {pl.batch_reason or inp.batch.reason}")
+    if pr is not None and pr.mfu_limit is not None:
+        warnings.append(f"what limits MFU ({pr.mfu:.1%}): {pr.mfu_limit.limit}: "
+                        f"{pr.mfu_limit.reason}")
     if r is not None and r.goodput < GOODPUT_FLOOR:
         _put(flags, Flag("goodput", "implausible",
                          f"{r.goodput * 100:.2g}%: failures, restarts and checkpoints take most of "

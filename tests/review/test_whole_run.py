@@ -6,6 +6,7 @@ import json
 import pytest
 
 from llmcost import catalog
+from llmcost._validate import InputError
 from llmcost.cli import main
 from llmcost.review import evaluate, stages
 from llmcost.scenario import Scenario
@@ -128,21 +129,28 @@ def test_a_given_layout_that_does_not_fit_is_reported_not_replaced():
     assert any("given layout" in w and "does not fit" in w for w in r["warnings"])
 
 
-@pytest.mark.parametrize("keys, why", [
+@pytest.mark.parametrize("keys, key, why", [
     # Llama 3 70B has 80 layers: 9 + 2 x 31 + 9 over PP4, and 9 does not split into 2 chunks
-    ("tp=4&pp=4&vp=2&first_stage_layers=9&last_stage_layers=9",
+    ("tp=4&pp=4&vp=2&first_stage_layers=9&last_stage_layers=9", "vp",
      "interleave must divide the layers of every pipeline stage (first 9, middle 31, last 9)"),
     # 256 / (3 x 4) is not whole
-    ("tp=3&pp=4", "TP x PP x CP = 12 does not divide 256"),
+    ("tp=3&pp=4", "tp", "TP x PP x CP = 12 does not divide 256"),
 ])
 @pytest.mark.slow
-def test_a_given_layout_that_cannot_run_says_which_rule_it_breaks(keys, why):
-    r = review_json("model=llama3-70b&gpu=h100-sxm&gpus=256&tokens=1e12&" + keys)
-    assert r["layout"] is None and r["fits"] is False
-    said = [w for w in r["warnings"] if w.startswith("the given layout (")]
-    assert len(said) == 1 and why in said[0] and "cannot run on 256 GPUs" in said[0]
+def test_a_given_layout_that_cannot_run_is_refused_saying_which_rule_it_breaks(keys, key, why):
+    # a layout no batch can run is refused by its key, in one line, exit 2: before, the
+    # review answered "no layout" with the reason among its warnings
+    code, out, err = run_cli_text(["review", "--json", "--query",
+                                   "model=llama3-70b&gpu=h100-sxm&gpus=256&tokens=1e12&" + keys])
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("llmcost: error: the given layout (") and why in err
+    assert "cannot run on 256 GPUs" in err
     # not the generic advice about GPU counts, which would send the reviewer the wrong way
-    assert not any(w.startswith("no layout splits") for w in r["warnings"])
+    assert "multiple of" not in err
+    s, _ = Scenario.from_query("model=llama3-70b&gpu=h100-sxm&gpus=256&tokens=1e12&" + keys)
+    with pytest.raises(InputError) as e:
+        evaluate(s)
+    assert e.value.param == key
     # 10 + 2 x 30 + 10 splits into 2 chunks per stage: the same keys then run as given
     ok = review_json("model=llama3-70b&gpu=h100-sxm&gpus=256&tokens=1e12&tp=4&pp=4&vp=2"
                      "&first_stage_layers=10&last_stage_layers=10")
@@ -150,11 +158,11 @@ def test_a_given_layout_that_cannot_run_says_which_rule_it_breaks(keys, why):
 
 
 def test_no_layout_is_not_called_a_missing_price():
+    # a layout that cannot run is refused by its key, never costed as a GPU without a price
     code, out, err = run_cli_text(["review", "--query",
                                    "model=llama3-70b&gpu=h100-sxm&gpus=256&tokens=1e12&tp=3&pp=4"])
-    assert code == 0, err
-    assert "none (no run: no layout)" in out and "no price for this GPU" not in out
-    assert "FLAG days: infeasible: the given layout cannot run on these GPUs" in out
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "tp=3, pp=4" in err and "price" not in err
 
 
 def test_a_given_batch_is_used_and_said_so():
