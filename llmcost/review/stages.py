@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from ..scenario import CONFIG_PREFIX, Scenario
 from ..training import hf_config, memory, planner
-from ..training.step import Options, predict_step
+from ..training.step import Options, calibration_note, predict_step
 from ..training.precision import check_precision, peak_tflops_by_part
 from ..training.batch import global_batch_choice
 from ..training.layout import LINK_KEYS
@@ -886,7 +886,8 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
         # the envelope is about the share of the peak the GEMMs run at (FP8: the FP8 peak),
         # MFU itself is stated against the BF16 peak
         band = throughput_band(g.generation, s.precision, pr.mfu * g_peak_ratio(g, s.precision),
-                               inp.catalog.step_model_errors(), moe=inp.model.is_moe)
+                               inp.catalog.step_model_errors(), moe=inp.model.is_moe,
+                               note=calibration_note(g))
         days_range = band.days_range(days)
         if costs:
             lo = tco.run_costs_usd(days_range[0] * 24, billed, cloud_prices, op, s.discount_rate, s.resale)
