@@ -879,9 +879,29 @@ class Rung:
 
 
 def slow_end_cost(cost_usd: float, band: float) -> float:
-    """Cost at the slow end of a throughput band [USD]: tokens/s at (1 - band) x the
-    prediction bill 1 / (1 - band) x the hours. The figure an unvalidated prediction is
-    ranked by, so that its uncertainty, not its point, decides against a validated one."""
+    r"""Cost at the slow end of a throughput band: the figure an unvalidated prediction is
+    ranked by, so that its uncertainty, not its point, decides against a validated one.
+
+    .. math:: \$_{slow} = \frac{\$}{1 - e}
+
+    (tokens/s at (1 - e) x the prediction bill 1 / (1 - e) x the hours).
+
+    Parameters
+    ----------
+    cost_usd : float
+        Predicted cost [USD].
+    band : float
+        e, the relative throughput band [-], in [0, 1); 0 for a validated prediction.
+
+    Returns
+    -------
+    cost : float
+        [USD].
+
+    References
+    ----------
+    .. [1] :func:`llmcost.training.uncertainty.throughput_band` (the band).
+    """
     return float(cost_usd) / (1.0 - float(v.fraction("band", band, allow_zero=True, allow_one=False)))
 
 

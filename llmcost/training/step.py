@@ -165,15 +165,48 @@ PAIRED_CALIBRATION = {
 
 
 def is_calibrated(gpu) -> bool:
-    """True when published training runs set the GPU's constants (its own set or its
-    generation's), False when it takes :data:`UNCALIBRATED_CALIBRATION`."""
+    """Whether published training runs set the GPU's constants.
+
+    Parameters
+    ----------
+    gpu : GPUSpec
+        Any object with an ``id`` and a ``generation`` name [-].
+
+    Returns
+    -------
+    calibrated : bool
+        True when its own set (:data:`CALIBRATION_BY_GPU`) or its generation's
+        (:data:`CALIBRATION_BY_GENERATION`) applies, False when it takes
+        :data:`UNCALIBRATED_CALIBRATION` [-].
+
+    References
+    ----------
+    .. [1] data/calibration_runs.csv and data/paired_runs.csv (the runs behind the sets).
+    """
     return (getattr(gpu, "id", None) in CALIBRATION_BY_GPU
             or getattr(gpu, "generation", None) in CALIBRATION_BY_GENERATION)
 
 
 def calibration_note(gpu) -> str:
-    """Where a GPU's e_max comes from, when not from runs the step model was validated on:
-    a paired fit (:data:`PAIRED_CALIBRATION`) or the uncalibrated prior; "" otherwise."""
+    """Where a GPU's e_max comes from, when not from runs the step model was validated on.
+
+    Parameters
+    ----------
+    gpu : GPUSpec
+        Any object with an ``id`` and a ``generation`` name [-].
+
+    Returns
+    -------
+    note : str
+        The paired fit (:data:`PAIRED_CALIBRATION`) or the uncalibrated prior
+        (:data:`UNCALIBRATED_CALIBRATION`) with its e_max [-]; "" for a GPU whose constants
+        are fitted on runs the step model expresses.
+
+    References
+    ----------
+    .. [1] data/paired_runs.csv: MLCommons MLPerf Training v4.1, v5.0 and v5.1,
+       llama2_70b_lora.
+    """
     e = calibration_for(gpu).matmul_efficiency
     how = PAIRED_CALIBRATION.get(getattr(gpu, "id", None))
     if how:

@@ -52,10 +52,25 @@ MOE_GROUP = ("moe", "all")
 
 
 def uncalibrated_band(errors: pd.DataFrame) -> float:
-    """Band of a prediction no published run of its group validates [-]: the
-    least-calibrated group's, never narrower than :data:`ENVELOPE_BAND`. A GPU without
-    calibration is no better known than the worst-known GPU that has one; the MoE row is
-    left out (its band is a percentile of another kind of model)."""
+    """Band of a prediction no published run of its group validates: the least-calibrated
+    group's. A GPU without calibration is no better known than the worst-known GPU that has
+    one; the MoE row is left out (its band is a percentile of another kind of model).
+
+    Parameters
+    ----------
+    errors : pandas.DataFrame
+        ``data/step_model_errors.csv`` (generation, max_abs_error [-]).
+
+    Returns
+    -------
+    band : float
+        The largest held-out error of any dense group, never below :data:`ENVELOPE_BAND`
+        [-].
+
+    References
+    ----------
+    .. [1] ``make validate FIT=1 WRITE=1`` (benchmarks/validate.py) on the calibration set.
+    """
     dense = errors[errors["generation"] != MOE_GROUP[0]]["max_abs_error"].astype(float)
     return float(min(max([ENVELOPE_BAND, *dense]), 0.9))
 
