@@ -146,7 +146,9 @@ MOE_A2A_OVERLAP = A2A_OVERLAP["1f1b"]
 #: GPUs fitted apart from their generation, e_max only: those with their own set in the
 #: library (llmcost.training.step.CALIBRATION_BY_GPU; GB300 runs the same layouts 20-27%
 #: faster than GB200 with the same dense peak on paper).
-FIT_APART = tuple(step.CALIBRATION_BY_GPU)
+#: GPUs calibrated on paired runs (fit_paired), not on calibration_runs.csv rows.
+PAIRED_GPUS = ("mi300x", "mi325x")
+FIT_APART = tuple(g for g in step.CALIBRATION_BY_GPU if g not in PAIRED_GPUS)
 GEN_PARAMS = {"ampere": ("matmul_efficiency", "elementwise_traffic"),
               "hopper": ("matmul_efficiency",), "blackwell": ("matmul_efficiency",),
               **{gpu: ("matmul_efficiency",) for gpu in FIT_APART}}
@@ -901,6 +903,119 @@ def error_table(results: dict, commit: str = "", as_of: str = "",
     return table
 
 
+PAIRED = ROOT / "data" / "paired_runs.csv"
+
+
+def load_paired(path=PAIRED) -> pd.DataFrame:
+    """data/paired_runs.csv: one benchmark run on a GPU the step model cannot fit directly
+    and on a calibrated reference GPU."""
+    return pd.read_csv(path)
+
+
+def paired_step_s(row, cat, calibration: Calibration | None = None) -> float:
+    """Forward and backward time of a paired row's step [s]: the step model's compute plus
+    exposed tensor- and context-parallel communication of the full-parameter step on the
+    row's layout, with the recomputed layers' share of the full-recomputation cost.
+
+    The step model has no LoRA step. A LoRA step runs the same GEMM shapes without the
+    weight-gradient GEMMs (a third of them), reduces and updates only the adapters, so the
+    optimizer and data-parallel terms are left out and the ratio of two such times is taken
+    as the ratio of the LoRA steps (assumption; on Hopper it reproduces the measured H200 /
+    H100 ratio, :func:`fit_paired`). One node: the scale-out fabric is never used."""
+    gpu = cat.gpu(row["gpu"])
+    cal = step.calibration_for(gpu) if calibration is None else calibration
+    opts = Options(flash_attention=True, tp_comm_overlap=bool(row["tp_comm_overlap"]))
+    t = {}
+    for rec in ("none", "full"):
+        p = predict_step(cat.model(row["model"]), gpu, cat.fabric(gpu.scale_up),
+                         cat.fabric(SCALE_OUT_DEFAULT), options=opts, calibration=cal,
+                         with_scaling=False, gpus=int(row["gpus"]), tp=int(row["tp"]),
+                         pp=int(row["pp"]), cp=int(row["cp"]),
+                         sequence_parallel=bool(row["sequence_parallel"]),
+                         global_batch=int(row["global_batch"]),
+                         micro_batch=int(row["micro_batch"]), seq_len=int(row["seq_len"]),
+                         precision=row["precision"], recompute=rec)
+        t[rec] = float(p.compute_s + p.tp_comm_s + p.cp_comm_s)
+    share = float(row["recompute_layers"]) / cat.model(row["model"]).layers
+    return t["none"] + share * (t["full"] - t["none"])
+
+
+def paired_error(row, ref, cat, calibration: Calibration | None = None) -> float:
+    """Predicted / measured - 1 of a row's tokens/s per GPU relative to its reference's:
+    (t_ref / t_row) / (measured_row / measured_ref) - 1, the reference predicted with its own
+    library constants."""
+    measured = float(row["tokens_per_s_per_gpu"]) / float(ref["tokens_per_s_per_gpu"])
+    ratio = paired_step_s(ref, cat) / paired_step_s(row, cat, calibration)
+    return ratio / measured - 1
+
+
+def fit_paired(rows=None, cat=None, out=None) -> dict:
+    """Fit e_max of each GPU of data/paired_runs.csv to its runs relative to their reference.
+
+    Per GPU: least squares on log(predicted / measured ratio) over its rows, e_max the only
+    free constant (the others as Table 1's); log-std from the Jacobian; then each round
+    predicted with e_max refit on the other rounds. Prints; returns GPU -> dict(value,
+    log_std, residuals, held_out).
+    """
+    from scipy.optimize import least_squares
+
+    out = out or sys.stdout
+    cat = cat or catalog.default()
+    rows = load_paired() if rows is None else rows
+    by_id = rows.set_index("id")
+    paired = rows[rows["reference"].notna()]
+    print("\nFit of e_max on paired runs (data/paired_runs.csv; the step model cannot express "
+          "them, so each is predicted relative to its reference run on a calibrated GPU; "
+          "prints only: the library's constants are llmcost.training.step.CALIBRATION_BY_GPU)",
+          file=out)
+    lo, hi = np.log(FIT_BOUNDS["matmul_efficiency"])
+
+    def solve(sub):
+        def res(x):
+            cal = replace(DEFAULT_CALIBRATION, matmul_efficiency=float(np.exp(x[0])))
+            return np.array([np.log1p(paired_error(r, by_id.loc[r["reference"]], cat, cal))
+                             for _, r in sub.iterrows()])
+        sol = least_squares(res, [np.log(DEFAULT_CALIBRATION.matmul_efficiency)],
+                            bounds=([lo], [hi]), diff_step=1e-3)
+        n = len(sub)
+        s2 = float(np.sum(sol.fun ** 2) / max(n - 1, 1))
+        jtj = float((sol.jac.T @ sol.jac)[0, 0])
+        return float(np.exp(sol.x[0])), (np.sqrt(s2 / jtj) if jtj > 0 else np.inf), sol.fun
+
+    results = {}
+    for gpu in [g for g in dict.fromkeys(paired["gpu"]) if g in PAIRED_GPUS]:
+        sub = paired[paired["gpu"] == gpu]
+        value, log_std, fun = solve(sub)
+        library = step.calibration_for(cat.gpu(gpu)).matmul_efficiency
+        print(f"\n[{gpu}] {len(sub)} runs against {', '.join(sorted(set(sub['reference'])))}",
+              file=out)
+        print(f"  matmul_efficiency {value:10.4g}  (library {library:.4g}, log-std "
+              f"{log_std:.2g} from {len(sub)} runs)", file=out)
+        held = []
+        for rnd in dict.fromkeys(sub["round"]):
+            train, test = sub[sub["round"] != rnd], sub[sub["round"] == rnd]
+            if train.empty:
+                continue
+            v, _, _ = solve(train)
+            cal = replace(DEFAULT_CALIBRATION, matmul_efficiency=v)
+            e = [paired_error(r, by_id.loc[r["reference"]], cat, cal) for _, r in test.iterrows()]
+            held += e
+            print(f"    round {rnd} held out (e_max {v:.4f} from the others): "
+                  + ", ".join(f"{x:+.1%}" for x in e), file=out)
+        if held:
+            print(f"    leave-one-round-out: mean |err| {100 * np.mean(np.abs(held)):.1f}%, "
+                  f"max {100 * np.max(np.abs(held)):.1f}%", file=out)
+        results[gpu] = dict(value=value, log_std=log_std, residuals=np.expm1(fun),
+                            held_out=held)
+    checks = paired[~paired["gpu"].isin(PAIRED_GPUS)]
+    for _, r in checks.iterrows():
+        e = paired_error(r, by_id.loc[r["reference"]], cat)
+        print(f"\n  check, not fitted: {r['id']} against {r['reference']} with the library's "
+              f"constants: {e:+.1%}", file=out)
+        results[r["id"]] = dict(check=e)
+    return results
+
+
 def mxfp8_pairs(rows: pd.DataFrame) -> list:
     """(FP8, MXFP8) row pairs that ran the same model, GPU and layout in one release."""
     mb = rows[rows["source_table"].str.startswith("megatron-bridge")
@@ -1279,6 +1394,7 @@ def main(argv=None):
         fit_mxfp8()
         results = fit()
         fit_fsdp()
+        fit_paired()
         if "--write-errors" in argv:
             import datetime
             import subprocess

@@ -652,10 +652,14 @@ def cmd_ladder(a) -> dict:
              "cost_usd": r.cost_usd, "note": r.note, "gpu_hours": r.gpu_hours,
              "min_gpus": r.min_gpus, "usd_per_gpu_hour": r.usd_per_gpu_hour,
              "price_id": (L.pretrain_price_id if r.method == "pretrain" else
-                          L.price_ids.get(r.gpu) if r.gpu else None)} for r in L.rungs]
-    res = {"model": m.id, "finetune_tokens": a.tokens, "rungs": rows, "notes": []}
+                          L.price_ids.get(r.gpu) if r.gpu else None),
+             "ranked_by": r.ranked_by if r.gpu else None,
+             "rank_cost_usd": r.rank_cost_usd if r.gpu else None} for r in L.rungs]
+    res = {"model": m.id, "finetune_tokens": a.tokens, "rungs": rows, "notes": [],
+           "uncalibrated_gpus": list(L.uncalibrated)}
     if L.skipped:
         res["notes"].append("skipped (no price in data/prices.csv): " + ", ".join(L.skipped))
+    res["notes"] += list(L.notes)
     return res
 
 

@@ -834,7 +834,9 @@ def ladder_table(results: Results, *, compare=(), label=None) -> go.Figure:
     cols = {"method": ("rung", "{}"), "gpu": ("GPU", "{}"), "gpus": ("GPUs", "{}"),
             "hours": ("hours", "{}"), "cost_usd": ("cost", "${:,.0f}"), "note": ("how", "{}")}
     title = (f"Fine-tune ladder for {L.model}, cheapest first ({human_count(L.finetune_tokens)} "
-             f"fine-tune tokens; pretraining on {human_count(results.scenario.tokens)} tokens)")
+             f"fine-tune tokens; pretraining on {human_count(results.scenario.tokens)} tokens)"
+             + (f"; not ranked, uncalibrated: {', '.join(L.uncalibrated)}" if L.uncalibrated
+                else ""))
     fig = frame_table(df, title, cols)
     fig.update_traces(columnwidth=[60, 70, 45, 60, 80, 420])
     height = 120 + 60 * len(df)

@@ -885,6 +885,38 @@ class Rung:
     note: str
     min_gpus: int = 0           # fewest GPUs of this type on which it fits in memory [-]
     usd_per_gpu_hour: float | None = None
+    #: how the rung's GPU was chosen: "point" (its predicted cost) or "slow end" (the cost at
+    #: the slow end of a band no published run validates: cost / (1 - band))
+    ranked_by: str = "point"
+    rank_cost_usd: float | None = None    # the figure the GPUs were ranked by [USD]
+    band: float = 0.0                     # the throughput band behind a slow-end rank [-]
+
+
+def slow_end_cost(cost_usd: float, band: float) -> float:
+    r"""Cost at the slow end of a throughput band: the figure an unvalidated prediction is
+    ranked by, so that its uncertainty, not its point, decides against a validated one.
+
+    .. math:: \$_{slow} = \frac{\$}{1 - e}
+
+    (tokens/s at (1 - e) x the prediction bill 1 / (1 - e) x the hours).
+
+    Parameters
+    ----------
+    cost_usd : float
+        Predicted cost [USD].
+    band : float
+        e, the relative throughput band [-], in [0, 1); 0 for a validated prediction.
+
+    Returns
+    -------
+    cost : float
+        [USD].
+
+    References
+    ----------
+    .. [1] :func:`llmcost.training.uncertainty.throughput_band` (the band).
+    """
+    return float(cost_usd) / (1.0 - float(v.fraction("band", band, allow_zero=True, allow_one=False)))
 
 
 #: FLOPs per token and parameter by method: forward 2N; backward 4N with weight gradients,
@@ -960,7 +992,7 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
                     pretrain_tokens=None, pretrain_days=30.0, mfu: dict | None = None,
                     lora_rank=16, seq_len=None, finetune_max_hours=24.0,
                     billing_gpus: dict | None = None, corpus_tokens=None,
-                    adapt_queries=ADAPT_QUERIES, predict_mfu=None) -> list[Rung]:
+                    adapt_queries=ADAPT_QUERIES, predict_mfu=None, rank_band=None) -> list[Rung]:
     r"""The infrastructure overview's ladder [1], cheapest first: adapt, QLoRA, LoRA, full fine-tune, pretrain.
 
     Each GPU rung is priced on every GPU given a price and keeps the cheapest. QLoRA runs on
@@ -1007,6 +1039,10 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
         Corpus the "adapt" rung embeds [tokens]; default finetune_tokens / 3.
     adapt_queries : int
         Queries the "adapt" rung answers [-].
+    rank_band : callable, optional
+        ``rank_band(gpu, mfu)`` -> band [-] of a prediction no published run validates (0:
+        validated). Such a GPU competes at :func:`slow_end_cost`, a validated one at its
+        predicted cost. Default: every GPU at its predicted cost.
 
     Returns
     -------
@@ -1086,7 +1122,9 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
                     gpu_hours = flops / (peak * u_n) / 3600
             hours = gpu_hours / n
             cost = gpu_hours * prices[g.id]
-            if best is None or cost < best.cost_usd:
+            band = float(rank_band(g, u_n)) if rank_band is not None else 0.0
+            rank = slow_end_cost(cost, band)
+            if best is None or rank < best.rank_cost_usd:
                 how = ("NF4 blocks, 16-bit embeddings and head" if method == "qlora" else
                        "ZeRO-3, full recomputation")
                 why = [f"whole {unit[g.id]}-GPU instances"] if _billed(n_min, unit[g.id]) > n_min \
@@ -1100,12 +1138,18 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
                             cost_usd=cost, flops=flops, tokens=Dft, mfu=u_n,
                             note=f"fits on {'one' if n_min == 1 else f'{n_min} x'} {g.id} ({how}){runs}; "
                                  f"{hours:.1f} h at MFU {u_n:.2f}{src}", min_gpus=n_min,
-                            usd_per_gpu_hour=prices[g.id])
+                            usd_per_gpu_hour=prices[g.id], **_ranked(rank, band))
         if best is not None:
             rungs.append(best)
 
-    rungs.append(_pretrain_rung(model, priced, prices, unit, Dpt, days, u["pretrain"]))
+    rungs.append(_pretrain_rung(model, priced, prices, unit, Dpt, days, u["pretrain"], rank_band))
     return sorted(rungs, key=lambda r: r.cost_usd)
+
+
+def _ranked(rank_cost: float, band: float) -> dict:
+    """The Rung fields that say how its GPU was ranked."""
+    return dict(ranked_by="slow end" if band > 0 else "point", rank_cost_usd=float(rank_cost),
+                band=float(band))
 
 
 def _ladder_prices(gpus, usd_per_gpu_hour) -> tuple[list, dict]:
@@ -1127,9 +1171,9 @@ def _ladder_prices(gpus, usd_per_gpu_hour) -> tuple[list, dict]:
     return priced, prices
 
 
-def _pretrain_rung(model, priced, prices, unit, tokens, days, mfu) -> "Rung":
+def _pretrain_rung(model, priced, prices, unit, tokens, days, mfu, rank_band=None) -> "Rung":
     """The ladder's last rung: pretraining on whole nodes of the cheapest priced GPU within
-    ``days``, at ``mfu``."""
+    ``days``, at ``mfu`` (ranked as :func:`finetune_ladder` ranks)."""
     best = None
     for g in priced:
         node = g.gpus_per_node
@@ -1138,12 +1182,14 @@ def _pretrain_rung(model, priced, prices, unit, tokens, days, mfu) -> "Rung":
         gpu_hours = flops / (peak * mfu) / 3600
         n = _billed(node * max(1, np.ceil(gpu_hours / (days * 24) / node)), unit[g.id])
         cost = gpu_hours * prices[g.id]
-        if best is None or cost < best.cost_usd:
+        band = float(rank_band(g, mfu)) if rank_band is not None else 0.0
+        rank = slow_end_cost(cost, band)
+        if best is None or rank < best.rank_cost_usd:
             best = Rung(method="pretrain", gpu=g.id, gpus=n, hours=gpu_hours / n,
                         gpu_hours=gpu_hours, cost_usd=cost, flops=flops, tokens=tokens, mfu=mfu,
                         note=f"{tokens:.3g} tokens on {n:,} x {g.id} in about "
                              f"{gpu_hours / n / 24:.0f} days at MFU {mfu:.2f}", min_gpus=0,
-                        usd_per_gpu_hour=prices[g.id])
+                        usd_per_gpu_hour=prices[g.id], **_ranked(rank, band))
     return best
 
 

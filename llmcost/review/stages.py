@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from ..scenario import CONFIG_PREFIX, Scenario
 from ..training import hf_config, memory, planner
-from ..training.step import DEFAULT_STACK, STEP_TERMS, Options, predict_step
+from ..training.step import DEFAULT_STACK, STEP_TERMS, Options, calibration_note, predict_step
 from ..training.precision import check_precision, peak_tflops_by_part
 from ..training.batch import global_batch_choice
 from ..training.layout import LINK_KEYS
@@ -1194,7 +1194,8 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
         # the step model's own error on published step times (shown as the prediction band);
         # about the share of the peak the GEMMs run at (FP8: the FP8 peak)
         band = throughput_band(g.generation, s.precision, pr.mfu * g_peak_ratio(g, s.precision),
-                               inp.catalog.step_model_errors(), moe=inp.model.is_moe)
+                               inp.catalog.step_model_errors(), moe=inp.model.is_moe,
+                               note=calibration_note(g))
         if costs and fc.days_band is not None:
             lo, hi = (tco.run_costs_usd(d * 24, billed, cloud_prices, op, s.discount_rate,
                                         s.resale) for d in fc.days_band)

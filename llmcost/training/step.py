@@ -121,14 +121,28 @@ DEFAULT_CALIBRATION = Calibration()
 #: 12.0%; GB300 on 22 rows, log-std 0.028, held out mean 4.5%, max 27.3%.
 BLACKWELL_E = 0.5933
 GB300_E = 0.7964
+#: e_max of MI300X and MI325X, fitted apart (``make validate FIT=1``, fit_paired) to AMD's
+#: own MLPerf Training Llama 2 70B LoRA submissions (v5.0 Jun 2025, v5.1 Nov 2025; 8 GPUs,
+#: FP8) relative to NVIDIA's DGX H100 run of the same benchmark (v4.1, Nov 2024), predicted
+#: with Hopper's set (data/paired_runs.csv; fitted beside Hopper's e_max 0.6921, refit to
+#: 0.7000 since: a 1% shift of the reference): the step model has no LoRA step, so each run
+#: is its layout's forward and backward time relative to the H100's. MI300X runs it at 0.93-0.97
+#: of H100's tokens/s per GPU with 1.32x its dense peak. MI300X: log-std 0.029 from the two
+#: rounds, each round predicted from the other within 4.4%; MI325X (1,000 W against 750 W,
+#: HBM3e): log-std 0.027, within 3.8%; both on top of Hopper's own (log-std 0.044). The same
+#: pairing puts NVIDIA's H200 run within 0.5% of the measured H200 / H100 ratio. Fitted on
+#: FP8 fine-tuning only: no published pretraining run validates them, so CDNA3 predictions
+#: keep the uncalibrated band (:mod:`llmcost.training.uncertainty`).
+MI300X_E = 0.4024
+MI325X_E = 0.5322
 
 #: One constant set per GPU generation; only e_max is refit per generation (with every
 #: constant free the fits trade e_max against the NVLink efficiency and run to their
 #: bounds). Hopper: 0.7000 on the 13 expressible H100 rows (Llama 3 Table 4,
 #: Megatron-Bridge FP8), log-std 0.046, held out mean 9.3%, max 24.7%. Blackwell:
 #: BLACKWELL_E (B300, with no dense row, takes it). Generations with no calibration row
-#: (Ada, CDNA3, ...) use Table 1's set and carry the uncalibrated band
-#: (:mod:`llmcost.training.uncertainty`).
+#: (Ada, a catalog user's own GPU, ...) take :data:`UNCALIBRATED_CALIBRATION` and carry the
+#: uncalibrated band (:mod:`llmcost.training.uncertainty`).
 CALIBRATION_BY_GENERATION = {
     "ampere": DEFAULT_CALIBRATION,
     "hopper": replace(DEFAULT_CALIBRATION, matmul_efficiency=0.7000),
@@ -142,7 +156,79 @@ CALIBRATION_BY_GENERATION = {
 #: or MXFP8, so the lead for BF16 GEMMs is an assumption too.
 CALIBRATION_BY_GPU = {
     "gb300": replace(DEFAULT_CALIBRATION, matmul_efficiency=GB300_E),
+    "mi300x": replace(DEFAULT_CALIBRATION, matmul_efficiency=MI300X_E),
+    "mi325x": replace(DEFAULT_CALIBRATION, matmul_efficiency=MI325X_E),
 }
+
+#: The set of a GPU no published training run calibrates: the lowest e_max of any calibrated
+#: set. A datasheet peak says what the tensor cores could do, not what a training step gets
+#: from them (MI300X, 1.32x H100's peak, trains at 0.58x its e_max); the least efficient
+#: calibrated GPU is the prior that never ranks an unmeasured GPU ahead of a measured one on
+#: its peak alone.
+UNCALIBRATED_CALIBRATION = min(
+    [*CALIBRATION_BY_GENERATION.values(), *CALIBRATION_BY_GPU.values()],
+    key=lambda c: c.matmul_efficiency)
+
+
+#: GPUs whose e_max is fitted relative to a calibrated GPU on runs the step model cannot
+#: express (data/paired_runs.csv), with what the fit rests on.
+PAIRED_CALIBRATION = {
+    "mi300x": "MLPerf Training Llama 2 70B LoRA (FP8) relative to H100",
+    "mi325x": "MLPerf Training Llama 2 70B LoRA (FP8) relative to H100",
+}
+
+
+def is_calibrated(gpu) -> bool:
+    """Whether published training runs set the GPU's constants.
+
+    Parameters
+    ----------
+    gpu : GPUSpec
+        Any object with an ``id`` and a ``generation`` name [-].
+
+    Returns
+    -------
+    calibrated : bool
+        True when its own set (:data:`CALIBRATION_BY_GPU`) or its generation's
+        (:data:`CALIBRATION_BY_GENERATION`) applies, False when it takes
+        :data:`UNCALIBRATED_CALIBRATION` [-].
+
+    References
+    ----------
+    .. [1] data/calibration_runs.csv and data/paired_runs.csv (the runs behind the sets).
+    """
+    return (getattr(gpu, "id", None) in CALIBRATION_BY_GPU
+            or getattr(gpu, "generation", None) in CALIBRATION_BY_GENERATION)
+
+
+def calibration_note(gpu) -> str:
+    """Where a GPU's e_max comes from, when not from runs the step model was validated on.
+
+    Parameters
+    ----------
+    gpu : GPUSpec
+        Any object with an ``id`` and a ``generation`` name [-].
+
+    Returns
+    -------
+    note : str
+        The paired fit (:data:`PAIRED_CALIBRATION`) or the uncalibrated prior
+        (:data:`UNCALIBRATED_CALIBRATION`) with its e_max [-]; "" for a GPU whose constants
+        are fitted on runs the step model expresses.
+
+    References
+    ----------
+    .. [1] data/paired_runs.csv: MLCommons MLPerf Training v4.1, v5.0 and v5.1,
+       llama2_70b_lora.
+    """
+    e = calibration_for(gpu).matmul_efficiency
+    how = PAIRED_CALIBRATION.get(getattr(gpu, "id", None))
+    if how:
+        return f"GEMM efficiency {e:.2f} fitted to {how} (data/paired_runs.csv)"
+    if not is_calibrated(gpu):
+        return (f"no published training run: GEMM efficiency {e:.2f}, the lowest of any "
+                "calibrated GPU, not its peak")
+    return ""
 
 
 #: Training stacks (:attr:`Options.stack`).
@@ -205,14 +291,16 @@ def calibration_for(gpu, stack="megatron") -> Calibration:
     Returns
     -------
     calibration : Calibration
-        The GPU's or its generation's set; Table 1's (A100) for a generation without
-        calibration rows.
+        The GPU's or its generation's set; :data:`UNCALIBRATED_CALIBRATION` (the lowest
+        calibrated e_max) for a GPU no published training run calibrates.
 
     References
     ----------
     .. [1] data/calibration_runs.csv: Narayanan et al. 2021 Table 1; Llama 3 (arXiv:2407.21783)
        Table 4; NVIDIA Megatron-Bridge performance summary 25.11-26.08 (commit 067f987);
        MosaicML llm-foundry benchmark tables (commit 8c8dd48) for the fsdp stack.
+    .. [2] data/paired_runs.csv: MLCommons MLPerf Training v4.1, v5.0 and v5.1,
+       llama2_70b_lora (MI300X and MI325X relative to H100).
     """
     stack = v.choice("stack", stack, STACKS)
     if stack != "megatron":
@@ -220,7 +308,8 @@ def calibration_for(gpu, stack="megatron") -> Calibration:
     own = CALIBRATION_BY_GPU.get(getattr(gpu, "id", None))
     if own is not None:
         return own
-    return CALIBRATION_BY_GENERATION.get(getattr(gpu, "generation", None), DEFAULT_CALIBRATION)
+    return CALIBRATION_BY_GENERATION.get(getattr(gpu, "generation", None),
+                                         UNCALIBRATED_CALIBRATION)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ the same GPU generation and precision, and a wide band outside that envelope.
 A prediction is a point; a review needs a range. The band is the largest error `make
 validate` measured on the calibration rows of the prediction's (generation, precision) group,
 held out where the fit allowed it (leave one source-and-model group out); a group with no
-validated rows, or a predicted MFU above every published large run, gets the envelope band
-(25%, the largest error the project accepts on held-out runs) and a flag.
+validated rows gets the band of the least-calibrated group (the envelope, 25%, the largest
+error the project accepts on held-out runs, or any dense group's larger error) and a
+predicted MFU above every published large run at least the envelope; both are flagged.
 
 References
 ----------
@@ -50,8 +51,32 @@ class Band:
 MOE_GROUP = ("moe", "all")
 
 
+def uncalibrated_band(errors: pd.DataFrame) -> float:
+    """Band of a prediction no published run of its group validates: the least-calibrated
+    group's. A GPU without calibration is no better known than the worst-known GPU that has
+    one; the MoE row is left out (its band is a percentile of another kind of model).
+
+    Parameters
+    ----------
+    errors : pandas.DataFrame
+        ``data/step_model_errors.csv`` (generation, max_abs_error [-]).
+
+    Returns
+    -------
+    band : float
+        The largest held-out error of any dense group, never below :data:`ENVELOPE_BAND`
+        [-].
+
+    References
+    ----------
+    .. [1] ``make validate FIT=1 WRITE=1`` (benchmarks/validate.py) on the calibration set.
+    """
+    dense = errors[errors["generation"] != MOE_GROUP[0]]["max_abs_error"].astype(float)
+    return float(min(max([ENVELOPE_BAND, *dense]), 0.9))
+
+
 def throughput_band(generation: str, precision: str, mfu: float, errors: pd.DataFrame,
-                    moe: bool = False) -> Band:
+                    moe: bool = False, note: str = "") -> Band:
     r"""Uncertainty band of a predicted throughput.
 
     .. math:: \dot D \in [\dot D (1 - e),\; \dot D (1 + e)],\qquad
@@ -72,6 +97,9 @@ def throughput_band(generation: str, precision: str, mfu: float, errors: pd.Data
         A mixture-of-experts model: its band is the MoE row's (:data:`MOE_GROUP`), whatever
         the generation; the MoE rows are fewer and noisier (the published releases differ
         by up to 45% on one layout), so that band is their 90th-percentile held-out error.
+    note : str
+        How the GPU's constants were set when not on validated runs
+        (:func:`llmcost.training.step.calibration_note`); added to an uncalibrated reason.
 
     Returns
     -------
@@ -86,16 +114,21 @@ def throughput_band(generation: str, precision: str, mfu: float, errors: pd.Data
         generation, precision = MOE_GROUP
     hit = errors[(errors["generation"] == generation) & (errors["precision"] == precision)]
     if u > PUBLISHED_MFU_CEILING:
-        # never narrower than what the group itself showed
-        e = max([ENVELOPE_BAND] + [float(x) for x in hit["max_abs_error"]])
+        # never narrower than what the group itself showed, nor than an unvalidated group's
+        floor = ENVELOPE_BAND if len(hit) and int(hit["rows"].iloc[0]) else \
+            uncalibrated_band(errors)
+        e = max([floor] + [float(x) for x in hit["max_abs_error"]])
         return Band(low=e, high=e, calibrated=False,
                     reason=f"predicted MFU {u:.1%} is above every published large run "
                            f"({PUBLISHED_MFU_CEILING:.1%}): outside the calibrated envelope, "
                            f"+-{e:.0%}")
     if hit.empty or not int(hit["rows"].iloc[0]):
-        return Band(low=ENVELOPE_BAND, high=ENVELOPE_BAND, calibrated=False,
+        e = uncalibrated_band(errors)
+        return Band(low=e, high=e, calibrated=False,
                     reason=f"no published {precision.upper()} run on {generation} GPUs "
-                           f"validates the step model: +-{ENVELOPE_BAND:.0%}")
+                           f"validates the step model"
+                           + (f" ({note})" if note else "")
+                           + f": +-{e:.0%}, the least-calibrated group's band")
     r = hit.iloc[0]
     band = r.get("band_abs_error", np.nan)
     if moe and not pd.isna(band):
