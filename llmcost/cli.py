@@ -653,6 +653,7 @@ def cmd_ladder(a) -> dict:
              "min_gpus": r.min_gpus, "usd_per_gpu_hour": r.usd_per_gpu_hour,
              "price_id": (L.pretrain_price_id if r.method == "pretrain" else
                           L.price_ids.get(r.gpu) if r.gpu else None),
+             "calibration": _rung_calibration(r),
              "ranked_by": r.ranked_by if r.gpu else None,
              "rank_cost_usd": r.rank_cost_usd if r.gpu else None} for r in L.rungs]
     res = {"model": m.id, "finetune_tokens": a.tokens, "rungs": rows, "notes": [],
@@ -661,6 +662,18 @@ def cmd_ladder(a) -> dict:
         res["notes"].append("skipped (no price in data/prices.csv): " + ", ".join(L.skipped))
     res["notes"] += list(L.notes)
     return res
+
+
+def _rung_calibration(rung) -> str | None:
+    """What is known of a ladder rung's GPU: "validated" (a published run validates its
+    band), "fitted" (constants fitted to published training runs, band not validated) or
+    "none" (no published training run: the prior constants); None for the hosted rung."""
+    from .training.step import is_calibrated
+    if not rung.gpu:
+        return None
+    if not is_calibrated(catalog.default().gpu(rung.gpu)):
+        return "none"
+    return "validated" if rung.band == 0 else "fitted"
 
 
 def _ladder_table(r: dict) -> str:

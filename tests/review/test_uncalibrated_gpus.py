@@ -176,6 +176,9 @@ def test_ladder_cli_says_how_each_rung_was_ranked(capsys):
             continue
         gpu = CAT.gpu(r["gpu"])
         assert step.is_calibrated(gpu)
+        # validated: ranked at its cost; fitted (MLPerf for MI300X) but not validated: at
+        # its slow end; never "none" while a calibrated GPU is offered
+        assert r["calibration"] == ("validated" if r["ranked_by"] == "point" else "fitted")
         if r["ranked_by"] == "slow end":
             assert r["rank_cost_usd"] == pytest.approx(r["cost_usd"] / (1 - e))
             assert any(f"the {r['method']} rung on {r['gpu']}" in n for n in d["notes"])
