@@ -3,11 +3,11 @@
 Every layout parameter may be a numpy array; one call predicts many layouts at once. The
 model is physical: matmuls run at the dense peak times an efficiency that falls for thin
 GEMMs (a roofline on their M, N, K: tokens per micro-batch, h/t, f/t), fused attention at
-FlashAttention's own efficiency on its causal work, memory-bound operations (norms, softmax, dropout, activations)
-move bytes at HBM bandwidth, collectives follow alpha-beta costs over NVLink and the
-scale-out fabric. Its few constants (:class:`Calibration`) were fitted once, to the ten rows
-of Megatron-LM's Table 1 (A100), and carry to other GPUs through each GPU's own peak, HBM
-bandwidth and links.
+FlashAttention's own efficiency on its causal work plus a fixed work per query tile,
+memory-bound operations (norms, softmax, dropout, activations) move bytes at HBM bandwidth,
+collectives follow alpha-beta costs over NVLink and the scale-out fabric. Its few constants
+(:class:`Calibration`) were fitted once, to the ten rows of Megatron-LM's Table 1 (A100), and
+carry to other GPUs through each GPU's own peak, HBM bandwidth and links.
 
 References
 ----------
@@ -54,8 +54,9 @@ class Calibration:
 
     ``matmul_efficiency``, ``gemm_traffic`` and ``elementwise_traffic`` are fitted once, to
     Narayanan et al. (2021) Table 1 (A100 80GB, full recomputation, interleaved schedule,
-    10 rows), never per row; ``nvlink_efficiency`` and ``attention_efficiency`` are set
-    from measurements (NCCL bus bandwidth, FlashAttention benchmarks), not fitted. Other
+    10 rows), never per row; ``nvlink_efficiency``, ``attention_efficiency`` and
+    ``attention_tile_overhead`` come from measurements (NCCL bus bandwidth, FlashAttention's
+    published throughput), not from the calibration rows. Other
     GPUs reuse them through their own peak, HBM bandwidth and links: the GEMM roofline
     term scales with each GPU's ridge point (peak FLOP/s over HBM bandwidth).
     """
@@ -82,7 +83,7 @@ class Calibration:
     #: TFLOP/s by 8-16k tokens (Shah et al. 2024, arXiv:2407.08608, Fig. 5-6); newer kernels
     #: (cuDNN, FlashAttention-3) reach more, so the figure is conservative. Freed beside e_max
     #: on the megatron rows it is not identified (H100: 0.29, log-std 0.17, held out by group
-    #: 12.5% against 9.3% with it fixed; Blackwell 0.32, 5.0% against 3.8%).
+    #: 12.5% against 9.3% with it fixed; Blackwell 0.32, log-std 0.11, 5.0% against 3.7%).
     attention_efficiency: float = 0.33
     #: c: fixed work of a fused-attention query tile (load Q, fill the pipeline, write O and
     #: the log-sum-exp) in tiles of keys [-] (:func:`~llmcost.training.attention.
