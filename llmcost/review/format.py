@@ -170,7 +170,8 @@ def headline_items(results: Results, keys) -> dict:
             # the napkin beside the answer (economics.napkin; the factors are in the notes)
             text += f" (napkin {human_count(e.napkin_gpu_hours)})"
         if k == "global_batch_tokens" and results.inputs.batch is not None and _finite(h[k]):
-            text += " (batch rule)"
+            text += (" (raised to fill the GPUs)" if results.plan.batch_source == "fill"
+                     else " (batch rule)")
         if k == "days" and e is not None and e.days_range is not None and h[k] is not None:
             # the step model's band (training/uncertainty.py), on the same figure
             text += f" ({e.days_range[0]:,.1f}-{e.days_range[1]:,.1f})"
