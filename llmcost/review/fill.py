@@ -18,15 +18,17 @@ help.
 pipeline (:data:`llmcost.economics.sizing.BUBBLE_LIMIT`, Narayanan et al. 2021,
 arXiv:2104.04473 §2.2): a batch may cost the GPUs at most what such a bubble costs them.
 Measured on the step model: Llama 3.1 405B's published 2,048 sequences of 8,192 on 16,384
-H100 fill them (doubling gains 7%); on 16,384 B200, whose matmuls run 2.3x faster against the
+H100 fill them (doubling gains 7-8%); on 16,384 B200, whose matmuls run 2.3x faster against the
 same gradient sync, they do not (doubling gains 15%).
 
 The batch that fills :math:`G` GPUs is searched on the batches data-parallel groups of powers
 of two split (:math:`2^k \\times \\{1, 1.25, 1.5, 1.75\\}` sequences, the review's own grid,
 ``stages.splittable_sequences``): the powers of two above :math:`B` until one fills, then the
 points of the octave below it; the largest GPU count a batch fills on whole nodes halved from
-:math:`G`, then refined the same way. Each test is two runs of the planner, so a review pays
-the search only where its batch does not fill its GPUs.
+:math:`G`, then refined the same way. Each test reads the review's layout at the batch and at
+twice it; the searches hand the pairs they are about to read to ``warm`` a few at a time, so
+the review predicts them together (``llmcost.training.planner.first_layouts``), and a review
+pays the searches only where its batch does not fill its GPUs.
 
 Every function here takes ``best(gpus, batch)``: the review's layout at that size and batch as
 :class:`Best` (None when no layout splits the batch), so this module computes nothing of its
@@ -161,31 +163,51 @@ def _tokens_text(x: float) -> str:
     return f"{x / 1e6:,.3g}M" if x >= 1e6 else f"{x / 1e3:,.3g}k"
 
 
+def _no_warm(pairs) -> None:
+    return None
+
+
+#: powers of two (of the batch, or of the GPUs halved) a search asks ``warm`` for at once
+WARM_POWERS = 4
+
+
+def _warm_fills(warm: Callable, gpus_batches) -> None:
+    """Ask ``warm`` for every (gpus, batch) a :func:`fills` test of these pairs reads."""
+    pairs = [(g, b) for g, b in gpus_batches if b is not None]
+    warm(pairs + [(g, 2 * b) for g, b in pairs])
+
+
 def smallest_filling(best: BestFn, gpus: int, batch: int, cap: int,
-                     snap: Callable[[int], "int | None"]) -> Fill | None:
+                     snap: Callable[[int], "int | None"], warm: Callable = _no_warm) -> Fill | None:
     """The smallest batch above ``batch`` on the grid that fills ``gpus``: the powers of two
     above it until one fills, then the 1.25, 1.5 and 1.75 points of the octave below that one,
     each moved by ``snap`` to a batch some layout splits (None: none near); at most ``cap``
-    sequences."""
+    sequences. ``warm(pairs)`` is told the (gpus, batch) pairs about to be read, a few at a
+    time, so that ``best`` can compute them together."""
     p = 1 << int(batch).bit_length()        # the first power of two above the batch
     found = None
-    while p <= cap:
-        c = snap(p)
-        if c is not None and c > batch:
-            f = fills(best, gpus, c)
-            if f.fills:
-                found = f
-                break
-        p *= 2
+    while found is None and p <= cap:
+        chunk = []
+        while p <= cap and len(chunk) < WARM_POWERS:
+            chunk.append((p, snap(p)))
+            p *= 2
+        _warm_fills(warm, [(gpus, c) for _, c in chunk])
+        for q, c in chunk:
+            if c is not None and c > batch:
+                f = fills(best, gpus, c)
+                if f.fills:
+                    found, p = f, q
+                    break
     if found is None:
         return None
     half = p // 2
-    for k in (5, 6, 7):                     # 1.25, 1.5, 1.75 x the octave's start
-        c = snap(half * k // 4)
-        if c is not None and batch < c < found.batch:
-            f = fills(best, gpus, c)
-            if f.fills:
-                return f
+    between = [c for c in dict.fromkeys(snap(half * k // 4) for k in (5, 6, 7))   # 1.25-1.75
+               if c is not None and batch < c < found.batch]
+    _warm_fills(warm, [(gpus, c) for c in between])
+    for c in between:
+        f = fills(best, gpus, c)
+        if f.fills:
+            return f
     return found
 
 
@@ -194,34 +216,42 @@ def _whole_nodes(x: int, node: int) -> int:
     return (x // node) * node if x >= node else 1 << (max(1, x).bit_length() - 1)
 
 
-def largest_filled(best: BestFn, gpus: int, batch: int, node: int) -> int | None:
+def largest_filled(best: BestFn, gpus: int, batch: int, node: int,
+                   warm: Callable = _no_warm) -> int | None:
     """The largest GPU count below ``gpus`` that ``batch`` fills: the counts halved from
     ``gpus`` (whole nodes, powers of two below a node) until one is filled, then 1.75, 1.5 and
-    1.25 x that count; None when not even one GPU is."""
-    prev, g = gpus, _whole_nodes(gpus // 2, node)
-    while g >= 1:
+    1.25 x that count; None when not even one GPU is. ``warm`` as :func:`smallest_filling`."""
+    ladder = [_whole_nodes(gpus // 2, node)]
+    while ladder[-1] > 1:
+        ladder.append(_whole_nodes(ladder[-1] // 2, node))
+    prev = gpus
+    for i, g in enumerate(ladder):
+        if i % WARM_POWERS == 0:
+            _warm_fills(warm, [(x, batch) for x in ladder[i:i + WARM_POWERS]])
         if fills(best, g, batch).fills:
-            for k in (7, 6, 5):
-                c = _whole_nodes(g * k // 4, node)
-                if g < c < prev and fills(best, c, batch).fills:
+            between = [c for c in dict.fromkeys(_whole_nodes(g * k // 4, node) for k in (7, 6, 5))
+                       if g < c < prev]
+            _warm_fills(warm, [(c, batch) for c in between])
+            for c in between:
+                if fills(best, c, batch).fills:
                     return c
             return g
-        if g == 1:
-            return None
-        prev, g = g, _whole_nodes(g // 2, node)
+        prev = g
     return None
 
 
 def batch_fill(best: BestFn, gpus: int, batch: int, seq_len: int, node: int, cap: int,
-               snap: Callable[[int], "int | None"]) -> BatchFill:
+               snap: Callable[[int], "int | None"], warm: Callable = _no_warm) -> BatchFill:
     """``batch`` sequences on ``gpus`` GPUs: whether they fill them and, when not, the largest
-    GPU count they fill and the smallest batch on the grid that fills ``gpus``."""
+    GPU count they fill and the smallest batch on the grid that fills ``gpus`` (``warm`` as
+    :func:`smallest_filling`)."""
+    _warm_fills(warm, [(gpus, batch)])
     test = fills(best, gpus, batch)
     if test.fills:
         return BatchFill(seq_len=seq_len, test=test, filling=test, largest_gpus=gpus)
     # the largest count first: the filling batch's layouts, searched last, are the ones a
     # review plans next (the planner's runs are cached, the most recent kept)
-    largest = largest_filled(best, gpus, batch, node)
+    largest = largest_filled(best, gpus, batch, node, warm)
     return BatchFill(seq_len=seq_len, test=test,
-                     filling=smallest_filling(best, gpus, batch, cap, snap),
+                     filling=smallest_filling(best, gpus, batch, cap, snap, warm),
                      largest_gpus=largest)

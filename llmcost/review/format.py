@@ -203,7 +203,8 @@ def headline_items(results: Results, keys) -> dict:
         if k == "realized_ratio" and f is not None:
             text = realized_text(f.realized)
         if k == "global_batch_tokens" and results.inputs.batch is not None and _finite(h[k]):
-            text += " (batch rule)"
+            text += (" (raised to fill the GPUs)" if results.plan.batch_source == "fill"
+                     else " (batch rule)")
         if k == "mfu" and results.scenario.precision in ("fp8", "mxfp8") and \
                 _finite(h[k]) and _finite(h.get("mfu_precision")):
             # published runs state MFU on the dense BF16 peak; an FP8 run's GEMMs run at twice

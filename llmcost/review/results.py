@@ -92,6 +92,9 @@ class PlanResult:
     batch_fill: BatchFill | None = None
     #: why the review runs this batch: the scenario's, the batch law's, or raised to fill
     batch_reason: str = ""
+    #: where the batch comes from: "scenario", "law" (the batch law's, or near it so that it
+    #: splits), "fill" (raised to the batch that fills the GPUs)
+    batch_source: str = "law"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
@@ -685,9 +686,7 @@ def _splits_any(inp: Inputs, space: planner.Space, gpus: int) -> bool:
     """Whether any layout of ``space`` runs on ``gpus`` with some batch: a batch of gpus x the
     largest micro-batch splits over every data-parallel group, with micro-batches a multiple
     of every pipeline depth (gpus / dp = t p c)."""
-    B = gpus * max(space.micro_batch)
-    return len(planner.enumerate_layouts(inp.model, gpus, B, inp.gpu.scale_up_domain,
-                                         space)["tp"]) > 0
+    return len(_batch_units(inp.model, int(gpus), inp.gpu.scale_up_domain, space)[0]) > 0
 
 
 def review_plan(inp: Inputs, space: planner.Space, gpus: int, B: int) -> planner.Plan:
@@ -705,14 +704,30 @@ def _review_plan(m, g, up, out, options, precision, space, gpus, B):
                         memory_kwargs=REVIEW_MEMORY)
 
 
-@functools.lru_cache(maxsize=4096)
-def _best(m, g, up, out, options, precision, space, gpus, B) -> fill.Best | None:
-    P = _review_plan(m, g, up, out, options, precision, space, gpus, B)
-    if P.evaluated == 0:
-        return None
-    r = P.layouts.iloc[0]
-    return fill.Best(tokens_per_s=float(r["tokens_per_s"]), mfu=float(r["mfu"]),
-                     layout=planner.describe_layout(r), fits=bool(r["fits"]))
+#: the review's first layout at (inputs of the planner, gpus, batch), as fill.Best or None;
+#: the oldest entries go first beyond _BEST_SIZE
+_BEST: "OrderedDict[tuple, fill.Best | None]" = OrderedDict()
+_BEST_SIZE = 8192
+
+
+def _bests(key: tuple, pairs) -> list:
+    """The review's first layout at each (gpus, batch) pair (:class:`fill.Best`, None where
+    no layout splits the batch): :func:`planner.first_layouts` for the pairs not cached yet,
+    in one vectorized prediction, each the first layout :func:`review_plan` ranks there."""
+    pairs = [(int(g), int(b)) for g, b in pairs]
+    todo = list(dict.fromkeys(p for p in pairs if (key, p) not in _BEST))
+    if todo:
+        m, g, up, out, options, precision, space = key
+        rows = planner.first_layouts(m, g, up, out, todo, space, options, precision=precision,
+                                     simplest_within=SIMPLEST_WITHIN,
+                                     memory_margin=MEMORY_MARGIN, memory_kwargs=REVIEW_MEMORY)
+        for p, r in zip(todo, rows):
+            _BEST[(key, p)] = None if r is None else fill.Best(
+                tokens_per_s=float(r["tokens_per_s"]), mfu=float(r["mfu"]),
+                layout=planner.describe_layout(r), fits=bool(r["fits"]))
+        while len(_BEST) > _BEST_SIZE:
+            _BEST.popitem(last=False)
+    return [_BEST[(key, p)] for p in pairs]
 
 
 #: the largest batch the search for a batch that fills the GPUs tries [tokens]: the largest a
@@ -727,12 +742,13 @@ def batch_fill_at(inp: Inputs, space: planner.Space, gpus: int, B: int) -> fill.
     key = (m, g, inp.scale_up, inp.scale_out, options_for(s), s.precision, space)
 
     def best(n, b):
-        return _best(*key, int(n), int(b))
+        return _bests(key, [(n, b)])[0]
 
     # never below a batch that splits over every layout's replicas (gpus x micro-batch)
     cap = max(int(FILL_CAP_TOKENS // m.seq_len), gpus * max(space.micro_batch))
     return fill.batch_fill(best, int(gpus), int(B), m.seq_len, g.gpus_per_node, cap,
-                           lambda b: near_batch(inp, space, gpus, b))
+                           lambda b: near_batch(inp, space, gpus, b),
+                           warm=lambda pairs: _bests(key, pairs))
 
 
 def as_typed(x: float) -> str:
@@ -863,7 +879,10 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
     return PlanResult(gpus=int(gpus), global_batch=int(B), layouts=shown.reset_index(drop=True),
                       layout=layout, fits=fits, evaluated=int(P.evaluated),
                       feasible=int(P.feasible), notes=tuple(notes), batch_fill=used,
-                      batch_reason=reason)
+                      batch_reason=reason, batch_source=(
+                          "scenario" if given_batch else
+                          "fill" if law is not None and not law.fills and law.test.batch != B
+                          else "law"))
 
 
 def _sized_batch(sized: SizeResult | None, gpus: int) -> int | None:
@@ -898,19 +917,39 @@ def splittable_batch(m, gpus, B, node, space=REVIEW_SPACE):
 
 @functools.lru_cache(maxsize=1024)
 def _splittable_batch(m, gpus, B, node, space):
-    def count(b):
-        return len(planner.enumerate_layouts(m, gpus, b, node, space)["tp"])
+    units, weights = _batch_units(m, gpus, node, space)
+    if len(units) == 0:
+        return None
 
-    if count(B):
+    def count(b):
+        """Layouts that split each batch of ``b`` (an array) [-]."""
+        return ((np.asarray(b)[:, None] % units[None, :]) == 0).astype(np.int64) @ weights
+
+    if count([B])[0]:
         return B
     for band in (0.05, 0.125, 0.25):
         lo, hi = max(1, int(B * (1 - band))), int(B * (1 + band)) + 1
         step = max(1, (hi - lo) // 400)     # a bounded search however large the batch
-        scored = [(count(b), -abs(b - B), b) for b in range(lo, hi, step)]
-        best = max(scored)
-        if best[0] > 0:
-            return best[2]
+        b = np.arange(lo, hi, step)
+        n = count(b)
+        if n.max() > 0:
+            # the most layouts, then the nearest to B, then the larger
+            best = np.lexsort((b, -np.abs(b - B), n))[-1]
+            return int(b[best])
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _batch_units(m, gpus, node, space):
+    """The batches every layout of ``space`` on ``gpus`` needs a multiple of, and how many
+    layouts need each: a layout splits a batch B when b dp divides it and, interleaved, its
+    micro-batches are a multiple of p (planner.layout_valid), i.e. when B is a multiple of
+    b dp (p when v > 1). Every layout splits gpus x the largest micro-batch (m = t p c b'/b),
+    so enumerating at that batch lists them all once."""
+    L = planner.enumerate_layouts(m, gpus, gpus * max(space.micro_batch), node, space)
+    u = L["micro_batch"] * L["dp"] * np.where(L["interleave"] > 1, L["pp"], 1)
+    units, weights = np.unique(np.asarray(u, dtype=np.int64), return_counts=True)
+    return units, weights.astype(np.int64)
 
 
 # ------------------------------------------------------------------ predict

@@ -486,6 +486,19 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
                     note=f"no layout in the space splits a global batch of {int(global_batch)} "
                          f"sequences over {_sizes_text(gpus)} GPUs (t p c must divide the GPUs "
                          "and micro-batch x DP the batch): change the GPU count or the batch")
+    df = _predicted(model, gpu, scale_up, scale_out, L, global_batch, space, options,
+                    calibration, seq_len, memory_kwargs, prec, usd_per_gpu_hour)
+    n = len(df)
+    key = "step_time_s" if rank_by == "time" else "usd_per_million_tokens"
+    df = _ranked(df, key, simplest_within, memory_margin)
+    return Plan(layouts=df, evaluated=n, feasible=int(df["fits"].sum()), candidates=cand,
+                pareto=pareto_front(df))
+
+
+def _predicted(model, gpu, scale_up, scale_out, L, global_batch, space, options, calibration,
+               seq_len, memory_kwargs, prec, usd_per_gpu_hour) -> pd.DataFrame:
+    """The frame of layouts ``L`` predicted under each memory recipe of ``space``, recipe
+    after recipe (``global_batch``: one, or one per layout)."""
     frames = []
     # one vectorized prediction per memory recipe (a handful), every layout in each
     for mods in space.recompute_modules:
@@ -508,9 +521,13 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
                                         recipe=dict(precision=prec,
                                                     recompute_modules=",".join(mods),
                                                     optimizer_moments=moments)))
-    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    n = len(df)
-    key = "step_time_s" if rank_by == "time" else "usd_per_million_tokens"
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+
+def _ranked(df: pd.DataFrame, key: str, simplest_within: float,
+            memory_margin: float) -> pd.DataFrame:
+    """The layouts in :func:`plan`'s order: fitting first, by ``key``, ties to the simpler
+    layout; then, within ``simplest_within`` of the best, :func:`_simplest_first`."""
     # ties (e.g. CP x micro-batch swaps that leave each GPU the same work) go to the
     # simpler layout: less memory, then fewer moving parts
     df = df.sort_values(["fits", key, "memory_gb", "cp", "interleave", "zero_stage", "tp"],
@@ -520,8 +537,49 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
     margin = float(v.in_range("memory_margin", memory_margin, 0, 1, high_inclusive=False))
     if within > 0 and bool(df["fits"].iloc[0]):
         df = _simplest_first(df, key, within, margin)
-    return Plan(layouts=df, evaluated=n, feasible=int(df["fits"].sum()), candidates=cand,
-                pareto=pareto_front(df))
+    return df
+
+
+def first_layouts(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
+                  pairs, space: Space = Space(), options: Options = Options(),
+                  precision: str | None = None, simplest_within: float = 0.0,
+                  memory_margin: float = 0.0, memory_kwargs=None) -> list:
+    """The layout :func:`plan` ranks first (by time) at each (gpus, global batch) pair, all
+    pairs predicted together: one vectorized prediction per memory recipe, each pair's rows
+    then ranked alone, in the order :func:`plan` gives them (the same frame, the same stable
+    sort), so each first row is :func:`plan`'s at that pair.
+
+    Parameters
+    ----------
+    model, gpu, scale_up, scale_out, space, options, precision, simplest_within,
+    memory_margin, memory_kwargs
+        As :func:`plan`.
+    pairs : sequence of (int, int)
+        (GPUs [-], global batch [sequences]).
+
+    Returns
+    -------
+    list of pandas.Series or None
+        Per pair, :func:`plan`'s first layout; None where no layout splits the batch.
+    """
+    prec = str(v.choice("precision", options.precision if precision is None else precision,
+                        PRECISIONS))
+    check_precision(prec, gpu)
+    Ls = [enumerate_layouts(model, int(g), int(B), gpu.scale_up_domain, space)
+          for g, B in pairs]
+    sizes = [len(L["tp"]) for L in Ls]
+    out = [None] * len(Ls)
+    if sum(sizes) == 0:
+        return out
+    L = {k: np.concatenate([x[k] for x in Ls]) for k in Ls[0]}
+    batch = np.concatenate([np.full(n, int(B), dtype=np.int64) for n, (_, B) in zip(sizes, pairs)])
+    df = _predicted(model, gpu, scale_up, scale_out, L, batch, space, options, None, None,
+                    memory_kwargs, prec, None)
+    pair = np.tile(np.repeat(np.arange(len(Ls)), sizes), len(df) // sum(sizes))
+    for i, rows in df.groupby(pair, sort=True):
+        out[int(i)] = _ranked(rows.reset_index(drop=True), "step_time_s", simplest_within,
+                              memory_margin).iloc[0]
+    return out
 
 
 def parallel_dimensions(df) -> np.ndarray:
