@@ -182,7 +182,9 @@ def test_the_report_of_a_review_sized_by_days_names_the_gpus_used(voila, page, t
     saved = tmp_path / dl.value.suggested_filename
     dl.value.save_as(saved)
     text = saved.read_text()
-    assert f"{gpus} (sized for the days)" in text and "Layout used" in text
+    # the headline names the floor's size beside ("7,008 (the floor needs 6,864)")
+    used = gpus.split(" (")[0]
+    assert f"{used} (sized for the days)" in text and "Layout used" in text
     cash = page.locator(".llmc-cost-table tbody tr").first.locator("td").nth(2).inner_text()
     assert "Cost by way to pay" in text and f'<td class="value">{cash}</td>' in text
 

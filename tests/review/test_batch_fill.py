@@ -190,7 +190,7 @@ def test_llama3_405b_on_16384_b200_runs_the_batch_that_fills_them():
     lay = r.plan.layout
     assert (lay.tp, lay.pp, lay.interleave, lay.cp, lay.dp) == (4, 32, 4, 2, 64)
     assert r.predict.mfu == pytest.approx(0.393, abs=0.002)
-    assert r.economics.days == pytest.approx(34.0, abs=0.3)
+    assert r.forecast.floor_days == pytest.approx(34.0, abs=0.3)     # the floor's days
     assert 0.45 < r.predict.memory_gb_per_gpu / r.predict.capacity_gb < 0.6
     # PP32 at that batch is the step model's choice, not the batch's: the fastest PP16 layout
     # (TP4 PP16x4 CP2 DP128, 32 micro-batches) is 2.6% slower, beyond the 2% within which the
@@ -233,7 +233,7 @@ def test_gpt_oss_120b_on_2048_b300_is_not_held_at_a_70_percent_bubble():
     assert (lay.tp, lay.pp, lay.ep, lay.dp, lay.micro_batch) == (1, 1, 64, 2048, 2)
     assert r.predict.bubble_share == 0
     assert r.predict.mfu == pytest.approx(0.282, abs=0.002)
-    assert r.economics.days == pytest.approx(1.24, abs=0.02)          # was 3.16
+    assert r.forecast.floor_days == pytest.approx(1.24, abs=0.02)     # the floor; was 3.16
     # what limits it now: small per-GPU matmuls (compute), not the batch or a bubble
     assert r.predict.mfu_limit.limit == "compute"
     assert "of the dense FP8 peak" in r.predict.mfu_limit.reason

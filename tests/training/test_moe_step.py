@@ -187,15 +187,18 @@ def test_review_app_plans_moe_without_errors(query):
     assert "EP" in table["data"][0]["header"]["values"]
     # the band is the MoE one
     assert "MoE" in r.economics.band.reason
-    # MFU counts the active FLOPs (6 N_active + attention per token), and the days are the
-    # tokens at that speed over the useful share of the hours
+    # MFU counts the active FLOPs (6 N_active + attention per token), and the floor's days
+    # are the tokens at that speed over the useful share of the hours; the headline's, the
+    # forecast, are the floor's x the realized ratio of comparable published runs
     m = CAT.model(p.scenario.model)
     g = CAT.gpu(p.scenario.gpu)
     assert r.predict.mfu == pytest.approx(
         r.predict.tokens_per_s * m.flops_per_token() / (p.scenario.gpus * g.bf16_dense_tflops
                                                          * 1e12), rel=1e-9)
-    assert r.headline["days"] == pytest.approx(
+    assert r.forecast.floor_days == pytest.approx(
         p.scenario.tokens / r.predict.tokens_per_s / 86400 / r.economics.useful_share, rel=1e-9)
+    assert r.headline["days"] == pytest.approx(
+        r.forecast.floor_days * r.forecast.realized.value, rel=1e-12)
     # the share link carries the MoE controls
     p.set(moe_load_imbalance=1.0)
     assert "moe_load_imbalance=1&" in p.share.value
