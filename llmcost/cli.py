@@ -28,6 +28,7 @@ from .economics import spot as spot_mod
 from .economics import tco
 from .training import memory as mem
 from .training import planner
+from .training import stacks
 from .training import step as step_mod
 from .training.precision import PRECISIONS
 from .training.arch import ModelSpec
@@ -1083,9 +1084,8 @@ def _add_layout_common(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--tp-comm-overlap", action="store_true",
                     help="TP communication overlapped with GEMMs (TransformerEngine)")
     _add_precision_arg(sp)
-    sp.add_argument("--stack", choices=("megatron", "fsdp"), default="megatron",
-                    help="training stack: Megatron-LM/NeMo/Megatron-Bridge with Transformer "
-                         "Engine (default) or PyTorch FSDP/FSDP2 (torchtitan, llm-foundry)")
+    sp.add_argument("--stack", choices=stacks.NAMES, default=stacks.DEFAULT,
+                    help="training stack (default megatron): " + stacks.help_text())
     sp.add_argument("--moe-load-imbalance", type=float,
                     default=MOE_LOAD_IMBALANCE_DEFAULT,
                     help="MoE: tokens on the busiest expert rank over the mean (>= 1; "
@@ -1148,9 +1148,9 @@ def _args_memory(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--gpu", help="catalog id: report capacity and whether it fits")
     sp.add_argument("--ep", type=int, default=1, help="expert-parallel size (MoE models)")
     sp.add_argument("--etp", type=int, default=1, help="expert tensor-parallel size (MoE)")
-    sp.add_argument("--stack", choices=mem.MEMORY_STACKS, default="megatron",
-                    help="training stack: megatron (default) or fsdp (FSDP2 keeps a pipeline "
-                         "stage gathered; its usual loss is FP32)")
+    sp.add_argument("--stack", choices=stacks.NAMES, default=stacks.DEFAULT,
+                    help="training stack (default megatron; fsdp: FSDP2 keeps a pipeline "
+                         "stage gathered, its usual loss is FP32): " + stacks.help_text())
     _add_recipe_args(sp)
 
 

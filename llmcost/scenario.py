@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlencode
 from . import _validate as v
 from . import catalog
 from .economics import reliability as _rel
+from .training import stacks
 
 
 def _f(default, lo=None, hi=None, *, label, unit="", lo_open=False, hi_open=False, step=None,
@@ -103,11 +104,11 @@ class Scenario:
     #: 0: the model's training length (a config.json model: min(max positions, 8192))
     seq_len: int = _f(0, 0, 1_048_576, label="Sequence length (0: the model's)", kind="int",
                       unit="tokens")
-    #: Megatron-LM / NeMo / Megatron-Bridge with Transformer Engine, or PyTorch FSDP/FSDP2
-    #: stacks (torchtitan, llm-foundry): llmcost.training.step.STACKS; "auto": not named, the
-    #: floor runs llmcost.training.step.DEFAULT_STACK and the forecast compares with the
-    #: published runs of every stack (llmcost.economics.realized)
-    stack: str = _options("auto", ("auto", "megatron", "fsdp"), label="Training stack")
+    #: the training stack, llmcost.training.stacks.STACKS (Megatron-Core, PyTorch FSDP2,
+    #: DeepSpeed with Megatron's model code, nanotron); "auto": not named, the floor runs
+    #: llmcost.training.stacks.DEFAULT and the forecast compares with the published runs of
+    #: every stack (llmcost.economics.realized)
+    stack: str = _options("auto", ("auto", *stacks.NAMES), label="Training stack")
     # ---- a given layout (0 or auto: the planner chooses; llmcost.training.layout.LINK_KEYS)
     tp: int = _f(0, 0, 1024, label="TP (0: planner)", kind="int", group="layout")
     pp: int = _f(0, 0, 1024, label="PP (0: planner)", kind="int", group="layout")

@@ -25,8 +25,9 @@ from ..economics.waterfall import waterfall_from_step
 from dataclasses import replace
 
 from ..scenario import CONFIG_PREFIX, Scenario
-from ..training import hf_config, memory, planner
-from ..training.step import DEFAULT_STACK, STEP_TERMS, Options, calibration_note, predict_step
+from ..training import hf_config, memory, planner, stacks
+from ..training.step import (DEFAULT_STACK, STEP_TERMS, Options, calibration_note, predict_step,
+                             stack_calibration_note)
 from ..training.precision import check_precision, peak_tflops_by_part
 from ..training.batch import global_batch_choice
 from ..training.layout import LINK_KEYS
@@ -108,7 +109,7 @@ def recompute_recipes(m, stack="megatron") -> tuple:
         return ((), ("layernorm", "mla_up_proj"))
     if m.is_moe:
         return ((), ("layernorm", "moe_act"))
-    if stack == "fsdp":
+    if stacks.stack(stack).space == "fsdp":
         return ((), ("op_sac",))
     return ((),)
 
@@ -180,7 +181,7 @@ def review_space(s: Scenario, m, gpus_per_node: int) -> planner.Space:
           "optimizer_moments": ("fp32", "bf16") if m.is_moe else ("fp32",)}
     if m.seq_len < MIN_CP_SEQ_LEN:
         kw["cp"] = (1,)
-    if stack_of(s) == "fsdp":
+    if stacks.stack(stack_of(s)).space == "fsdp":
         # PyTorch FSDP stacks shard parameters, gradients and optimizer (FULL_SHARD, ZeRO-3)
         # or gradients and optimizer (SHARD_GRAD_OP, ZeRO-2: no parameter gathers inside a
         # micro-batch; llm-foundry's tables run both) over data parallelism, with TP at most
@@ -1234,7 +1235,8 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
         # about the share of the peak the GEMMs run at (FP8: the FP8 peak)
         band = throughput_band(g.generation, s.precision, pr.mfu * g_peak_ratio(g, s.precision),
                                inp.catalog.step_model_errors(), moe=inp.model.is_moe,
-                               note=calibration_note(g))
+                               note=calibration_note(g),
+                               stack_note=stack_calibration_note(stack_of(s)))
         if costs and fc.days_band is not None:
             lo, hi = (tco.run_costs_usd(d * 24, billed, cloud_prices, op, s.discount_rate,
                                         s.resale) for d in fc.days_band)

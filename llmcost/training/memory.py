@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _validate as v
+from . import stacks as stacks_mod
 from .arch import ModelSpec
 from .flops import RECOMPUTE_MODES, matmul_params_per_layer
 from .precision import PRECISIONS, _layer_dims, _saved_input_bytes, fp8_weight_copy_bytes
@@ -776,9 +777,10 @@ def pipeline_stage_layers(layers, pp, first_stage_layers=None, last_stage_layers
     return f, mid, l
 
 
-#: training stacks whose memory differs (:func:`memory_per_gpu` ``stack``): Megatron-Core,
-#: and PyTorch FSDP2 stacks (torchtitan, OLMo-core)
-MEMORY_STACKS = ("megatron", "fsdp")
+#: training stacks (:func:`memory_per_gpu` ``stack``): the one list,
+#: :data:`llmcost.training.stacks.STACKS`; each holds memory as Megatron-Core does or as the
+#: PyTorch FSDP2 stacks do (torchtitan, OLMo-core): :attr:`~llmcost.training.stacks.Stack.memory`
+MEMORY_STACKS = stacks_mod.NAMES
 #: bytes per parameter of the unsharded gradients FSDP2 accumulates across a pipeline's
 #: micro-batches: the reduce dtype, FP32 in torchtitan's default mixed precision
 #: (``mixed_precision_reduce = "float32"``), to which FSDP2 upcasts accumulated gradients
@@ -789,7 +791,7 @@ FSDP_ACCUMULATED_GRAD_BYTES = 4.0
 LOSS_BYTES = {"fused": 4.0, "fp32": 12.0}
 #: each stack's usual loss: Megatron-Core's fused vocab-parallel cross-entropy; the FSDP2
 #: stacks' PyTorch cross-entropy on logits upcast to FP32 (torchtitan, Hugging Face)
-STACK_LOSS = {"megatron": "fused", "fsdp": "fp32"}
+STACK_LOSS = {name: st.loss for name, st in stacks_mod.STACKS.items()}
 
 
 def loss_bytes_per_logit(loss="fused"):
@@ -849,7 +851,9 @@ def pipelined_fsdp_bytes(stage_weight_bytes, pp=1, dp=1, zero_stage=3, stack="me
         Pipeline stages p and the sharding group N_d [-].
     zero_stage : int or array
         z: 3 is FULL_SHARD, 2 SHARD_GRAD_OP (weights already whole) [-].
-    stack : {"megatron", "fsdp"}
+    stack : str
+        Training stack (:data:`MEMORY_STACKS`); only a stack holding memory as FSDP2 does
+        keeps the stage gathered.
     weight_bytes, grad_bytes : float
         q_w, q_a [bytes per parameter].
 
@@ -868,7 +872,7 @@ def pipelined_fsdp_bytes(stage_weight_bytes, pp=1, dp=1, zero_stage=3, stack="me
     .. [3] PyTorch FSDP2 ``FSDPParam.to_accumulated_grad_if_needed`` (unsharded gradients
        accumulated in the reduce dtype).
     """
-    st = v.choice("stack", stack, MEMORY_STACKS)
+    st = stacks_mod.stack(v.choice("stack", stack, MEMORY_STACKS)).memory
     w0 = v.nonnegative("stage_weight_bytes", stage_weight_bytes)
     p = np.asarray(v.integer("pp", pp, minimum=1))
     d = np.asarray(v.integer("dp", dp, minimum=1))
@@ -1742,7 +1746,8 @@ def _stage_memory(model, stage, n, rank, c):
                                  c["schedule"], c["recompute_bytes"], c["loss_bytes"])
     z3 = stage_zero3_working_bytes(model, n, c["tp"], c["dp"], c["ep"], c["etp"],
                                    c["zero_stage"], c["optimizer"], c["finetune"])
-    if c["stack"] == "fsdp" and c["finetune"] == "full" and np.any(np.asarray(c["pp"]) > 1):
+    fsdp_memory = stacks_mod.stack(c["stack"]).memory == "fsdp"
+    if fsdp_memory and c["finetune"] == "full" and np.any(np.asarray(c["pp"]) > 1):
         # FSDP2 under PP keeps the stage gathered and its gradients unsharded (pipelined_
         # fsdp_bytes): the whole stage replaces the per-layer working set, and the
         # accumulated gradients join it as unsharded buffers (the optimizer never reads
@@ -1877,8 +1882,8 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     recompute_modules : str or sequence of str
         :data:`llmcost.training.recompute.RECOMPUTE_MODULES`; "selective" implies
         "core_attn"; ignored where ``recompute="full"``.
-    stack : {"megatron", "fsdp"}
-        Training stack (:func:`pipelined_fsdp_bytes`; its usual loss, :data:`STACK_LOSS`).
+    stack : str
+        Training stack, :data:`MEMORY_STACKS` (:func:`pipelined_fsdp_bytes`; its usual loss, :data:`STACK_LOSS`).
     loss : {"fused", "fp32"}, optional
         The loss's implementation (:func:`loss_bytes_per_logit`); None: the stack's.
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import _validate as v
 from . import comm
+from . import stacks as stacks_mod
 from .arch import ModelSpec
 from .attention import (flash_attention_time_s, flash_fixed_elements_per_token,
                         flash_score_elements_per_token)
@@ -232,12 +233,9 @@ def calibration_note(gpu) -> str:
     return ""
 
 
-#: Training stacks (:attr:`Options.stack`).
-STACKS = ("megatron", "fsdp")
-#: the stack a 2025-26 team pre-training at scale runs when the review is not told: Megatron-Core
-#: (NeMo / Megatron-Bridge recipes; the class of Llama 3's and DeepSeek-V3's in-house 4D
-#: stacks: TP, PP, CP and EP beside sharded data parallelism)
-DEFAULT_STACK = "megatron"
+#: Training stacks (:attr:`Options.stack`): the one list, :data:`llmcost.training.stacks.STACKS`.
+STACKS = stacks_mod.NAMES
+DEFAULT_STACK = stacks_mod.DEFAULT
 
 #: The fsdp stack's gamma and host time per layer: properties of the software (eager
 #: kernels, FSDP's per-block hooks), shared by every GPU. Fitted jointly with the per-
@@ -269,31 +267,67 @@ CALIBRATION_BY_STACK = {
 }
 
 
+#: GEMM efficiency of the stacks that run Megatron's model code without Transformer Engine,
+#: relative to the megatron set of the same GPU [-]: fitted on each stack's own authors'
+#: published throughput only (``make validate FIT=1``). A stack not listed here nor in
+#: :data:`CALIBRATION_BY_STACK` runs the megatron set (without TP overlap) and is flagged
+#: uncalibrated (:func:`stack_calibration_note`): the widest band.
+STACK_GEMM_SCALE: dict[str, float] = {}
+#: where each calibrated stack's constants come from
+STACK_SOURCES = {
+    "megatron": "Narayanan et al. 2021 Table 1, Llama 3 Table 4, NVIDIA Megatron-Bridge",
+    "fsdp": "MosaicML llm-foundry's benchmark tables",
+}
+
+
 def _stack_calibration(gpu, stack):
-    own = CALIBRATION_BY_STACK[stack].get(getattr(gpu, "generation", None))
+    by_gen = CALIBRATION_BY_STACK.get(stack)
+    if by_gen is None:
+        base = calibration_for(gpu)
+        scale = STACK_GEMM_SCALE.get(stack)
+        return base if scale is None else \
+            replace(base, matmul_efficiency=base.matmul_efficiency * scale)
+    own = by_gen.get(getattr(gpu, "generation", None))
     if own is not None:
         return own
     return replace(calibration_for(gpu), elementwise_traffic=FSDP_ELEMENTWISE_TRAFFIC,
                    layer_host_overhead_s=FSDP_LAYER_HOST_OVERHEAD_S)
 
 
+def is_stack_calibrated(stack) -> bool:
+    """Whether published throughput of the stack's own authors sets its constants."""
+    return stack in STACK_SOURCES
+
+
+def stack_calibration_note(stack) -> str:
+    """What the step model knows of a stack, when its constants are not its own: "" for a
+    calibrated stack (:data:`STACK_SOURCES`)."""
+    if is_stack_calibrated(stack):
+        return ""
+    return (f"no published throughput of the {stack} stack calibrates it: Megatron-Core's "
+            "constants without TP overlap")
+
+
 def calibration_for(gpu, stack="megatron") -> Calibration:
     """The constant set of a GPU on a training stack: for "megatron" the GPU's own
     (:data:`CALIBRATION_BY_GPU`) or its generation's (:data:`CALIBRATION_BY_GENERATION`); for
-    "fsdp" its generation's in :data:`CALIBRATION_BY_STACK`.
+    "fsdp" its generation's in :data:`CALIBRATION_BY_STACK`; for another stack the megatron
+    set, its e_max scaled by the stack's own fit (:data:`STACK_GEMM_SCALE`).
 
     Parameters
     ----------
     gpu : GPUSpec
         Any object with an ``id`` and a ``generation`` name [-].
-    stack : {"megatron", "fsdp"}
+    stack : str
         The training stack (:data:`STACKS`).
 
     Returns
     -------
     calibration : Calibration
         The GPU's or its generation's set; :data:`UNCALIBRATED_CALIBRATION` (the lowest
-        calibrated e_max) for a GPU no published training run calibrates.
+        calibrated e_max) for a GPU no published training run calibrates. A stack that runs
+        Megatron's model code without Transformer Engine takes the megatron set with its
+        e_max scaled by :data:`STACK_GEMM_SCALE`.
 
     References
     ----------
@@ -360,10 +394,11 @@ class Options:
     #: ``moe_paged_stash``): no device-to-host sync and no host launches inside the step, so
     #: no overhead. Default "none" (an assumption the user states; dense models ignore it).
     cuda_graphs: str = "none"
-    #: training stack (:data:`STACKS`): "megatron" (Megatron-LM / NeMo / Megatron-Bridge with
-    #: Transformer Engine; the default) or "fsdp" (PyTorch FSDP / FSDP2 in eager mode, e.g.
-    #: MosaicML llm-foundry, torchtitan without torch.compile). It picks the constant set
-    #: (:func:`calibration_for`) and, for "fsdp", turns TP communication overlap off;
+    #: training stack (:data:`STACKS`, :mod:`llmcost.training.stacks`): "megatron" (Megatron-LM
+    #: / NeMo / Megatron-Bridge with Transformer Engine; the default), "fsdp" (PyTorch FSDP /
+    #: FSDP2 in eager mode, e.g. MosaicML llm-foundry, torchtitan without torch.compile),
+    #: "deepspeed" (Megatron-DeepSpeed, GPT-NeoX) or "nanotron". It picks the constant set
+    #: (:func:`calibration_for`) and whether TP communication can overlap (megatron only);
     #: :func:`predict_step` says what each term of the fsdp stack models.
     stack: str = "megatron"
 
@@ -1101,9 +1136,9 @@ def _resolve(model, gpu, gpus, tp, pp, global_batch, cp, micro_batch, interleave
                       opt.flash_attention if flash_attention is None else flash_attention)
     tpo = v.boolean("tp_comm_overlap",
                     opt.tp_comm_overlap if tp_comm_overlap is None else tp_comm_overlap)
-    # PyTorch's tensor parallelism runs its collectives in the critical path (no
-    # Transformer Engine userbuffers): the fsdp stack never hides them
-    tpo = tpo & (tp > 1) & (stack == "megatron")
+    # without Transformer Engine's userbuffers (PyTorch's, DeepSpeed's and nanotron's tensor
+    # parallelism) the collectives run in the critical path: never hidden
+    tpo = tpo & (tp > 1) & stacks_mod.stack(stack).tp_comm_overlap
     prec = check_precision(opt.precision if precision is None else precision, gpu)
     v.choice("fp8_scaling", opt.fp8_scaling, FP8_SCALINGS)
     imb = v.in_range("moe_load_imbalance", opt.moe_load_imbalance, 1.0, 16.0)

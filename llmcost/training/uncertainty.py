@@ -76,7 +76,7 @@ def uncalibrated_band(errors: pd.DataFrame) -> float:
 
 
 def throughput_band(generation: str, precision: str, mfu: float, errors: pd.DataFrame,
-                    moe: bool = False, note: str = "") -> Band:
+                    moe: bool = False, note: str = "", stack_note: str = "") -> Band:
     r"""Uncertainty band of a predicted throughput.
 
     .. math:: \dot D \in [\dot D (1 - e),\; \dot D (1 + e)],\qquad
@@ -100,6 +100,10 @@ def throughput_band(generation: str, precision: str, mfu: float, errors: pd.Data
     note : str
         How the GPU's constants were set when not on validated runs
         (:func:`llmcost.training.step.calibration_note`); added to an uncalibrated reason.
+    stack_note : str
+        Why the training stack's constants are not its own
+        (:func:`llmcost.training.step.stack_calibration_note`); "" for a calibrated stack.
+        An uncalibrated stack takes the least-calibrated group's band, whatever the GPU.
 
     Returns
     -------
@@ -122,6 +126,10 @@ def throughput_band(generation: str, precision: str, mfu: float, errors: pd.Data
                     reason=f"predicted MFU {u:.1%} is above every published large run "
                            f"({PUBLISHED_MFU_CEILING:.1%}): outside the calibrated envelope, "
                            f"+-{e:.0%}")
+    if stack_note:
+        e = max([uncalibrated_band(errors)] + [float(x) for x in hit["max_abs_error"]])
+        return Band(low=e, high=e, calibrated=False,
+                    reason=f"{stack_note}: +-{e:.0%}, the least-calibrated group's band")
     if hit.empty or not int(hit["rows"].iloc[0]):
         e = uncalibrated_band(errors)
         return Band(low=e, high=e, calibrated=False,

@@ -288,7 +288,8 @@ def test_the_loss_holds_four_or_twelve_bytes_per_logit(llama70):
     assert twelve - four == pytest.approx(8 * 8192 * 128256 / 8)
     # memory_per_gpu: each stack's usual loss unless one is named
     lay = dict(gpus=64, tp=8, pp=1, zero_stage=1, seq_len=8192)
-    assert mem.STACK_LOSS == {"megatron": "fused", "fsdp": "fp32"}
+    assert mem.STACK_LOSS == {"megatron": "fused", "fsdp": "fp32", "deepspeed": "fused",
+                              "nanotron": "fused"}
     a = mem.memory_per_gpu(llama70, **lay, stack="fsdp")
     b = mem.memory_per_gpu(llama70, **lay, stack="fsdp", loss="fp32")
     c = mem.memory_per_gpu(llama70, **lay, loss="fp32")

@@ -1,0 +1,93 @@
+"""The training stacks: one list that every entry point reads, and what each stack changes.
+
+A reviewer names the stack a team runs (megatron, fsdp, deepspeed, nanotron); the step model,
+the memory model, the planner's space, the review's band and the forecast's group all follow
+that one name, and the CLI and the apps offer the same list.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+import pytest
+
+from llmcost import cli, scenario
+from llmcost.review.chain import evaluate
+from llmcost.training import memory as mem
+from llmcost.training import stacks
+from llmcost.training import step as st
+
+THE_STACKS = ("megatron", "fsdp", "deepspeed", "nanotron")
+
+
+def _stack_choices(parser: argparse.ArgumentParser) -> dict:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    out = {}
+    for name, p in sub.choices.items():
+        for a in p._actions:
+            if "--stack" in a.option_strings:
+                out[name] = tuple(a.choices)
+    return out
+
+
+def test_one_list_of_stacks_everywhere():
+    assert stacks.NAMES == THE_STACKS
+    assert st.STACKS == THE_STACKS and mem.MEMORY_STACKS == THE_STACKS
+    assert st.DEFAULT_STACK == "megatron" == stacks.DEFAULT
+    options = scenario.FIELDS["stack"].metadata["options"]
+    assert tuple(options) == ("auto", *THE_STACKS)
+    flags = _stack_choices(cli.build_parser())
+    assert flags and all(c == THE_STACKS for c in flags.values()), flags
+    assert set(mem.STACK_LOSS) == set(THE_STACKS)
+
+
+@pytest.mark.parametrize("name", ["deepspeed", "nanotron"])
+def test_stacks_without_transformer_engine_never_hide_tp_collectives(cat, name):
+    # Megatron's userbuffers overlap exists only in Transformer Engine: asked for TP overlap,
+    # deepspeed and nanotron run their TP all-reduces exposed, megatron hides part of them
+    m, g = cat.model("llama3-70b"), cat.gpu("h100-sxm")
+    up, out = cat.fabric("nvlink4"), cat.fabric("ib-ndr")
+    kw = dict(gpus=64, tp=8, pp=1, global_batch=64, micro_batch=1, seq_len=8192,
+              recompute="selective", with_scaling=False)
+
+    def tp_s(stack, overlap):
+        return float(st.predict_step(m, g, up, out, options=st.Options(
+            flash_attention=True, stack=stack, tp_comm_overlap=overlap), **kw).tp_comm_s)
+    assert tp_s(name, True) == pytest.approx(tp_s(name, False), rel=1e-12)
+    assert tp_s("megatron", True) < 0.5 * tp_s("megatron", False)
+    # memory is held as Megatron-Core holds it: ZeRO-1 beside TP and PP, the fused loss
+    a = mem.memory_per_gpu(m, gpus=64, tp=8, pp=4, zero_stage=1, seq_len=8192, stack=name)
+    b = mem.memory_per_gpu(m, gpus=64, tp=8, pp=4, zero_stage=1, seq_len=8192)
+    assert float(a.total_bytes) == float(b.total_bytes)
+
+
+@pytest.mark.slow
+def test_an_uncalibrated_stack_takes_the_widest_band_and_says_why(cat):
+    base = scenario.Scenario(model="llama3-8b", gpu="h100-sxm", gpus=512, tokens=1.5e13)
+    meg = evaluate(base, cat).to_json()
+    for name in THE_STACKS:
+        j = evaluate(replace(base, stack=name), cat).to_json()
+        band = j["prediction_band"]
+        if st.is_stack_calibrated(name):
+            assert st.stack_calibration_note(name) == ""
+            continue
+        assert not band["calibrated"]
+        assert f"no published throughput of the {name} stack" in band["reason"]
+        # never narrower than the GPU's own calibrated band
+        assert band["low"] >= meg["prediction_band"]["low"]
+        # the forecast's group narrows to the runs of the named stack (or says it fell back)
+        group = j["realized_ratio"]["group"]
+        assert group.startswith(name) or f"in {name}," in j["realized_ratio"]["fallback"]
+
+
+@pytest.mark.slow
+def test_naming_deepspeed_forecasts_from_its_own_published_runs(cat):
+    # Pythia's eight runs (GPT-NeoX on DeepSpeed) and Phi-1.5/Phi-2 (DeepSpeed, their model
+    # cards) make "deepspeed, dense, <20B" a group of its own
+    s = scenario.Scenario(model="llama2-7b", gpu="a100-80gb", gpus=256, tokens=3e11,
+                          stack="deepspeed")
+    rr = evaluate(s, cat).to_json()["realized_ratio"]
+    assert rr["group"] == "deepspeed, dense, <20B"
+    assert rr["runs"] >= 8 and not rr["fallback"]
+    assert any("Biderman" in src or "Pythia" in src for src in rr["sources"])
