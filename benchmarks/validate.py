@@ -1157,6 +1157,7 @@ def whole_runs(out=None, rows=None) -> pd.DataFrame:
         rec = dict(id=row["id"], published_gpu_hours=pub, gpu_hours=np.nan, error=np.nan,
                    floor_gpu_hours=np.nan, floor_error=np.nan, params=np.nan, moe=False,
                    napkin_gpu_hours=np.nan, napkin_error=np.nan, layout="", mfu=np.nan,
+                   band_low=np.nan, band_high=np.nan,
                    goodput=np.nan, fits=None, days=np.nan, gpus=whole_run_gpus(row),
                    global_batch_tokens=np.nan,
                    in_statistics=whole_run_counted(row),
@@ -1177,7 +1178,8 @@ def whole_runs(out=None, rows=None) -> pd.DataFrame:
                        napkin_error=r["napkin_gpu_hours"] / pub - 1,
                        layout=lay.get("description", ""), mfu=r["mfu"], goodput=r["goodput"],
                        fits=r["fits"], days=r["days"],
-                       global_batch_tokens=r["global_batch_tokens"])
+                       global_batch_tokens=r["global_batch_tokens"],
+                       band_low=r["gpu_hours_band"][0], band_high=r["gpu_hours_band"][1])
         rec["layout_error"], rec["layout_fits"], rec["given_layout"] = np.nan, None, None
         given = published_layout(row)
         if given and rec["status"] == "ok":

@@ -26,8 +26,7 @@ from dataclasses import replace
 
 from ..scenario import CONFIG_PREFIX, Scenario
 from ..training import hf_config, memory, planner, stacks
-from ..training.step import (DEFAULT_STACK, STEP_TERMS, Options, calibration_note, predict_step,
-                             stack_calibration_note)
+from ..training.step import DEFAULT_STACK, STEP_TERMS, Options, calibration_note, predict_step
 from ..training.precision import check_precision, peak_tflops_by_part
 from ..training.batch import global_batch_choice
 from ..training.layout import LINK_KEYS
@@ -1236,7 +1235,7 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
         band = throughput_band(g.generation, s.precision, pr.mfu * g_peak_ratio(g, s.precision),
                                inp.catalog.step_model_errors(), moe=inp.model.is_moe,
                                note=calibration_note(g),
-                               stack_note=stack_calibration_note(stack_of(s)))
+                               stack_note=stacks.calibration_note(stack_of(s)))
         if costs and fc.days_band is not None:
             lo, hi = (tco.run_costs_usd(d * 24, billed, cloud_prices, op, s.discount_rate,
                                         s.resale) for d in fc.days_band)

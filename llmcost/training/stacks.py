@@ -40,16 +40,22 @@ class Stack:
     #: the layouts its teams run: "3d" (TP, PP, CP, EP beside data parallelism) or "fsdp"
     #: (sharded data parallelism, TP at most inside a node, no pipeline)
     space: str
+    #: the published throughput its step-model constants are fitted on, by its own authors
+    #: (:func:`llmcost.training.step.calibration_for`); "": none, the step model runs
+    #: Megatron-Core's constants without TP overlap and the review gives the widest band
+    calibrated_on: str = ""
 
 
 #: Every training stack, by name: the one list (the default first).
 STACKS = {
     "megatron": Stack(
         "megatron", "Megatron-Core (Megatron-LM, NeMo, Megatron-Bridge) with Transformer Engine",
-        memory="megatron", loss="fused", tp_comm_overlap=True, space="3d"),
+        memory="megatron", loss="fused", tp_comm_overlap=True, space="3d",
+        calibrated_on="Narayanan et al. 2021 Table 1, Llama 3 Table 4, NVIDIA Megatron-Bridge"),
     "fsdp": Stack(
         "fsdp", "PyTorch FSDP/FSDP2 in eager mode (torchtitan, llm-foundry, OLMo-core)",
-        memory="fsdp", loss="fp32", tp_comm_overlap=False, space="fsdp"),
+        memory="fsdp", loss="fp32", tp_comm_overlap=False, space="fsdp",
+        calibrated_on="MosaicML llm-foundry's benchmark tables"),
     "deepspeed": Stack(
         "deepspeed", "DeepSpeed with Megatron's model code (Megatron-DeepSpeed, GPT-NeoX)",
         memory="megatron", loss="fused", tp_comm_overlap=False, space="3d"),
@@ -75,3 +81,12 @@ def stack(name: str) -> Stack:
 def help_text() -> str:
     """The stacks in one line, for a flag's help."""
     return "; ".join(f"{s.name}: {s.label}" for s in STACKS.values())
+
+
+def calibration_note(name: str) -> str:
+    """Why a stack's step-model constants are not its own: "" for a stack its own authors'
+    published throughput calibrates (:attr:`Stack.calibrated_on`)."""
+    if stack(name).calibrated_on:
+        return ""
+    return (f"no published throughput of the {name} stack calibrates it: Megatron-Core's "
+            "constants without TP overlap")

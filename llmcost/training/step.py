@@ -271,13 +271,8 @@ CALIBRATION_BY_STACK = {
 #: relative to the megatron set of the same GPU [-]: fitted on each stack's own authors'
 #: published throughput only (``make validate FIT=1``). A stack not listed here nor in
 #: :data:`CALIBRATION_BY_STACK` runs the megatron set (without TP overlap) and is flagged
-#: uncalibrated (:func:`stack_calibration_note`): the widest band.
+#: uncalibrated (:func:`llmcost.training.stacks.calibration_note`): the widest band.
 STACK_GEMM_SCALE: dict[str, float] = {}
-#: where each calibrated stack's constants come from
-STACK_SOURCES = {
-    "megatron": "Narayanan et al. 2021 Table 1, Llama 3 Table 4, NVIDIA Megatron-Bridge",
-    "fsdp": "MosaicML llm-foundry's benchmark tables",
-}
 
 
 def _stack_calibration(gpu, stack):
@@ -292,20 +287,6 @@ def _stack_calibration(gpu, stack):
         return own
     return replace(calibration_for(gpu), elementwise_traffic=FSDP_ELEMENTWISE_TRAFFIC,
                    layer_host_overhead_s=FSDP_LAYER_HOST_OVERHEAD_S)
-
-
-def is_stack_calibrated(stack) -> bool:
-    """Whether published throughput of the stack's own authors sets its constants."""
-    return stack in STACK_SOURCES
-
-
-def stack_calibration_note(stack) -> str:
-    """What the step model knows of a stack, when its constants are not its own: "" for a
-    calibrated stack (:data:`STACK_SOURCES`)."""
-    if is_stack_calibrated(stack):
-        return ""
-    return (f"no published throughput of the {stack} stack calibrates it: Megatron-Core's "
-            "constants without TP overlap")
 
 
 def calibration_for(gpu, stack="megatron") -> Calibration:

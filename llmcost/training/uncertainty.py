@@ -102,7 +102,7 @@ def throughput_band(generation: str, precision: str, mfu: float, errors: pd.Data
         (:func:`llmcost.training.step.calibration_note`); added to an uncalibrated reason.
     stack_note : str
         Why the training stack's constants are not its own
-        (:func:`llmcost.training.step.stack_calibration_note`); "" for a calibrated stack.
+        (:func:`llmcost.training.stacks.calibration_note`); "" for a calibrated stack.
         An uncalibrated stack takes the least-calibrated group's band, whatever the GPU.
 
     Returns
