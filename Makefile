@@ -52,6 +52,7 @@ bench: install
 validate: install
 	$(PY) benchmarks/validate.py $(if $(FIT),--fit) $(if $(WRITE),--write-errors) \
 		$(if $(SNAPSHOT),--write-snapshot)
+	$(PY) benchmarks/stack_fit.py
 
 # HTML into docs/_build/html; warnings are errors (CI runs it). The CLI reference, the data
 # files' schema and the validation tables are generated from the code at build time.

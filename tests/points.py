@@ -1,14 +1,12 @@
 """The review's covering points: the scenarios ``make test`` runs through the whole chain in
 place of the whole-catalog grids (those run in ``make test-grid``).
 
-Fourteen points in which every model family of the catalog, every GPU generation, both
-training stacks and both sizing modes appear at least once, and every pair of (GPU generation,
-stack, sizing mode) appears; the precisions a generation runs and both checkpoint modes and
+Fourteen points in which every model family of the catalog, every GPU generation, every
+training stack (and none named, ``auto``) and both sizing modes appear at least once; the
+precisions a generation runs and both checkpoint modes and
 price sources alternate. :func:`coverage` is what ``test_points_cover_the_catalog`` checks, so
 a family or generation added to the catalog without a point fails there.
 """
-
-import itertools
 
 from llmcost import catalog
 from llmcost.scenario import FIELDS, Scenario
@@ -37,12 +35,12 @@ def _p(model, gpu, stack, sizing, tokens, precision="bf16", gpus=512, days=60.0,
                     precision=precision, gpus=gpus, target_days=days, **extra)
 
 
-#: (generation, stack, sizing) as a covering array: each generation runs both stacks and both
-#: sizing modes; megatron/days and fsdp/gpus come from Hopper, Blackwell and Ada
+#: (generation, stack, sizing): megatron and fsdp each with both sizing modes on most
+#: generations; deepspeed, nanotron and auto once each
 POINTS = [
     _p("gpt3-175b", "a100-80gb", "megatron", "gpus", 3e11, gpus=1024, checkpoint_mode="sync"),
     _p("llama2-7b", "a100-40gb", "fsdp", "days", 2e12, days=30, price_source="custom"),
-    _p("llama3-405b", "h100-sxm", "megatron", "gpus", 15.6e12, gpus=16384,
+    _p("llama3-405b", "h100-sxm", "auto", "gpus", 15.6e12, gpus=16384,
        fabric="roce-400-tuned"),
     _p("llama3-8b", "h200", "fsdp", "days", 15e12, precision="fp8", days=30),
     _p("deepseek-v3", "h800", "megatron", "days", 14.8e12, precision="fp8", days=60,
@@ -51,31 +49,27 @@ POINTS = [
     _p("qwen3-235b-a22b", "b200", "megatron", "days", 36e12, precision="mxfp8", days=90),
     _p("qwen2.5-72b", "gb200", "fsdp", "gpus", 18e12, gpus=1024, checkpoint_mode="sync"),
     _p("mixtral-8x7b", "mi300x", "megatron", "gpus", 2e12, gpus=256, precision="fp8"),
-    _p("megatron-gpt-18.4b", "mi325x", "fsdp", "days", 4e11, days=20, checkpoint_mode="sync"),
+    _p("megatron-gpt-18.4b", "mi325x", "deepspeed", "days", 4e11, days=20,
+       checkpoint_mode="sync"),
     _p("mpt-1b-bench", "l40s", "megatron", "days", 2e10, days=7, price_source="custom"),
-    _p("llama2-13b", "l40s", "fsdp", "gpus", 2e11, gpus=128),
+    _p("llama2-13b", "l40s", "nanotron", "gpus", 2e11, gpus=128),
     _p("gpt-oss-120b", "b300", "megatron", "gpus", 4e12, gpus=2048, precision="fp8"),
     _p("llama4-scout", "gb300", "fsdp", "days", 4e13, days=60, precision="mxfp8"),
 ]
 
 
 def coverage(points=POINTS) -> dict:
-    """What the points leave out: families, generations and (generation, stack, sizing) pairs."""
+    """What the points leave out: families, generations, stacks, sizing modes, and pairs of
+    (generation, sizing mode)."""
     gen = {s: CAT.gpu(s.gpu).generation for s in points}
     generations = set(CAT.gpus()["generation"])
-    pairs = set()
-    for a, b in itertools.combinations(("generation", "stack", "sizing"), 2):
-        levels = {"generation": generations, "stack": STACKS, "sizing": SIZING}
-        pairs |= {(a, x, b, y) for x in levels[a] for y in levels[b]}
-    seen = set()
-    for s in points:
-        row = {"generation": gen[s], "stack": s.stack, "sizing": s.sizing}
-        for a, b in itertools.combinations(("generation", "stack", "sizing"), 2):
-            seen.add((a, row[a], b, row[b]))
+    pairs = {(g, z) for g in generations for z in SIZING}
     return {"families": set(FAMILIES.values()) - {family(s.model) for s in points},
             "unfamilied": {m for m in CAT.ids("models") if not _has_family(m)},
             "generations": generations - set(gen.values()),
-            "pairs": pairs - seen}
+            "stacks": set(STACKS) - {s.stack for s in points},
+            "sizing": set(SIZING) - {s.sizing for s in points},
+            "pairs": pairs - {(gen[s], s.sizing) for s in points}}
 
 
 def _has_family(model_id: str) -> bool:

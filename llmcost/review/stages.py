@@ -1235,7 +1235,8 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
         band = throughput_band(g.generation, s.precision, pr.mfu * g_peak_ratio(g, s.precision),
                                inp.catalog.step_model_errors(), moe=inp.model.is_moe,
                                note=calibration_note(g),
-                               stack_note=stacks.calibration_note(stack_of(s)))
+                               stack_note=stacks.calibration_note(stack_of(s)),
+                               stack_error=stacks.stack(stack_of(s)).held_out_error)
         if costs and fc.days_band is not None:
             lo, hi = (tco.run_costs_usd(d * 24, billed, cloud_prices, op, s.discount_rate,
                                         s.resale) for d in fc.days_band)

@@ -75,8 +75,18 @@ def uncalibrated_band(errors: pd.DataFrame) -> float:
     return float(min(max([ENVELOPE_BAND, *dense]), 0.9))
 
 
+def _widened(b: Band, stack_error: float) -> Band:
+    if stack_error <= b.low:
+        return b
+    e = float(min(stack_error, 0.9))
+    return Band(low=e, high=e, calibrated=b.calibrated,
+                reason=f"{b.reason}; widened to +-{e:.0%}, the stack's largest error on "
+                       "published throughput held out of its fit")
+
+
 def throughput_band(generation: str, precision: str, mfu: float, errors: pd.DataFrame,
-                    moe: bool = False, note: str = "", stack_note: str = "") -> Band:
+                    moe: bool = False, note: str = "", stack_note: str = "",
+                    stack_error: float = 0.0) -> Band:
     r"""Uncertainty band of a predicted throughput.
 
     .. math:: \dot D \in [\dot D (1 - e),\; \dot D (1 + e)],\qquad
@@ -104,6 +114,9 @@ def throughput_band(generation: str, precision: str, mfu: float, errors: pd.Data
         Why the training stack's constants are not its own
         (:func:`llmcost.training.stacks.calibration_note`); "" for a calibrated stack.
         An uncalibrated stack takes the least-calibrated group's band, whatever the GPU.
+    stack_error : float
+        The training stack's largest error on a source held out of its fit [-]
+        (:attr:`llmcost.training.stacks.Stack.held_out_error`): the band is never narrower.
 
     Returns
     -------
@@ -113,6 +126,11 @@ def throughput_band(generation: str, precision: str, mfu: float, errors: pd.Data
     ----------
     .. [1] ``make validate`` (benchmarks/validate.py) on the calibration set.
     """
+    return _widened(_group_band(generation, precision, mfu, errors, moe, note, stack_note),
+                    stack_error)
+
+
+def _group_band(generation, precision, mfu, errors, moe, note, stack_note) -> Band:
     u = float(v.positive("mfu", mfu))
     if moe:
         generation, precision = MOE_GROUP

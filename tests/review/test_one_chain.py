@@ -10,7 +10,7 @@ import dataclasses
 import json
 
 import pytest
-from points import POINTS
+from points import POINTS, coverage
 
 from llmcost import catalog
 from llmcost.apps.review_app import ReviewApp
@@ -23,6 +23,12 @@ from llmcost.scenario import FIELDS, Scenario
 CAT = catalog.default()
 PRICED = sorted(sizing.cheapest_on_demand(CAT.prices()))
 REL = 1e-9
+
+
+def test_points_cover_the_catalog():
+    # every family, GPU generation, stack (and none named), sizing mode, and generation x
+    # sizing pair of the catalog has a point: one added without a point fails here
+    assert not any(coverage().values()), coverage()
 
 
 def run(capsys, *argv):
