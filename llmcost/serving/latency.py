@@ -229,45 +229,6 @@ def closed_loop(prefill_s, decode_step_s, concurrency, output_tokens):
     return v.result(ttft), v.result(tpot), v.result(latency)
 
 
-def benchmark_ttft_s(ttft_s, prefill_s, concurrency, requests):
-    r"""Mean TTFT of a benchmark that sends N requests at concurrency C, all C at once first.
-
-    .. math:: \overline{\mathrm{TTFT}} = (1 - f)\, \mathrm{TTFT} + f\, \frac{C + 1}{2}\,
-        t_p, \qquad f = \min(C / N, 1)
-
-    The first C prompts arrive together and wait for one another's prefills (the i-th for
-    i of them); the other N - C arrive as slots free, at the closed loop's TTFT
-    (:func:`closed_loop`). vLLM's and SGLang's serving benchmarks run this way at a
-    ``--max-concurrency`` with an infinite request rate.
-
-    Parameters
-    ----------
-    ttft_s : float or array
-        TTFT of the steady closed loop [s].
-    prefill_s : float or array
-        t_p, one prompt's prefill [s].
-    concurrency : float or array
-        C [-].
-    requests : float or array
-        N, prompts the benchmark sends [-].
-
-    Returns
-    -------
-    ttft_s : float or array
-        Mean TTFT over the N requests [s].
-
-    References
-    ----------
-    .. [1] vLLM ``benchmarks/benchmark_serving.py`` and SGLang ``bench_serving`` (request
-       rate inf with ``--max-concurrency``: a semaphore of C slots); Kleinrock 1975 §5.6.
-    """
-    c = v.in_range("concurrency", concurrency, 1, None)
-    n = v.in_range("requests", requests, 1, None)
-    f = np.minimum(c / n, 1.0)
-    return v.result((1.0 - f) * v.nonnegative("ttft_s", ttft_s)
-                    + f * (c + 1.0) / 2.0 * v.nonnegative("prefill_s", prefill_s))
-
-
 def output_tokens_per_s_per_gpu(concurrency, output_tokens, latency_s, gpus):
     r"""Output tokens per second per GPU of a closed loop (Little's law).
 

@@ -14,6 +14,7 @@ from ..training.arch import ModelSpec
 from ..training.hardware import FabricSpec, GPUSpec
 from . import latency as lat
 from . import memory as mem
+from . import scheduler as sched
 from .engines import Engine
 
 ACT_BYTES = 2.0
@@ -39,6 +40,18 @@ class ServePrediction(NamedTuple):
     kv_format: str
     weight_format: str
     attention_dp: bool
+    #: "steady" (closed loop at a fixed concurrency, closed form), "concurrency" (a benchmark
+    #: of N prompts at a client concurrency), "rate" or "burst" (simulated step by step)
+    load_shape: str = "steady"
+    ttft_p50_s: np.ndarray | None = None
+    ttft_p99_s: np.ndarray | None = None
+    #: mean wait from arrival to the first prefill chunk [s]
+    queue_s: np.ndarray | None = None
+    #: sequences decoding in a step, time-weighted mean [-]
+    running_batch: np.ndarray | None = None
+    achieved_requests_per_s: np.ndarray | None = None
+    #: the arrival rate the instance sustains: beyond it the queue grows without bound [1/s]
+    saturation_requests_per_s: np.ndarray | None = None
 
 
 def compute_peak_tflops(gpu: GPUSpec, weight_format: str) -> float:
@@ -63,14 +76,20 @@ def _attention_dims(model: ModelSpec, decode: bool) -> tuple[int, int]:
 
 def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine, *,
             isl, osl, tp=1, ep=1, weights="bf16", expert_weights=None, kv=None,
-            concurrency=None, attention_dp=None, requests=None) -> ServePrediction:
+            concurrency=None, attention_dp=None, requests=None,
+            request_rate=None) -> ServePrediction:
     """Memory and times of serving ``model`` on instances of ``tp`` GPUs.
 
     ``concurrency`` None: the most the memory and the engine's batch cap allow (the offline
     maximum-throughput regime). ``ep`` splits routed experts over ep GPUs (ep divides tp);
-    ``attention_dp`` None: the engine's default for MoE models. ``requests``: a benchmark of
-    that many prompts, its first wave sent at once (TTFT includes their queue); None: the
-    steady closed loop."""
+    ``attention_dp`` None: the engine's default for MoE models.
+
+    Load shapes: with neither ``requests`` nor ``request_rate``, the steady closed loop at
+    ``concurrency`` (closed form, :func:`llmcost.serving.latency.closed_loop`); otherwise the
+    engine's steps are simulated (:func:`llmcost.serving.scheduler.simulate`) for a benchmark
+    of ``requests`` prompts: at a client ``concurrency`` (the first C sent at once, one more
+    as each completes), at ``request_rate`` Poisson arrivals per second, or, with neither,
+    all at once (a burst)."""
     fmt = mem.weight_format(weights)
     efmt = mem.weight_format(expert_weights) if expert_weights else fmt
     kvf = kv or engine.kv_format(fmt)
@@ -157,24 +176,86 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     # ---- one decode step of c sequences: weights + KV over HBM, or compute at large batch
     qk_d, vd_d = _attention_dims(model, decode=True)
     expert_gpu = mem.weights_bytes_per_gpu(0, expert_p, 0, t, fmt, efmt)
-    # the c tokens of a step route over all of the instance's experts
-    w_read = w_gpu - expert_gpu * (1.0 - lat.expert_read_fraction(c, model.moe_experts,
-                                                                  model.moe_top_k))
-    kv_read = c * mem.model_kv_bytes_per_sequence(model, ctx_mean, kvf, 1) * shard / seqs_per_gpu
-    f_dec = c * (2.0 * p_mm + moe_extra + 2.0 * V * h + lat.attention_flops_per_token(
+    f_dec_seq = (2.0 * p_mm + moe_extra + 2.0 * V * h + lat.attention_flops_per_token(
         L, model.heads, qk_d, vd_d, ctx_mean, win_l, win)) / t
-    t_dec = lat.roofline_time_s(f_dec, w_read + kv_read, peak, hbm,
-                                engine.decode_compute_efficiency, engine.memory_efficiency) \
-        + comm_s(c) + engine.step_overhead_s + c * engine.sequence_overhead_s
+
+    def t_dec_of(cc):
+        # the c tokens of a step route over all of the instance's experts
+        w_read = w_gpu - expert_gpu * (1.0 - lat.expert_read_fraction(cc, model.moe_experts,
+                                                                      model.moe_top_k))
+        kv_read = cc * mem.model_kv_bytes_per_sequence(model, ctx_mean, kvf, 1) * shard \
+            / seqs_per_gpu
+        return lat.roofline_time_s(cc * f_dec_seq, w_read + kv_read, peak, hbm,
+                                   engine.decode_compute_efficiency, engine.memory_efficiency) \
+            + comm_s(cc) + engine.step_overhead_s + cc * engine.sequence_overhead_s
+
+    t_dec = t_dec_of(c)
 
     ttft, tpot, latency = lat.closed_loop(t_pre, t_dec, c, osl)
-    if requests is not None:      # a benchmark's first wave queues its prefills
-        ttft = lat.benchmark_ttft_s(ttft, t_pre, c, v.integer("requests", requests,
-                                                               maximum=10**9))
     x = lat.output_tokens_per_s_per_gpu(c, osl, latency, t)
+    rate_in = None if request_rate is None else v.positive("request_rate", request_rate)
+    bshape = np.broadcast(c, t_pre, t_dec, 1.0 if rate_in is None else rate_in).shape
+    f_pre_tok = f_pre / isl
+
+    def step_time_s(n_p, b):
+        # a step's prompt chunks and decodes share the weights read and the peak
+        # (Sarathi-Serve's stall-free batches)
+        n_p, b = n_p.reshape(bshape), b.reshape(bshape)
+        tokens = n_p + b
+        w_step = w_gpu - expert_gpu * (1.0 - lat.expert_read_fraction(
+            tokens, model.moe_experts, model.moe_top_k))
+        kv_b = b * mem.model_kv_bytes_per_sequence(model, ctx_mean, kvf, 1) * shard \
+            / seqs_per_gpu
+        compute = (n_p * f_pre_tok / t / engine.prefill_efficiency
+                   + b * f_dec_seq / engine.decode_compute_efficiency) / (peak * lat.TERA)
+        memory_ = (w_step + kv_b) / (hbm * lat.TERA * engine.memory_efficiency)
+        out = np.maximum(compute, memory_) + comm_s(tokens) + engine.step_overhead_s \
+            + b * engine.sequence_overhead_s
+        return np.asarray(out, dtype=float).reshape(-1)
+
+    budget = np.broadcast_to(engine.max_batched_tokens * seqs_per_gpu, bshape)
+    # the most the instance sustains: its running cap (memory, the engine), steps shared by
+    # decodes and the prompts of those replacing the finished
+    c_run = np.broadcast_to(np.maximum(np.minimum(c_max, cap) if cap is not None else c_max,
+                                       1.0), bshape)
+    sat = sched.saturation_requests_per_s(step_time_s, isl=isl, osl=osl, running=c_run,
+                                          token_budget=budget)
+    extra = dict(saturation_requests_per_s=sat)
+    shape_ = "steady"
+    if requests is not None or request_rate is not None:
+        n = int(v.integer("num_prompts", 1000 if requests is None else requests,
+                          maximum=100_000))
+        cap_run = np.broadcast_to(cap if cap is not None else 10**9, bshape)
+        kv_tokens = np.broadcast_to(c_max * ctx_max, bshape)
+        if request_rate is not None:
+            shape_ = "rate"
+            rate = np.broadcast_to(rate_in, bshape)
+            arr = sched.poisson_arrivals_s(rate.reshape(-1), n).reshape(*bshape, n)
+            sim = sched.simulate(step_time_s, isl=isl, osl=osl, n_requests=n,
+                                 max_running=cap_run, token_budget=budget,
+                                 kv_capacity_tokens=kv_tokens, arrivals_s=arr)
+        elif concurrency is not None:
+            shape_ = "concurrency"
+            sim = sched.simulate(step_time_s, isl=isl, osl=osl, n_requests=n,
+                                 max_running=cap_run, token_budget=budget,
+                                 kv_capacity_tokens=kv_tokens,
+                                 concurrency=np.broadcast_to(c, bshape).astype(int))
+        else:
+            shape_ = "burst"
+            sim = sched.simulate(step_time_s, isl=isl, osl=osl, n_requests=n,
+                                 max_running=cap_run, token_budget=budget,
+                                 kv_capacity_tokens=kv_tokens)
+        ttft, tpot, latency = sim.ttft_s, sim.tpot_s, sim.latency_s
+        x = sim.output_tokens_per_s / t
+        extra.update(ttft_p50_s=sim.ttft_p50_s, ttft_p99_s=sim.ttft_p99_s,
+                     queue_s=sim.queue_s, running_batch=sim.running_batch,
+                     achieved_requests_per_s=sim.achieved_requests_per_s)
+        if concurrency is None:
+            # a burst or a rate runs what fits and queues the rest: one request must fit
+            fits = (c_max >= 1) & np.ones(bshape, dtype=bool)
     return ServePrediction(ttft_s=ttft, tpot_s=tpot, latency_s=latency,
                            output_tokens_per_s_per_gpu=x, concurrency=c, max_concurrency=c_max,
                            fits=fits, weights_bytes_per_gpu=w_gpu, kv_bytes_per_token=kv_token,
                            kv_bytes_per_gpu=kv_seq_gpu, activation_bytes_per_gpu=act,
                            prefill_s=t_pre, decode_step_s=t_dec, kv_format=kvf, weight_format=fmt,
-                           attention_dp=adp)
+                           attention_dp=adp, load_shape=shape_, **extra)

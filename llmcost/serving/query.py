@@ -117,6 +117,16 @@ def answer(query: str, model_config: str | None = None, cat=None, model=None) ->
         out["gpus_needed"] = int(gpus)
         out["usd_per_day"] = {k: float(x) * gpus * 24 for k, x in
                               option_prices(gpu, cat).items()}
+        # the same traffic as an arrival rate: each instance's share, Poisson, simulated
+        per = q["requests_per_s"] / max(gpus / out["tp"], 1.0)
+        at = serve(m, gpu, up, tp=out["tp"], ep=out["ep"], request_rate=per,
+                   requests=q.get("num_prompts"), **{k: x for k, x in common.items()
+                                                     if k != "requests"})
+        out["arrivals"] = {k: at[k] for k in (
+            "load_shape", "ttft_ms", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms", "queue_ms",
+            "running_batch", "achieved_requests_per_s", "saturation_requests_per_s")}
+        out["arrivals"]["requests_per_s_per_instance"] = per
+        out["notes"] = out["notes"] + at["notes"]
     out["gpu"] = gpu.id
     out["isl"], out["osl"] = q["isl"], q["osl"]
     out["notes"] = notes + out["notes"]

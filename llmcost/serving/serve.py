@@ -69,6 +69,8 @@ def _result(r, i, isl, osl, prices, tp, ep):
         "prefill_ms": pick(r.prefill_s) * 1e3, "decode_step_ms": pick(r.decode_step_s) * 1e3,
         "prefill_time_share": share,
         "weights": r.weight_format, "kv": r.kv_format, "attention_dp": r.attention_dp,
+        "load_shape": r.load_shape,
+        "saturation_requests_per_s": pick(r.saturation_requests_per_s),
         "usd_per_million_output_tokens": {k: float(cost.usd_per_million_tokens(p, x))
                                           for k, p in prices.items()},
         # GPU time split by phase: prefill's share priced on input tokens, decode's on output
@@ -79,21 +81,32 @@ def _result(r, i, isl, osl, prices, tp, ep):
             k: float(cost.usd_per_million_tokens(p, x) * (1 - share)) for k, p in
             prices.items()},
     }
+    if r.load_shape != "steady":
+        out.update(ttft_ms_p50=pick(r.ttft_p50_s) * 1e3, ttft_ms_p99=pick(r.ttft_p99_s) * 1e3,
+                   queue_ms=pick(r.queue_s) * 1e3, running_batch=pick(r.running_batch),
+                   achieved_requests_per_s=pick(r.achieved_requests_per_s))
     return out
 
 
 def serve(model, gpu, scale_up, *, isl, osl, engine="vllm", tp=1, ep=1, weights="bf16",
           expert_weights=None, kv=None, concurrency=None, prices=None,
-          attention_dp=None, requests=None) -> dict:
-    """One layout's figures as the CLI's JSON (``concurrency`` None: the engine's maximum)."""
+          attention_dp=None, requests=None, request_rate=None) -> dict:
+    """One layout's figures as the CLI's JSON (``concurrency`` None: the engine's maximum;
+    ``requests`` and ``request_rate``: a benchmark's load, simulated step by step)."""
     eng = engine_preset(engine)
     r = predict(model, gpu, scale_up, eng, isl=isl, osl=osl, tp=tp, ep=ep, weights=weights,
                 expert_weights=expert_weights, kv=kv, concurrency=concurrency,
-                attention_dp=attention_dp, requests=requests)
+                attention_dp=attention_dp, requests=requests, request_rate=request_rate)
     prices = option_prices(gpu) if prices is None else prices
     out = _result(r, 0, isl, osl, prices, tp, ep)
     out["engine"] = eng.id
     out["notes"] = []
+    if request_rate is not None and request_rate > out["saturation_requests_per_s"]:
+        out["notes"].append(
+            f"{request_rate:g} requests/s arrive and the instance sustains at most "
+            f"{out['saturation_requests_per_s']:.3g} (its {out['max_concurrency']:,} running "
+            "sequences at once): the queue grows without bound, the longer the run the longer "
+            "the wait")
     if not out["fits"]:
         cap = eng.max_batch * (out["tp"] if r.attention_dp else 1)
         out["notes"].append(

@@ -1,0 +1,109 @@
+"""Continuous batching step by step (llmcost.serving.scheduler): each figure derived here by
+hand from a step cost that is linear in its prompt tokens and its decodes."""
+
+import numpy as np
+import pytest
+
+from llmcost import catalog
+from llmcost._validate import InputError
+from llmcost.serving import engines
+from llmcost.serving import predict as pr
+from llmcost.serving import scheduler as sc
+
+CAT = catalog.default()
+#: a step: 10 ms fixed, 0.1 ms per prompt token, 1 ms per decoding sequence
+FIXED, PER_TOKEN, PER_SEQ = 0.01, 1e-4, 1e-3
+
+
+def cost(n_p, b):
+    return FIXED + PER_TOKEN * np.asarray(n_p) + PER_SEQ * np.asarray(b)
+
+
+def test_one_request_at_a_time():
+    # C = 1: the prompt (100 tokens, within the budget) is one step, then o - 1 decode steps
+    r = sc.simulate(cost, isl=100, osl=11, n_requests=3, max_running=8, token_budget=8192,
+                    kv_capacity_tokens=10**6, concurrency=1)
+    prefill = FIXED + 100 * PER_TOKEN
+    decode = FIXED + PER_SEQ
+    assert float(r.ttft_s) == pytest.approx(prefill)
+    assert float(r.tpot_s) == pytest.approx(decode)
+    assert float(r.latency_s) == pytest.approx(prefill + 10 * decode)
+    assert float(r.queue_s) == pytest.approx(0.0)
+    assert float(r.duration_s) == pytest.approx(3 * (prefill + 10 * decode))
+
+
+def test_a_burst_runs_what_the_kv_cache_admits_and_queues_the_rest():
+    # 8 prompts at once; the KV cache holds 4 requests of 100 + 11 tokens: two waves. Wave 1:
+    # one prompt step of 400 tokens, then 10 decode steps of 4; wave 2 is admitted when wave 1
+    # frees its KV, and runs the same
+    r = sc.simulate(cost, isl=100, osl=11, n_requests=8, max_running=256, token_budget=8192,
+                    kv_capacity_tokens=4 * 111)
+    prefill = FIXED + 400 * PER_TOKEN            # 0.05 s
+    decode = FIXED + 4 * PER_SEQ                 # 0.014 s
+    wave = prefill + 10 * decode                 # 0.19 s
+    assert float(r.ttft_s) == pytest.approx((prefill + (wave + prefill)) / 2)
+    assert float(r.queue_s) == pytest.approx((0 + wave) / 2)
+    assert float(r.tpot_s) == pytest.approx(decode)
+    assert float(r.running_batch) == pytest.approx(4 * 20 * decode / (2 * wave))
+    assert float(r.duration_s) == pytest.approx(2 * wave)
+    assert float(r.achieved_requests_per_s) == pytest.approx(8 / (2 * wave))
+
+
+def test_the_token_budget_chunks_prompts_behind_the_running_decodes():
+    # budget 150 tokens: 2 prompts of 100 at once take two steps for the first (its 100 tokens
+    # in step 1 beside 50 of the second) and the second finishes its prompt in step 2
+    r = sc.simulate(cost, isl=100, osl=2, n_requests=2, max_running=8, token_budget=150,
+                    kv_capacity_tokens=10**6)
+    s1 = FIXED + 150 * PER_TOKEN                 # prompt 1 whole, 50 of prompt 2
+    s2 = FIXED + 50 * PER_TOKEN + 1 * PER_SEQ    # rest of prompt 2 beside decode 1
+    s3 = FIXED + 1 * PER_SEQ                     # decode of request 2
+    assert float(r.ttft_s) == pytest.approx((s1 + (s1 + s2)) / 2)
+    assert float(r.latency_s) == pytest.approx(((s1 + s2) + (s1 + s2 + s3)) / 2)
+
+
+def test_a_rate_below_saturation_keeps_the_queue_short_and_above_it_the_queue_grows():
+    # saturation: at its most running (cap 8, memory ample) each step decodes 8 and prefills
+    # 8 x 200 / 50 prompt tokens of the replacing requests, and a request lives 50 steps
+    isl, osl, cap = 200, 50, 8
+    t_p = FIXED + isl * PER_TOKEN
+    tau = FIXED + PER_TOKEN * cap * isl / osl + PER_SEQ * cap * (osl - 1) / osl
+    sat = cap / (osl * tau)
+    assert float(sc.saturation_requests_per_s(cost, isl=isl, osl=osl, running=cap,
+                                              token_budget=8192)) == pytest.approx(sat)
+    rates = np.array([0.3, 0.6, 0.9, 1.5]) * sat
+    small = sc.simulate(cost, isl=isl, osl=osl, n_requests=200, max_running=cap,
+                        token_budget=8192, kv_capacity_tokens=10**6,
+                        arrivals_s=sc.poisson_arrivals_s(rates, 200))
+    big = sc.simulate(cost, isl=isl, osl=osl, n_requests=400, max_running=cap,
+                      token_budget=8192, kv_capacity_tokens=10**6,
+                      arrivals_s=sc.poisson_arrivals_s(rates, 400))
+    # TTFT and the queue rise with the rate
+    assert np.all(np.diff(small.ttft_s) > 0) and np.all(np.diff(small.queue_s) >= 0)
+    # below saturation the wait does not grow with the run's length; above it, it does
+    assert big.queue_s[0] == pytest.approx(small.queue_s[0], abs=t_p)
+    assert big.queue_s[-1] > 1.5 * small.queue_s[-1]
+    # and the instance completes no more than it sustains
+    assert big.achieved_requests_per_s[-1] <= 1.05 * sat
+
+
+def test_through_predict_a_rate_sweep_names_its_saturation():
+    g = CAT.gpu("h100-sxm")
+    r = pr.predict(CAT.model("llama3-8b"), g, CAT.fabric(g.scale_up), engines.engine("vllm"),
+                   isl=1000, osl=200, request_rate=np.array([1.0, 4.0, 16.0, 64.0]),
+                   requests=300)
+    assert r.load_shape == "rate"
+    assert np.all(np.diff(r.ttft_s) > 0) and np.all(np.diff(r.queue_s) >= 0)
+    sat = float(np.asarray(r.saturation_requests_per_s).flat[0])
+    # the last rate is beyond saturation: the achieved rate stops at about it
+    assert 16.0 < sat < 64.0
+    assert float(r.achieved_requests_per_s[-1]) == pytest.approx(sat, rel=0.25)
+
+
+def test_bad_load_inputs_name_their_key():
+    with pytest.raises(InputError) as e:
+        sc.poisson_arrivals_s(0.0, 10)
+    assert e.value.param == "request_rate"
+    with pytest.raises(InputError) as e:
+        sc.simulate(cost, isl=10, osl=2, n_requests=0, max_running=1, token_budget=10,
+                    kv_capacity_tokens=100)
+    assert e.value.param == "num_prompts"
