@@ -234,6 +234,10 @@ def cmd_memory(a) -> dict:
         out["model"] = m.id
         out["params"] = m.params
         out["active_params"] = m.active_params
+        # the stack named, and how it holds memory: deepspeed and nanotron hold it as
+        # Megatron-Core does, so their figures are megatron's
+        out["stack"] = a.stack
+        out["memory_model"] = stacks.stack(a.stack).memory
         if m.is_moe:
             out["expert_params"] = m.expert_params
         params_b = m.params / 1e9
