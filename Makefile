@@ -49,10 +49,13 @@ bench: install
 # `make validate FIT=1 WRITE=1` rewrites data/step_model_errors.csv from the held-out errors.
 # Every run prints each table's and each whole run's error beside the stored snapshot
 # (benchmarks/step_model_snapshot.csv); `make validate SNAPSHOT=1` rewrites the snapshot.
+# Last, benchmarks/serving_check.py: published serving TTFT, TPOT and tokens/s per GPU
+# (data/serving_measurements.csv) against the serving model, per source, engine and load shape.
 validate: install
 	$(PY) benchmarks/validate.py $(if $(FIT),--fit) $(if $(WRITE),--write-errors) \
 		$(if $(SNAPSHOT),--write-snapshot)
 	$(PY) benchmarks/stack_fit.py
+	$(PY) benchmarks/serving_check.py
 
 # HTML into docs/_build/html; warnings are errors (CI runs it). The CLI reference, the data
 # files' schema and the validation tables are generated from the code at build time.

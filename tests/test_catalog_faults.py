@@ -25,7 +25,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 #: data/*.csv files the package never reads at run time (tests and benchmarks use them)
 #: data files read by the benchmarks (make validate), not by the catalog
 NOT_CATALOG = {"calibration_runs", "storage_tiers", "whole_runs", "serving_runs", "paired_runs",
-               "stack_runs"}
+               "stack_runs", "serving_measurements"}
 
 #: counts: a fraction such as 8.5 GPUs per node must be refused, never truncated
 COUNTS = {

@@ -27,6 +27,8 @@ PUBLISHED = {
     "qwen3-235b-a22b": (235.0, 22.0),
     # gpt-oss model card, arXiv:2508.10925, Table 1: 116.83B total, 5.13B active
     "gpt-oss-120b": (116.83, 5.13),
+    # ibid.: gpt-oss-20b 20.91B total, 3.61B active
+    "gpt-oss-20b": (20.91, 3.61),
     # Meta Llama 4 model card: 400B total / 17B active (Maverick), 109B / 17B (Scout),
     # the totals including the vision encoder (~0.9B) that the text model leaves out
     "llama4-maverick": (400.0, 17.0),

@@ -1,0 +1,188 @@
+"""data/serving_measurements.csv (published serving latencies and throughputs with their load
+shapes) and benchmarks/serving_check.py, the harness that predicts them."""
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from llmcost import catalog
+from llmcost.serving import engines
+from llmcost.serving import memory as mem
+from bench_support import benchmark_module
+
+ROWS = pd.read_csv(Path(__file__).resolve().parents[2] / "data" / "serving_measurements.csv",
+                   dtype={"engine_version": str})
+CAT = catalog.default()
+check = benchmark_module("serving_check")
+
+
+def _set(x) -> bool:
+    return not (x is None or (isinstance(x, float) and math.isnan(x)) or str(x).strip() == "")
+
+
+def test_every_row_cites_its_source_date_and_printed_text():
+    for col in ("source", "as_of", "quote"):
+        assert ROWS[col].map(_set).all(), col
+    assert ROWS["as_of"].str.fullmatch(r"\d{4}-\d{2}(-\d{2})?").all()
+
+
+def test_ids_are_unique():
+    assert ROWS["id"].is_unique
+
+
+def test_load_shape_fields_are_consistent():
+    assert set(ROWS["load_shape"]) <= {"concurrency", "rate", "burst"}
+    for r in ROWS.itertuples():
+        assert _set(r.concurrency) == (r.load_shape == "concurrency"), r.id
+        assert _set(r.request_rate) == (r.load_shape == "rate"), r.id
+        if r.load_shape == "burst":
+            assert _set(r.num_prompts), r.id
+        if _set(r.num_prompts) and _set(r.concurrency):
+            assert r.num_prompts >= r.concurrency, r.id
+
+
+def test_names_are_the_serving_modules():
+    assert set(ROWS["engine"]) <= set(engines.ENGINES)
+    for col, choices in (("weights", mem.WEIGHT_CHOICES), ("expert_weights", mem.WEIGHT_CHOICES),
+                         ("kv", tuple(mem.KV_FORMATS))):
+        assert set(ROWS[col].dropna()) <= set(choices), col
+    assert set(ROWS["speculative"]) <= {True, False}
+    assert set(ROWS["attention_dp"].dropna()) <= {True, False}
+
+
+def test_expressible_rows_name_catalog_entries_and_the_others_say_why():
+    ok = check.expressible(ROWS)
+    models, gpus = set(CAT.ids("models")), set(CAT.ids("gpus"))
+    for r in ROWS[ok].itertuples():
+        assert r.model in models and r.gpu in gpus, r.id
+        assert _set(r.weights) and _set(r.tp), r.id
+    assert ROWS.loc[~ok, "not_expressible_because"].map(_set).all()
+
+
+def test_per_gpu_throughput_is_the_total_over_the_gpus():
+    both = ROWS[ROWS["output_tokens_per_s"].notna() & ROWS["gpus"].notna()]
+    assert len(both) > 40
+    np.testing.assert_allclose(both["output_tokens_per_s_per_gpu"],
+                               both["output_tokens_per_s"] / both["gpus"], rtol=1e-4)
+    # TensorRT-LLM's B200 R1-0528 run prints both: "Total Output Throughput (tokens/sec):
+    # 43146.2042" and "Per GPU Output Throughput (tps/gpu): 5393.2755" on 8 GPUs
+    r = ROWS.set_index("id").loc["sp051"]
+    assert r.gpus == 8 and r.output_tokens_per_s_per_gpu == pytest.approx(5393.2755, abs=1e-4)
+
+
+def test_mean_lengths_are_the_printed_totals_over_the_prompts():
+    # the cookbook's random lengths sample below the flags; its blocks print the totals
+    # (DeepSeek-R1 at concurrency 1: "Total input tokens: 6101; Total generated tokens: 4210"
+    # over 10 prompts: 610.1 and 421.0 tokens, not the nominal 1000 and 1000)
+    r = ROWS.set_index("id").loc["sp001"]
+    assert (r.isl, r.osl, r.num_prompts) == (1000, 1000, 10)
+    assert (r.isl_mean, r.osl_mean) == (6101 / 10, 4210 / 10)
+    with_means = ROWS[ROWS["isl_mean"].notna()]
+    assert len(with_means) == 24
+    for r in with_means.itertuples():
+        tin = int(re.search(r"Total input tokens: (\d+)", r.quote).group(1))
+        tout = int(re.search(r"Total generated tokens: (\d+)", r.quote).group(1))
+        assert r.isl_mean == pytest.approx(tin / r.num_prompts, abs=0.05), r.id
+        assert r.osl_mean == pytest.approx(tout / r.num_prompts, abs=0.05), r.id
+        assert r.isl_mean < r.isl and r.osl_mean < r.osl
+
+
+def test_enough_expressible_points_from_enough_sources():
+    ok = ROWS[check.expressible(ROWS)]
+    keys = ok["source"].map(check.source_key)
+    assert len(ok) >= 40 and keys.nunique() >= 4
+    # the ShareGPT runs (sgl-project/sglang) print no lengths: expressible, not predicted
+    assert check.predictable(ROWS).sum() >= 30
+
+
+def test_source_key_is_the_repository():
+    assert check.source_key("github.com/NVIDIA/TensorRT-LLM/blob/abc/docs/x.md §y") == \
+        "NVIDIA/TensorRT-LLM"
+    assert check.source_key("a paper") == "a paper"
+
+
+def test_lengths_prefer_the_real_means():
+    r = ROWS.set_index("id").loc["sp001"]
+    assert check.lengths(r) == (610, 421)
+    r = ROWS.set_index("id").loc["sp052"]
+    assert check.lengths(r) == (1024, 2048)
+
+
+def test_load_arguments_per_shape():
+    rows = ROWS.set_index("id", drop=False)
+    assert check.load_kwargs(rows.loc["sp003"]) == {"concurrency": 100, "requests": 500}
+    assert check.load_kwargs(rows.loc["sp041"]) == {"concurrency": None, "requests": 16}
+
+    def with_rate(*a, request_rate=None, num_prompts=None, **k):
+        pass
+
+    def without_rate(*a, concurrency=None, requests=None, **k):
+        pass
+
+    def only_named(model, *, concurrency=None):
+        pass
+
+    rate = rows.loc["sp025"]
+    assert check.load_kwargs(rate, with_rate) == {"concurrency": None, "request_rate": 4.0,
+                                                  "num_prompts": 1200}
+    # a **kwargs catch-all accepts them too; a signature without them falls back
+    assert check.load_kwargs(rate, without_rate)["request_rate"] == 4.0
+    assert check.load_kwargs(rate, only_named) == {"concurrency": None}
+
+
+def test_harness_on_three_rows_gives_finite_figures():
+    rows = ROWS.set_index("id", drop=False).loc[["sp001", "sp021", "sp035"]]
+    t = check.errors_table(rows, CAT)
+    assert list(t["id"]) == ["sp001", "sp021", "sp035"] and (t["status"] == "predicted").all()
+    for k in check.METRICS:
+        assert np.isfinite(t[f"{k}_predicted"]).all() and (t[f"{k}_predicted"] > 0).all()
+    # the error is predicted / published - 1, as written
+    r = t.iloc[0]
+    assert r["ttft_ms_error"] == pytest.approx(r["ttft_ms_predicted"] / 153.00 - 1)
+    s = check.summary(t)
+    assert s["points"].tolist() == [3] and s["ttft_ms_n"].tolist() == [2]
+
+
+def test_leave_one_source_out_fits_without_the_held_out_source():
+    rows = ROWS.set_index("id", drop=False).loc[["sp001", "sp002", "sp033", "sp052"]]
+    seen = []
+
+    def fit_fn(train, cat):
+        seen.append(set(train["source"].map(check.source_key)))
+        return {"sglang": {"step_overhead_s": 0.0}}
+
+    base = check.errors_table(rows, CAT).set_index("id")
+    t = check.leave_one_source_out(rows, CAT, fit_fn).set_index("id")
+    assert sorted(t.index) == sorted(rows["id"])
+    for src, held in zip(sorted(t["held_out"].unique()), seen):
+        assert src not in held
+    # the override reaches the sglang points only
+    assert (t.loc[["sp001", "sp002"], "tpot_ms_predicted"] <
+            base.loc[["sp001", "sp002"], "tpot_ms_predicted"]).all()
+    for i in ("sp033", "sp052"):
+        assert t.loc[i, "output_tokens_per_s_per_gpu_predicted"] == \
+            base.loc[i, "output_tokens_per_s_per_gpu_predicted"]
+
+
+def test_qwen3_32b_row_gives_its_model_card_count():
+    # Qwen/Qwen3-32B model card: 32.8B parameters, 31.2B non-embedding (untied head)
+    m = CAT.model("qwen3-32b")
+    assert m.params / 1e9 == pytest.approx(32.8, rel=0.005)
+    body = m.params - m.embedding_params - m.output_params
+    assert body / 1e9 == pytest.approx(31.2, rel=0.005)
+
+
+@pytest.mark.slow
+def test_whole_table_runs_and_reports_every_group():
+    t = check.errors_table(check.load(), CAT)
+    done = t[t["status"] == "predicted"]
+    assert len(done) == check.predictable(ROWS).sum()
+    for k in check.METRICS:
+        assert np.isfinite(done[f"{k}_predicted"]).all()
+    for by in check.GROUPS:
+        assert check.summary(t, by)["points"].sum() == len(t)
+    assert "Mean |error| per load_shape" in check.report()
