@@ -17,7 +17,6 @@ source's points with constants fitted on the other sources' points (the fit is t
 
 from __future__ import annotations
 
-import inspect
 import re
 import sys
 from functools import partial
@@ -74,38 +73,36 @@ def lengths(row) -> tuple[int, int]:
     return max(int(round(float(isl))), 1), max(int(round(float(osl))), 1)
 
 
-def _accepts(fn, name: str) -> bool:
-    params = inspect.signature(fn).parameters
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+def length_spread(row) -> tuple[float, float]:
+    """How far a point's prompt and output lengths spread about their means: a random dataset
+    draws them uniformly in [a, L] below the nominal L (``--random-range-ratio``), so where the
+    source's totals give the mean m, a = 2 m - L and the spread is (L - m) / m; 0 where the
+    lengths are the nominal ones."""
+    out = []
+    for nominal, mean in (("isl", "isl_mean"), ("osl", "osl_mean")):
+        if _blank(row.get(mean)) or _blank(row.get(nominal)):
+            out.append(0.0)
+            continue
+        L, m = float(row[nominal]), float(row[mean])
+        out.append(float(np.clip((L - m) / m, 0.0, 0.99)))
+    return tuple(out)
 
 
-def load_kwargs(row, predict_fn=None) -> dict:
-    """The load-shape arguments of ``predict`` for a point.
-
-    ``concurrency``: that concurrency, the benchmark's ``num_prompts`` as requests (its first
-    wave queues). ``burst``: concurrency None (the engine's and memory's limit) and the
-    prompts as requests. ``rate``: ``request_rate=`` and ``num_prompts=`` where ``predict``
-    accepts them; today it has no arrival-rate input, so concurrency None (the limit)."""
-    fn = predict_fn or serving_predict.predict
+def load_kwargs(row) -> dict:
+    """The load-shape arguments of ``predict`` for a point: ``concurrency``, that concurrency
+    with the benchmark's prompts as ``requests`` (the first C at once); ``burst``, every
+    prompt at once; ``rate``, Poisson arrivals at ``request_rate``; with the lengths' spread
+    of the benchmark's random dataset (:func:`length_spread`)."""
     n = None if _blank(row.get("num_prompts")) else int(row["num_prompts"])
     shape = row["load_shape"]
+    kw = {"requests": n, "length_spread": length_spread(row)}
     if shape == "concurrency":
-        return {"concurrency": int(row["concurrency"]), "requests": n}
+        return {"concurrency": int(row["concurrency"]), **kw}
     if shape == "burst":
-        return {"concurrency": None, "requests": n}
+        return {"concurrency": None, **kw}
     if shape == "rate":
-        kw = {"concurrency": None}
-        if _accepts(fn, "request_rate"):
-            kw["request_rate"] = float(row["request_rate"])
-            if _accepts(fn, "num_prompts"):
-                kw["num_prompts"] = n
-        return kw
+        return {"concurrency": None, "request_rate": float(row["request_rate"]), **kw}
     raise ValueError(f"{row['id']}: load_shape {shape!r} is not concurrency, rate or burst")
-
-
-def has_arrival_rate(predict_fn=None) -> bool:
-    """True once ``predict`` takes ``request_rate=``."""
-    return _accepts(predict_fn or serving_predict.predict, "request_rate")
 
 
 def predict_point(row, cat, overrides=None) -> dict:
@@ -198,6 +195,45 @@ def leave_one_source_out(rows: pd.DataFrame, cat, fit_fn, predict_fn=predict_poi
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
+#: the constants a fit on the measurements moves, per engine, with their bounds: the GEMM
+#: shares of prefill and decode, the HBM share, the fixed time of a step and of a request
+#: outside the steps (HTTP, tokenization, admission)
+FIT_PARAMS = {"prefill_efficiency": (0.1, 0.95), "decode_compute_efficiency": (0.1, 0.95),
+              "memory_efficiency": (0.3, 0.95), "step_overhead_s": (0.0, 0.05),
+              "request_overhead_s": (0.0, 0.5)}
+
+
+def _log_errors(rows, cat, eng_id, values, params):
+    over = {eng_id: dict(zip(params, values))}
+    out = []
+    for _, r in rows.iterrows():
+        got = predict_point(r, cat, overrides=over)
+        for k in METRICS:
+            if not _blank(r[k]) and float(r[k]) > 0 and np.isfinite(got[k]) and got[k] > 0:
+                out.append(np.log(got[k] / float(r[k])))
+    return np.asarray(out)
+
+
+def fit_measurements(rows: pd.DataFrame, cat, params=tuple(FIT_PARAMS)) -> dict:
+    """Engine constants fitted to published points: per engine with predictable points,
+    least squares on log(predicted / published) of every metric the points print
+    (scipy.optimize.least_squares). Returns ``{engine id: {constant: value}}``."""
+    from scipy.optimize import least_squares
+    use = rows[expressible(rows) & predictable(rows) & ~rows["speculative"].astype(bool)]
+    out = {}
+    for eng_id, g in use.groupby("engine"):
+        base = engines.engine(eng_id)
+        lo = [FIT_PARAMS[p][0] for p in params]
+        hi = [FIT_PARAMS[p][1] for p in params]
+        x0 = np.clip([getattr(base, p) for p in params], lo, hi)
+        if len(_log_errors(g, cat, eng_id, x0, params)) < 3 * len(params):
+            continue          # too few figures to identify the constants
+        sol = least_squares(lambda x: _log_errors(g, cat, eng_id, x, params), x0,
+                            bounds=(lo, hi), x_scale="jac", diff_step=1e-2)
+        out[eng_id] = {p: float(x) for p, x in zip(params, sol.x)}
+    return out
+
+
 def _fmt(df: pd.DataFrame) -> str:
     return df.to_string(index=False, float_format=lambda x: f"{x:.3g}")
 
@@ -209,9 +245,6 @@ def report(rows: pd.DataFrame | None = None, cat=None) -> str:
     n_all, n_expr = len(rows), int(expressible(rows).sum())
     lines = [f"serving measurements: {n_all} points, {n_expr} expressible, "
              f"{int(predictable(rows).sum())} with known lengths (predicted)"]
-    if not has_arrival_rate():
-        lines.append("predict has no arrival-rate input yet: request-rate points run at the "
-                     "engine's concurrency limit")
     cols = ["id", "source_key", "engine", "load_shape", "model", "gpu", "status", "fits"]
     for k in METRICS:
         cols += [f"{k}_published", f"{k}_predicted", f"{k}_error"]
@@ -227,9 +260,33 @@ def report(rows: pd.DataFrame | None = None, cat=None) -> str:
     return "\n".join(lines)
 
 
+def fit_report(rows: pd.DataFrame | None = None, cat=None) -> str:
+    """The engine constants fitted on every source's points (:func:`fit_measurements`) and the
+    errors in sample, per source; and each source held out where another source prints the
+    same metric (:func:`leave_one_source_out`)."""
+    rows = load() if rows is None else rows
+    cat = cat or catalog.default()
+    fitted = fit_measurements(rows, cat)
+    table = errors_table(rows, cat, partial(predict_point, overrides=fitted))
+    lines = ["", "Fitted on every source (in sample): " + ", ".join(
+        f"{e}: " + ", ".join(f"{k} {x:.4g}" for k, x in c.items()) for e, c in fitted.items()),
+        _fmt(summary(table)), _fmt(summary(table, "source_key"))]
+    held = leave_one_source_out(rows, cat, fit_measurements)
+    if len(held):
+        lines += ["", "Each source held out of the fit:", _fmt(summary(held, "held_out"))]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--fit", action="store_true",
+                    help="also fit the engine constants on the points (minutes)")
+    a = ap.parse_args(argv)
     pd.set_option("display.width", 250)
     print(report())
+    if a.fit:
+        print(fit_report())
     return 0
 
 

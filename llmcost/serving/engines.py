@@ -57,6 +57,10 @@ class Engine:
     #: share of the dense GEMM efficiency that routed-expert GEMMs reach [-]: it stands for all
     #: an MoE step costs beyond its active FLOPs (router, all-to-all, imbalance, small GEMMs)
     moe_efficiency: float = 1.0
+    #: time a request spends outside the engine's steps, in its TTFT and its latency: the
+    #: HTTP round trip, tokenization, the scheduler's admission and the first detokenization
+    #: (a benchmark client measures from sending to the first streamed token) [s]
+    request_overhead_s: float = 0.0
     source: str = ""
 
     def kv_format(self, weight_format: str) -> str:

@@ -77,7 +77,7 @@ def _attention_dims(model: ModelSpec, decode: bool) -> tuple[int, int]:
 def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine, *,
             isl, osl, tp=1, ep=1, weights="bf16", expert_weights=None, kv=None,
             concurrency=None, attention_dp=None, requests=None,
-            request_rate=None) -> ServePrediction:
+            request_rate=None, length_spread=0.0) -> ServePrediction:
     """Memory and times of serving ``model`` on instances of ``tp`` GPUs.
 
     ``concurrency`` None: the most the memory and the engine's batch cap allow (the offline
@@ -89,7 +89,8 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     engine's steps are simulated (:func:`llmcost.serving.scheduler.simulate`) for a benchmark
     of ``requests`` prompts: at a client ``concurrency`` (the first C sent at once, one more
     as each completes), at ``request_rate`` Poisson arrivals per second, or, with neither,
-    all at once (a burst)."""
+    all at once (a burst). ``length_spread``: how far the simulated requests' lengths spread
+    about ``isl`` and ``osl`` (:func:`llmcost.serving.scheduler.request_lengths`)."""
     fmt = mem.weight_format(weights)
     efmt = mem.weight_format(expert_weights) if expert_weights else fmt
     kvf = kv or engine.kv_format(fmt)
@@ -233,18 +234,20 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
             arr = sched.poisson_arrivals_s(rate.reshape(-1), n).reshape(*bshape, n)
             sim = sched.simulate(step_time_s, isl=isl, osl=osl, n_requests=n,
                                  max_running=cap_run, token_budget=budget,
-                                 kv_capacity_tokens=kv_tokens, arrivals_s=arr)
+                                 kv_capacity_tokens=kv_tokens, arrivals_s=arr,
+                                 length_spread=length_spread)
         elif concurrency is not None:
             shape_ = "concurrency"
             sim = sched.simulate(step_time_s, isl=isl, osl=osl, n_requests=n,
                                  max_running=cap_run, token_budget=budget,
                                  kv_capacity_tokens=kv_tokens,
-                                 concurrency=np.broadcast_to(c, bshape).astype(int))
+                                 concurrency=np.broadcast_to(c, bshape).astype(int),
+                                 length_spread=length_spread)
         else:
             shape_ = "burst"
             sim = sched.simulate(step_time_s, isl=isl, osl=osl, n_requests=n,
                                  max_running=cap_run, token_budget=budget,
-                                 kv_capacity_tokens=kv_tokens)
+                                 kv_capacity_tokens=kv_tokens, length_spread=length_spread)
         ttft, tpot, latency = sim.ttft_s, sim.tpot_s, sim.latency_s
         x = sim.output_tokens_per_s / t
         extra.update(ttft_p50_s=sim.ttft_p50_s, ttft_p99_s=sim.ttft_p99_s,
@@ -253,6 +256,12 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
         if concurrency is None:
             # a burst or a rate runs what fits and queues the rest: one request must fit
             fits = (c_max >= 1) & np.ones(bshape, dtype=bool)
+    # the client's clock: a request's time outside the engine's steps (HTTP, tokenization)
+    h = engine.request_overhead_s
+    if h and shape_ == "steady":
+        # in a closed loop the client's slot waits through it too (Little's law)
+        x = x * latency / (latency + h)
+    ttft, latency = ttft + h, latency + h
     return ServePrediction(ttft_s=ttft, tpot_s=tpot, latency_s=latency,
                            output_tokens_per_s_per_gpu=x, concurrency=c, max_concurrency=c_max,
                            fits=fits, weights_bytes_per_gpu=w_gpu, kv_bytes_per_token=kv_token,

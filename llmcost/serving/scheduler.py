@@ -138,9 +138,50 @@ def saturation_requests_per_s(step_time_s: Callable, *, isl: int, osl: int, runn
     return v.result(r / (steps * tau))
 
 
+def request_lengths(mean_tokens: int, n_requests: int, spread: float = 0.0,
+                    seed: int = ARRIVAL_SEED) -> np.ndarray:
+    r"""Token counts of N requests with a given mean, spread evenly over a range and shuffled:
+    a benchmark's random dataset.
+
+    .. math:: \ell_i \in \left[\bar\ell (1 - f),\; \bar\ell (1 + f)\right], \quad
+        \text{evenly spaced, mean } \bar\ell
+
+    Parameters
+    ----------
+    mean_tokens : int
+        The mean length [tokens].
+    n_requests : int
+        N [-].
+    spread : float
+        f in [0, 1): 0 gives every request the mean; vLLM's and SGLang's random datasets
+        draw lengths uniformly below the nominal one (``--random-range-ratio``) [-].
+    seed : int
+        Seed of the shuffle [-].
+
+    Returns
+    -------
+    lengths : ndarray
+        (N,) whole token counts, at least 1 [tokens].
+
+    References
+    ----------
+    .. [1] vLLM ``benchmarks/benchmark_dataset.py`` ``RandomDataset``; SGLang
+       ``bench_serving.py`` ``sample_random_requests`` (lengths uniform in
+       [ratio x length, length]).
+    """
+    m = float(v.positive("mean_tokens", mean_tokens))
+    n = int(v.integer("num_prompts", n_requests))
+    f = float(v.in_range("spread", spread, 0.0, 0.99))
+    if n == 1 or f == 0:
+        return np.full(n, max(round(m), 1), dtype=float)
+    x = m * (1.0 + f * np.linspace(-1.0, 1.0, n))
+    x = np.maximum(np.round(x), 1.0)
+    return np.random.default_rng(seed).permutation(x)
+
+
 def simulate(step_time_s: Callable, *, isl: int, osl: int, n_requests: int,
              max_running, token_budget, kv_capacity_tokens, concurrency=None,
-             arrivals_s=None) -> Simulated:
+             arrivals_s=None, length_spread: float = 0.0) -> Simulated:
     r"""Serve ``n_requests`` prompts of ``isl`` tokens, each answered with ``osl`` tokens, step
     by step, for K configurations at once.
 
@@ -172,6 +213,10 @@ def simulate(step_time_s: Callable, *, isl: int, osl: int, n_requests: int,
     arrivals_s : array or None
         (K, N) or (N,) arrival times [s] (a rate: :func:`poisson_arrivals_s`); None with no
         ``concurrency``: a burst, every prompt at 0.
+    length_spread : float or (float, float)
+        Prompt and output lengths spread about their means (one for both, or each) (:func:`request_lengths`) [-]:
+        0, every request alike (a closed loop of identical requests stays in step, waves and
+        all); a benchmark's random dataset spreads them.
 
     Returns
     -------
@@ -198,7 +243,11 @@ def simulate(step_time_s: Callable, *, isl: int, osl: int, n_requests: int,
     cap_seq = flat(v.integer("max_num_seqs", max_running))
     budget = flat(v.integer("max_num_batched_tokens", token_budget))
     kv_cap = flat(v.nonnegative("kv_capacity_tokens", kv_capacity_tokens))
-    need = float(isl + osl)
+    f_in, f_out = (length_spread, length_spread) if np.ndim(length_spread) == 0 \
+        else length_spread
+    isl_i = request_lengths(isl, n, f_in, ARRIVAL_SEED)
+    osl_i = request_lengths(osl, n, f_out, ARRIVAL_SEED + 1)
+    need_i = (isl_i + osl_i)[None, :]
     if concurrency is not None:
         conc = flat(v.integer("concurrency", concurrency)).astype(int)
         arrive = np.full((k, n), np.inf)
@@ -212,8 +261,8 @@ def simulate(step_time_s: Callable, *, isl: int, osl: int, n_requests: int,
                                  (k, n)).copy()
 
     t = np.zeros(k)
-    pre_left = np.full((k, n), float(isl))
-    dec_left = np.full((k, n), float(osl - 1))
+    pre_left = np.broadcast_to(isl_i, (k, n)).copy()
+    dec_left = np.broadcast_to(osl_i - 1.0, (k, n)).copy()
     admitted = np.zeros((k, n), dtype=bool)
     done = np.zeros((k, n), dtype=bool)
     start = np.full((k, n), np.nan)      # the first step that runs a chunk of its prompt
@@ -230,10 +279,13 @@ def simulate(step_time_s: Callable, *, isl: int, osl: int, n_requests: int,
         running = admitted & ~done
         # admission, FCFS: as many arrived waiting requests as the cap and the KV allow
         waiting = ~admitted & (arrive <= t[:, None] + 1e-12)
-        room = np.minimum(cap_seq - running.sum(axis=1),
-                          np.floor((kv_cap - running.sum(axis=1) * need) / need))
+        room = cap_seq - running.sum(axis=1)
+        free = kv_cap - (running * need_i).sum(axis=1)
         order = np.cumsum(waiting, axis=1)
-        new = waiting & (order <= np.maximum(room, 0)[:, None])
+        # first come first served: a request that does not fit blocks those behind it
+        fits_kv = np.cumsum(waiting * need_i, axis=1) <= free[:, None]
+        fits_kv = np.minimum.accumulate(fits_kv | ~waiting, axis=1)
+        new = waiting & (order <= np.maximum(room, 0)[:, None]) & fits_kv
         admitted |= new
         running = admitted & ~done
         decoding = running & (pre_left <= 0)
@@ -291,16 +343,16 @@ def simulate(step_time_s: Callable, *, isl: int, osl: int, n_requests: int,
             sent = np.minimum(sent + f, n)
     arrive_f = np.where(np.isfinite(arrive), arrive, np.nan)
     ttft = first - arrive_f
-    tpot = (finish - first) / max(osl - 1, 1)
+    tpot = np.where(osl_i > 1, (finish - first) / np.maximum(osl_i - 1.0, 1.0), np.nan)
     lat = finish - arrive_f
     queue = start - arrive_f
     dur = np.nanmax(finish, axis=1) - np.nanmin(arrive_f, axis=1)
     out = Simulated(
         ttft_s=np.nanmean(ttft, axis=1), ttft_p50_s=np.nanmedian(ttft, axis=1),
         ttft_p99_s=np.nanpercentile(ttft, 99, axis=1),
-        tpot_s=np.nanmean(tpot, axis=1) if osl > 1 else np.zeros(k),
+        tpot_s=np.nanmean(tpot, axis=1) if np.any(osl_i > 1) else np.zeros(k),
         latency_s=np.nanmean(lat, axis=1), queue_s=np.nanmean(queue, axis=1),
         running_batch=batch_time / np.maximum(busy, 1e-300),
         achieved_requests_per_s=done.sum(axis=1) / dur,
-        output_tokens_per_s=done.sum(axis=1) * osl / dur, duration_s=dur, steps=steps)
+        output_tokens_per_s=(done * osl_i).sum(axis=1) / dur, duration_s=dur, steps=steps)
     return Simulated(*(np.reshape(x, shape) if shape else x.reshape(()) for x in out))

@@ -114,24 +114,19 @@ def test_lengths_prefer_the_real_means():
 
 def test_load_arguments_per_shape():
     rows = ROWS.set_index("id", drop=False)
-    assert check.load_kwargs(rows.loc["sp003"]) == {"concurrency": 100, "requests": 500}
-    assert check.load_kwargs(rows.loc["sp041"]) == {"concurrency": None, "requests": 16}
-
-    def with_rate(*a, request_rate=None, num_prompts=None, **k):
-        pass
-
-    def without_rate(*a, concurrency=None, requests=None, **k):
-        pass
-
-    def only_named(model, *, concurrency=None):
-        pass
-
-    rate = rows.loc["sp025"]
-    assert check.load_kwargs(rate, with_rate) == {"concurrency": None, "request_rate": 4.0,
-                                                  "num_prompts": 1200}
-    # a **kwargs catch-all accepts them too; a signature without them falls back
-    assert check.load_kwargs(rate, without_rate)["request_rate"] == 4.0
-    assert check.load_kwargs(rate, only_named) == {"concurrency": None}
+    # the cookbook's random dataset: nominal 1,000 tokens, 499.662 on average (its totals);
+    # uniform in [a, 1000] with mean m gives a = 2 m - 1000 and a spread (1000 - m) / m
+    sp003 = rows.loc["sp003"]
+    kw = check.load_kwargs(sp003)
+    m_in, m_out = float(sp003["isl_mean"]), float(sp003["osl_mean"])
+    assert kw["concurrency"] == 100 and kw["requests"] == 500
+    # (at most 0.99: a length is never 0)
+    assert kw["length_spread"] == pytest.approx((min((1000 - m_in) / m_in, 0.99),
+                                                 min((1000 - m_out) / m_out, 0.99)))
+    assert check.load_kwargs(rows.loc["sp041"])["concurrency"] is None
+    rate = check.load_kwargs(rows.loc["sp025"])
+    assert rate["request_rate"] == 4.0 and rate["requests"] == 1200
+    assert rate["concurrency"] is None
 
 
 def test_harness_on_three_rows_gives_finite_figures():

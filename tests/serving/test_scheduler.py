@@ -107,3 +107,29 @@ def test_bad_load_inputs_name_their_key():
         sc.simulate(cost, isl=10, osl=2, n_requests=0, max_running=1, token_budget=10,
                     kv_capacity_tokens=100)
     assert e.value.param == "num_prompts"
+
+
+def test_a_burst_of_500_long_prompts_runs_the_batch_vllm_admits():
+    # Qwen3-32B in BF16 on one H100 with vLLM: 500 prompts of 2,000 tokens, 100 out, sent at
+    # once. vLLM runs at most min(max_num_seqs, what its KV cache holds) sequences; the rest
+    # wait. The KV cache holds R sequences of 2,100 tokens (max_concurrency), far below
+    # max_num_seqs, so the burst decodes about R at a time, each step beside the prompt of a
+    # request replacing a finished one: its TPOT is the steady loop's at concurrency R
+    g, m, eng = CAT.gpu("h100-sxm"), CAT.model("qwen3-32b"), engines.engine("vllm")
+    kw = dict(isl=2000, osl=100, tp=1)
+    burst = pr.predict(m, g, CAT.fabric(g.scale_up), eng, requests=500, **kw)
+    assert burst.load_shape == "burst" and bool(burst.fits)
+    r = int(burst.max_concurrency)
+    assert 1 <= r < eng.max_batch
+    # R sequences of 2,100 tokens in the KV bytes left beside the weights
+    kv_per_seq = float(burst.kv_bytes_per_token) * 2100
+    assert r == int((eng.memory_fraction * g.memory_bytes - float(burst.weights_bytes_per_gpu)
+                     - float(burst.activation_bytes_per_gpu)) // kv_per_seq)
+    steady = pr.predict(m, g, CAT.fabric(g.scale_up), eng, concurrency=r, **kw)
+    assert float(burst.tpot_s) == pytest.approx(float(steady.tpot_s), rel=0.15)
+    # the decode batch: R running, less the step each spends on its prompt (1 of 100), the
+    # start (the first R prompts, 4 to a step of 8,192 tokens, decode nothing) and the tail
+    assert float(burst.running_batch) == pytest.approx(r * 99 / 100, rel=0.2)
+    # the queue: request i waits for about i / R lifetimes of the batch
+    life = float(steady.latency_s)
+    assert float(burst.queue_s) == pytest.approx((500 / r - 1) / 2 * life, rel=0.25)
