@@ -766,7 +766,7 @@ def cmd_check(a) -> dict:
     res = chk.check(nccl, log, dcgm=samples, gpu=gpu, scale_up=up, scale_out=out,
                     scenario=scenario, query=query, cat=catalog.default(), nodes=a.nodes,
                     gpus_per_node=a.gpus_per_node, nics_per_node=a.nics_per_node,
-                    model_given=model_given)
+                    model_given=model_given, placement_from_scenario=False)
     res["warnings"] = notes
     return res
 

@@ -278,7 +278,7 @@ NO_MODEL = ("the log's model is unknown: give model= in --query (a catalog id), 
 def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=None, gpu=None,
           scale_up=None, scale_out=None, scenario=None, query: str | None = None,
           cat=None, nodes=None, gpus_per_node=None, nics_per_node=None,
-          model_given: bool | None = None) -> dict:
+          model_given: bool | None = None, placement_from_scenario: bool = True) -> dict:
     """The check as one JSON-ready dict.
 
     Parameters
@@ -298,7 +298,12 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=No
         The nccl-tests placement where the output does not show it.
     model_given : bool, optional
         The scenario's model was given (``model=`` or a config); default: ``model`` in the
-        query or a config model in the scenario.
+        query or a config model in the scenario, and true for a scenario without a query
+        (an app's scenario, whose model the user picked).
+    placement_from_scenario : bool
+        Where nccl-tests' hardware comes from the scenario and no placement is shown or
+        given, take the scenario GPU's node size as GPUs per node (with a note). The CLI
+        passes False: there the placement is asked for.
     """
     if nccl is None and log is None and dcgm is None:
         raise v.InputError("nccl_tests", "give --nccl-tests FILE, --train-log FILE and/or "
@@ -309,7 +314,7 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=No
     if log is not None:
         if model_given is None:
             model_given = scenario is not None and (
-                "model" in typed_keys(query) or scenario.model == "config")
+                query is None or "model" in typed_keys(query) or scenario.model == "config")
         if scenario is not None and not model_given and log.model_config:
             scenario = replace(scenario, model="config", model_config=log.model_config)
             out["notes"].append(f"model from the log: {log.model_from}")
@@ -353,6 +358,12 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=No
                 results = evaluate(scenario, cat)
             gpu, scale_up, scale_out = (results.inputs.gpu, results.inputs.scale_up,
                                         results.inputs.scale_out)
+            if (placement_from_scenario and not nodes and not gpus_per_node
+                    and not nccl.nodes):
+                gpus_per_node = int(gpu.gpus_per_node)
+                out["notes"].append(f"placement assumed from the scenario's GPU: "
+                                    f"{gpus_per_node} GPUs per node ({gpu.id}); not shown "
+                                    "by the output")
         rows, f, notes = check_nccl(nccl, gpu, scale_up, scale_out, nodes=nodes,
                                     gpus_per_node=gpus_per_node, nics_per_node=nics_per_node)
         out["collectives"], out["findings"] = rows, f + out["findings"]
