@@ -726,13 +726,18 @@ def cmd_storage(a) -> dict:
 
 
 def cmd_check(a) -> dict:
-    """Is the cluster delivering: nccl-tests output and/or a training log read and checked
-    against the model. The hardware from --gpu/--fabric or the query; the run a
-    log comes from (model, GPUs, layout) from the query and what the log states."""
+    """Is the cluster delivering: nccl-tests output, a training log and/or DCGM samples read
+    and checked against the model. The hardware from --gpu/--fabric or the query, the
+    placement from the output or --nodes/--gpus-per-node/--nics-per-node; a log's model
+    from model= (or --model), --model-config or the log itself, else its measured figures
+    alone."""
     from .checks import check as chk, dcgm, nccl_tests, text as ctext, train_log
     if a.nccl_tests is None and a.train_log is None and a.dcgm is None:
         raise v.InputError("nccl_tests", "give --nccl-tests FILE, --train-log FILE and/or "
                                          "--dcgm FILE")
+    for dest in ("nodes", "gpus_per_node", "nics_per_node"):
+        if getattr(a, dest) is not None:
+            v.integer(_flag(dest), getattr(a, dest), 1, 1_000_000)
     nccl = log = scenario = samples = None
     notes = []
     if a.nccl_tests is not None:
@@ -740,25 +745,32 @@ def cmd_check(a) -> dict:
                                op=a.nccl_op)
     if a.train_log is not None:
         log = train_log.read(ctext.read_file(a.train_log, "train_log"))
-        if a.query is None:
-            raise v.InputError("query", "--train-log needs the run it logs: --query "
-                                        "\"model=..&gpu=..&gpus=..\"")
-    if a.query is not None:
-        scenarios, _, notes = _scenarios_from_args(argparse.Namespace(query=a.query,
-                                                                      scenario=None))
+    query = a.query
+    if a.model is not None:
+        if query is not None and "model" in chk.typed_keys(query):
+            raise v.InputError("model", "--model and model= in --query: give one")
+        query = (query + "&" if query else "") + "model=" + a.model
+    model_given = a.model is not None or a.model_config is not None or (
+        query is not None and "model" in chk.typed_keys(query))
+    if query is not None or a.model_config is not None:
+        scenarios, _, notes = _scenarios_from_args(argparse.Namespace(
+            query=query if query is not None else "", scenario=None,
+            model_config=a.model_config))
         scenario = scenarios[0]
         if len(scenarios) > 1:
             notes.append("check reads scenario A of a compare link")
     gpu = up = out = None
     if nccl is not None and a.gpu is not None:
         gpu, up, out = _hardware(a)
-    elif nccl is not None and scenario is None:
+    elif nccl is not None and query is None:
         raise v.InputError("gpu", "--nccl-tests needs the hardware: --gpu [--fabric], or "
                                   "--query \"gpu=..&fabric=..\"")
     if a.dcgm is not None:
         samples = dcgm.read(ctext.read_file(a.dcgm, "dcgm"))
     res = chk.check(nccl, log, dcgm=samples, gpu=gpu, scale_up=up, scale_out=out,
-                    scenario=scenario, query=a.query, cat=catalog.default())
+                    scenario=scenario, query=query, cat=catalog.default(), nodes=a.nodes,
+                    gpus_per_node=a.gpus_per_node, nics_per_node=a.nics_per_node,
+                    model_given=model_given, placement_from_scenario=False)
     res["warnings"] = notes
     return res
 
@@ -1334,6 +1346,18 @@ def _args_check(sp: argparse.ArgumentParser) -> None:
                                      "the GPU's usual)")
     sp.add_argument("--query", help='the run, as the apps\' query string, e.g. '
                                     '"model=llama3-8b&gpu=h100-sxm&gpus=8&seq_len=8192"')
+    sp.add_argument("--model", help="catalog id of the log's model (as model= in --query); "
+                                    "without it, --model-config or a model the log prints, "
+                                    "the log's measured figures alone are reported")
+    sp.add_argument("--model-config", metavar="FILE",
+                    help="a Hugging Face config.json: the log's model")
+    sp.add_argument("--nodes", type=int, help="nodes of the nccl-tests run where its output "
+                                              "has no Rank lines with hosts")
+    sp.add_argument("--gpus-per-node", type=int, help="GPUs (ranks) per node of the "
+                                                      "nccl-tests run")
+    sp.add_argument("--nics-per-node", type=int, help="scale-out NICs per node (default: "
+                                                      "NCCL_IB_HCA or NCCL's NET/IB line in "
+                                                      "the output, else one per GPU)")
 
 
 def _args_list(sp: argparse.ArgumentParser) -> None:
@@ -1424,6 +1448,16 @@ NEEDS = (
      "--fabric goes with --nccl-tests and --gpu (with --query alone the fabric is its fabric=)"),
     (("check",), "nccl_op", lambda a: a.nccl_tests is not None,
      "--nccl-op is used only with --nccl-tests"),
+    (("check",), "nodes", lambda a: a.nccl_tests is not None,
+     "--nodes is the nccl-tests placement: used only with --nccl-tests"),
+    (("check",), "gpus_per_node", lambda a: a.nccl_tests is not None,
+     "--gpus-per-node is the nccl-tests placement: used only with --nccl-tests"),
+    (("check",), "nics_per_node", lambda a: a.nccl_tests is not None,
+     "--nics-per-node is the nccl-tests fabric: used only with --nccl-tests"),
+    (("check",), "model", lambda a: a.train_log is not None,
+     "--model is the training log's model: used only with --train-log"),
+    (("check",), "model_config", lambda a: a.train_log is not None,
+     "--model-config is the training log's model: used only with --train-log"),
     (("check",), "query",
      lambda a: a.train_log is not None or (a.nccl_tests is not None and a.gpu is None),
      "--query is read for --train-log, or for --nccl-tests without --gpu (with --gpu the "

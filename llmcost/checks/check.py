@@ -14,7 +14,7 @@ from .. import _validate as v
 from ..training import comm
 from ..training.step import calibration_for
 from . import dcgm as dcgm_mod, expect, findings as fnd
-from .nccl_tests import NcclTests
+from .nccl_tests import FORMATS, NcclTests
 from .train_log import TrainLog
 
 #: what the bus-bandwidth expectation leaves out (see :mod:`llmcost.checks.expect`)
@@ -31,13 +31,39 @@ def _num(x):
     return x if math.isfinite(x) else None
 
 
-def _ranks_per_node(res: NcclTests, gpu, ranks: int) -> int:
+#: below this message size a measured bus bandwidth above the fabric's line rate is not a
+#: measurement: at 1 KiB NCCL's latency (microseconds) holds any link far below its rate,
+#: so such a table is someone's summary, not nccl-tests output
+SMALL_BYTES = 1024
+
+
+def placement(res: NcclTests, ranks: int, nodes=None, gpus_per_node=None):
+    """(ranks per node, nodes, how) of a test: the Rank lines' hosts, else ``--nodes`` /
+    ``--gpus-per-node``; (None, None, why) when neither shows it."""
     if res.nodes:
-        return max(1, ranks // res.nodes)
-    return min(ranks, int(gpu.scale_up_domain_gpus or gpu.gpus_per_node))
+        return max(1, ranks // res.nodes), res.nodes, "the Rank lines' hosts"
+    if nodes:
+        return max(1, math.ceil(ranks / nodes)), int(nodes), "--nodes"
+    if gpus_per_node:
+        k = min(ranks, int(gpus_per_node))
+        return k, math.ceil(ranks / k), "--gpus-per-node"
+    return None, None, ("no Rank lines with hosts for every rank, no --nodes or "
+                        "--gpus-per-node")
 
 
-def check_nccl(res: NcclTests, gpu, scale_up, scale_out) -> tuple[list, list, list]:
+def _refuse_small_above_line_rate(res: NcclTests, scale_up, scale_out):
+    line = max(scale_up.bandwidth_gb_per_s_per_gpu, scale_out.bandwidth_gb_per_s_per_gpu)
+    bad = (res.size_bytes < SMALL_BYTES) & (res.busbw_gb_per_s > line)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise v.InputError("nccl_tests", f"busbw {res.busbw_gb_per_s[i]:g} GB/s at "
+                                         f"{int(res.size_bytes[i])} B is above the fabric's "
+                                         f"line rate ({line:g} GB/s per GPU): not a "
+                                         f"measurement; expected {FORMATS}")
+
+
+def check_nccl(res: NcclTests, gpu, scale_up, scale_out, nodes=None, gpus_per_node=None,
+               nics_per_node=None) -> tuple[list, list, list]:
     """Rows of the collectives with their expected bus bandwidth, and the findings.
 
     Parameters
@@ -45,47 +71,72 @@ def check_nccl(res: NcclTests, gpu, scale_up, scale_out) -> tuple[list, list, li
     res : NcclTests
         From :func:`llmcost.checks.nccl_tests.read`.
     gpu : GPUSpec
-        The GPU (its NVLink domain size when the output does not name hosts).
     scale_up, scale_out : FabricSpec
-        NVLink (or PCIe) and the scale-out fabric.
+        NVLink (or PCIe) and the scale-out fabric (its bandwidth per GPU is one NIC per GPU).
+    nodes, gpus_per_node : int, optional
+        The placement where the output does not show it (Rank lines' hosts win).
+    nics_per_node : int, optional
+        NICs per node (default: from NCCL_IB_HCA / NET/IB lines, else one per GPU).
 
     Returns
     -------
     collectives, findings, notes : list
+        Without a placement the rows carry no expectation and a finding asks for one.
     """
+    _refuse_small_above_line_rate(res, scale_up, scale_out)
     notes = list(res.notes)
-    ranks = res.ranks
-    if ranks is None:
-        ranks = 2
-        notes.append("ranks unknown (no Rank lines, bus and algorithm bandwidth equal): 2 "
-                     "assumed")
-    k = _ranks_per_node(res, gpu, ranks)
-    nodes = math.ceil(ranks / k)
-    cong = comm.congestion_factor(nodes, scale_out.congestion_per_doubling,
-                                  scale_out.oversubscription)
-    eff_i = calibration_for(gpu).nvlink_efficiency
     rows, out = [], []
-    for op in dict.fromkeys(res.op):
-        m = res.op == op
-        exp = expect.expected_busbw_gb_per_s(
-            op, res.size_bytes[m], ranks, k, scale_up.bandwidth_gb_per_s_per_gpu,
-            scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
-            eff_i, scale_out.efficiency, cong)
-        exp = np.broadcast_to(np.asarray(exp, float), res.size_bytes[m].shape)
+    eff_i = calibration_for(gpu).nvlink_efficiency
+    nics = nics_per_node or res.nics_per_node
+    for run, op, m in res.runs():
+        ranks = res.ranks
+        if ranks is None:
+            out.append(fnd.finding("warn", f"{op}: ranks unknown",
+                                   "no Rank lines and busbw = algbw: give the run's Rank lines "
+                                   "or --nodes and --gpus-per-node"))
+            ranks_known = False
+            ranks = 2
+        else:
+            ranks_known = True
+        k, n_nodes, how = placement(res, ranks, nodes, gpus_per_node)
+        out_fab = scale_out
+        if k is not None and nics and n_nodes > 1:
+            out_fab = replace(scale_out, bandwidth_gb_per_s_per_gpu=scale_out.bandwidth_gb_per_s_per_gpu
+                              * nics / k)
+        if k is None or not ranks_known:
+            exp = np.full(int(m.sum()), np.nan)
+            out.append(fnd.finding("warn", f"{op}: not judged against the fabric",
+                                   f"{ranks} ranks, placement unknown ({how}): give --nodes "
+                                   "and --gpus-per-node (and --nics-per-node) to compare with "
+                                   "NVLink and the NICs"))
+            cong = float("nan")
+        else:
+            cong = comm.congestion_factor(n_nodes, out_fab.congestion_per_doubling,
+                                          out_fab.oversubscription)
+            exp = expect.expected_busbw_gb_per_s(
+                op, res.size_bytes[m], ranks, k, scale_up.bandwidth_gb_per_s_per_gpu,
+                out_fab.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, out_fab.latency_us,
+                eff_i, out_fab.efficiency, cong)
+            exp = np.broadcast_to(np.asarray(exp, float), res.size_bytes[m].shape)
+        label = op if len({r for r, _, _ in res.runs()}) == 1 else f"{op} (run {run + 1})"
         for s, b, bi, a, t, e in zip(res.size_bytes[m], res.busbw_gb_per_s[m],
                                      res.busbw_in_place_gb_per_s[m], res.algbw_gb_per_s[m],
                                      res.time_us[m], exp):
-            rows.append({"op": op, "ranks": ranks, "size_bytes": int(s),
+            rows.append({"op": op, "run": int(run), "ranks": ranks, "size_bytes": int(s),
                          "busbw_gb_per_s": _num(b), "expected_busbw_gb_per_s": _num(e),
                          "busbw_in_place_gb_per_s": _num(bi), "algbw_gb_per_s": _num(a),
                          "time_us": _num(t)})
-        out += fnd.busbw_findings(op, res.size_bytes[m], res.busbw_gb_per_s[m], exp,
-                                  res.wrong[m], ranks)
-    ops = ", ".join(dict.fromkeys(res.op))
-    notes.append(f"{ops} (named by {'--nccl-op' if res.op_from == 'given' else res.op_from}); "
-                 f"{ranks} ranks ({res.ranks_from}), {k} per node, {nodes} node(s); "
-                 f"{gpu.id} over {scale_up.id} x {eff_i:g} inside a node and {scale_out.id} "
-                 f"x {scale_out.efficiency:g} (congestion {float(cong):.3g}) across nodes")
+        max_err = res.max_error[m] if res.max_error is not None else None
+        out += fnd.busbw_findings(label, res.size_bytes[m], res.busbw_gb_per_s[m], exp,
+                                  res.wrong[m], ranks if ranks_known else None,
+                                  max_error=max_err)
+        where = (f"{k} per node, {n_nodes} node(s) ({how}); {gpu.id} over {scale_up.id} x "
+                 f"{eff_i:g} inside a node and {out_fab.id} x {out_fab.efficiency:g}"
+                 + (f" with {nics} NIC(s) per node" if nics and k and n_nodes > 1 else "")
+                 + f" (congestion {float(cong):.3g}) across nodes") if k else how
+        notes.append(f"{label} (named by "
+                     f"{'--nccl-op' if res.op_from == 'given' else res.op_from}); "
+                     f"{ranks if ranks_known else 'unknown'} ranks ({res.ranks_from}), {where}")
     return rows, out, notes
 
 
@@ -130,8 +181,13 @@ def check_steps(log: TrainLog, results) -> tuple[dict, list]:
     median_s = float(np.median(st)) if len(st) else None
     tps = log.tokens_per_s_per_gpu[np.isfinite(log.tokens_per_s_per_gpu)]
     gb = log.global_batch[np.isfinite(log.global_batch)]
+    sps = (log.samples_per_s[np.isfinite(log.samples_per_s)] if log.samples_per_s is not None
+           else np.zeros(0))
     if len(tps):
         tokens_per_s = float(np.median(tps)) * gpus
+    elif len(sps):
+        # DeepSpeed and the Hugging Face Trainer count samples of the global batch
+        tokens_per_s = float(np.median(sps)) * model.seq_len
     elif median_s and len(gb):
         tokens_per_s = float(np.median(gb)) * model.seq_len / median_s
     elif median_s and results.headline.get("global_batch_tokens"):
@@ -187,9 +243,42 @@ def typed_keys(query: str | None) -> set:
     return {k for k, _ in parse_qsl((query or "").lstrip("?"), keep_blank_values=True)}
 
 
+def measured_steps(log: TrainLog) -> dict:
+    """What a log says without a model: step count and times, the log's own throughput
+    figures (an MFU the log prints is kept only where it is at most 1)."""
+    st = log.step_time_s[np.isfinite(log.step_time_s)]
+    tps = log.tokens_per_s_per_gpu[np.isfinite(log.tokens_per_s_per_gpu)]
+    sps = log.samples_per_s[np.isfinite(log.samples_per_s)] if log.samples_per_s is not None \
+        else np.zeros(0)
+    log_mfu = log.log_mfu[np.isfinite(log.log_mfu)]
+    log_tf = log.log_tflops_per_gpu[np.isfinite(log.log_tflops_per_gpu)]
+    gb = log.global_batch[np.isfinite(log.global_batch)]
+    m = float(np.median(log_mfu)) if len(log_mfu) else None
+    return {"count": int(len(log.step)), "framework": log.framework,
+            "median_step_s": float(np.median(st)) if len(st) else None,
+            "tokens_per_s_per_gpu": float(np.median(tps)) if len(tps) else None,
+            "samples_per_s": float(np.median(sps)) if len(sps) else None,
+            "global_batch": float(np.median(gb)) if len(gb) else None,
+            "tokens_per_s": None, "mfu": None, "predicted_mfu": None,
+            "log_mfu": m if m is not None and m <= 1 else None,
+            "log_tflops_per_gpu": float(np.median(log_tf)) if len(log_tf) else None,
+            "data_loading_share": fnd.data_loading_share(log.data_loading_s, log.step_time_s),
+            "checkpoints": int(len(log.checkpoint_s)),
+            "checkpoint_p99_s": (float(np.percentile(log.checkpoint_s, 99))
+                                 if len(log.checkpoint_s) else None),
+            "model": None}
+
+
+#: what a log is checked with when no model is known
+NO_MODEL = ("the log's model is unknown: give model= in --query (a catalog id), or "
+            "--model-config FILE (a Hugging Face config.json); the log prints none (Megatron's "
+            "argument dump, torchtitan's flavor)")
+
+
 def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=None, gpu=None,
           scale_up=None, scale_out=None, scenario=None, query: str | None = None,
-          cat=None) -> dict:
+          cat=None, nodes=None, gpus_per_node=None, nics_per_node=None,
+          model_given: bool | None = None, placement_from_scenario: bool = True) -> dict:
     """The check as one JSON-ready dict.
 
     Parameters
@@ -200,9 +289,21 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=No
     gpu, scale_up, scale_out : optional
         Hardware of the nccl-tests run (default: the scenario's).
     scenario : Scenario, optional
-        What the log runs (model, GPU, GPUs, layout); required with ``log``.
+        What the log runs (model, GPU, GPUs, layout). Without one, or without a model
+        (``model_given`` false and none printed in the log), the log's measured figures
+        alone are reported and a finding asks for the model.
     query : str, optional
         The query the scenario came from: the keys it sets are not taken from the log.
+    nodes, gpus_per_node, nics_per_node : int, optional
+        The nccl-tests placement where the output does not show it.
+    model_given : bool, optional
+        The scenario's model was given (``model=`` or a config); default: ``model`` in the
+        query or a config model in the scenario, and true for a scenario without a query
+        (an app's scenario, whose model the user picked).
+    placement_from_scenario : bool
+        Where nccl-tests' hardware comes from the scenario and no placement is shown or
+        given, take the scenario GPU's node size as GPUs per node (with a note). The CLI
+        passes False: there the placement is asked for.
     """
     if nccl is None and log is None and dcgm is None:
         raise v.InputError("nccl_tests", "give --nccl-tests FILE, --train-log FILE and/or "
@@ -211,24 +312,42 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=No
            "notes": []}
     results = None
     if log is not None:
-        if scenario is None:
-            raise v.InputError("query", "a training log needs the run it logs: --query "
-                                        "\"model=..&gpu=..&gpus=..\"")
-        from ..review import evaluate
-        scenario, taken = scenario_from_log(
-            scenario, log, typed_keys(query),
-            lambda s: evaluate(s, cat).inputs.model.seq_len)
-        if taken:
-            out["notes"].append("from the log: " + ", ".join(
-                f"{k}={x}" for k, x in taken.items() if k != "batch"))
-        results = evaluate(scenario, cat)
-        out["steps"], f = check_steps(log, results)
-        out["findings"] += f
-        layout = results.plan.layout.to_dict()["description"] if results.plan.layout else "none fits"
-        out["assumptions"].append(
-            f"MFU: the review's model FLOPs per token over GPUs x dense BF16 peak "
-            f"({results.inputs.gpu.bf16_dense_tflops:g} TFLOP/s), predicted for the "
-            f"scenario's layout ({layout})")
+        if model_given is None:
+            model_given = scenario is not None and (
+                query is None or "model" in typed_keys(query) or scenario.model == "config")
+        if scenario is not None and not model_given and log.model_config:
+            scenario = replace(scenario, model="config", model_config=log.model_config)
+            out["notes"].append(f"model from the log: {log.model_from}")
+            model_given = True
+        elif scenario is not None and not model_given and log.model_id:
+            scenario = replace(scenario, model=log.model_id)
+            out["notes"].append(f"model from the log: {log.model_id} ({log.model_from})")
+            model_given = True
+        if scenario is None or not model_given:
+            out["steps"] = measured_steps(log)
+            out["findings"].append(fnd.finding("warn", "MFU not judged", NO_MODEL))
+            out["findings"] += fnd.step_findings(
+                log.step, log.step_time_s, log.time_s, None, None, out["steps"]["median_step_s"])
+            out["findings"] += fnd.checkpoint_findings(log.checkpoint_s,
+                                                       out["steps"]["median_step_s"])
+            out["findings"] += fnd.data_loading_findings(log.data_loading_s, log.step_time_s)
+        else:
+            from ..review import evaluate
+            scenario, taken = scenario_from_log(
+                scenario, log, typed_keys(query),
+                lambda s: evaluate(s, cat).inputs.model.seq_len)
+            if taken:
+                out["notes"].append("from the log: " + ", ".join(
+                    f"{k}={x}" for k, x in taken.items() if k != "batch"))
+            results = evaluate(scenario, cat)
+            out["steps"], f = check_steps(log, results)
+            out["findings"] += f
+            layout = (results.plan.layout.to_dict()["description"] if results.plan.layout
+                      else "none fits")
+            out["assumptions"].append(
+                f"MFU: the review's model FLOPs per token over GPUs x dense BF16 peak "
+                f"({results.inputs.gpu.bf16_dense_tflops:g} TFLOP/s), predicted for the "
+                f"scenario's layout ({layout})")
     if nccl is not None:
         if gpu is None:
             if scenario is None:
@@ -239,11 +358,22 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=No
                 results = evaluate(scenario, cat)
             gpu, scale_up, scale_out = (results.inputs.gpu, results.inputs.scale_up,
                                         results.inputs.scale_out)
-        rows, f, notes = check_nccl(nccl, gpu, scale_up, scale_out)
+            if (placement_from_scenario and not nodes and not gpus_per_node
+                    and not nccl.nodes):
+                gpus_per_node = int(gpu.gpus_per_node)
+                out["notes"].append(f"placement assumed from the scenario's GPU: "
+                                    f"{gpus_per_node} GPUs per node ({gpu.id}); not shown "
+                                    "by the output")
+        rows, f, notes = check_nccl(nccl, gpu, scale_up, scale_out, nodes=nodes,
+                                    gpus_per_node=gpus_per_node, nics_per_node=nics_per_node)
         out["collectives"], out["findings"] = rows, f + out["findings"]
         out["notes"] += notes
         out["assumptions"].append(NCCL_ASSUMPTIONS)
     if dcgm is not None:
         out["dcgm"] = {"model": dcgm.model, "metrics": dcgm_mod.summary(dcgm)}
         out["findings"] += fnd.dcgm_findings(out["dcgm"]["metrics"])
+        out["notes"] += list(getattr(dcgm, "notes", ()) or ())
+    # alerts first, then warnings, then what is fine (stable within a level)
+    rank = {"alert": 0, "warn": 1, "ok": 2}
+    out["findings"].sort(key=lambda f: rank.get(f["level"], 3))
     return out

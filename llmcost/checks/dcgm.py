@@ -53,6 +53,32 @@ DMON_FIELDS = {"GRACT": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "SMACT": "DCGM_FI_PROF_
 #: NVSwitch, NVLink, CPU, CPU core)
 _DMON_ENTITY = re.compile(r"^(GPU|GPU-I|GPU-CI|Switch|Link|CPU|Core)\s+(\d{1,6})\s+(.*)$")
 _DMON_BLANK = {"N/A", "NA", "-"}
+#: a shell prompt or a command pasted with the output (``[root@host dir]# dcgmi dmon ...``,
+#: ``user@host:~$ curl ...``, ``$ dcgmi ...``): skipped with a note
+_PROMPT = re.compile(r"^(?:\[[^\]]*\][#$]|\S+@\S+?[:\s][^#$]*[#$]|[#$>](?=\s|$))\s*(.*)$")
+_COMMAND = re.compile(r"^(?:sudo\s+)?(?:dcgmi|curl|wget|kubectl|nv-hostengine)\b")
+#: the fields that are ratios in [0, 1] (DCGM field documentation, ids 1001-1008): a value
+#: outside is not a reading of them (a percentage pasted, or another field)
+RATIO_FIELDS = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE",
+                "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+                "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
+                "DCGM_FI_PROF_PIPE_FP32_ACTIVE", "DCGM_FI_PROF_PIPE_FP16_ACTIVE",
+                "DCGM_FI_PROF_PIPE_TENSOR_IMMA_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_HMMA_ACTIVE",
+                "DCGM_FI_PROF_PIPE_TENSOR_DFMA_ACTIVE", "DCGM_FI_PROF_PIPE_INT_ACTIVE")
+
+
+def _skipped(s: str) -> bool:
+    """A prompt or command line, not output."""
+    m = _PROMPT.match(s)
+    return bool(m and not s.startswith("# Entity") and not s.startswith("#Entity")
+                and (not m.group(1) or _COMMAND.match(m.group(1)))) or bool(_COMMAND.match(s))
+
+
+def _in_range(name: str, x: float, lineno: int, gpu: str) -> None:
+    if name in RATIO_FIELDS and x > 1.0:
+        raise v.InputError(PARAM, f"line {lineno}: {name} = {x:g} on {gpu or 'the GPU'}: this "
+                                  "gauge is a ratio in [0, 1] (a share of time), not a "
+                                  "percentage; expected dcgmi dmon or dcgm-exporter output")
 
 _LINE = re.compile(r"^(DCGM_[A-Z0-9_]+)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?\s*$")
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
@@ -67,6 +93,7 @@ class DcgmSamples:
     value: np.ndarray       #: the value (NaN for a DCGM blank)
     blank: np.ndarray       #: True where DCGM reported a blank sentinel
     model: str | None       #: the ``modelName`` label, if any
+    notes: tuple = ()       #: lines skipped (prompts, commands)
 
 
 def is_blank(x: float) -> bool:
@@ -90,7 +117,7 @@ def _is_dmon(text: str) -> bool:
     """True when the first non-blank line is ``dcgmi dmon``'s ``# Entity ...`` header."""
     for _, line in _t.lines(text):
         s = line.strip()
-        if s:
+        if s and not _skipped(s):
             return s.startswith("#") and s[1:].split()[:1] == ["Entity"]
     return False
 
@@ -126,10 +153,13 @@ def read_dmon(text) -> DcgmSamples:
         and ``"GPU-I 1"`` (the entity) for other kinds; ``N/A`` is a blank.
     """
     text = _t.as_text(text, PARAM)
-    names, rows = None, []
+    names, rows, skipped = None, [], []
     for lineno, line in _t.lines(text):
         s = line.strip()
-        if not s or s == "Id":
+        if not s or s.upper() == "ID":
+            continue
+        if _skipped(s):
+            skipped.append(lineno)
             continue
         if s.startswith("#"):
             head = s[1:].split()
@@ -156,21 +186,31 @@ def read_dmon(text) -> DcgmSamples:
             if not blank and (not np.isfinite(x) or x < 0):
                 raise v.InputError(PARAM, f"line {lineno}: expected a non-negative number or "
                                           f"N/A, got {tok[:30]!r}")
+            if not (blank or is_blank(x)):
+                _in_range(name, x, lineno, f"{kind} {ent}")
             rows.append((name, gpu, x, blank or is_blank(x)))
         if len(rows) > MAX_SAMPLES:
             raise v.InputError(PARAM, f"line {lineno}: more than {MAX_SAMPLES:,} samples")
     if not rows:
         raise v.InputError(PARAM, "no DCGM sample found: expected 'dcgmi dmon' rows "
                                   "('GPU 0  0.969 ...') under a '# Entity ...' header")
-    return _samples(rows, model=None)
+    return _samples(rows, model=None, notes=_skip_note(skipped))
 
 
-def _samples(rows, model) -> DcgmSamples:
+def _skip_note(skipped) -> tuple:
+    if not skipped:
+        return ()
+    return (f"{len(skipped)} prompt or command line(s) skipped (line "
+            + ", ".join(str(x) for x in skipped[:5]) + ("..." if len(skipped) > 5 else "") + ")",)
+
+
+def _samples(rows, model, notes=()) -> DcgmSamples:
     """(metric, gpu, value, blank) rows as DcgmSamples; a blank's value is NaN."""
     metric, gpu, value, blank = (np.array(c) for c in zip(*rows))
     value, blank = value.astype(float), blank.astype(bool)
     return DcgmSamples(metric=metric.astype(str), gpu=gpu.astype(str),
-                       value=np.where(blank, np.nan, value), blank=blank, model=model)
+                       value=np.where(blank, np.nan, value), blank=blank, model=model,
+                       notes=tuple(notes))
 
 
 def read_exporter(text) -> DcgmSamples:
@@ -185,14 +225,21 @@ def read_exporter(text) -> DcgmSamples:
     DcgmSamples
     """
     text = _t.as_text(text, PARAM)
-    rows, models = [], []
+    rows, models, skipped = [], [], []
     for lineno, line in _t.lines(text):
         s = line.strip()
-        if not s or s.startswith("#"):
+        if not s:
+            continue
+        if _skipped(s):
+            skipped.append(lineno)
+            continue
+        if s.startswith("#"):
             continue
         if not s.startswith("DCGM_"):
             raise v.InputError(PARAM, f"line {lineno}: expected a DCGM_... sample line, got "
-                                      f"{_t.short(s)}")
+                                      f"{_t.short(s)}; the formats read: 'dcgmi dmon' output "
+                                      "(a '# Entity ...' header, then 'GPU 0 ...' rows) or "
+                                      "dcgm-exporter's /metrics text")
         m = _LINE.match(s)
         if not m:
             raise v.InputError(PARAM, f"line {lineno}: expected 'DCGM_NAME{{labels}} value' in "
@@ -214,13 +261,17 @@ def read_exporter(text) -> DcgmSamples:
             gpu += "/" + labels["GPU_I_ID"]
         if "modelName" in labels:
             models.append(labels["modelName"])
-        rows.append((m.group(1), gpu, x, is_blank(exact if exact is not None else x)))
+        blank = is_blank(exact if exact is not None else x)
+        if not blank:
+            _in_range(m.group(1), x, lineno, gpu)
+        rows.append((m.group(1), gpu, x, blank))
         if len(rows) > MAX_SAMPLES:
             raise v.InputError(PARAM, f"line {lineno}: more than {MAX_SAMPLES:,} samples")
     if not rows:
         raise v.InputError(PARAM, "no DCGM sample found: expected dcgm-exporter /metrics text "
                                   "('DCGM_FI_...{gpu=\"0\",...} value')")
-    return _samples(rows, model=max(set(models), key=models.count) if models else None)
+    return _samples(rows, model=max(set(models), key=models.count) if models else None,
+                    notes=_skip_note(skipped))
 
 
 def summary(d: DcgmSamples) -> dict:

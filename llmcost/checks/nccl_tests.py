@@ -5,6 +5,15 @@ row per message size, ``size count type redop root time algbw busbw #wrong`` out
 then ``time algbw busbw #wrong`` in place (older versions have no ``root`` column, the
 oldest no ``redop``); ``#  Rank N Group G Pid P on HOST device D [BUS] NAME`` lines name the
 ranks; ``# Collective test starting: all_reduce_perf`` names the test (2.14 and later).
+Older versions print ``error`` (the largest numerical error, ``0e+00``, ``1e-07``) where later
+ones print ``#wrong`` (a count of wrong elements): the header's word, or a value in
+exponent or decimal notation, tells them apart.
+
+Pastes as people make them: the header or the Rank lines left out, one Rank line of many,
+several runs in one file (a new ``Collective test starting`` line, a ``*_perf`` command
+after rows, or the message size falling back starts a run). A table that is not
+nccl-tests' (algbw not the size over the time, a count that does not divide the size) is
+refused rather than read as numbers.
 Launcher prefixes are removed: Slurm's ``srun --label`` (``0: ``) and Open MPI's
 ``--tag-output`` (``[0]``, ``[1,0]<stdout>:``), which can also appear inside a row.
 
@@ -50,6 +59,17 @@ _FILE_OP = re.compile(r"(?:^|[^a-z])(" + "|".join(OPS) + r")(?:[^a-z]|$)")
 _RANK = re.compile(r"^#\s*Rank\s+(\d{1,9})\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+"
                    r"device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")
 _INT = re.compile(r"^\d+$")
+#: ``NCCL_IB_HCA=mlx5_0,mlx5_1`` (an exclusion list ``^...`` names no NIC in use)
+_IB_HCA = re.compile(r"NCCL_IB_HCA\s*=\s*([=]?[A-Za-z0-9_:,\-]+)")
+#: ``NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ... ; OOB eth0:...``
+_NET_IB = re.compile(r"NET/IB\s*:\s*Using\s+((?:\[\d+\]\S+\s*)+)")
+#: bytes per element of nccl-tests' type names
+TYPE_BYTES = {"int8": 1, "uint8": 1, "char": 1, "int32": 4, "uint32": 4, "int": 4, "int64": 8,
+              "uint64": 8, "half": 2, "float16": 2, "bfloat16": 2, "float": 4, "float32": 4,
+              "double": 8, "float64": 8, "f8e4m3": 1, "f8e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+#: the formats a file is read as, named in the refusal of anything else
+FORMATS = ("nccl-tests text (rows 'size count type redop root time algbw busbw #wrong "
+           "...', older 'size count type time algbw busbw error ...') or its -J JSON")
 
 
 @dataclass(frozen=True)
@@ -71,10 +91,26 @@ class NcclTests:
     hosts: tuple = ()                   #: host names of the Rank lines
     device: str | None = None           #: the GPU name the Rank lines print
     notes: tuple = field(default=())
+    #: run per row (0, 1, ...): a file can hold several tests
+    run: np.ndarray | None = None
+    #: largest numerical error per row where the output has older nccl-tests' ``error``
+    #: column instead of ``#wrong`` (NaN elsewhere)
+    max_error: np.ndarray | None = None
+    #: the Rank lines cover every rank (their hosts give the placement)
+    ranks_complete: bool = False
+    #: NICs per node named by NCCL_IB_HCA or NCCL's NET/IB line (None: not shown)
+    nics_per_node: int | None = None
 
     @property
     def nodes(self) -> int | None:
-        return len(self.hosts) or None
+        """Nodes from the Rank lines' hosts, when the Rank lines cover every rank."""
+        return (len(self.hosts) or None) if self.ranks_complete else None
+
+    def runs(self):
+        """(run, op, row mask) per run and collective, in the file's order."""
+        run = self.run if self.run is not None else np.zeros(len(self.op), int)
+        for key in dict.fromkeys(zip(run.tolist(), self.op.tolist())):
+            yield key[0], key[1], (run == key[0]) & (self.op == key[1])
 
 
 def _number(tok: str, lineno: int, what: str, line: str, allow_na=False) -> float:
@@ -90,8 +126,14 @@ def _number(tok: str, lineno: int, what: str, line: str, allow_na=False) -> floa
     return x
 
 
-def _row(tokens: list, lineno: int, line: str):
-    """(size, redop, time, algbw, busbw, wrong, busbw in place) of one table row."""
+def _is_error_value(tok: str) -> bool:
+    """An older ``error`` value (``0e+00``, ``1e-07``, ``0.0002``), not a ``#wrong`` count."""
+    return tok not in ("N/A",) and not tok.isdigit() and _is_num(tok)
+
+
+def _row(tokens: list, lineno: int, line: str, error_column: bool = False):
+    """(size, redop, time, algbw, busbw, wrong, busbw in place, max error, count, type) of
+    one table row; ``error_column``: the header says ``error`` (older nccl-tests)."""
     n = len(tokens)
     # 13: size count type redop root | 12: no root | 11: no redop (nccl-tests before 2.0);
     # in-place columns may be missing (trace replay prints out-of-place blank)
@@ -111,7 +153,11 @@ def _row(tokens: list, lineno: int, line: str):
     t = _number(body[0], lineno, "time (us)", line)
     alg = _number(body[1], lineno, "algbw (GB/s)", line)
     bus = _number(body[2], lineno, "busbw (GB/s)", line)
-    wrong = _number(body[3], lineno, "#wrong", line, allow_na=True)
+    as_error = error_column or _is_error_value(body[3])
+    wrong = _number(body[3], lineno, "error" if as_error else "#wrong", line, allow_na=True)
+    max_err = wrong if as_error else float("nan")
+    if as_error:
+        wrong = float("nan")
     bus_ip = _number(body[6], lineno, "in-place busbw (GB/s)", line) if len(body) == 8 \
         else float("nan")
     for x, what in ((alg, "algbw"), (bus, "busbw"), (bus_ip, "in-place busbw")):
@@ -119,7 +165,28 @@ def _row(tokens: list, lineno: int, line: str):
             raise v.InputError(PARAM, f"line {lineno}: {what} {x:g} GB/s is above "
                                       f"{MAX_GB_PER_S:g}")
     redop = tokens[3] if head >= 4 else ""
-    return size, redop, t, alg, bus, wrong, bus_ip
+    return (size, redop, t, alg, bus, wrong, bus_ip, max_err,
+            _number(tokens[1], lineno, "count (elements)", line), tokens[2].lower())
+
+
+def _consistent(size, count, typ, t, alg, lineno, line):
+    """Refuse a row nccl-tests cannot have printed: algbw is size / time (printed to 2
+    decimals, the time to 4 significant digits), and count x the type's bytes divides the
+    size (all-gather and all-to-all print the per-rank count)."""
+    b = TYPE_BYTES.get(typ)
+    if t > 0 and alg >= 0.05:
+        want = size / t / 1e3
+        # older versions printed the size of all of a process's GPUs (-g) and the algbw of
+        # one: count x the type's bytes / time
+        alt = count * b / t / 1e3 if b else want
+        if min(abs(alg - want) - 0.02 * want, abs(alg - alt) - 0.02 * alt) > 0.011:
+            raise v.InputError(PARAM, f"line {lineno}: algbw {alg:g} GB/s is not size / time "
+                                      f"= {size:g} B / {t:g} us = {want:.3g} GB/s: not a "
+                                      f"nccl-tests row ({_t.short(line)}); expected {FORMATS}")
+    if b and count > 0 and size % (count * b) != 0:
+        raise v.InputError(PARAM, f"line {lineno}: size {size:g} B is not a multiple of count "
+                                  f"{count:g} x {b} B ({typ}): not a nccl-tests row "
+                                  f"({_t.short(line)}); expected {FORMATS}")
 
 
 def _is_num(tok: str) -> bool:
@@ -139,6 +206,18 @@ def _op_of_file(name: str | None) -> str:
     """The collective a file's name carries (``all_gather_perf.log``, ``nccl_alltoall.json``)."""
     m = _FILE_OP.search(re.split(r"[/\\]", name or "")[-1])
     return m.group(1) if m else ""
+
+
+def _nics(s: str) -> int | None:
+    """NICs an NCCL_IB_HCA setting or a NET/IB line names (None: neither in the line)."""
+    m = _IB_HCA.search(s)
+    if m and not m.group(1).startswith("^"):
+        names = {x.split(":")[0] for x in m.group(1).lstrip("=").split(",") if x}
+        return len(names) or None
+    m = _NET_IB.search(s)
+    if m:
+        return len(re.findall(r"\[\d+\]", m.group(1))) or None
+    return None
 
 
 def read_text(text, name: str | None = None, op: str | None = None) -> NcclTests:
@@ -162,68 +241,109 @@ def read_text(text, name: str | None = None, op: str | None = None) -> NcclTests
         op = v.choice("nccl_op", op, OPS)
     current = op or _op_of_file(name)
     op_from = "given" if op else ("the file name" if current else "")
-    rows, ranks, hosts, devices = [], {}, [], []
+    rows, ranks, hosts, devices, rank_host = [], {}, [], [], {}
+    run, run_rows, error_column, nics, notes = 0, 0, False, None, []
+    last_size = -1.0
     for lineno, raw in _t.lines(text):
         line = _PREFIX.sub("", raw, count=1)
         s = line.strip()
         if not s:
             continue
+        if "NCCL_IB_HCA" in s or "NET/IB" in s:
+            nics = _nics(s) or nics
         if s.startswith("#"):
             m = _START.search(s)
-            if m and op is None and m.group(1) in OPS:
-                current, op_from = m.group(1), "the output's test name"
+            if m:
+                if run_rows:
+                    run, run_rows, last_size = run + 1, 0, -1.0
+                if op is None and m.group(1) in OPS:
+                    current, op_from = m.group(1), "the output's test name"
             m = _RANK.match(s)
             if m:
                 ranks[int(m.group(1))] = True
+                rank_host[int(m.group(1))] = m.group(2)
                 if m.group(2) not in hosts:
                     hosts.append(m.group(2))
                 devices.append(m.group(3))
+            words = s[1:].split()
+            if "size" in words and ("busbw" in words or "algbw" in words):
+                error_column = "error" in words and "#wrong" not in words
             continue
-        if op is None and not rows:
-            # a command echoed before the table names the binary
-            b = _op_of_name(s)
-            if b:
+        b = _op_of_name(s)
+        if b and not _INT.match(s.split()[0]):
+            # a command echoed before a table names the binary; after rows it starts a run
+            if run_rows:
+                run, run_rows, last_size = run + 1, 0, -1.0
+            if op is None:
                 current, op_from = b, "the command in the output"
+            continue
         tokens = _TAG.sub(" ", s).split()
         if not tokens or not _INT.match(tokens[0]) or len(tokens) < 5:
             continue
         if len(rows) >= MAX_ROWS:
             raise v.InputError(PARAM, f"line {lineno}: more than {MAX_ROWS:,} result "
                                       "rows")
-        rows.append((current,) + _row(tokens, lineno, s))
+        r = _row(tokens, lineno, s, error_column)
+        _consistent(r[0], r[8], r[9], r[2], r[3], lineno, s)
+        if r[0] < last_size:
+            # the size falls back: a second test pasted after the first
+            run, run_rows = run + 1, 0
+        last_size = r[0]
+        rows.append((current,) + r[:8] + (run,))
+        run_rows += 1
     if not rows:
-        raise v.InputError(PARAM, "no result row found: expected nccl-tests output "
-                                  "with rows 'size count type redop root time algbw busbw "
-                                  "#wrong ...'")
-    return _result(rows, sorted(ranks), hosts, devices, op_from)
+        raise v.InputError(PARAM, f"no result row found: expected {FORMATS}")
+    used = sorted({r[-1] for r in rows})
+    if len(used) > 1:
+        notes.append(f"{len(used)} runs in the file, each checked on its own")
+    rows = [r[:-1] + (used.index(r[-1]),) for r in rows]
+    return _result(rows, sorted(ranks), hosts, devices, op_from, notes, nics, rank_host)
 
 
-def _result(rows, rank_ids, hosts, devices, op_from) -> NcclTests:
+def _result(rows, rank_ids, hosts, devices, op_from, notes=(), nics=None,
+            rank_host=None) -> NcclTests:
     cols = list(zip(*rows))
     redop = np.array(cols[2], dtype=object)
     ops = np.array(cols[0], dtype=object)
     alg = np.array(cols[4], dtype=float)
     bus = np.array(cols[5], dtype=float)
-    notes = []
+    max_err = np.array(cols[8], dtype=float) if len(cols) > 8 else np.full(len(alg), np.nan)
+    run = np.array(cols[9], dtype=int) if len(cols) > 9 else np.zeros(len(alg), int)
+    notes = list(notes)
     if not all(ops):
         guess = _infer_op(redop, alg, bus)
         ops = np.where(ops == "", guess, ops)
         op_from = op_from or "busbw/algbw and the reduction"
         notes.append(f"collective inferred as {guess} from busbw/algbw and the reduction "
                      "(the output does not name it)")
-    if rank_ids:
-        ranks, how = len(rank_ids), "Rank lines"
+    # ranks: the larger of the highest Rank id + 1 (a paste may hold some Rank lines only)
+    # and the count busbw/algbw implies
+    last = ops == ops[-1]
+    implied = infer_ranks(str(ops[-1]), alg[last], bus[last])
+    by_lines = (max(rank_ids) + 1) if rank_ids else None
+    if by_lines and implied and implied > by_lines:
+        ranks, how = implied, "busbw/algbw at the largest size (more than the Rank lines show)"
+    elif by_lines and (by_lines >= 2 or not implied):
+        ranks, how = by_lines, "Rank lines"
+    elif implied:
+        ranks, how = implied, "busbw/algbw at the largest size"
     else:
-        ranks = infer_ranks(str(ops[-1]), alg, bus)
-        how = "busbw/algbw at the largest size" if ranks else "unknown"
+        ranks, how = by_lines, ("Rank lines" if by_lines else "unknown")
+    complete = bool(rank_ids) and ranks is not None and len(rank_ids) == ranks
+    if rank_ids and not complete:
+        notes.append(f"{len(rank_ids)} Rank line(s) of {ranks} ranks: the placement is not "
+                     "read from them")
+    if np.isfinite(max_err).any():
+        notes.append("older nccl-tests 'error' column: the largest numerical error "
+                     f"({np.nanmax(max_err):g}), not a count of wrong elements")
     device = max(set(devices), key=devices.count) if devices else None
     return NcclTests(op=ops.astype(str), size_bytes=np.array(cols[1], dtype=float),
                      time_us=np.array(cols[3], dtype=float), algbw_gb_per_s=alg,
                      busbw_gb_per_s=bus, busbw_in_place_gb_per_s=np.array(cols[7], dtype=float),
                      wrong=np.array(cols[6], dtype=float), redop=redop.astype(str),
                      ranks=ranks, ranks_from=how, op_from=op_from, hosts=tuple(hosts),
-                     device=device,
-                     notes=tuple(notes))
+                     device=device, notes=tuple(notes), run=run, max_error=max_err,
+                     ranks_complete=complete, nics_per_node=nics)
 
 
 def _ratio(alg, bus) -> float:

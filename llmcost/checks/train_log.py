@@ -24,6 +24,28 @@ torchtitan (``torchtitan/components/metrics.py``)::
 
 ``tps`` is tokens per second per GPU; the step time is the time between logged steps over
 the steps between them.
+
+NeMo 1.x (the NeMo-Megatron launcher's Lightning progress bar, ``train_step_timing`` in
+seconds per step)::
+
+    Epoch 0: :   3%|▎  | 9000/301500 [1:42:42<55:37:46, v_num=0-56, reduced_train_loss=nan.0,
+    global_step=9e+3, consumed_samples=6.3e+5, train_step_timing in s=0.615, val_loss=7.040]
+
+DeepSpeed (``deepspeed/utils/timer.py``, ThroughputTimer, every ``steps_per_print``;
+samples/s of the global batch)::
+
+    [2022-03-11 02:06:58,985] [INFO] [timer.py:189:stop] 0/40, SamplesPerSec=83.48, ...
+    [2023-07-25 21:03:17,269] [INFO] [timer.py:215:stop] epoch=0/micro_step=34/global_step=34,
+    RunningAvgSamplesPerSec=7.86, CurrSamplesPerSec=8.01, MemAllocated=59.65GB, ...
+
+Hugging Face Trainer / Accelerate (``Trainer.train``'s speed metrics, printed as a dict and
+saved as ``train_results.json``): ``train_runtime``, ``train_samples_per_second``,
+``train_steps_per_second``: the mean step is 1 / steps per second.
+
+The model, where the log prints it: Megatron's argument dump (``num_layers``,
+``hidden_size``, ``num_attention_heads``, ``num_query_groups``, ``ffn_hidden_size``,
+``padded_vocab_size``/``vocab_size``, ``seq_length``) as a config model; torchtitan's
+``Building <name> <flavor> with ...`` as a catalog id (``llama3`` ``8B`` -> ``llama3-8b``).
 """
 
 from __future__ import annotations
@@ -49,7 +71,22 @@ _MEG_GBS = re.compile(r"global batch size:\s*(\S+)")
 _MEG_TIME = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)?\]")
 _MEG_ARG = re.compile(r"^\s*(seq_length|global_batch_size|micro_batch_size|world_size|"
                       r"tensor_model_parallel_size|pipeline_model_parallel_size|"
-                      r"context_parallel_size|expert_model_parallel_size)\s*\.{3,}\s*(\d+)\s*$")
+                      r"context_parallel_size|expert_model_parallel_size|num_layers|"
+                      r"hidden_size|num_attention_heads|num_query_groups|ffn_hidden_size|"
+                      r"padded_vocab_size|vocab_size|max_position_embeddings)"
+                      r"\s*\.{3,}\s*(\d+)\s*$")
+#: Megatron's ``swiglu .... True`` and ``group_query_attention .... True``
+_MEG_FLAG = re.compile(r"^\s*(swiglu|group_query_attention)\s*\.{3,}\s*(True|False)\s*$")
+_NEMO1_TIME = re.compile(r"train_step_timing in s=\s*([0-9.eE+-]+)")
+_NEMO1_STEP = re.compile(r"\bglobal_step=\s*([0-9.eE+]+)")
+_NEMO1_BAR = re.compile(r"\|\s*(\d{1,12})/(?:\d+|\?)\s*\[")
+_DS_TIMER = re.compile(r"(?:epoch=)?(\d{1,9})/(?:micro_step=\d+/global_step=)?(\d{1,12}),\s*"
+                       r"(?:RunningAvg)?SamplesPerSec=([0-9.eE+-]+)"
+                       r"(?:,\s*CurrSamplesPerSec=([0-9.eE+-]+))?")
+_DS_TIME = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
+_HF_KEY = re.compile(r"""['"](train_runtime|train_samples_per_second|train_steps_per_second|"""
+                     r"""train_samples|epoch)['"]\s*:\s*([0-9.eE+-]+)""")
+_TT_BUILD = re.compile(r"\bBuilding\s+([A-Za-z][\w.]*)\s+(\w+)\s+with\b")
 _NEMO_TIME = re.compile(r"train_step_timing in s:\s*(\S+)")
 _NEMO_STEP = re.compile(r"\bglobal_step:\s*(\d{1,12})\b")
 _NEMO_GBS = re.compile(r"\bglobal_batch_size:\s*(\S+)")
@@ -85,6 +122,14 @@ class TrainLog:
     #: Megatron's "batch-generator" timer per logged step: the time the step waited for
     #: its data [s] (the slowest rank's with min/max timers; NaN where not logged)
     data_loading_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: samples per second of the global batch (DeepSpeed, Hugging Face Trainer; else NaN)
+    samples_per_s: np.ndarray | None = None
+    #: the model as a catalog id the log names (torchtitan's flavor), else None
+    model_id: str | None = None
+    #: the model as the Scenario's ``model_config`` text (Megatron's argument dump), else ""
+    model_config: str = ""
+    #: where the model came from ("Megatron's argument dump", ...)
+    model_from: str = ""
 
 
 def _num(tok: str, lineno: int, what: str, line: str) -> float:
@@ -119,6 +164,7 @@ def read(text) -> TrainLog:
     """
     text = _t.as_text(text, PARAM)
     meg, nemo, tt, args, ckpt, data = [], [], [], {}, [], {}
+    ds, hf, hf_open, flags, built = [], {}, False, {}, None
     for lineno, line in _t.lines(text):
         if "batch-generator" in line and meg:
             d = _MEG_DATA.search(line)
@@ -156,6 +202,29 @@ def read(text) -> TrainLog:
             nemo.append((int(m.group(1)), sec, np.nan,
                          _num(gb.group(1), lineno, "global_batch_size", line) if gb else np.nan,
                          np.nan, np.nan, np.nan, np.nan))
+        elif "train_step_timing in s=" in line:
+            e = _NEMO1_TIME.search(line)
+            m = _NEMO1_STEP.search(line) or _NEMO1_BAR.search(line)
+            if not e or not m:
+                raise v.InputError(PARAM, f"line {lineno}: expected 'global_step=N' and "
+                                          f"'train_step_timing in s=X' in {_t.short(line)}")
+            step = int(_num(m.group(1), lineno, "global_step", line))
+            nemo.append((step, _num(e.group(1), lineno, "train_step_timing in s", line),
+                         np.nan, np.nan, np.nan, np.nan, np.nan, np.nan))
+        elif "SamplesPerSec=" in line:
+            m = _DS_TIMER.search(line)
+            if not m:
+                raise v.InputError(PARAM, f"line {lineno}: expected DeepSpeed's 'E/STEP, "
+                                          f"SamplesPerSec=X' in {_t.short(line)}")
+            ts = _DS_TIME.search(line)
+            sps = _num(m.group(4) or m.group(3), lineno, "samples per second", line)
+            ds.append((int(m.group(2)), np.nan,
+                       _stamp(ts.group(1)) + int(ts.group(2)) / 1e3 if ts else np.nan,
+                       np.nan, np.nan, np.nan, np.nan, np.nan, sps))
+        elif "train_runtime" in line or hf_open:
+            for k, x in _HF_KEY.findall(line):
+                hf[k] = _num(x, lineno, k, line)
+            hf_open = "train_runtime" in line and "}" not in line or (hf_open and "}" not in line)
         elif "tps:" in line and "step:" in line:
             m = _TT_STEP.search(line)
             if not m:
@@ -182,15 +251,29 @@ def read(text) -> TrainLog:
             a = _MEG_ARG.match(line)
             if a:
                 args[a.group(1)] = int(a.group(2)[:12])
+            f = _MEG_FLAG.match(line)
+            if f:
+                flags[f.group(1)] = f.group(2) == "True"
+            b = _TT_BUILD.search(line)
+            if b and built is None:
+                built = (b.group(1), b.group(2))
         if max(len(meg), len(nemo)) > MAX_STEPS or len(tt) > 2 * MAX_STEPS:
             raise v.InputError(PARAM, f"line {lineno}: more than {MAX_STEPS:,} steps")
     tt_rows = _one_rank(tt)
-    if not meg and not nemo and not tt_rows:
+    hf_rows = []
+    if "train_runtime" in hf and hf.get("train_steps_per_second", 0) > 0:
+        steps = hf["train_runtime"] * hf["train_steps_per_second"]
+        hf_rows = [(int(round(steps)), 1.0 / hf["train_steps_per_second"], np.nan, np.nan,
+                    np.nan, np.nan, np.nan, np.nan, hf.get("train_samples_per_second", np.nan))]
+    if not meg and not nemo and not tt_rows and not ds and not hf_rows:
         raise v.InputError(PARAM, "no step line found: expected Megatron lines "
                                   "('iteration N/ M | ... elapsed time per iteration (ms): X'), "
-                                  "NeMo lines ('... train_step_timing in s: X') or torchtitan "
-                                  "lines ('step: N ... tps: X')")
-    most = max(len(meg), len(nemo), len(tt_rows))
+                                  "NeMo 2 lines ('... train_step_timing in s: X'), NeMo 1.x "
+                                  "progress bars ('... train_step_timing in s=X'), torchtitan "
+                                  "lines ('step: N ... tps: X'), DeepSpeed lines ('E/STEP, "
+                                  "SamplesPerSec=X') or Hugging Face Trainer metrics "
+                                  "('train_runtime', 'train_steps_per_second')")
+    most = max(len(meg), len(nemo), len(tt_rows), len(ds), len(hf_rows))
     if len(meg) == most:
         out = _log("megatron", meg, args)
         loading = np.full(len(meg), np.nan)
@@ -199,9 +282,69 @@ def read(text) -> TrainLog:
         out = replace(out, data_loading_s=loading)
     elif len(nemo) == most:
         out = _log("nemo", nemo, args)
-    else:
+    elif len(tt_rows) == most:
         out = _torchtitan(tt_rows, args)
-    return replace(out, checkpoint_s=np.array(ckpt, dtype=float))
+    elif len(ds) == most:
+        out = _timed(_log("deepspeed", [r[:8] for r in ds], args))
+        out = replace(out, samples_per_s=np.array([r[8] for r in ds], dtype=float))
+    else:
+        out = replace(_log("hf-trainer", [r[:8] for r in hf_rows], args),
+                      samples_per_s=np.array([r[8] for r in hf_rows], dtype=float))
+    out = replace(out, checkpoint_s=np.array(ckpt, dtype=float))
+    if out.samples_per_s is None:
+        out = replace(out, samples_per_s=np.full(len(out.step), np.nan))
+    return _with_model(out, args, flags, built)
+
+
+def _with_model(log: TrainLog, args: dict, flags: dict, built) -> TrainLog:
+    """The model the log prints: Megatron's argument dump as config fields, or torchtitan's
+    flavor as a catalog id (when the catalog has it)."""
+    need = ("num_layers", "hidden_size", "num_attention_heads")
+    if all(args.get(k) for k in need):
+        from ..scenario import config_text
+        from ..training import hf_config
+        heads = args["num_attention_heads"]
+        kv = args.get("num_query_groups") if flags.get("group_query_attention") else heads
+        hidden = args["hidden_size"]
+        ffn = args.get("ffn_hidden_size") or 4 * hidden
+        vocab = args.get("padded_vocab_size") or args.get("vocab_size")
+        if not vocab:
+            return log
+        cfg = {"model_type": "llama" if flags.get("swiglu") else "gpt_neox",
+               "num_hidden_layers": args["num_layers"], "hidden_size": hidden,
+               "num_attention_heads": heads, "num_key_value_heads": kv or heads,
+               "intermediate_size": ffn, "vocab_size": vocab,
+               "max_position_embeddings": args.get("seq_length")
+               or args.get("max_position_embeddings") or 4096}
+        if not flags.get("swiglu"):
+            cfg.update(model_type="gpt_neox", num_attention_heads=heads)
+            cfg.pop("num_key_value_heads")
+        try:
+            text = config_text(hf_config.config_fields(cfg))
+        except ValueError:
+            return log
+        return replace(log, model_config=text, model_from=(
+            f"Megatron's argument dump: {args['num_layers']} layers, hidden {hidden}, "
+            f"{heads} heads"))
+    if built is not None:
+        from .. import catalog
+        want = f"{built[0]}-{built[1]}".lower()
+        try:
+            catalog.default().model(want)
+        except (KeyError, ValueError):
+            return log
+        return replace(log, model_id=want, model_from=f"torchtitan's 'Building {built[0]} "
+                                                      f"{built[1]}'")
+    return log
+
+
+def _timed(log: TrainLog) -> TrainLog:
+    """Step time from the timestamps of logged steps over the steps between them."""
+    step, t = log.step.astype(float), log.time_s
+    dstep, dt = np.diff(step), np.diff(t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(dstep > 0, dt / np.where(dstep > 0, dstep, 1), np.nan)
+    return replace(log, step_time_s=np.concatenate([[np.nan], per]))
 
 
 def _one_rank(rows) -> list:

@@ -84,10 +84,11 @@ def test_wrong_results_alert():
     assert f[0]["level"] == "alert" and "12 wrong" in f[0]["evidence"]
 
 
-def _check_file(cat, name, gpu, fabric):
+def _check_file(cat, name, gpu, fabric, **placement):
     r = nccl_tests.read((DATA / name).read_text(), name=name)
     g = cat.gpu(gpu)
-    return chk.check(r, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=cat.fabric(fabric))
+    return chk.check(r, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=cat.fabric(fabric),
+                     **placement)
 
 
 @pytest.mark.parametrize("name, gpu, fabric", [
@@ -96,7 +97,9 @@ def _check_file(cat, name, gpu, fabric):
     ("nccl_all_reduce_p4de_a100_16.txt", "a100-80gb", "aws-efa-p4d"),
 ])
 def test_healthy_clusters_get_no_alert(cat, name, gpu, fabric):
-    out = _check_file(cat, name, gpu, fabric)
+    # two nodes each (SOURCES.csv); the a3mega output shows it in its Rank lines, the
+    # others are told (--nodes 2)
+    out = _check_file(cat, name, gpu, fabric, nodes=2)
     assert {f["level"] for f in out["findings"]} == {"ok"}
     top = max(out["collectives"], key=lambda c: c["busbw_gb_per_s"])
     # two nodes of 8: NCCL's tree, 2(N-1)/N x the node's NICs k eta B_o / c(2), or NVLink's
@@ -111,7 +114,7 @@ def test_healthy_clusters_get_no_alert(cat, name, gpu, fabric):
     share = 0.45 * top["busbw_gb_per_s"] / top["expected_busbw_gb_per_s"]
     r = nccl_tests.read((DATA / name).read_text(), name=name)
     slow = type(r)(**{**r.__dict__, "busbw_gb_per_s": 0.45 * r.busbw_gb_per_s})
-    out = chk.check(slow, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=f)
+    out = chk.check(slow, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=f, nodes=2)
     assert out["findings"][0]["level"] == ("alert" if share < 0.5 else "warn")
 
 
@@ -119,13 +122,16 @@ def test_the_collapse_of_nccl_1453_is_found(cat):
     out = _check_file(cat, "nccl_all_reduce_collapse.txt", "a100-80gb", "ib-hdr")
     what = [(f["level"], f["what"]) for f in out["findings"]]
     assert ("alert", "all_reduce on 24 ranks: bandwidth collapse at 64 MiB") in what
-    assert "29.5 GB/s" in out["findings"][-1]["evidence"]
+    f = [x for x in out["findings"] if "collapse" in x["what"]][0]
+    assert "29.5 GB/s" in f["evidence"]
+    # 24 ranks without Rank lines: the placement is asked for, not assumed
+    assert ("warn", "all_reduce: not judged against the fabric") in what
 
 
 def test_p2p_disabled_alltoall_is_far_below_nvlink(cat):
     # PR 318 ran 8 GPUs in one node with NCCL_P2P_DISABLE=1 (its GPU is not named: any
     # NVLink 4 system expects ~340 GB/s for a pairwise all-to-all of 64 MiB)
-    out = _check_file(cat, "nccl_alltoall_p2p_disabled.json", "h100-sxm", "ib-ndr")
+    out = _check_file(cat, "nccl_alltoall_p2p_disabled.json", "h100-sxm", "ib-ndr", nodes=1)
     assert out["findings"][0]["level"] == "alert"
     row = out["collectives"][-1]
     assert row["busbw_gb_per_s"] == 20.628529
@@ -209,13 +215,13 @@ def test_a_scenario_unlike_the_log_is_named(cat):
                      "model=mixtral-8x7b&gpu=h100-sxm&gpus=16")
     assert out["steps"]["tokens_per_s"] == pytest.approx(128 * 32768 / 5.4707)
     levels = {f["what"]: f["level"] for f in out["findings"]}
-    assert levels["measured MFU above 1"] == "alert"
+    assert levels["the scenario gives more model FLOPs than the peak"] == "alert"
+    assert out["steps"]["mfu"] is None
     # 128 x 32768 tokens / 5.4707 s / 16 GPUs x Mixtral's FLOPs per token is above the dense
-    # peak: no MFU is shown as an answer, the alert carries the figure
+    # peak: no MFU above 1 is shown anywhere, as an answer or in a finding
     mfu = out["steps"]["flops_per_token"] * 128 * 32768 / 5.4707 / (16 * 989.4e12)
     assert mfu > 1 and out["steps"]["mfu"] is None
-    assert f"MFU {mfu:.2f}" in next(f["evidence"] for f in out["findings"]
-                                    if f["what"] == "measured MFU above 1")
+    assert f"{mfu:.2f}" not in json.dumps(out["findings"])
     assert levels["the scenario does not match the log"] == "warn"
     assert "global_batch_tokens=4194304" in out["notes"][0]
 
@@ -224,7 +230,9 @@ def test_a_layout_that_does_not_fit_is_named(cat):
     # 405B parameters on 8 H100: 810 GB of BF16 weights alone against 8 x 80 GiB
     out = _check_log(cat, "torchtitan_llama3_8b_h100.log", "model=llama3-405b&gpus=8&gpu=h100-sxm")
     assert out["steps"]["predicted_fits"] is False
-    assert out["findings"][0]["what"] == "the scenario's layout does not fit in memory"
+    # alerts first, then the warning naming the layout
+    assert "the scenario's layout does not fit in memory" in [
+        f["what"] for f in out["findings"] if f["level"] == "warn"]
 
 
 def test_restart_and_gap_from_a_log_logged_twice(cat):
@@ -273,7 +281,10 @@ def test_cli_text_output_and_hardware_from_query():
     (["check", "--nccl-tests", "/no/such/file", "--gpu", "h100-sxm"], "cannot read"),
     (["check", "--nccl-tests", str(DATA / "SOURCES.csv"), "--gpu", "h100-sxm"], "no result row"),
     (["check", "--nccl-tests", str(DATA / "nccl_all_reduce_p5_h100_16.txt")], "--gpu"),
-    (["check", "--train-log", str(DATA / "megatron_llm_slow.log")], "--query"),
+    (["check", "--nccl-tests", str(DATA / "nccl_all_reduce_p5_h100_16.txt"), "--gpu", "h100-sxm",
+      "--model", "llama3-8b"], "--model is the training log's model"),
+    (["check", "--nccl-tests", str(DATA / "nccl_all_reduce_p5_h100_16.txt"), "--gpu", "h100-sxm",
+      "--nodes", "0"], "--nodes"),
     (["check", "--train-log", str(DATA / "megatron_llm_slow.log"), "--gpu", "h100-sxm",
       "--query", "model=llama3-8b"], "--gpu is the nccl-tests hardware"),
     (["check", "--nccl-tests", str(DATA / "nccl_all_reduce_p5_h100_16.txt"), "--gpu", "h100-sxm",

@@ -26,7 +26,10 @@ def test_every_data_file_has_an_origin():
     files = {p.name for p in DATA.iterdir() if p.name != "SOURCES.csv"}
     assert files == set(src["file"])
     # a public repository's file, issue or pull request, or the vendor's own documentation
-    assert src["origin"].str.match(r"https://(github\.com/|docs\.nvidia\.com/)").all()
+    assert src["origin"].str.match(
+        r"https://(github\.com/|docs\.nvidia\.com/|huggingface\.co/)").all()
+    # each with the verdict the check should give (or why it reads only)
+    assert src["expected_verdict"].notna().all()
     assert src["as_of"].notna().all()
     # at least one file per reader comes from a cluster with a reported problem
     assert src["known_problem"].notna().sum() >= 6
