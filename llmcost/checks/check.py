@@ -41,7 +41,19 @@ def placement(res: NcclTests, ranks: int, nodes=None, gpus_per_node=None):
     """(ranks per node, nodes, how) of a test: the Rank lines' hosts, else ``--nodes`` /
     ``--gpus-per-node``; (None, None, why) when neither shows it."""
     if res.nodes:
-        return max(1, ranks // res.nodes), res.nodes, "the Rank lines' hosts"
+        if nodes and int(nodes) != res.nodes:
+            raise v.InputError("nodes", f"--nodes {nodes}: the Rank lines' hosts show "
+                                        f"{res.nodes} node(s) for the {ranks} ranks; give "
+                                        f"{res.nodes} or leave --nodes out")
+        k = max(1, ranks // res.nodes)
+        if gpus_per_node and int(gpus_per_node) != k:
+            raise v.InputError("gpus_per_node", f"--gpus-per-node {gpus_per_node}: the Rank "
+                                                f"lines' hosts show {k} rank(s) on each of "
+                                                f"{res.nodes} node(s); give {k} or leave "
+                                                "--gpus-per-node out")
+        said = [f for f, x in (("--nodes", nodes), ("--gpus-per-node", gpus_per_node)) if x]
+        how = "the Rank lines' hosts" + (f", as {' and '.join(said)} say(s)" if said else "")
+        return k, res.nodes, how
     if nodes:
         return max(1, math.ceil(ranks / nodes)), int(nodes), "--nodes"
     if gpus_per_node:
