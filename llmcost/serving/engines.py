@@ -82,6 +82,15 @@ _FITTED = dict(memory_efficiency=0.8, prefill_efficiency=0.488, decode_compute_e
 # vLLM's decode constants solved from its own latency benchmark (2 rows of data/serving_runs.csv,
 # 2 constants: exact, no residual); SGLang takes them too (an assumption).
 _VLLM_DECODE = dict(step_overhead_s=1.93e-3, collective_latency_us=21.3)
+# SGLang's decode, HBM share, step time and request time: fitted (benchmarks/serving_check.py
+# --fit, least squares on log(predicted / published)) to the 24 points of the SGLang cookbook
+# (DeepSeek-R1 and Qwen3-235B on 8 B200, Llama 3.1 70B on 8 A100; concurrency 1-100; mean TTFT,
+# TPOT and throughput), prefill kept at the trtllm fit (freed, it runs to its bound, 0.95,
+# standing in for the first wave the benchmarks' long prompts do not show). In sample: TPOT
+# 11.5%, output tokens/s per GPU 11.4%, TTFT 73% (Llama 70B on A100 at concurrency 16-100
+# reads 2-4x high). Not judged out of sample: no other source prints SGLang's mean latencies.
+_SGLANG_FITTED = dict(decode_compute_efficiency=0.2905, memory_efficiency=0.5898,
+                      step_overhead_s=4.34e-3, request_overhead_s=0.1185)
 ENGINES = {
     "trtllm": Engine(id="trtllm", memory_fraction=0.95, fraction_of_free=True,
                      max_batched_tokens=8192, max_batch=2048, kv_default="fp8",
@@ -95,9 +104,10 @@ ENGINES = {
                           "from vLLM's latency benchmark; other efficiencies as trtllm"),
     "sglang": Engine(id="sglang", memory_fraction=0.88, fraction_of_free=False,
                      max_batched_tokens=8192, max_batch=0, kv_default="auto",
-                     attention_dp_moe=False, **{**_FITTED, **_VLLM_DECODE},
-                     source="docs.sglang.ai Server Arguments (defaults); decode constants as "
-                            "vllm, other efficiencies as trtllm (assumptions)"),
+                     attention_dp_moe=False, **{**_FITTED, **_VLLM_DECODE, **_SGLANG_FITTED},
+                     source="docs.sglang.ai Server Arguments (defaults); decode, HBM, step "
+                            "and request constants fitted to the SGLang cookbook's benchmarks "
+                            "(data/serving_measurements.csv), prefill as trtllm"),
 }
 #: what the efficiencies were fitted to and how well (output tokens/s per GPU)
 FIT_NOTES = ("trtllm efficiencies fitted to 147 TensorRT-LLM perf-overview throughput rows "
