@@ -271,12 +271,12 @@ class Scenario:
                            group="serving")
     #: the engine's scheduler, by llmcost serve's (vLLM's) names for every engine; 0: the
     #: engine's default for the GPU and TP (llmcost.serving.engines.defaults)
-    max_num_seqs: int = _f(0, 0, 10_000_000, label="Max running sequences (0: engine's)",
-                           kind="int", unit="sequences", group="serving")
-    max_num_batched_tokens: int = _f(0, 0, 100_000_000, label="Tokens per step (0: engine's)",
-                                     kind="int", unit="tokens", group="serving")
-    gpu_memory_utilization: float = _f(0.0, 0, 1, label="Memory share (0: engine's)",
-                                       group="serving", step=0.01)
+    max_num_seqs: int = _f(0, 0, 10_000_000, kind="int", unit="sequences", group="serving",
+                           label="Max running sequences (0: engine default)")
+    max_num_batched_tokens: int = _f(0, 0, 100_000_000, kind="int", unit="tokens",
+                                     group="serving", label="Tokens per step (0: engine default)")
+    gpu_memory_utilization: float = _f(0.0, 0, 1, group="serving", step=0.01,
+                                       label="Memory share (0: engine default)")
     #: 0: no limit
     ttft_ms_max: float = _f(0.0, 0, 1e9, label="TTFT limit (0: none)", unit="ms",
                             group="serving")
