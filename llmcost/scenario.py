@@ -269,6 +269,14 @@ class Scenario:
     #: vLLM: the most deployed open engine (its defaults: docs.vllm.ai Engine Arguments)
     engine: str = _options("vllm", ("vllm", "sglang", "trtllm"), label="Serving engine",
                            group="serving")
+    #: the engine's scheduler, by llmcost serve's (vLLM's) names for every engine; 0: the
+    #: engine's default for the GPU and TP (llmcost.serving.engines.defaults)
+    max_num_seqs: int = _f(0, 0, 10_000_000, kind="int", unit="sequences", group="serving",
+                           label="Max running sequences (0: engine default)")
+    max_num_batched_tokens: int = _f(0, 0, 100_000_000, kind="int", unit="tokens",
+                                     group="serving", label="Tokens per step (0: engine default)")
+    gpu_memory_utilization: float = _f(0.0, 0, 1, group="serving", step=0.01,
+                                       label="Memory share (0: engine default)")
     #: 0: no limit
     ttft_ms_max: float = _f(0.0, 0, 1e9, label="TTFT limit (0: none)", unit="ms",
                             group="serving")

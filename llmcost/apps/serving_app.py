@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass, field
-from urllib.parse import urlencode
+import os
+from dataclasses import dataclass, field, fields
+from urllib.parse import parse_qsl, urlencode
 
 from .. import _validate as v
 from .. import plots
 from ..review import OPTION_LABELS, Flag
-from ..scenario import CONFIG_PREFIX, Scenario
+from ..scenario import CONFIG_PREFIX, VOILA_PARAMS, Scenario
 from .base import Panel
+from .page import warning_html
 
 #: serve's query key -> the Scenario field that sets it, where the names differ (tp and ep
 #: are the training layout's in a Scenario)
@@ -36,11 +38,48 @@ def serve_query(s: Scenario) -> str:
             q["ep"] = s.serve_ep
     if s.concurrency:
         q["concurrency"] = s.concurrency
+    for key in ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization"):
+        if getattr(s, key):
+            q[key] = getattr(s, key)
     for key in ("ttft_ms_max", "tpot_ms_max"):
         x = getattr(s, key)
         if x:
             q[key] = int(x) if float(x).is_integer() else x
     return urlencode(q)
+
+
+def serve_link(query: str) -> tuple[str, list[str]]:
+    """A link's query as the Serving page reads it, and what the page does not use of it.
+
+    A ``llmcost serve`` query (every key one serve takes) names the serving layout ``tp`` and
+    ``ep``: read as ``serve_tp``/``serve_ep`` when it gives no ``serve_tp``, so the page shows
+    serve's figures. In any other link (it sets training keys too) ``tp``/``ep`` are the
+    training layout's: kept for the other pages and named as unused here. Serve's keys the
+    page has no control for are named and left out."""
+    from ..serving.query import KEYS
+    pairs = parse_qsl((query or "").lstrip("?"), keep_blank_values=True)
+    own = [k for k, _ in pairs if k not in VOILA_PARAMS and not k.startswith(("b.", "c."))]
+    fields_ = {f.name for f in fields(Scenario)}
+    serve_only = set(KEYS) - fields_ - {"tp", "ep"}
+    is_serve = bool(own) and set(own) <= set(KEYS)
+    notes, out = [], []
+    for k, x in pairs:
+        if k in serve_only:
+            notes.append(f"{k}={x}: a key of llmcost serve this page has no control for "
+                         "(its figures are serve's without it)")
+            continue
+        if k in ("tp", "ep"):
+            alias = "serve_" + k
+            if is_serve and "serve_tp" not in own:
+                out.append((alias, x))
+                continue
+            notes.append(f"{k}={x} is the training layout's {k.upper()}, not used here: the "
+                         f"serving {k.upper()} is " + (
+                             f"{alias}={dict(pairs)[alias]}" if alias in own else
+                             f"{alias} (absent: " + ("the planner chooses" if k == "tp" else
+                                                     "1 or the planner's") + ")"))
+        out.append((k, x))
+    return urlencode(out), notes
 
 
 @dataclass(frozen=True)
@@ -106,9 +145,34 @@ class ServingApp(Panel):
              "offer, its purchase amortized at full use. The same figures as "
              "“llmcost serve --query ...”.")
     fields = ("model", "gpu", "serve_tp", "serve_ep", "weights", "kv", "isl", "osl",
-              "concurrency", "engine", "ttft_ms_max", "tpot_ms_max", "price_option")
+              "concurrency", "engine", "max_num_seqs", "max_num_batched_tokens",
+              "gpu_memory_utilization", "ttft_ms_max", "tpot_ms_max", "price_option")
     group_titles = {**Panel.group_titles, "serving": "Serving"}
     figures_from = (("pareto", "_pareto"), ("memory", "_memory"), ("cost", "_cost"))
+
+    def __init__(self, scenario: Scenario | None = None, query: str | None = None,
+                 catalog=None, **kw):
+        notes = []
+        if scenario is None:
+            query = os.environ.get("QUERY_STRING", "") if query is None else query
+            query, notes = serve_link(query)
+        super().__init__(scenario, query, catalog, **kw)
+        self._add_link_notes(notes)
+
+    def apply_query(self, query: str) -> bool:
+        query, notes = serve_link(query)
+        todo = super().apply_query(query)
+        self._add_link_notes(notes)
+        return todo
+
+    def _add_link_notes(self, notes: list) -> None:
+        """What :func:`serve_link` did not use, first among the link's warnings."""
+        if not notes:
+            return
+        self.state.link_warnings = notes + [w for w in self.state.link_warnings
+                                            if w not in notes]
+        if hasattr(self, "warning_box"):
+            self.warning_box.value = warning_html(self.state.link_warnings)
 
     def compute(self, s: Scenario) -> ServingResults:
         return evaluate_serving(s, self.catalog)
@@ -139,15 +203,20 @@ class ServingApp(Panel):
         return out
 
     def tables(self, res: ServingResults) -> list[dict]:
-        """The planner's best candidates (serve's ``candidates``), when it chose."""
+        """The planner's best candidates (serve's ``candidates``) when it chose, then what the
+        figures rest on: why this concurrency, what TTFT and TPOT are calibrated against, the
+        engine's settings."""
+        out = []
         rows = [[f"TP {c['tp']}, EP {c['ep']}", f"{c['concurrency']:,}", f"{c['ttft_ms']:,.1f}",
                  f"{c['tpot_ms']:,.1f}", f"{c['output_tokens_per_s_per_gpu']:,.0f}"]
                 for c in res.answer.get("candidates", [])]
-        if not rows:
-            return []
-        return [{"title": "The planner's best layouts", "cls": "llmc-serving-table",
-                 "columns": ["layout", "in flight", "TTFT [ms]", "TPOT [ms]",
-                             "tokens/s per GPU"], "rows": rows}]
+        if rows:
+            out.append({"title": "The planner's best layouts", "cls": "llmc-serving-table",
+                        "columns": ["layout", "in flight", "TTFT [ms]", "TPOT [ms]",
+                                    "tokens/s per GPU"], "rows": rows})
+        out.append({"title": "What these figures rest on", "cls": "llmc-serving-basis",
+                    "columns": ["", ""], "rows": basis_rows(res.answer)})
+        return out
 
     def _pareto(self, res: ServingResults):
         return plots.serving_pareto({**res.answer, "pareto": res.pareto})
@@ -157,3 +226,22 @@ class ServingApp(Panel):
 
     def _cost(self, res: ServingResults):
         return plots.serving_cost(res.answer)
+
+
+def basis_rows(a: dict) -> list[list[str]]:
+    """serve's ``concurrency_reason``, ``calibration`` and ``engine_settings`` as the rows of
+    the page's table (label, text)."""
+    es = a["engine_settings"]
+    rows = [["Concurrency", a["concurrency_reason"]],
+            ["TTFT and TPOT calibrated against", a["calibration"]]]
+    for key in ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization"):
+        item = es[key]
+        x = item["value"]
+        text = ("none" if x is None else f"{x:g}" if isinstance(x, float) else f"{x:,}")
+        text += (" (given)" if item["set_by"] == "query" else f" ({item['rule']})")
+        if "share_of" in item:
+            text += f"; a share of {item['share_of']}"
+        name = item["engine_key"] + (f" ({key}=)" if item["engine_key"] != key else "")
+        rows.append([f"{es['engine']} {es['version']} {name}", text])
+    rows.append([f"{es['engine']} {es['version']} defaults followed", es["follows"]])
+    return rows

@@ -1,5 +1,6 @@
 """The ``llmcost serve`` query string: strict keys, typed and bounded values, one error
-naming the key; then the serving answer (a layout, or the planner's best)."""
+naming the key; then the serving answer (a layout, or the planner's best), with the engine
+settings it used, what its constants are calibrated against and why its concurrency."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from .. import _validate as v
 from .. import catalog as catalog_mod
 from ..training import hf_config
 from . import memory as mem
+from . import engines
 from .engines import ENGINES
 from . import cost
 from .serve import option_prices, plan, serve
@@ -18,7 +20,8 @@ KEYS = {
     "model": ("text", None), "gpu": ("text", None),
     "tp": ("int", (1, 4096)), "ep": ("int", (1, 4096)),
     "weights": ("choice", mem.WEIGHT_CHOICES), "expert_weights": ("choice", mem.WEIGHT_CHOICES),
-    "kv": ("choice", tuple(mem.KV_FORMATS)),
+    # auto: the engine's default (vLLM/SGLang kv_cache_dtype=auto), as the Serving app says
+    "kv": ("choice", ("auto",) + tuple(mem.KV_FORMATS)),
     "isl": ("int", (1, 10_000_000)), "osl": ("int", (1, 10_000_000)),
     "concurrency": ("int", (1, 10_000_000)),
     "engine": ("choice", tuple(ENGINES)),
@@ -26,7 +29,15 @@ KEYS = {
     "requests_per_s": ("float", (1e-9, 1e9)),
     "attention_dp": ("choice", ("0", "1")),
     "num_prompts": ("int", (1, 10**9)),
+    # the Serving app's names of the layout (a Scenario's tp and ep are the training layout's);
+    # 0: the planner chooses, as the app's controls read it
+    "serve_tp": ("int", (0, 4096)), "serve_ep": ("int", (0, 4096)),
+    # the engine's scheduler, by vLLM's names for every engine (engines.ENGINE_KEYS)
+    "max_num_seqs": ("int", (1, 10_000_000)), "max_num_batched_tokens": ("int", (1, 10**8)),
+    "gpu_memory_utilization": ("share", (0.0, 1.0)),
 }
+#: the Serving app's name of a layout key -> serve's
+SERVING_ALIASES = {"serve_tp": "tp", "serve_ep": "ep"}
 DEFAULTS = {"gpu": "h100-sxm", "weights": "bf16", "isl": 1024, "osl": 1024,
             "engine": "vllm", "ep": 1}
 
@@ -55,16 +66,68 @@ def parse(query: str) -> dict:
                 if not float(x).is_integer():
                     raise v.InputError(key, f"{key} must be a whole number, got {raw[:40]!r}")
                 out[key] = int(v.integer(key, x, minimum=spec[0], maximum=spec[1]))
+            elif kind == "share":
+                out[key] = float(v.in_range(key, x, *spec, low_inclusive=False))
             else:
                 out[key] = float(v.in_range(key, x, *spec))
     return out
+
+
+def serving_layout(given: dict) -> tuple[dict, list]:
+    """``given`` with serve_tp/serve_ep read as tp/ep (0: the planner chooses), and a note for
+    each tp/ep they override (a Serving app link carries the training layout's too)."""
+    q, notes = dict(given), []
+    for alias, key in SERVING_ALIASES.items():
+        if alias not in q:
+            continue
+        x = q.pop(alias)
+        if key in q:
+            notes.append(f"{key}={q.pop(key)} ignored: {alias}={x} is the serving "
+                         f"{key.upper()}{' (0: the planner chooses)' if not x else ''}; "
+                         f"{key} is the training layout's in an app link")
+        if x:
+            q[key] = x
+    return q, notes
+
+
+def concurrency_reason(out: dict, q: dict, eng_settings: dict, limits: dict) -> str:
+    """Why the answer runs ``out['concurrency']`` requests at once, in a sentence."""
+    c = out["concurrency"]
+    if "concurrency" in q:
+        return f"concurrency={c} as given"
+    seqs = eng_settings["max_num_seqs"]
+    cap = (seqs["value"] or 0) * (out["tp"] if out.get("attention_dp") else 1)
+    held = out["max_concurrency"]
+    if cap and held >= cap:
+        most = (f"the engine's cap: {out['engine']} runs at most {cap:,} sequences at once "
+                f"({seqs['engine_key']} {seqs['value']:,}"
+                + (" per attention-DP rank" if out.get("attention_dp") else "")
+                + "; max_num_seqs= sets it)")
+    else:
+        mem_ = eng_settings["gpu_memory_utilization"]
+        most = (f"the most the KV cache holds: {held:,} sequences of {out['isl'] + out['osl']:,} "
+                f"tokens beside {out['weights_gb_per_gpu']:.1f} GB of weights per GPU "
+                f"({mem_['engine_key']} {mem_['value']:g}; gpu_memory_utilization= sets it)")
+    if "pareto" not in out:       # a given layout, no concurrency: the engine's maximum
+        return f"no concurrency given: {most}"
+    under = (" under " + " and ".join(f"{k} {x:g} ms" for k, x in limits.items())
+             if limits else " with no latency limit")
+    head = (f"the planner's best: of {out['evaluated']:,} layouts x concurrencies (powers of "
+            f"two and each layout's most), the most output tokens/s per GPU{under}")
+    if c >= min(held, cap) if cap else c >= held:
+        return f"{head}; at TP {out['tp']} that is {most}"
+    if limits:
+        return (f"{head}; at TP {out['tp']}, {c:,} in flight: more would break "
+                + " or ".join(limits))
+    return f"{head}; at TP {out['tp']}, {c:,} in flight: tokens/s per GPU peaks there"
 
 
 def answer(query: str, model_config: str | None = None, cat=None, model=None) -> dict:
     """The serve answer of a query (and a config.json model), as the CLI prints it; the
     Serving app passes its config model as ``model`` (a Model, with ``model=config``)."""
     cat = cat or catalog_mod.default()
-    q = {**DEFAULTS, **parse(query)}
+    given, layout_notes = serving_layout(parse(query))
+    q = {**DEFAULTS, **given}
     notes = []
     if model is not None:
         m = model
@@ -73,7 +136,9 @@ def answer(query: str, model_config: str | None = None, cat=None, model=None) ->
             raise v.InputError("model_config", f"give --model-config or model={q['model']}, "
                                                "not both")
         m, notes = hf_config.model_from_config(hf_config.read_config_file(model_config))
-        notes = list(notes)
+        # the training sequence length (seq_len) is review's: serve sizes the KV cache for
+        # isl + osl
+        notes = [n for n in notes if not n.startswith("seq_len")]
     elif "model" not in q:
         raise v.InputError("model", "a model is required: model=<catalog id> in --query, or "
                                     "--model-config FILE")
@@ -81,10 +146,12 @@ def answer(query: str, model_config: str | None = None, cat=None, model=None) ->
         m = cat.model(q["model"])
     gpu = cat.gpu(q["gpu"])
     up = cat.fabric(gpu.scale_up)
+    settings = {k: q[k] for k in engines.KEYS if k in q}
+    kv = None if q.get("kv") in (None, "auto") else q["kv"]
     common = dict(isl=q["isl"], osl=q["osl"], engine=q["engine"], weights=q["weights"],
-                  expert_weights=q.get("expert_weights"), kv=q.get("kv"),
+                  expert_weights=q.get("expert_weights"), kv=kv,
                   attention_dp=None if "attention_dp" not in q else q["attention_dp"] == "1",
-                  requests=q.get("num_prompts"))
+                  requests=q.get("num_prompts"), settings=settings)
     if q.get("expert_weights") and not m.is_moe:
         raise v.InputError("expert_weights", f"expert_weights applies to MoE models; {m.id} "
                                              "is dense")
@@ -93,7 +160,7 @@ def answer(query: str, model_config: str | None = None, cat=None, model=None) ->
         out = serve(m, gpu, up, tp=q["tp"], ep=q["ep"], concurrency=q.get("concurrency"),
                     **common)
     else:
-        if "tp" not in q and "ep" in parse(query):
+        if "tp" not in q and "ep" in given:
             raise v.InputError("ep", "ep needs tp: give the layout (tp=..&ep=..) or neither")
         conc = [q["concurrency"]] if "concurrency" in q else None
         tps = [q["tp"]] if "tp" in q else None
@@ -101,7 +168,10 @@ def answer(query: str, model_config: str | None = None, cat=None, model=None) ->
         if not p["layouts"]:
             out = {"fits": False, "evaluated": p["evaluated"], "feasible": 0, "candidates": [],
                    "engine": p["engine"],
-                   "notes": ["no layout and concurrency meets the limits and fits in memory"]}
+                   "notes": ["no layout and concurrency "
+                             + (f"meets {' and '.join(f'{k}={x:g}' for k, x in limits.items())}"
+                                " and " if limits else "")
+                             + "fits in memory" + (f" at tp={q['tp']}" if "tp" in q else "")]}
         else:
             out = dict(p["layouts"][0])
             out.update(engine=p["engine"], evaluated=p["evaluated"], feasible=p["feasible"],
@@ -129,5 +199,14 @@ def answer(query: str, model_config: str | None = None, cat=None, model=None) ->
         out["notes"] = out["notes"] + at["notes"]
     out["gpu"] = gpu.id
     out["isl"], out["osl"] = q["isl"], q["osl"]
-    out["notes"] = notes + out["notes"]
+    adp = out.get("attention_dp")
+    out["engine_settings"] = engines.settings(
+        q["engine"], gpu, out.get("tp", q.get("tp", 1)),
+        bool(adp) if adp is not None else bool(common["attention_dp"]), **settings)
+    out["calibration"] = engines.calibration(q["engine"])
+    if "concurrency" in out:
+        out["concurrency_reason"] = concurrency_reason(out, q, out["engine_settings"], limits)
+    else:
+        out["concurrency_reason"] = out["notes"][0]
+    out["notes"] = layout_notes + notes + out["notes"]
     return out

@@ -9,7 +9,7 @@ from .. import _validate as v
 from .. import catalog as catalog_mod
 from ..economics import tco
 from . import cost
-from .engines import engine as engine_preset
+from . import engines
 from .predict import predict
 
 #: concurrencies the planner tries [requests per instance]
@@ -88,12 +88,20 @@ def _result(r, i, isl, osl, prices, tp, ep):
     return out
 
 
+def _adp(model, engine, attention_dp) -> bool:
+    """Whether attention runs data-parallel: as given, else the engine's default."""
+    return (engines.engine(engine).attention_dp_moe and model.is_moe) if attention_dp is None \
+        else bool(attention_dp)
+
+
 def serve(model, gpu, scale_up, *, isl, osl, engine="vllm", tp=1, ep=1, weights="bf16",
           expert_weights=None, kv=None, concurrency=None, prices=None,
-          attention_dp=None, requests=None, request_rate=None) -> dict:
+          attention_dp=None, requests=None, settings=None, request_rate=None) -> dict:
     """One layout's figures as the CLI's JSON (``concurrency`` None: the engine's maximum;
-    ``requests`` and ``request_rate``: a benchmark's load, simulated step by step)."""
-    eng = engine_preset(engine)
+    ``requests`` and ``request_rate``: a benchmark's load, simulated step by step).
+    ``settings``: the engine's scheduler keys (:data:`llmcost.serving.engines.KEYS`) over
+    its defaults for this GPU and TP."""
+    eng = engines.resolve(engine, gpu, tp, _adp(model, engine, attention_dp), **(settings or {}))
     r = predict(model, gpu, scale_up, eng, isl=isl, osl=osl, tp=tp, ep=ep, weights=weights,
                 expert_weights=expert_weights, kv=kv, concurrency=concurrency,
                 attention_dp=attention_dp, requests=requests, request_rate=request_rate)
@@ -109,10 +117,11 @@ def serve(model, gpu, scale_up, *, isl, osl, engine="vllm", tp=1, ep=1, weights=
             "the wait")
     if not out["fits"]:
         cap = eng.max_batch * (out["tp"] if r.attention_dp else 1)
+        key = engines.ENGINE_KEYS[eng.id]["max_num_seqs"]
         out["notes"].append(
-            f"{eng.id} runs at most {cap} sequences at once (its default cap): "
-            f"{out['concurrency']} asked" if eng.max_batch and out["concurrency"] > cap
-            and out["concurrency"] <= out["max_concurrency"] else
+            f"{eng.id} runs at most {cap} sequences at once ({key} {eng.max_batch}; "
+            f"max_num_seqs= sets it): {out['concurrency']} asked" if eng.max_batch and
+            out["concurrency"] > cap and out["concurrency"] <= out["max_concurrency"] else
             f"does not fit: {out['max_concurrency']} sequences of {isl + osl} tokens fit beside "
             f"{out['weights_gb_per_gpu']:.1f} GB of weights per GPU, {out['concurrency']} asked")
     return out
@@ -120,11 +129,12 @@ def serve(model, gpu, scale_up, *, isl, osl, engine="vllm", tp=1, ep=1, weights=
 
 def plan(model, gpu, scale_up, *, isl, osl, engine="vllm", weights="bf16", expert_weights=None,
          kv=None, ttft_ms_max=None, tpot_ms_max=None, tps=None, concurrencies=None,
-         prices=None, top=5, attention_dp=None, requests=None) -> dict:
+         prices=None, top=5, attention_dp=None, requests=None, settings=None) -> dict:
     """The layouts (TP, EP) and concurrencies that maximise output tokens/s per GPU under
     TTFT and TPOT limits, every candidate evaluated at once (arrays of layouts x
-    concurrencies)."""
-    eng = engine_preset(engine)
+    concurrencies). ``settings``: the engine's scheduler keys over its defaults (as
+    :func:`serve`)."""
+    engines.engine(engine)
     dom = gpu.scale_up_domain
     tps = [t for t in (tps or TPS) if t <= dom and model.heads % t == 0]
     if not tps:
@@ -134,6 +144,9 @@ def plan(model, gpu, scale_up, *, isl, osl, engine="vllm", weights="bf16", exper
     tp = np.array([t for t, _ in lay])[:, None]
     ep = np.array([e for _, e in lay])[:, None]
     c = np.asarray(concurrencies if concurrencies is not None else CONCURRENCIES)[None, :]
+    # the engine's settings per layout (SGLang's memory share follows the TP)
+    eng = engines.resolve(engine, gpu, tp, _adp(model, engine, attention_dp),
+                          **(settings or {}))
     if concurrencies is None:
         # each layout's own most (memory and the engine's cap): with no latency limit the
         # best point, which powers of two alone would miss (TP 4 at 245 in flight)

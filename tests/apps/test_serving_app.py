@@ -217,3 +217,102 @@ def test_a_link_with_the_clis_fp4_reads_as_nvfp4():
     from llmcost.scenario import Scenario
     s, warnings = Scenario.from_query("weights=fp4&gpu=b200")
     assert s.weights == "nvfp4" and warnings == []
+
+
+# ---------------------------------------------------------------- issue 40: one answer
+
+def readme_serve_query():
+    """The `llmcost serve --query "..."` of the README."""
+    import re
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    return re.search(r'llmcost serve +--query "([^"]+)"', text).group(1)
+
+
+def test_the_readmes_serve_query_opens_with_the_clis_layout_and_figures(capsys):
+    q = readme_serve_query()
+    assert "&tp=4&" in q and "serve_tp" not in q
+    want = cli_serve(capsys, q)
+    p = ServingApp(query=q)
+    a = p.results.answer
+    assert p.link_warnings == [] and p.scenario.serve_tp == want["tp"] == 4
+    assert p.scenario.tp == Scenario().tp             # the training layout is untouched
+    for key in ("tp", "ep", "concurrency", "ttft_ms", "tpot_ms", "output_tokens_per_s_per_gpu",
+                "usd_per_million_output_tokens", "engine_settings", "calibration",
+                "concurrency_reason"):
+        assert a[key] == want[key], key
+    head = p.headline(p.results)
+    assert head["layout"][1].startswith(f"TP {want['tp']}, EP 1, {want['concurrency']:,}")
+    assert head["ttft"][1] == f"{want['ttft_ms']:,.1f} ms"
+    assert head["tpot"][1] == f"{want['tpot_ms']:,.1f} ms"
+    assert head["usd"][1] == f"${want['usd_per_million_output_tokens']['on_demand']:,.3f}"
+    # the page's own link names the serving layout by its field
+    assert "serve_tp=4" in p.query() and "&tp=" not in "&" + p.query()
+
+
+def test_a_training_tp_is_named_and_not_used():
+    # a link that sets training keys (gpus) carries the training layout's tp: the page keeps it
+    # for the other apps and says the serving TP is serve_tp
+    p = ServingApp(query="gpus=64&tp=8")
+    assert p.scenario.tp == 8 and p.scenario.serve_tp == 0
+    assert any(w.startswith("tp=8 is the training layout's TP, not used here") and
+               "serve_tp (absent: the planner chooses)" in w for w in p.link_warnings)
+    assert "pareto" in p.results.answer                 # the planner chose
+    both = ServingApp(query="tp=8&serve_tp=4")
+    assert both.scenario.serve_tp == 4 and both.results.answer["tp"] == 4
+    assert any(w.startswith("tp=8 is the training layout's TP") and "serve_tp=4" in w
+               for w in both.link_warnings)
+    assert both.warning_box.value.count("tp=8") == 1
+
+
+def test_serve_keys_the_page_has_no_control_for_are_named():
+    p = ServingApp(query="model=llama3-70b&tp=4&concurrency=64&requests_per_s=10")
+    assert p.scenario.serve_tp == 4
+    assert p.link_warnings == ["requests_per_s=10: a key of llmcost serve this page has no "
+                               "control for (its figures are serve's without it)"]
+
+
+def test_the_page_says_what_tpot_is_calibrated_against_and_why_its_concurrency():
+    p = ServingApp(query="")
+    a = p.results.answer
+    basis = [t for t in p.tables(p.results) if t["cls"] == "llmc-serving-basis"][0]
+    rows = dict(map(tuple, basis["rows"]))
+    assert rows["TTFT and TPOT calibrated against"] == a["calibration"]
+    assert rows["Concurrency"] == a["concurrency_reason"]
+    # no concurrency, no limit: the planner's best is the layout's most, which memory sets
+    # (under vLLM's 1024 cap on an 80 GiB H100)
+    assert a["concurrency"] == a["max_concurrency"] < 1024
+    assert a["concurrency_reason"].startswith("the planner's best")
+    assert f"at TP {a['tp']} that is the most the KV cache holds: {a['max_concurrency']:,} " \
+        "sequences of 2,048 tokens" in a["concurrency_reason"]
+    assert rows["vllm 0.10 max_num_seqs"].startswith("1,024 (vllm serve default on GPUs of 70")
+    assert "llmc-serving-basis" in p.tables_box.value and \
+        "calibrated against" in p.tables_box.value
+
+
+def test_scheduler_keys_in_a_link_give_serves_figures(capsys):
+    q = "serve_tp=4&engine=sglang&max_num_seqs=64&gpu_memory_utilization=0.8"
+    p = ServingApp(query=q)
+    assert p.link_warnings == [] and p.scenario.max_num_seqs == 64
+    want = cli_serve(capsys, serve_query(p.scenario))
+    assert "max_num_seqs=64" in serve_query(p.scenario)
+    for key in ("concurrency", "max_concurrency", "tpot_ms", "engine_settings"):
+        assert p.results.answer[key] == want[key], key
+    assert want["concurrency"] == 64
+    rows = dict(map(tuple, p.tables(p.results)[-1]["rows"]))
+    assert rows["sglang 0.5.4 max_running_requests (max_num_seqs=)"] == "64 (given)"
+    assert rows["sglang 0.5.4 mem_fraction_static (gpu_memory_utilization=)"].startswith(
+        "0.8 (given); a share of")
+
+
+def test_a_bad_scheduler_value_is_named_at_its_control():
+    p = ServingApp(query="")
+    head = p.headline(p.results)
+    p.set(max_num_seqs=-1)
+    assert "Max running sequences (0: engine default) must be between 0 and 10M sequences, got -1" \
+        in p.errors["max_num_seqs"].value
+    assert p.headline(p.results) == head
+    # a share too small for the weights is an answer, not an error: nothing fits, and why
+    p.set(max_num_seqs=0, gpu_memory_utilization=0.05)
+    assert not p.errors["gpu_memory_utilization"].value
+    a = p.results.answer
+    assert a["fits"] is False and p.headline(p.results)["fits"][1] == "no"

@@ -100,3 +100,152 @@ def test_serve_every_catalog_model_every_engine_plans_or_answers(capsys):
             assert "fits" in r
             n += 1
     assert n == 3 * len(catalog.default().ids("models"))
+
+
+# ---------------------------------------------------------------- issue 40: one answer
+
+def serve_json(capsys, query, *extra):
+    code, out, err = run(capsys, "serve", "--json", "--query", query, *extra)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_serve_tp_is_tp_and_kv_auto_is_the_engines_default(capsys):
+    base = "model=llama3-70b&gpu=h100-sxm&isl=1000&osl=1000&concurrency=64"
+    tp = serve_json(capsys, base + "&tp=4")
+    alias = serve_json(capsys, base + "&serve_tp=4&kv=auto")
+    for key in ("tp", "ep", "ttft_ms", "tpot_ms", "kv_bytes_per_token", "max_concurrency"):
+        assert alias[key] == tp[key], key
+    # vLLM's kv_cache_dtype=auto on BF16 weights: BF16, 80 layers x 8 KV heads x 128 x 2 x 2
+    assert alias["kv_bytes_per_token"] == 80 * 8 * 128 * 2 * 2 and alias["kv"] == "bf16"
+    # an app link carries the training layout's tp beside serve_tp: serve_tp is served and
+    # the training key is named as ignored
+    both = serve_json(capsys, base + "&tp=8&serve_tp=4")
+    assert both["tp"] == 4 and both["ttft_ms"] == tp["ttft_ms"]
+    assert any(n.startswith("tp=8 ignored: serve_tp=4") for n in both["notes"])
+    # serve_tp=0 is the app's "planner": the planner chooses, as without tp
+    assert serve_json(capsys, base + "&serve_tp=0")["tp"] == serve_json(capsys, base)["tp"]
+
+
+def test_a_given_tp_is_kept_under_limits_it_cannot_meet(capsys):
+    # TP 1 cannot hold Llama 3 70B in BF16 (141 GB > 80 GiB): never re-planned to TP 2+
+    r = serve_json(capsys, "model=llama3-70b&gpu=h100-sxm&tp=1&tpot_ms_max=100")
+    assert r["fits"] is False and "tp" not in r
+    assert r["notes"][-1].endswith("at tp=1") and "tpot_ms_max=100" in r["notes"][-1]
+
+
+@pytest.mark.parametrize("engine, own", [
+    ("vllm", ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization")),
+    ("sglang", ("max_running_requests", "chunked_prefill_size", "mem_fraction_static")),
+    ("trtllm", ("max_batch_size", "max_num_tokens", "kv_cache_free_gpu_mem_fraction")),
+])
+def test_engine_keys_set_the_scheduler_and_name_the_engines_setting(capsys, engine, own):
+    r = serve_json(capsys, f"model=llama3-70b&gpu=h100-sxm&tp=4&engine={engine}"
+                           "&max_num_seqs=64&max_num_batched_tokens=4096"
+                           "&gpu_memory_utilization=0.8")
+    es = r["engine_settings"]
+    assert es["engine"] == engine and es["version"] and es["follows"] and es["source"]
+    for key, name, x in zip(("max_num_seqs", "max_num_batched_tokens",
+                             "gpu_memory_utilization"), own, (64, 4096, 0.8)):
+        assert es[key] == {**es[key], "value": x, "engine_key": name, "set_by": "query"}
+    # with no concurrency the engine runs what its cap allows: 64, and says which key set it
+    assert r["concurrency"] == 64 < r["max_concurrency"]
+    assert f"({own[0]} 64; max_num_seqs= sets it)" in r["concurrency_reason"]
+
+
+def test_gpu_memory_utilization_moves_what_memory_holds_by_the_kv_arithmetic(capsys):
+    q = "model=llama3-70b&gpu=h100-sxm&tp=4&isl=1024&osl=1024&gpu_memory_utilization="
+    a, b = serve_json(capsys, q + "0.9"), serve_json(capsys, q + "0.8")
+    # C = floor((phi x 80 GiB - weights - activations) / one sequence's KV on a GPU): 2,048
+    # tokens x 327,680 B, its 8 KV heads split over TP 4
+    kv_seq = 2048 * 327_680 / 4
+    for r, phi in ((a, 0.9), (b, 0.8)):
+        free = phi * 80 * 2**30 - (r["weights_gb_per_gpu"] + r["activations_gb_per_gpu"]) * 1e9
+        assert r["max_concurrency"] == int(free // kv_seq)
+    assert b["engine_settings"]["gpu_memory_utilization"]["share_of"] == "the GPU's memory"
+
+
+def test_vllm_defaults_follow_the_gpus_memory(capsys):
+    # vLLM 0.10's vllm serve: 1024 sequences and 8192 tokens a step on GPUs of 70 GiB or more
+    # other than A100, 256 and 2048 on the others. Llama 3 8B, 1,024 tokens a sequence:
+    # 128 KiB x 1024 = 134 MB of KV each; about 460 fit beside 16 GB of weights on 80 GB
+    q = "model=llama3-8b&tp=1&isl=512&osl=512&gpu="
+    h100, a100 = serve_json(capsys, q + "h100-sxm"), serve_json(capsys, q + "a100-80gb")
+    assert h100["engine_settings"]["max_num_seqs"]["value"] == 1024
+    assert h100["engine_settings"]["max_num_batched_tokens"]["value"] == 8192
+    assert a100["engine_settings"]["max_num_seqs"]["value"] == 256
+    assert a100["engine_settings"]["max_num_batched_tokens"]["value"] == 2048
+    assert 256 < a100["max_concurrency"] and a100["concurrency"] == 256
+    assert "the engine's cap: vllm runs at most 256" in a100["concurrency_reason"]
+    assert h100["concurrency"] == h100["max_concurrency"] < 1024
+    assert f"the KV cache holds: {h100['max_concurrency']:,} sequences" in \
+        h100["concurrency_reason"]
+
+
+@pytest.mark.parametrize("gpu, tp, chunk, graph_bs", [
+    ("h100-sxm", 1, 8192, 256), ("h100-sxm", 4, 8192, 512), ("b200", 8, 16384, 512),
+    ("l40s", 2, 4096, 32),
+])
+def test_sglang_memory_share_is_its_own_rule_for_the_gpu_and_tp(capsys, cat, gpu, tp, chunk,
+                                                                 graph_bs):
+    # SGLang 0.5.4: mem_fraction_static = (HBM - reserved) / HBM [MiB], reserved = 512 +
+    # 1.5 x chunk + 2 x cuda_graph_max_bs + TP / 8 x 1024, at least 10 GiB above 60 GiB
+    r = serve_json(capsys, f"model=llama3-8b&gpu={gpu}&tp={tp}&engine=sglang&concurrency=8")
+    mib = cat.gpu(gpu).memory_gib * 1024
+    reserved = 512 + 1.5 * chunk + 2 * graph_bs + tp / 8 * 1024
+    reserved = max(reserved, 10 * 1024) if mib > 60 * 1024 else reserved
+    es = r["engine_settings"]
+    assert es["gpu_memory_utilization"]["value"] == round((mib - reserved) / mib, 3)
+    assert es["max_num_batched_tokens"]["value"] == chunk
+    assert es["max_num_seqs"]["value"] is None      # unset: the KV pool limits it
+
+
+@pytest.mark.parametrize("query, words", [
+    ("model=llama3-8b&gpu_memory_utilization=0", "gpu_memory_utilization must be in (0, 1], "
+                                                 "got 0"),
+    ("model=llama3-8b&gpu_memory_utilization=1.5", "gpu_memory_utilization must be in (0, 1], "
+                                                   "got 1.5"),
+    ("model=llama3-8b&max_num_seqs=0", "max_num_seqs must be in [1, "),
+    ("model=llama3-8b&max_num_batched_tokens=-5", "max_num_batched_tokens must be in [1, "),
+    ("model=llama3-8b&serve_tp=-1", "serve_tp must be in [0, 4096], got -1"),
+    ("model=llama3-8b&kv=int4", "kv must be one of 'auto', 'bf16', 'fp16', 'fp8'"),
+])
+def test_bad_scheduler_keys_are_one_line_with_the_range(capsys, query, words):
+    code, out, err = run(capsys, "serve", "--json", "--query", query)
+    assert code == 2 and out == "" and err.count("\n") == 1 and words in err
+
+
+def test_every_key_a_serve_answer_names_is_one_serve_takes(capsys):
+    import re
+
+    from llmcost.serving.query import KEYS
+    answers = [
+        serve_json(capsys, "gpu=h100-sxm&tp=8&isl=512&osl=512", "--model-config",
+                   str(HF / "qwen3-8b.json")),
+        serve_json(capsys, "model=llama3-70b&tp=8&serve_tp=4&ep=2&serve_ep=1"),
+        serve_json(capsys, "model=llama3-70b&tp=2&concurrency=4096"),
+        serve_json(capsys, "model=llama3-405b&ttft_ms_max=100"),
+        serve_json(capsys, "model=llama3-70b&tpot_ms_max=20&engine=trtllm"),
+    ]
+    for r in answers:
+        text = " ".join(r["notes"] + [r["concurrency_reason"]])
+        named = set(re.findall(r"\b([a-z_]+)=", text))
+        assert named <= set(KEYS), (named - set(KEYS), text)
+        # the training sequence length is review's key: a config answer does not ask for it
+        assert "seq_len" not in text
+
+
+def test_calibration_names_the_rows_its_constants_are_fitted_to(capsys):
+    import pandas as pd
+
+    rows = pd.read_csv(HF.parents[2] / "data" / "serving_runs.csv")
+    n_trt = int((rows.engine == "trtllm").sum())
+    n_vllm = int((rows.engine == "vllm").sum())
+    for engine in ("vllm", "sglang", "trtllm"):
+        r = serve_json(capsys, f"model=llama3-8b&tp=1&concurrency=8&engine={engine}")
+        assert f"{n_trt} TensorRT-LLM perf-overview throughput rows" in r["calibration"]
+    assert f"({n_vllm} rows" in serve_json(capsys, "model=llama3-8b&tp=1")["calibration"]
+    meas = pd.read_csv(HF.parents[2] / "data" / "serving_measurements.csv")
+    n_sgl = int(((meas.engine == "sglang") & meas.source.str.contains("sgl-cookbook")).sum())
+    assert f"SGLang cookbook's {n_sgl} benchmark points" in serve_json(
+        capsys, "model=llama3-8b&tp=1&engine=sglang")["calibration"]
