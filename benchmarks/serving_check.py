@@ -111,13 +111,16 @@ def predict_point(row, cat, overrides=None) -> dict:
 
     ``row``: a row of data/serving_measurements.csv (mapping or pandas row). ``overrides``:
     engine constants to replace, ``{engine id: {constant: value}}`` (a fit's output)."""
-    eng = engines.engine(row["engine"])
-    if overrides and row["engine"] in overrides:
-        eng = eng.with_(**overrides[row["engine"]])
     m, g = cat.model(row["model"]), cat.gpu(row["gpu"])
     isl, osl = lengths(row)
     adp = row.get("attention_dp")
     adp = None if _blank(adp) else str(adp).lower() == "true"
+    # the engine's defaults for this GPU and TP, as `serve` resolves them
+    e0 = engines.engine(row["engine"])
+    eng = engines.resolve(row["engine"], g, int(row["tp"]),
+                          (e0.attention_dp_moe and m.is_moe) if adp is None else adp)
+    if overrides and row["engine"] in overrides:
+        eng = eng.with_(**overrides[row["engine"]])
     ew = row.get("expert_weights")
     kv = row.get("kv")
     p = serving_predict.predict(
