@@ -18,3 +18,18 @@ def benchmark_module(name: str):
 
 def validate_module():
     return benchmark_module("validate")
+
+
+@functools.cache
+def _whole_runs():
+    import io
+    buf = io.StringIO()
+    res = validate_module().whole_runs(out=buf)
+    return res, buf.getvalue()
+
+
+def whole_runs_table():
+    """``validate.whole_runs`` (every published whole run reviewed as published) and what it
+    printed, computed once per test run for the tests that read it."""
+    res, printed = _whole_runs()
+    return res.copy(), printed

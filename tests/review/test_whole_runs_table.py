@@ -18,6 +18,7 @@ CAT = catalog.default()
 
 
 from bench_support import validate_module as _validate_module  # noqa: E402
+from bench_support import whole_runs_table  # noqa: E402
 
 
 VALIDATE = _validate_module()
@@ -40,9 +41,7 @@ def row_model(row):
 
 @pytest.fixture(scope="module")
 def table():
-    buf = io.StringIO()
-    res = VALIDATE.whole_runs(out=buf)
-    return res, buf.getvalue()
+    return whole_runs_table()
 
 
 def test_every_row_has_its_source_and_sane_figures():

@@ -171,7 +171,8 @@ def test_qwen3_32b_row_gives_its_model_card_count():
     assert body / 1e9 == pytest.approx(31.2, rel=0.005)
 
 
-@pytest.mark.slow
+# the whole table: a fit over every row, as `make validate` runs it (make test-grid)
+@pytest.mark.grid
 def test_whole_table_runs_and_reports_every_group():
     t = check.errors_table(check.load(), CAT)
     done = t[t["status"] == "predicted"]

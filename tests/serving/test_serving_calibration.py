@@ -34,7 +34,8 @@ def test_fit_quality_as_stated():
     assert abs(np.mean(calibrate.log_errors(ROWS, engines.engine("trtllm")))) < 0.05
 
 
-@pytest.mark.slow
+# the whole table: a fit over every row, as `make validate` runs it (make test-grid)
+@pytest.mark.grid
 def test_refit_lands_on_the_shipped_constants():
     eng = engines.engine("trtllm")
     start = eng.with_(prefill_efficiency=0.6, decode_compute_efficiency=0.6,
