@@ -133,3 +133,27 @@ def test_a_burst_of_500_long_prompts_runs_the_batch_vllm_admits():
     # the queue: request i waits for about i / R lifetimes of the batch
     life = float(steady.latency_s)
     assert float(burst.queue_s) == pytest.approx((500 / r - 1) / 2 * life, rel=0.25)
+
+
+def test_serve_names_the_rate_beyond_which_the_queue_grows():
+    # one instance of Llama 3 8B on an H100; traffic as arrivals per instance: below the
+    # saturation rate the answer's queue is short, above it the note names the rate
+    from llmcost.serving import query
+    base = "model=llama3-8b&gpu=h100-sxm&tp=1&isl=1000&osl=200&concurrency=32&num_prompts=300"
+    sat = query.answer(base)["saturation_requests_per_s"]
+    rate = float(f"{0.5 * sat:.6g}")
+    low = query.answer(base + f"&requests_per_s={rate}")
+    assert low["gpus_needed"] >= 1
+    per = low["arrivals"]["requests_per_s_per_instance"]
+    assert per == pytest.approx(rate / low["gpus_needed"], rel=1e-9)
+    assert not any("grows without bound" in n for n in low["notes"])
+    s = sat
+    # one instance asked to take twice what it sustains
+    from llmcost.serving.serve import serve
+    g = CAT.gpu("h100-sxm")
+    hot = serve(CAT.model("llama3-8b"), g, CAT.fabric(g.scale_up), isl=1000, osl=200, tp=1,
+                request_rate=2 * s, requests=300)
+    assert hot["load_shape"] == "rate"
+    assert any("grows without bound" in n and f"{hot['saturation_requests_per_s']:.3g}" in n
+               for n in hot["notes"])
+    assert hot["queue_ms"] > 10 * low["arrivals"]["queue_ms"]
