@@ -60,9 +60,8 @@ validate: install
 # HTML into docs/_build/html; warnings are errors (CI runs it). The CLI reference, the data
 # files' schema and the validation tables are generated from the code at build time.
 docs: install
-	rm -f docs/_build/.built-clean
-	$(VENV)/bin/sphinx-build -b html -W --keep-going -q docs docs/_build/html
-	touch docs/_build/.built-clean
+	rm -f docs/_build/.built-clean; $(VENV)/bin/sphinx-build -b html -W --keep-going -q docs \
+		docs/_build/html && touch docs/_build/.built-clean
 
 # Serves the apps of notebooks/ (python -m llmcost.server: Voila with the workbook's
 # defaults): / opens the landing app, preheated kernels paint the first page fast, at most
