@@ -77,8 +77,6 @@ NAMES = tuple(STACKS)
 #: Megatron-Core (NeMo / Megatron-Bridge recipes; the class of Llama 3's and DeepSeek-V3's
 #: in-house 4D stacks: TP, PP, CP and EP beside sharded data parallelism)
 DEFAULT = "megatron"
-#: how memory can be held (:attr:`Stack.memory`)
-MEMORY_MODELS = ("megatron", "fsdp")
 
 
 def stack(name: str) -> Stack:
