@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -36,11 +37,7 @@ SIZE_CLASSES = ((20e9, "<20B"), (100e9, "20-100B"), (math.inf, ">100B"))
 #: fewer runs than this and a group falls back to a wider one
 MIN_GROUP_RUNS = 3
 
-#: below this many runs the band is the group's min and max; from it on, its 10th and 90th
-#: percentiles (fewer runs do not place a percentile)
-PERCENTILE_BAND_RUNS = 8
-
-#: the band's percentiles [%] once a group has PERCENTILE_BAND_RUNS runs
+#: the band's percentiles [%]: the 10th to 90th percentile of a new run's realized ratio
 BAND_PERCENTILES = (10.0, 90.0)
 
 
@@ -70,10 +67,12 @@ def kind_of(moe: bool) -> str:
 class RealizedRatio:
     """The realized ratio of a comparison group of published runs.
 
-    ``value`` is the group's median of published / floor GPU-hours [-]; ``band`` its
-    (low, high) spread [-] (10th-90th percentile from :data:`PERCENTILE_BAND_RUNS` runs on,
-    else min-max); ``group`` the group as (stack or None, "dense"/"MoE" or None, size class or
-    None): None where the fall-back pooled over that key; ``runs`` how many runs;
+    ``value`` is the group's median of published / floor GPU-hours [-]; ``band`` the
+    (low, high) range [-] a new run's ratio falls in with the probability of
+    :data:`BAND_PERCENTILES` (:func:`prediction_band`, from ``log_sd``, the pooled spread
+    of every run about its own group's median, :func:`pooled_log_sd`); ``group`` the group
+    as (stack or None, "dense"/"MoE" or None, size class or None): None where the
+    fall-back pooled over that key; ``runs`` how many runs;
     ``run_ids`` and ``sources`` which ones; ``fallback`` why the group is wider than the
     scenario's own ('' when it is the scenario's own)."""
 
@@ -84,6 +83,7 @@ class RealizedRatio:
     run_ids: tuple
     sources: tuple
     fallback: str = ""
+    log_sd: float = 0.0
 
     @property
     def group_label(self) -> str:
@@ -105,7 +105,8 @@ class RealizedRatio:
 
     def to_json(self) -> dict:
         return {"value": self.value, "band": list(self.band), "group": self.group_label,
-                "runs": self.runs, "sources": list(self.sources), "fallback": self.fallback}
+                "runs": self.runs, "sources": list(self.sources), "fallback": self.fallback,
+                "log_sd": self.log_sd}
 
 
 #: the ratio the review assumes when no run at all is comparable (an empty table): none
@@ -129,32 +130,119 @@ def _truthy(x) -> bool:
     return x is True or str(x).strip().lower() in ("true", "1", "1.0", "yes")
 
 
-def group_statistics(ratios) -> tuple[float, tuple]:
-    """Median and band of a group's ratios.
+def prediction_band(value, log_sd, runs) -> tuple[float, float]:
+    """The range a new run's realized ratio falls in, with the probability of
+    :data:`BAND_PERCENTILES`.
 
-    .. math:: \\hat r = \\mathrm{median}(r_i), \\quad
-              [r_{lo}, r_{hi}] = [P_{10}(r_i), P_{90}(r_i)] \\;(n \\geq 8),
-              \\;[\\min r_i, \\max r_i] \\;(n < 8)
+    Log-normal about the group's median, with the spread pooled over every group and the
+    group's own size for the uncertainty of its median:
+
+    .. math:: [r_{lo}, r_{hi}] = \\hat r \\, \\exp\\left(\\mp z \\, \\sigma
+              \\sqrt{1 + 1/n}\\right), \\quad z = \\Phi^{-1}(P_{90} / 100)
+
+    A group's own percentiles would need many more runs than a group has (the min and max of
+    n runs hold a new one with probability (n - 1) / (n + 1): 50% for 3 runs), so the
+    spread is shared and the band is as wide for a group of 3 as its data warrant.
 
     Parameters
     ----------
-    ratios : array of float
-        The group's published / floor GPU-hours [-], at least one.
+    value : float
+        The group's median ratio [-], > 0.
+    log_sd : float
+        Pooled standard deviation of log ratios about their groups' medians [-], >= 0
+        (:func:`pooled_log_sd`).
+    runs : int
+        Runs in the group [-], >= 1.
 
     Returns
     -------
-    value : float
-    band : (float, float)
+    (float, float)
+        Low and high ratio [-].
+
+    References
+    ----------
+    .. [1] Hahn, G. J. and Meeker, W. Q., Statistical Intervals, Wiley 1991, §4.6
+       (prediction interval for one future observation of a normal sample).
     """
-    r = np.asarray(ratios, dtype=float)
-    if r.size == 0:
-        raise v.InputError("ratios", "a group needs at least one run")
-    value = float(np.median(r))
-    if r.size >= PERCENTILE_BAND_RUNS:
-        lo, hi = np.percentile(r, BAND_PERCENTILES)
-    else:
-        lo, hi = r.min(), r.max()
-    return value, (float(lo), float(hi))
+    value = float(v.positive("value", value))
+    log_sd = float(v.nonnegative("log_sd", log_sd))
+    n = int(v.integer("runs", runs, minimum=1))
+    z = NormalDist().inv_cdf(BAND_PERCENTILES[1] / 100.0)
+    half = z * log_sd * math.sqrt(1.0 + 1.0 / n)
+    return value * math.exp(-half), value * math.exp(half)
+
+
+def _keys(use: pd.DataFrame):
+    """The group keys of a table's runs, as arrays: stack, dense/MoE, size class."""
+    sizes = use["params"].astype(float).map(size_class).to_numpy()
+    kinds = use["moe"].map(_truthy).map(kind_of).to_numpy()
+    return use["stack"].astype(str).to_numpy(), kinds, sizes
+
+
+def _tries(stack, kind, size) -> list:
+    """The groups tried in order, the scenario's own first."""
+    tries = [(stack, kind, size), (stack, kind, None), (None, kind, None), (None, None, None)]
+    if stack is None:
+        tries = [(None, kind, size)] + tries[2:]
+    return list(dict.fromkeys(tries))
+
+
+def _pick(keys, available, stack, kind, size):
+    """The first group of :func:`_tries` with MIN_GROUP_RUNS runs among ``available`` (a
+    boolean mask), else everything available: (group, mask)."""
+    for group in _tries(stack, kind, size):
+        sel = available.copy()
+        for key, col in zip(group, keys):
+            if key is not None:
+                sel &= col == key
+        if sel.sum() >= MIN_GROUP_RUNS or group == (None, None, None):
+            return group, sel
+    raise AssertionError("unreachable: the last group pools everything")
+
+
+def pooled_log_sd(runs: pd.DataFrame, *, stack_named: bool, exclude=()) -> float:
+    """The spread of published runs about the median of their comparison group.
+
+    Each used run i is compared with the median of the group :func:`realized_ratio` picks for
+    it from the *other* runs (its stack if ``stack_named``, else every stack):
+
+    .. math:: \\sigma = \\sqrt{\\frac{1}{m} \\sum_i \\left(\\ln r_i -
+              \\ln \\mathrm{median}_{j \\in G(i), j \\neq i} r_j\\right)^2}
+
+    so the spread is what a forecast from comparable runs misses by, measured out of sample,
+    and pooled because no single group has enough runs to measure its own.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        A realized-runs table (:func:`realized_ratio`).
+    stack_named : bool
+        Whether groups are formed with the runs' stacks (a reviewer named one) or pool them.
+    exclude : iterable of str
+        Run ids to leave out entirely.
+
+    Returns
+    -------
+    float
+        sigma [-]; 0 when fewer than two runs can be compared.
+    """
+    use = fitted_runs(runs)
+    if len(exclude):
+        use = use[~use["id"].isin(list(exclude))]
+    if len(use) < 2:
+        return 0.0
+    keys = _keys(use)
+    r = use["ratio"].astype(float).to_numpy()
+    res = []
+    for i in range(len(use)):
+        others = np.ones(len(use), bool)
+        others[i] = False
+        _, sel = _pick(keys, others, keys[0][i] if stack_named else None, keys[1][i],
+                       keys[2][i])
+        # the median of the ratios, as realized_ratio takes it (of an even count: the mean
+        # of the middle two, not their geometric mean)
+        res.append(math.log(r[i] / np.median(r[sel])))
+    return float(np.sqrt(np.mean(np.square(res))))
 
 
 def realized_ratio(runs: pd.DataFrame, *, stack: str | None, moe: bool, params: float,
@@ -194,29 +282,18 @@ def realized_ratio(runs: pd.DataFrame, *, stack: str | None, moe: bool, params: 
         use = use[~use["id"].isin(list(exclude))]
     if use.empty:
         return NO_RUNS
-    kind, size = kind_of(moe), size_class(params)
-    sizes = use["params"].astype(float).map(size_class)
-    kinds = use["moe"].map(_truthy).map(kind_of)
-    stacks = use["stack"].astype(str)
-    own = (stack, kind, size)
-    tries = [own, (stack, kind, None), (None, kind, None), (None, None, None)]
-    if stack is None:
-        tries = [(None, kind, size)] + tries[2:]
-    for group in dict.fromkeys(tries):
-        sel = np.ones(len(use), bool)
-        for key, col in zip(group, (stacks, kinds, sizes)):
-            if key is not None:
-                sel &= (col == key).to_numpy()
-        if sel.sum() >= MIN_GROUP_RUNS or group == (None, None, None):
-            picked = use[sel]
-            break
-    if picked.empty:
-        return NO_RUNS
-    value, band = group_statistics(picked["ratio"].astype(float))
+    own = (stack, kind_of(moe), size_class(params))
+    group, sel = _pick(_keys(use), np.ones(len(use), bool), *own)
+    picked = use[sel]
+    ratios = picked["ratio"].astype(float).to_numpy()
+    value = float(np.median(ratios))
+    log_sd = pooled_log_sd(runs, stack_named=stack is not None, exclude=exclude)
+    band = prediction_band(value, log_sd, len(picked))
     fallback = ""
-    if group != tries[0]:
-        first = RealizedRatio(0.0, (0.0, 0.0), tries[0], 0, (), ()).group_label
+    if group != _tries(*own)[0]:
+        first = RealizedRatio(0.0, (0.0, 0.0), _tries(*own)[0], 0, (), ()).group_label
         fallback = f"fewer than {MIN_GROUP_RUNS} published runs in {first}"
     sources = tuple(f"{i}: {s}" for i, s in zip(picked["id"], picked["source"]))
     return RealizedRatio(value=value, band=band, group=group, runs=int(len(picked)),
-                         run_ids=tuple(picked["id"]), sources=sources, fallback=fallback)
+                         run_ids=tuple(picked["id"]), sources=sources, fallback=fallback,
+                         log_sd=log_sd)

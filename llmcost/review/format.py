@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from .results import OPTION_LABELS, Results
+from ..economics import realized
 
 #: scale suffixes of counts (tokens, parameters, FLOPs): short scale, as model cards write them
 _COUNT_UNITS = ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"))
@@ -172,8 +173,10 @@ def forecast_suffix(results: Results, key: str) -> str:
 
 def realized_text(rr) -> str:
     """The realized ratio, its band and the group it comes from, in words: "x1.07 over the
-    floor (band x0.94-x1.71): 15 published runs, any stack, dense"."""
-    text = (f"x{rr.value:.2f} over the floor (band x{rr.band[0]:.2f}-x{rr.band[1]:.2f}): "
+    floor (80% band x0.94-x1.71): 15 published runs, any stack, dense"."""
+    cover = realized.BAND_PERCENTILES[1] - realized.BAND_PERCENTILES[0]
+    text = (f"x{rr.value:.2f} over the floor ({cover:.0f}% band x{rr.band[0]:.2f}-"
+            f"x{rr.band[1]:.2f}): "
             f"{rr.runs} published run{'s' if rr.runs != 1 else ''}, {rr.group_label}")
     return text + (f" ({rr.fallback})" if rr.fallback else "")
 

@@ -33,21 +33,34 @@ def test_size_classes_split_at_20b_and_100b():
     assert e.value.param == "params"
 
 
-def test_group_statistics_median_and_min_max_below_eight_runs():
-    value, band = rz.group_statistics([1.0, 1.5, 1.2])
-    assert value == 1.2 and band == (1.0, 1.5)
-    value, band = rz.group_statistics([1.0, 2.0])
-    assert value == 1.5 and band == (1.0, 2.0)
+def test_prediction_band_is_log_normal_about_the_median():
+    # z = inverse normal CDF at 0.90 = 1.2815516 (standard tables); n = 3 runs:
+    # half-width = 1.2815516 * 0.3 * sqrt(1 + 1/3) = 0.443943
+    lo, hi = rz.prediction_band(1.2, 0.3, 3)
+    assert lo == pytest.approx(1.2 * np.exp(-0.443943), rel=1e-5)
+    assert hi == pytest.approx(1.2 * np.exp(0.443943), rel=1e-5)
+    # more runs, a better-known median: narrower, never below the spread itself
+    lo8, hi8 = rz.prediction_band(1.2, 0.3, 8)
+    assert hi8 / lo8 < hi / lo
+    assert hi8 / lo8 > np.exp(2 * 1.2815516 * 0.3)
+    assert rz.prediction_band(1.2, 0.0, 3) == (1.2, 1.2)
+    for param, bad in (("value", (0, 0.3, 3)), ("log_sd", (1.0, -0.1, 3)),
+                       ("runs", (1.0, 0.3, 0))):
+        with pytest.raises(InputError) as e:
+            rz.prediction_band(*bad)
+        assert e.value.param == param
 
 
-def test_group_statistics_percentiles_from_eight_runs():
-    r = np.arange(1, 11) / 10 + 0.5          # 0.6 .. 1.5, ten runs
-    value, band = rz.group_statistics(r)
-    assert value == pytest.approx(1.05)
-    # numpy's linear percentile: P10 at position 0.9 between 0.6 and 0.7, P90 at 8.1
-    assert band == (pytest.approx(0.69), pytest.approx(1.41))
-    with pytest.raises(InputError):
-        rz.group_statistics([])
+def test_pooled_spread_compares_each_run_with_the_others_median():
+    # four runs of one group, ratios 1, 2, 4, 8: each against the median of the other three
+    # 1 vs 4, 2 vs 4, 4 vs 2, 8 vs 2 -> ln-residuals (-2, -1, 1, 2) x ln 2
+    t = runs([(c, "megatron", False, 7e9, r) for c, r in zip("abcd", (1.0, 2.0, 4.0, 8.0))])
+    assert rz.pooled_log_sd(t, stack_named=True) == pytest.approx(np.log(2) * np.sqrt(2.5))
+    # leaving d out: 1 vs median(2, 4) = 3, 2 vs 2.5, 4 vs 1.5 (each from two runs: a group
+    # of two falls back to everything, which is the same two runs here)
+    expect = np.sqrt(np.mean(np.square(np.log([1 / 3, 2 / 2.5, 4 / 1.5]))))
+    assert rz.pooled_log_sd(t, stack_named=True, exclude=["d"]) == pytest.approx(expect)
+    assert rz.pooled_log_sd(t.iloc[:1], stack_named=True) == 0.0
 
 
 TABLE = runs([
@@ -61,8 +74,12 @@ TABLE = runs([
 def test_own_group_when_it_has_three_runs():
     rr = rz.realized_ratio(TABLE, stack="megatron", moe=False, params=7e9)
     assert rr.group == ("megatron", "dense", "<20B") and rr.runs == 3
-    assert rr.value == 1.2 and rr.band == (1.0, 1.4) and rr.fallback == ""
+    assert rr.value == 1.2 and rr.fallback == ""
     assert rr.run_ids == ("a", "b", "c")
+    # the band: the pooled spread of the table (stack named), about this group's median
+    sd = rz.pooled_log_sd(TABLE, stack_named=True)
+    assert rr.log_sd == sd > 0
+    assert rr.band == pytest.approx(rz.prediction_band(1.2, sd, 3))
     assert rr.label == "megatron, dense, <20B (3 published runs)"
 
 
@@ -70,7 +87,9 @@ def test_no_stack_named_pools_every_stack():
     rr = rz.realized_ratio(TABLE, stack=None, moe=False, params=7e9)
     # a, b, c (megatron) and d (fsdp); g is not fitted
     assert rr.group == (None, "dense", "<20B") and rr.run_ids == ("a", "b", "c", "d")
-    assert rr.value == pytest.approx(1.3) and rr.band == (1.0, 2.0)
+    assert rr.value == pytest.approx(1.3)
+    assert rr.band == pytest.approx(rz.prediction_band(1.3, rz.pooled_log_sd(
+        TABLE, stack_named=False), 4))
 
 
 def test_fall_back_drops_size_then_stack_then_kind():

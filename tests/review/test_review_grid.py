@@ -117,7 +117,7 @@ def test_the_band_brackets_the_point(results):
         e, f = r.economics, r.forecast
         if e.days is None:
             continue
-        # the forecast is the floor x the group's median ratio, inside its p10-p90 / min-max
+        # the forecast is the floor x the group's median ratio, inside its prediction band
         assert e.days == pytest.approx(f.floor_days * f.realized.value, rel=1e-12)
         lo, hi = f.days_band
         assert lo <= e.days <= hi

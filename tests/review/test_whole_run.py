@@ -221,15 +221,15 @@ def deepseek():
 
 def test_deepseek_v3_forecast_within_15_percent_and_closer_than_the_napkin(deepseek):
     # in sample, as entered (the review's own batch: DeepSeek's 15,360 sequences not given).
-    # Its group (MoE, >100B: DeepSeek-V2, DeepSeek-V3, Llama 4 Scout) is below 8 runs, so
-    # the band is their min-max ratio x this floor; the floor at the batch law's 7,168
-    # sequences is 3% over the floor at the published batch its ratio was taken on, which
-    # puts the published figure 2-5% below the band's low end: the issue's "inside the
-    # band" does not hold for this run as entered without its batch (it does with it)
+    # Its group (MoE, >100B: DeepSeek-V2, DeepSeek-V3, Llama 4 Scout) has 3 runs, two of
+    # them at ratio 1.02-1.03: their min-max would put the band's low end 2-5% above the
+    # published hours (the floor at the batch law's 7,168 sequences is 3% over the floor at
+    # the published batch the ratio was taken on). The pooled spread does not pretend three
+    # runs pin a group down: the published figure lies inside, well off both ends
     pub = DEEPSEEK[1]
     err = abs(deepseek["gpu_hours"] / pub - 1)
     lo, hi = deepseek["gpu_hours_band"]
-    assert 0.9 * lo <= pub <= hi, (lo, hi)
+    assert 1.2 * lo <= pub <= hi / 1.5, (lo, hi)
     assert err < abs(deepseek["napkin_gpu_hours"] / pub - 1)
     # 6 x active params (37.6B by the architecture) x 14.8T at 40% of H800's dense BF16 peak
     # (H100's, 989.4 TFLOP/s): 2.34M
