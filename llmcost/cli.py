@@ -731,20 +731,18 @@ def cmd_check(a) -> dict:
     placement from the output or --nodes/--gpus-per-node/--nics-per-node; a log's model
     from model= (or --model), --model-config or the log itself, else its measured figures
     alone."""
-    from .checks import check as chk, dcgm, nccl_tests, text as ctext, train_log
+    from .checks import check as chk, text as ctext
     if a.nccl_tests is None and a.train_log is None and a.dcgm is None:
         raise v.InputError("nccl_tests", "give --nccl-tests FILE, --train-log FILE and/or "
                                          "--dcgm FILE")
     for dest in ("nodes", "gpus_per_node", "nics_per_node"):
         if getattr(a, dest) is not None:
             v.integer(_flag(dest), getattr(a, dest), 1, 1_000_000)
-    nccl = log = scenario = samples = None
+    texts = {k: (path, ctext.read_file(path, k)) if path is not None else None
+             for k, path in (("nccl_tests", a.nccl_tests), ("train_log", a.train_log),
+                             ("dcgm", a.dcgm))}
+    scenario = None
     notes = []
-    if a.nccl_tests is not None:
-        nccl = nccl_tests.read(ctext.read_file(a.nccl_tests, "nccl_tests"), name=a.nccl_tests,
-                               op=a.nccl_op)
-    if a.train_log is not None:
-        log = train_log.read(ctext.read_file(a.train_log, "train_log"))
     query = a.query
     if a.model is not None:
         if query is not None and "model" in chk.typed_keys(query):
@@ -759,18 +757,17 @@ def cmd_check(a) -> dict:
         scenario = scenarios[0]
         if len(scenarios) > 1:
             notes.append("check reads scenario A of a compare link")
-    gpu = up = out = None
-    if nccl is not None and a.gpu is not None:
-        gpu, up, out = _hardware(a)
-    elif nccl is not None and query is None:
+    hardware = None
+    if a.nccl_tests is not None and a.gpu is not None:
+        hardware = _hardware(a)
+    elif a.nccl_tests is not None and query is None:
         raise v.InputError("gpu", "--nccl-tests needs the hardware: --gpu [--fabric], or "
                                   "--query \"gpu=..&fabric=..\"")
-    if a.dcgm is not None:
-        samples = dcgm.read(ctext.read_file(a.dcgm, "dcgm"))
-    res = chk.check(nccl, log, dcgm=samples, gpu=gpu, scale_up=up, scale_out=out,
-                    scenario=scenario, query=query, cat=catalog.default(), nodes=a.nodes,
-                    gpus_per_node=a.gpus_per_node, nics_per_node=a.nics_per_node,
-                    model_given=model_given, placement_from_scenario=False)
+    res = chk.check_texts(texts["nccl_tests"], texts["train_log"], texts["dcgm"],
+                          scenario=scenario, query=query, model_given=model_given,
+                          hardware=hardware, nccl_op=a.nccl_op, nodes=a.nodes,
+                          gpus_per_node=a.gpus_per_node, nics_per_node=a.nics_per_node,
+                          cat=catalog.default())
     res["warnings"] = notes
     return res
 
@@ -1574,6 +1571,11 @@ def _print_result(a, result) -> None:
         print(_review_text(result))
     elif a.command == "check":
         print(_check_text(result))
+    elif a.command == "mfu" and any(f["code"] == "above-peak" for f in result["findings"]):
+        # above the peak is no utilization: the text says so, never a figure over 100%
+        u = result["effective_utilization"]
+        print(_table({**result, "effective_utilization": f"above the peak ({u:.3g} x): "
+                                                         "check the figures"}))
     elif a.command == "list":
         import pandas as pd
         df = pd.DataFrame(result["rows"])

@@ -784,6 +784,9 @@ def utilization_vs_published(mu, runs: pd.DataFrame, *, compare=(), label=None) 
     mine = _runs(mu, compare, label)
     for i, (lab, m) in enumerate(mine):
         name = "your run" if lab is None else f"{lab}: your run"
+        if m.effective_utilization > 1:
+            # above the peak is not a utilization: the page says so, the axis does not show it
+            continue
         fig.add_trace(go.Bar(x=[name], y=[m.effective_utilization], name=name,
                              marker_color="#e76f51" if i == 0 else SCENARIO_COLOURS[i % 4],
                              hovertemplate="%{x}: %{y:.1%}<extra></extra>"))
@@ -850,7 +853,10 @@ def cluster_busbw(check: dict) -> go.Figure:
     rows = check.get("collectives") or []
     if not rows:
         return _empty("Bus bandwidth vs message size", "no nccl-tests output read")
-    fig = _fig("Bus bandwidth vs message size: measured and expected", height=380)
+    judged = any(r["expected_busbw_gb_per_s"] is not None for r in rows)
+    fig = _fig("Bus bandwidth vs message size: measured" + (" and expected" if judged else
+                                                            " (placement unknown: no expectation)"),
+               height=380)
     for op, colour in zip(dict.fromkeys(r["op"] for r in rows), SCENARIO_COLOURS * 3):
         mine = [r for r in rows if r["op"] == op]
         x = [r["size_bytes"] for r in mine]
@@ -882,7 +888,8 @@ def cluster_steps(step, step_time_s, predicted_step_time_s=None, band_s=None) ->
     ok = np.isfinite(t)
     if not ok.any():
         return _empty("Step time over the run", "the log gives no step time")
-    fig = _fig("Step time over the run, measured and predicted", height=340)
+    fig = _fig("Step time over the run, measured"
+               + (" and predicted" if predicted_step_time_s else ""), height=340)
     fig.add_trace(go.Scatter(x=step[ok].tolist(), y=t[ok].tolist(), mode="lines+markers", name="measured",
                              line=dict(color=SCENARIO_COLOURS[0])))
     ends = [float(step[ok].min()), float(step[ok].max())]

@@ -328,9 +328,11 @@ def assess_utilization(utilization, published=None, peak_tflops=None, gpu=None,
     of_dense = f"{u:.1%} of dense peak" if ceiling == 1.0 else of_peak
     findings: list[Finding] = []
     if share > 1.0:
+        # the multiple of the peak, never a percentage above 100% a reader could quote
         findings.append(Finding("error", "above-peak",
-                                f"{of_peak} is above 100% of peak: the FLOPs per token, the "
-                                "token count, the GPU count or the peak is wrong"))
+                                f"the figures give {share:.3g} x the peak, above 100%: the "
+                                "FLOPs per token, the token count, the GPU count or the peak "
+                                "is wrong"))
     elif share > RARE_ABOVE:
         findings.append(Finding("warning", "rare",
                                 f"{of_dense} is above any large published run "

@@ -235,7 +235,8 @@ def check_steps(log: TrainLog, results) -> tuple[dict, list]:
              "predicted_fits": bool(results.headline["fits"]),
              "model": model.id, "gpu": gpu.id, "gpus": int(gpus), "seq_len": int(model.seq_len),
              "flops_per_token": fpt,
-             "log_mfu": float(np.median(log_mfu)) if len(log_mfu) else None,
+             "log_mfu": (float(np.median(log_mfu)) if len(log_mfu)
+                         and np.median(log_mfu) <= 1 else None),
              "log_tflops_per_gpu": float(np.median(log_tf)) if len(log_tf) else None}
     found = [] if steps["predicted_fits"] else [fnd.finding(
         "warn", "the scenario's layout does not fit in memory",
@@ -282,9 +283,69 @@ def measured_steps(log: TrainLog) -> dict:
 
 
 #: what a log is checked with when no model is known
-NO_MODEL = ("the log's model is unknown: give model= in --query (a catalog id), or "
-            "--model-config FILE (a Hugging Face config.json); the log prints none (Megatron's "
-            "argument dump, torchtitan's flavor)")
+NO_MODEL = ("the log's model is unknown: give model= (a catalog id: --model or --query, on "
+            "the page the Model control) or a Hugging Face config.json (--model-config FILE, "
+            "on the page its upload); the log prints none (Megatron's argument dump, "
+            "torchtitan's flavor)")
+
+
+#: the placement a user gives where nccl-tests output does not show it: key -> its words
+PLACEMENT_KEYS = {"nodes": "nodes", "gpus_per_node": "GPUs per node",
+                  "nics_per_node": "NICs per node"}
+
+
+def check_texts(nccl=None, train_log=None, dcgm=None, *, scenario=None, query=None,
+                model_given=None, hardware=None, nccl_op=None, nodes=None,
+                gpus_per_node=None, nics_per_node=None, cat=None) -> dict:
+    """The check of what a user pasted or uploaded: what ``llmcost check`` and the cluster
+    check page both run, so that the same texts and inputs give one answer.
+
+    Nothing stands in for what the texts and inputs do not say: without a model (given, or
+    printed in the log) the log's measured figures are reported alone with a finding that
+    asks for it; without a placement (Rank lines' hosts, or ``nodes``/``gpus_per_node``)
+    the collectives are not judged against the fabric and a finding asks for it.
+
+    Parameters
+    ----------
+    nccl, train_log, dcgm : (str, str), optional
+        (name, text) of nccl-tests output, a training log and DCGM samples.
+    scenario : Scenario, optional
+        The run's scenario (its hardware, and the model when ``model_given``).
+    query : str, optional
+        The query the scenario came from (the keys it sets are not taken from the log).
+    model_given : bool, optional
+        Whether the scenario's model was given (default: ``model`` in ``query``).
+    hardware : (GPUSpec, FabricSpec, FabricSpec), optional
+        The nccl-tests run's GPU, scale-up and scale-out fabric (default: the scenario's).
+    nccl_op : str, optional
+        The collective, where neither the output nor its name says it.
+    nodes, gpus_per_node, nics_per_node : int, optional
+        The nccl-tests placement [-], each >= 1, where the output does not show it.
+    cat : Catalog, optional
+
+    Returns
+    -------
+    dict
+        :func:`check`'s answer.
+    """
+    from . import dcgm as dcgm_mod, nccl_tests, train_log as log_mod
+    if nccl is None and train_log is None and dcgm is None:
+        raise v.InputError("nccl_tests", "give nccl-tests output, a training log and/or DCGM "
+                                         "samples")
+    given = {"nodes": nodes, "gpus_per_node": gpus_per_node, "nics_per_node": nics_per_node}
+    for key, x in given.items():
+        if x is not None:
+            given[key] = int(v.integer(key, x, 1, 1_000_000))
+    res = nccl_tests.read(nccl[1], name=nccl[0], op=nccl_op) if nccl is not None else None
+    log = log_mod.read(train_log[1]) if train_log is not None else None
+    samples = dcgm_mod.read(dcgm[1]) if dcgm is not None else None
+    gpu, up, out = hardware if hardware is not None else (None, None, None)
+    if model_given is None:
+        model_given = scenario is not None and (
+            "model" in typed_keys(query) or scenario.model == "config")
+    return check(res, log, dcgm=samples, gpu=gpu, scale_up=up, scale_out=out,
+                 scenario=scenario, query=query, cat=cat, model_given=model_given,
+                 placement_from_scenario=False, **given)
 
 
 def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=None, gpu=None,

@@ -4,7 +4,7 @@ draws these, it never runs a model itself."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import pandas as pd
@@ -453,6 +453,16 @@ class MeasuredRun:
     tokens: float
     gpus: float
     wall_clock_s: float
+    #: no figure of the measured run was entered: the run is the Scenario's example
+    example: bool = False
+
+
+def is_example_run(s: Scenario) -> bool:
+    """Whether none of the measured run's figures (``measured_*``) was entered: the run
+    shown is the Scenario's example, to be labelled as such, never as measured."""
+    base = Scenario()
+    return all(getattr(s, f.name) == getattr(base, f.name) for f in fields(Scenario)
+               if f.name.startswith("measured_"))
 
 
 def measured_utilization(s: Scenario, cat=None) -> MeasuredRun:
@@ -478,4 +488,5 @@ def measured_utilization(s: Scenario, cat=None) -> MeasuredRun:
                            ut.achieved_tflops_per_gpu(tps, fpt, s.measured_gpus)),
                        hfu_if_full_recompute=float(ut.hfu(tps, hw, peak, s.measured_gpus)),
                        published_mfu=published, findings=tuple(verdict.findings), model=m.id,
-                       tokens=tokens, gpus=s.measured_gpus, wall_clock_s=s.measured_wall_clock_s)
+                       tokens=tokens, gpus=s.measured_gpus, wall_clock_s=s.measured_wall_clock_s,
+                       example=is_example_run(s))

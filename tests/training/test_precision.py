@@ -249,7 +249,7 @@ def test_fp8_mfu_on_bf16_scale_is_not_rare(gpus):
     assert [f.code for f in ut.assess_utilization(u).findings] == ["rare"]
     # above the FP8 ceiling (2x the BF16 peak) is impossible; 2.1 / 2 = 105%
     a = ut.assess_utilization(2.1, precision="fp8")
-    assert not a.ok and a.findings[0].code == "above-peak" and "105.0%" in a.findings[0].message
+    assert not a.ok and a.findings[0].code == "above-peak" and "1.05 x the peak" in a.findings[0].message
     # 25% of the BF16 peak is 12.5% of the FP8 peak: low for an FP8 run, not for BF16
     assert [f.code for f in ut.assess_utilization(0.25, precision="mxfp8").findings] == ["low"]
     assert not ut.assess_utilization(0.25).findings
