@@ -121,7 +121,7 @@ def check_nccl(res: NcclTests, gpu, scale_up, scale_out, nodes=None, gpus_per_no
                                    f"{ranks} ranks, placement unknown ({how}): give --nodes "
                                    "and --gpus-per-node (and --nics-per-node) to compare with "
                                    "NVLink and the NICs"))
-            cong = float("nan")
+            cong = top = float("nan")
         else:
             cong = comm.congestion_factor(n_nodes, out_fab.congestion_per_doubling,
                                           out_fab.oversubscription)
@@ -130,18 +130,33 @@ def check_nccl(res: NcclTests, gpu, scale_up, scale_out, nodes=None, gpus_per_no
                 out_fab.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, out_fab.latency_us,
                 eff_i, out_fab.efficiency, cong)
             exp = np.broadcast_to(np.asarray(exp, float), res.size_bytes[m].shape)
+            top = float(expect.expected_busbw_gb_per_s(
+                op, expect.ASYMPTOTE_BYTES, ranks, k, scale_up.bandwidth_gb_per_s_per_gpu,
+                out_fab.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, out_fab.latency_us,
+                eff_i, out_fab.efficiency, cong))
+        if np.isfinite(exp).any() and top > 0:
+            share = expect.share_of_expected(op, res.size_bytes[m], res.time_us[m],
+                                             res.busbw_gb_per_s[m], exp, ranks)
+            regime = expect.size_regime(exp, top)
+        else:
+            share = np.full(exp.shape, np.nan)
+            regime = np.full(exp.shape, "", dtype=object)
         label = op if len({r for r, _, _ in res.runs()}) == 1 else f"{op} (run {run + 1})"
-        for s, b, bi, a, t, e in zip(res.size_bytes[m], res.busbw_gb_per_s[m],
-                                     res.busbw_in_place_gb_per_s[m], res.algbw_gb_per_s[m],
-                                     res.time_us[m], exp):
+        for s, b, bi, a, t, e, q, g in zip(res.size_bytes[m], res.busbw_gb_per_s[m],
+                                           res.busbw_in_place_gb_per_s[m],
+                                           res.algbw_gb_per_s[m], res.time_us[m], exp, share,
+                                           regime):
             rows.append({"op": op, "run": int(run), "ranks": ranks, "size_bytes": int(s),
                          "busbw_gb_per_s": _num(b), "expected_busbw_gb_per_s": _num(e),
                          "busbw_in_place_gb_per_s": _num(bi), "algbw_gb_per_s": _num(a),
-                         "time_us": _num(t)})
+                         "time_us": _num(t), "share_of_expected": _num(q),
+                         "regime": g or None})
         max_err = res.max_error[m] if res.max_error is not None else None
         out += fnd.busbw_findings(label, res.size_bytes[m], res.busbw_gb_per_s[m], exp,
                                   res.wrong[m], ranks if ranks_known else None,
                                   max_error=max_err)
+        out += fnd.regime_findings(label if not ranks_known else f"{label} on {ranks} ranks",
+                                   res.size_bytes[m], share, regime)
         where = (f"{k} per node, {n_nodes} node(s) ({how}); {gpu.id} over {scale_up.id} x "
                  f"{eff_i:g} inside a node and {out_fab.id} x {out_fab.efficiency:g}"
                  + (f" with {nics} NIC(s) per node" if nics and k and n_nodes > 1 else "")

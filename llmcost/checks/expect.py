@@ -177,3 +177,64 @@ def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gb
         bw = np.where(t > 0, bus_bandwidth_factor(op, n) * s / np.where(t > 0, t, 1.0) / 1e9,
                       np.nan)
     return v.result(bw)
+
+
+#: size regimes, by the expectation's share of its own large-message bandwidth: below 0.1
+#: latency is over 90% of the expected time (alpha-beta: busbw / busbw_max = 1 / (1 + t_alpha
+#: / t_beta)); from 0.8 on the link's bandwidth sets it; between, both
+REGIMES = (("latency-bound", 0.0), ("transitional", 0.1), ("bandwidth-bound", 0.8))
+
+#: the size at which the large-message bandwidth of the expectation is read [bytes]
+ASYMPTOTE_BYTES = 2.0 ** 40
+
+
+def size_regime(expected_busbw, asymptote_busbw):
+    """The regime of each message size (:data:`REGIMES`).
+
+    .. math:: \\rho = \\frac{\\mathrm{busbw}_{exp}(S)}{\\mathrm{busbw}_{exp}(S \\to \\infty)}
+
+    Parameters
+    ----------
+    expected_busbw : float or array
+        The expected bus bandwidth at each size [GB/s].
+    asymptote_busbw : float
+        The expected bus bandwidth at :data:`ASYMPTOTE_BYTES` [GB/s], > 0.
+
+    Returns
+    -------
+    array of str
+        "latency-bound", "transitional" or "bandwidth-bound"; "" where the expectation is
+        not finite.
+    """
+    e = np.asarray(expected_busbw, float)
+    rho = e / float(v.positive("asymptote_busbw", asymptote_busbw))
+    out = np.full(e.shape, "", dtype=object)
+    for name, low in REGIMES:
+        out[np.isfinite(rho) & (rho >= low)] = name
+    return out
+
+
+def share_of_expected(op: str, size_bytes, time_us, busbw, expected_busbw, ranks):
+    """Measured over expected bus bandwidth, from the time nccl-tests prints where it does
+    (its busbw column rounds small sizes to 0.00), else from the busbw column.
+
+    .. math:: q = \\frac{t_{exp}}{t} = \\frac{f(op, N) S / \\mathrm{busbw}_{exp}}{t}
+
+    Parameters
+    ----------
+    op : str
+    size_bytes, time_us, busbw, expected_busbw : array
+        [bytes], [us] (NaN: not printed), [GB/s], [GB/s].
+    ranks : int
+
+    Returns
+    -------
+    array
+        q [-]; NaN where there is no expectation.
+    """
+    s, t = np.asarray(size_bytes, float), np.asarray(time_us, float)
+    b, e = np.asarray(busbw, float), np.asarray(expected_busbw, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_exp = bus_bandwidth_factor(op, ranks) * s / (e * 1e9) * 1e6
+        q = np.where(np.isfinite(t) & (t > 0), t_exp / t, b / e)
+    return np.where(np.isfinite(e) & (e > 0), q, np.nan)

@@ -37,6 +37,19 @@ DIP_SHARE = 0.75
 #: looked fine; the alpha-beta model's own error at mid sizes is well under 2 x, so a tenth
 #: of it is far outside what a healthy fabric shows.
 MIDSIZE_ALERT_SHARE = 0.1
+#: warn below this share of the expectation, per size regime
+#: (:data:`llmcost.checks.expect.REGIMES`): 0.8 x the lowest share the healthy samples show in
+#: that regime (tests/data/cluster: nccl-tests all-reduce on 2 x 8 H100 over AWS EFA p5, 2 x 8
+#: A100 over EFA p4de, 2 x 8 H100 over GCP A3 Mega TCPXO, 2 H100 PCIe; measured by the
+#: time nccl-tests prints): latency-bound 0.54 (p5 at 2 MiB), transitional 0.36 (A3 Mega at
+#: 16 MiB), bandwidth-bound 0.62 (p5 at 128 MiB). The alpha-beta model rises faster than
+#: NCCL's protocols do between 1 and 128 MiB, so a healthy fabric reads lower there; four
+#: samples of three fabrics set these, so they warn, never alert.
+REGIME_WARN_SHARE = {"latency-bound": 0.8 * 0.54, "transitional": 0.8 * 0.36,
+                     "bandwidth-bound": 0.8 * 0.62}
+#: what the regime thresholds were set on, as the finding states it
+REGIME_SOURCE = ("0.8 x the lowest share of the healthy samples: AWS p5 and p4de, GCP A3 "
+                 "Mega, H100 PCIe")
 #: measured MFU below this share of the predicted one: alert (40% short is beyond
 #: the step model's 25% envelope, llmcost.training.uncertainty.ENVELOPE_BAND).
 MFU_ALERT_SHARE = 0.6
@@ -282,3 +295,22 @@ def data_loading_findings(data_loading_s, step_time_s) -> list:
     if share > DATA_WARN_SHARE:
         return [finding("warn", "data loading above 10% of the step", ev)]
     return [finding("ok", "data loading", ev)]
+
+
+def regime_findings(name: str, size_bytes, share, regime) -> list:
+    """A warning per size regime where a size's measured bus bandwidth is below
+    :data:`REGIME_WARN_SHARE` of its expectation (the worst size named, the threshold and
+    what it was set on stated); nothing where every size is above it."""
+    size_bytes, share = np.asarray(size_bytes, float), np.asarray(share, float)
+    regime = np.asarray(regime, dtype=object)
+    out = []
+    for reg, thr in REGIME_WARN_SHARE.items():
+        low = (regime == reg) & np.isfinite(share) & (share < thr)
+        if not low.any():
+            continue
+        i = int(np.argmin(np.where(low, share, np.inf)))
+        out.append(finding("warn", f"{name}: below expectation at {reg} sizes",
+                           f"{int(low.sum())} size(s) under {thr:.2f} x the expectation "
+                           f"({REGIME_SOURCE}); worst {share[i]:.2f} x at "
+                           f"{_size(size_bytes[i])}"))
+    return out

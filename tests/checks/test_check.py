@@ -345,3 +345,53 @@ def test_cli_check_reports_the_data_loading_share():
     assert r["steps"]["data_loading_share"] == pytest.approx(
         np.median([263.80 / 1996.1, 274.37 / 429.4]), rel=1e-12)
     assert any(f["what"] == "data loading above 10% of the step" for f in r["findings"])
+
+
+# ------------------------------------------------------------------ size regimes
+
+HEALTHY = [("nccl_all_reduce_a3mega_h100_16.txt", "h100-sxm", "gcp-a3-mega-tcpxo", 2),
+           ("nccl_all_reduce_p5_h100_16.txt", "h100-sxm", "aws-efa-p5", 2),
+           ("nccl_all_reduce_p4de_a100_16.txt", "a100-80gb", "aws-efa-p4d", 2),
+           ("nccl_all_reduce_h100pcie_2.txt", "h100-pcie", "ib-ndr", 1)]
+
+
+def test_share_from_the_printed_time_and_the_regime_by_the_expectation():
+    # all-reduce on 16 ranks: f = 2 x 15/16 = 1.875; 1 MiB expected at 25.98 GB/s takes
+    # 1.875 x 1,048,576 B / 25.98 GB/s = 75.68 us; nccl-tests printed 123.2 us: 0.614 x
+    q = expect.share_of_expected("all_reduce", [2 ** 20], [123.2], [15.95], [25.98], 16)
+    assert q[0] == pytest.approx(75.68 / 123.2, rel=1e-3)
+    # no time printed: from the busbw column
+    q = expect.share_of_expected("all_reduce", [2 ** 20], [np.nan], [15.95], [25.98], 16)
+    assert q[0] == pytest.approx(15.95 / 25.98)
+    reg = expect.size_regime([1.0, 10.0, 79.9, 80.0, np.nan], 100.0)
+    assert list(reg) == ["latency-bound", "transitional", "transitional", "bandwidth-bound",
+                         ""]
+
+
+def test_regime_thresholds_are_set_on_the_healthy_samples(cat):
+    # each threshold is 0.8 x the lowest share a healthy sample shows in that regime:
+    # recomputed here from the samples, and no healthy sample warns
+    lowest = {}
+    for name, gpu, fabric, nodes in HEALTHY:
+        out = _check_file(cat, name, gpu, fabric, nodes=nodes)
+        assert {f["level"] for f in out["findings"]} == {"ok"}, name
+        for c in out["collectives"]:
+            if c["regime"]:
+                lowest[c["regime"]] = min(lowest.get(c["regime"], 9.0), c["share_of_expected"])
+    assert set(lowest) == set(fnd.REGIME_WARN_SHARE)
+    for reg, thr in fnd.REGIME_WARN_SHARE.items():
+        assert thr == pytest.approx(0.8 * lowest[reg], abs=0.01), reg
+
+
+def test_one_slow_node_warns_in_every_regime(cat):
+    # the p5 sample with one node at 0.4x (SOURCES.csv: derived): the large-message alert,
+    # and each regime below its threshold, the threshold and its basis stated
+    out = _check_file(cat, "nccl_all_reduce_p5_h100_16_derived_slow_0.4x.txt", "h100-sxm",
+                      "aws-efa-p5", nodes=2)
+    assert out["findings"][0]["level"] == "alert"
+    warned = {f["what"].rsplit(" at ", 1)[1] for f in out["findings"]
+              if "below expectation at" in f["what"]}
+    assert warned == {"latency-bound sizes", "transitional sizes", "bandwidth-bound sizes"}
+    for f in out["findings"]:
+        if "below expectation at" in f["what"]:
+            assert "lowest share of the healthy samples" in f["evidence"]
