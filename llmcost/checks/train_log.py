@@ -77,6 +77,19 @@ _MEG_ARG = re.compile(r"^\s*(seq_length|global_batch_size|micro_batch_size|world
                       r"\s*\.{3,}\s*(\d+)\s*$")
 #: Megatron's ``swiglu .... True`` and ``group_query_attention .... True``
 _MEG_FLAG = re.compile(r"^\s*(swiglu|group_query_attention)\s*\.{3,}\s*(True|False)\s*$")
+#: NeMo 1.x prints its Hydra configuration at start as YAML (``    num_layers: 32``; under
+#: srun each line after a ``0: `` rank prefix); Megatron-Bridge prints its non-default values
+#: the same way (``  hidden_size: 4096  (Mcore default: 0)``)
+_NEMO_CFG = re.compile(r"^(?:\d+:)?\s+(num_layers|hidden_size|ffn_hidden_size|num_attention_heads|"
+                       r"num_query_groups|encoder_seq_length|seq_length|"
+                       r"tensor_model_parallel_size|pipeline_model_parallel_size|"
+                       r"context_parallel_size|expert_model_parallel_size|micro_batch_size|"
+                       r"global_batch_size|devices|num_nodes|activation):\s+'?([\w-]+)'?"
+                       r"\s*(?:\(.*\))?\s*$")
+#: NeMo's megatron models log the padded vocabulary
+_NEMO_VOCAB = re.compile(r"Padded vocab_size:\s*(\d+)")
+#: NeMo configuration keys -> Megatron's argument names
+_NEMO_ARGS = {"encoder_seq_length": "seq_length"}
 _NEMO1_TIME = re.compile(r"train_step_timing in s=\s*([0-9.eE+-]+)")
 _NEMO1_STEP = re.compile(r"\bglobal_step=\s*([0-9.eE+]+)")
 _NEMO1_BAR = re.compile(r"\|\s*(\d{1,12})/(?:\d+|\?)\s*\[")
@@ -165,6 +178,7 @@ def read(text) -> TrainLog:
     text = _t.as_text(text, PARAM)
     meg, nemo, tt, args, ckpt, data = [], [], [], {}, [], {}
     ds, hf, hf_open, flags, built = [], {}, False, {}, None
+    nemo_cfg = {}
     for lineno, line in _t.lines(text):
         if "batch-generator" in line and meg:
             d = _MEG_DATA.search(line)
@@ -257,6 +271,17 @@ def read(text) -> TrainLog:
             b = _TT_BUILD.search(line)
             if b and built is None:
                 built = (b.group(1), b.group(2))
+            c = _NEMO_CFG.match(line) if a is None and f is None else None
+            if c:
+                # the first value of a key: the model's, before any nested section repeats it
+                key, val = _NEMO_ARGS.get(c.group(1), c.group(1)), c.group(2)
+                if key == "activation":
+                    flags.setdefault("swiglu", val in ("swiglu", "fast-swiglu"))
+                elif val.isdigit():
+                    nemo_cfg.setdefault(key, int(val[:12]))
+            pv = _NEMO_VOCAB.search(line)
+            if pv:
+                nemo_cfg.setdefault("padded_vocab_size", int(pv.group(1)[:12]))
         if max(len(meg), len(nemo)) > MAX_STEPS or len(tt) > 2 * MAX_STEPS:
             raise v.InputError(PARAM, f"line {lineno}: more than {MAX_STEPS:,} steps")
     tt_rows = _one_rank(tt)
@@ -293,12 +318,22 @@ def read(text) -> TrainLog:
     out = replace(out, checkpoint_s=np.array(ckpt, dtype=float))
     if out.samples_per_s is None:
         out = replace(out, samples_per_s=np.full(len(out.step), np.nan))
+    if nemo_cfg and not args.get("num_layers"):
+        # NeMo's configuration where Megatron's argument dump is absent
+        if nemo_cfg.get("devices") and nemo_cfg.get("num_nodes"):
+            nemo_cfg["world_size"] = nemo_cfg["devices"] * nemo_cfg["num_nodes"]
+        if nemo_cfg.get("num_query_groups"):
+            flags.setdefault("group_query_attention", True)
+        keep = {k: x for k, x in nemo_cfg.items() if k not in ("devices", "num_nodes")}
+        out = replace(out, args={**out.args, **keep})
+        return _with_model(out, {**args, **keep}, flags, built, "NeMo's configuration")
     return _with_model(out, args, flags, built)
 
 
-def _with_model(log: TrainLog, args: dict, flags: dict, built) -> TrainLog:
-    """The model the log prints: Megatron's argument dump as config fields, or torchtitan's
-    flavor as a catalog id (when the catalog has it)."""
+def _with_model(log: TrainLog, args: dict, flags: dict, built,
+                source: str = "Megatron's argument dump") -> TrainLog:
+    """The model the log prints: Megatron's argument dump (or NeMo's configuration) as
+    config fields, or torchtitan's flavor as a catalog id (when the catalog has it)."""
     need = ("num_layers", "hidden_size", "num_attention_heads")
     if all(args.get(k) for k in need):
         from ..scenario import config_text
@@ -324,8 +359,7 @@ def _with_model(log: TrainLog, args: dict, flags: dict, built) -> TrainLog:
         except ValueError:
             return log
         return replace(log, model_config=text, model_from=(
-            f"Megatron's argument dump: {args['num_layers']} layers, hidden {hidden}, "
-            f"{heads} heads"))
+            f"{source}: {args['num_layers']} layers, hidden {hidden}, {heads} heads"))
     if built is not None:
         from .. import catalog
         want = f"{built[0]}-{built[1]}".lower()

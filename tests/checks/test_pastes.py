@@ -12,6 +12,7 @@ import pytest
 
 from llmcost._validate import InputError
 from llmcost.checks import check as chk, dcgm, findings as fnd, nccl_tests, train_log
+from llmcost.scenario import Scenario
 
 from cli.test_cli_robust import run_cli
 
@@ -239,3 +240,62 @@ def test_cli_placement_flags():
     r = json.loads(out)
     assert r["findings"][0]["what"] == "all_reduce on 16 ranks: bus bandwidth as expected"
     assert "8 per node, 2 node(s) (--gpus-per-node)" in " ".join(r["notes"])
+
+
+#: NeMo's example configuration (NVIDIA/NeMo examples/nlp/language_modeling/conf/
+#: megatron_gpt_config.yaml: 12 layers, hidden 768, FFN 3,072, 12 heads, sequence 512, GPT-2
+#: BPE), as megatron_gpt_pretraining prints it at start under srun (each line after the
+#: rank's "0: ", the YAML indented by 4: the form of NVIDIA-NeMo/Speech#5819; trailing
+#: blanks dropped), here with
+#: 8 devices on 2 nodes; then the padded vocabulary NeMo's Megatron models log (50,257 GPT-2
+#: tokens padded to a multiple of 128: 50,304); then the NeMo 1.x step line of
+#: nemo1_progress_bar_7b.log. A composition to test the reading, not one run's log.
+NEMO_CONFIG = """\
+0: [NeMo I 2023-01-18 07:39:41 megatron_gpt_pretraining:36]
+0:
+0:     ************** Experiment configuration ***********
+0: [NeMo I 2023-01-18 07:39:41 megatron_gpt_pretraining:37]
+0:     name: megatron_gpt
+0:     restore_from_path: null
+0:     trainer:
+0:       devices: 8
+0:       num_nodes: 2
+0:       accelerator: gpu
+0:       precision: 16
+0:     model:
+0:       micro_batch_size: 4
+0:       global_batch_size: 8
+0:       tensor_model_parallel_size: 1
+0:       pipeline_model_parallel_size: 1
+0:       resume_from_checkpoint: null
+0:       encoder_seq_length: 512
+0:       max_position_embeddings: 512
+0:       num_layers: 12
+0:       hidden_size: 768
+0:       ffn_hidden_size: 3072
+0:       num_attention_heads: 12
+0:       init_method_std: 0.02
+0:       activations_checkpoint_num_layers: null
+0: [NeMo I 2023-01-18 07:39:45 megatron_base_model:205] Padded vocab_size: 50304, \
+original vocab_size: 50257, dummy tokens: 47.
+"""
+
+
+def test_the_model_from_nemos_configuration(cat):
+    text = NEMO_CONFIG + (DATA / "nemo1_progress_bar_7b.log").read_text()
+    log = train_log.read(text)
+    assert log.framework == "nemo" and log.step.tolist() == [9000]
+    assert log.model_from == "NeMo's configuration: 12 layers, hidden 768, 12 heads"
+    cfg = json.loads(log.model_config)
+    assert tuple(int(cfg[k]) for k in ("num_hidden_layers", "hidden_size",
+                                       "intermediate_size", "vocab_size")) == (12, 768, 3072,
+                                                                               50304)
+    # 8 devices x 2 nodes; the sequence from encoder_seq_length; the nested
+    # activations_checkpoint_num_layers is not the model's num_layers
+    assert log.args["world_size"] == 16 and log.args["seq_length"] == 512
+    assert log.args["num_layers"] == 12
+    # the check reads it as the run's model: judged, with the note saying where it came from
+    out = chk.check_texts(train_log=("nemo.log", text), scenario=Scenario(gpu="a100-80gb"),
+                          query="gpu=a100-80gb", cat=cat)
+    assert any(n.startswith("model from the log: NeMo's configuration") for n in out["notes"])
+    assert out["steps"]["model"] == "config" and out["steps"]["gpus"] == 16
