@@ -130,7 +130,10 @@ COLUMNS: dict[str, dict[str, Col]] = {
         "on_demand_usd_per_hour": _pos(True), "spot_usd_per_hour": _nonneg(),
         "reserved_1y_usd_per_hour": _nonneg(), "reserved_3y_usd_per_hour": _nonneg(),
         # the fabrics.csv id of the offer's scale-out network
-        "fabric": _text()},
+        "fabric": _text(),
+        # "offer": a provider sells it; a market composite or an article's figure is a
+        # reference price, never priced as an offer (blank: an offer)
+        "kind": _text(False, ("offer", "composite", "article"))},
     "published_runs": {
         "model": _text(True), "gpu": _text(), "gpus": _count(), "tp": _count(), "pp": _count(),
         "cp": _count(), "global_batch": _count(), "seq_len": _count(),

@@ -226,13 +226,18 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
     up = cat.fabric(g.scale_up)
     # "custom": a fabric given by its numbers, its other constants the technology's catalog row
     # "auto": the fabric the GPU's systems ship with (an A100 cluster is not NDR InfiniBand)
+    # a named offer with "auto": the fabric that offer is sold with (AWS EFA, Oracle RoCE)
+    offer_fabric = offer_fabric_of(s, cat, g) if s.fabric == "auto" else None
     out = (cat.custom_fabric(s.fabric_gb_per_s_per_gpu, s.fabric_technology)
-           if s.fabric == "custom" else cat.fabric(g.scale_out_id(s.fabric)))
+           if s.fabric == "custom" else cat.fabric(offer_fabric or g.scale_out_id(s.fabric)))
     if out.kind != "scale_out":
         raise v.InputError("fabric", f"fabric {s.fabric!r} links GPUs inside a node; pick a "
                                      "scale-out fabric (InfiniBand or RoCE)")
     check_precision(s.precision, g)
     warnings, resolved = list(model_warnings), {}
+    if offer_fabric:
+        warnings.append(f"timed on the fabric offer {s.price_offer} is sold with: "
+                        f"{offer_fabric} (fabric=auto)")
     resolved["fabric_gb_per_s_per_gpu"] = out.bandwidth_gb_per_s_per_gpu
     if s.price_source == "catalog":
         prices, offer, billing, discount, w = _catalog_prices(s, cat, g)
@@ -324,6 +329,21 @@ def model_of(s: Scenario, cat: catalog_mod.Catalog):
 
 def _with_seq_len(m, s: Scenario):
     return replace(m, seq_len=int(s.seq_len)) if s.seq_len else m
+
+
+def offer_fabric_of(s: Scenario, cat: catalog_mod.Catalog, g) -> str | None:
+    """The scale-out fabric of the offer a scenario names for its GPU (``price_offer``), or
+    None: no offer named, an offer of another GPU, or a fabric the catalog lacks."""
+    if s.price_offer == "auto":
+        return None
+    try:
+        row = cat.lookup("prices", s.price_offer)
+    except v.InputError:
+        return None
+    fab = str(row.get("fabric") or "")
+    if row["gpu"] != g.id or fab not in set(cat.fabrics()["id"]):
+        return None
+    return fab if cat.fabric(fab).kind == "scale_out" else None
 
 
 def _catalog_prices(s, cat, g):

@@ -206,6 +206,8 @@ VALID = {
     "ladder": st.tuples(st.just("--model"), small_model),
     "review": st.tuples(st.just("--query"), valid_query),
     "storage": st.tuples(st.just("--query"), valid_query),
+    "compare": st.tuples(st.just("--query"), valid_query, st.just("--gpus"),
+                         st.sampled_from(["h100-sxm", "mi300x", "a100-40gb,b200"])),
     "serve": st.tuples(st.just("--query"), st.fixed_dictionaries({
         "model": st.sampled_from(["llama3-8b", "mistral-7b", "qwen3-30b-a3b", "llama3-70b"]),
         "gpu": st.sampled_from(["a100-80gb", "h100-sxm", "h200", "b200", "mi300x"]),
@@ -249,11 +251,14 @@ BASE = {
     "spot": ["--discount", "0.6", "--preemptions-per-day", "2",
              "--lost-hours-per-preemption", "0.5"],
     "storage": ["--query", "model=llama3-8b&gpu=h100-sxm&gpus=64&tokens=1e11"],
+    # two GPUs, so that grouping by GPU or provider reorders the rows
+    "compare": ["--query", "model=llama3-8b&gpu=h100-sxm&gpus=64&tokens=1e11", "--gpus",
+                "mi300x,h100-sxm"],
 }
 
 #: examples per subcommand at full budget (make test-grid; make test draws budget.examples of
 #: them); plan and size evaluate thousands of layouts per call (30-70 ms against ~5 ms)
-EXAMPLES = {"plan": 200, "size": 150, "review": 300, "storage": 200}
+EXAMPLES = {"plan": 200, "size": 150, "review": 300, "storage": 200, "compare": 40}
 DEFAULT_EXAMPLES = 400
 #: hostile flags added to a call
 MAX_EXTRA = 4

@@ -1,0 +1,136 @@
+"""One run across GPUs, offers and options (llmcost.review.compare, `llmcost compare`): each
+row the review of its GPU and offer, missing options never borrowed, reference prices never
+offers, uncalibrated GPUs never ranked on their point estimate."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from llmcost import catalog
+from llmcost.cli import main
+from llmcost.review.compare import CLOUD_OPTIONS, compare, offers
+from llmcost.scenario import Scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+PRICES = pd.read_csv(ROOT / "data" / "prices.csv")
+Q = "model=llama3-8b&gpus=64&tokens=1e11"
+#: prices.csv column of each cloud option
+COLUMN = {"on_demand": "on_demand_usd_per_hour", "reserved_1y": "reserved_1y_usd_per_hour",
+          "reserved_3y": "reserved_3y_usd_per_hour", "spot": "spot_usd_per_hour"}
+
+
+def cli_json(capsys, *argv):
+    code = main([*argv, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture(scope="module")
+def table():
+    s, _ = Scenario.from_query(Q)
+    return compare(s, gpus=["h100-sxm", "mi300x"])
+
+
+def test_a_row_per_offer_and_option_and_one_purchase_per_gpu(table):
+    mine = PRICES[PRICES["gpu"].isin(["h100-sxm", "mi300x"]) & (PRICES["kind"] == "offer")]
+    rows = {(r.gpu, r.offer, r.option) for r in table.rows}
+    expect = {(o.gpu, o.id, opt) for o in mine.itertuples() for opt in CLOUD_OPTIONS}
+    expect |= {("h100-sxm", None, "on_prem"), ("mi300x", None, "on_prem")}
+    assert rows == expect and len(table.rows) == len(expect)
+    # a market composite and an article's figure are reference prices, not offers
+    assert not {r.offer for r in table.rows} & {"market-h100", "seed-cloud-h100-node"}
+
+
+def test_each_row_is_the_review_of_its_gpu_and_offer(table, capsys):
+    picked = [r for r in table.rows if r.option in ("on_demand", "on_prem")
+              or (r.option == "spot" and r.cost_usd is not None)]
+    assert len(picked) >= 8
+    for r in picked:
+        q = f"{Q}&gpu={r.gpu}" + (f"&price_offer={r.offer}" if r.offer else "")
+        rv = cli_json(capsys, "review", "--query", q)
+        assert (r.days, list(r.days_band), r.gpu_hours, r.fabric, r.fits) == (
+            rv["days"], rv["days_band"], rv["gpu_hours"], rv["fabric"], rv["fits"]), q
+        assert r.cost_usd == rv["costs_usd"].get(r.option), (q, r.option)
+        if r.cost_usd is not None:
+            assert r.usd_per_million_tokens == pytest.approx(r.cost_usd / 1e5)  # 1e11 tokens
+        else:
+            assert r.usd_per_million_tokens is None and r.missing
+        assert r.calibrated == rv["prediction_band"]["calibrated"]
+
+
+def test_an_option_the_offer_does_not_list_is_missing_never_borrowed(table):
+    by_id = PRICES.set_index("id")
+    for r in table.rows:
+        if r.offer is None:
+            continue
+        listed = by_id.loc[r.offer, COLUMN[r.option]]
+        has = pd.notna(listed) and float(listed) > 0
+        assert (r.cost_usd is not None) == has, (r.offer, r.option)
+        if not has:
+            assert r.missing == f"{r.offer} lists no {r.to_json()['option_label']} price"
+
+
+def test_each_offer_is_timed_on_its_own_fabric(table, capsys):
+    fabric = {r.offer: r.fabric for r in table.rows if r.offer}
+    assert fabric["aws-p5"] == "aws-efa-p5" and fabric["gcp-a3-highgpu-8g"] == "gcp-a3-tcpx"
+    assert fabric["tensorwave-mi300x"] == "roce-400"
+    # the review says so; a fabric named by the user is kept
+    rv = cli_json(capsys, "review", "--query", f"{Q}&price_offer=aws-p5")
+    assert rv["fabric"] == "aws-efa-p5"
+    assert any("fabric offer aws-p5 is sold with: aws-efa-p5" in w for w in rv["warnings"])
+    rv = cli_json(capsys, "review", "--query", f"{Q}&price_offer=aws-p5&fabric=ib-ndr")
+    assert rv["fabric"] == "ib-ndr"
+
+
+def test_an_uncalibrated_gpu_ranks_at_its_bands_slow_end(table):
+    costed = [r for r in table.rows if r.cost_usd is not None]
+    keys = [r.rank_cost_usd for r in costed]
+    assert keys == sorted(keys)
+    # rows without a cost come last
+    assert all(r.cost_usd is None for r in table.rows[len(costed):])
+    mi = [r for r in costed if r.gpu == "mi300x"]
+    assert mi and not any(r.calibrated for r in mi)
+    for r in mi:
+        assert r.rank_cost_usd == r.cost_band_usd[1] > r.cost_usd
+    for r in costed:
+        if r.calibrated:
+            assert r.rank_cost_usd == r.cost_usd
+
+
+def test_grouped_by_provider_and_sorted_by_days():
+    s, _ = Scenario.from_query(Q)
+    t = compare(s, sort="days", by="provider", gpus=["h100-sxm"])
+    providers = [r.provider or "" for r in t.rows]
+    # each provider's rows together, in the catalog's order of first appearance
+    assert providers == sorted(providers, key=list(dict.fromkeys(providers)).index)
+    for p in set(providers):
+        days = [r.rank_days for r in t.rows if (r.provider or "") == p]
+        assert days == sorted(days)
+
+
+def test_the_command_line(capsys):
+    out = cli_json(capsys, "compare", "--query", Q, "--gpus", "h100-sxm")
+    assert {r["gpu"] for r in out["rows"]} == {"h100-sxm"}
+    assert out["sort"] == "cost" and out["by"] == "none"
+    code = main(["compare", "--query", Q, "--gpus", "h100-sxm,no-such-gpu"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "no-such-gpu" in err
+    main(["compare", "--query", Q, "--gpus", "mi300x"])
+    text = capsys.readouterr().out
+    assert "ranked at its band's slow end" in text and "missing" in text
+
+
+@pytest.mark.grid
+def test_every_row_of_every_gpu_is_its_review(capsys):
+    s, _ = Scenario.from_query("model=llama3-70b&tokens=15e12&gpus=2048")
+    t = compare(s)
+    assert {r.gpu for r in t.rows} == set(offers(catalog.default())["gpu"])
+    for r in t.rows:
+        q = f"model=llama3-70b&tokens=15e12&gpus=2048&gpu={r.gpu}" + (
+            f"&price_offer={r.offer}" if r.offer else "")
+        rv = cli_json(capsys, "review", "--query", q)
+        assert (r.days, r.gpu_hours, r.fabric) == (rv["days"], rv["gpu_hours"], rv["fabric"])
+        assert r.cost_usd == rv["costs_usd"].get(r.option), (q, r.option)
