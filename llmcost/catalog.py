@@ -129,6 +129,9 @@ COLUMNS: dict[str, dict[str, Col]] = {
         "gpus": _count(required=True), "region": _text(),
         "on_demand_usd_per_hour": _pos(True), "spot_usd_per_hour": _nonneg(),
         "reserved_1y_usd_per_hour": _nonneg(), "reserved_3y_usd_per_hour": _nonneg(),
+        # the largest spot allocation the provider documents for the offer [GPUs]; blank: none
+        # documented (spot is then costed but never named the cheapest way to pay)
+        "spot_capacity_gpus": _count(),
         # the fabrics.csv id of the offer's scale-out network
         "fabric": _text(),
         # "offer": a provider sells it; a market composite or an article's figure is a

@@ -1200,7 +1200,8 @@ def cheapest_on_demand(prices: pd.DataFrame) -> dict:
     ----------
     prices : DataFrame
         Rows with ``id``, ``gpu``, ``gpus`` (GPUs per billed instance) and
-        ``on_demand_usd_per_hour`` [USD per instance-hour], as ``data/prices.csv``.
+        ``on_demand_usd_per_hour`` [USD per instance-hour], as ``data/prices.csv``; rows
+        whose ``kind`` is ``composite`` or ``article`` are reference prices, skipped.
 
     Returns
     -------
@@ -1218,6 +1219,9 @@ def cheapest_on_demand(prices: pd.DataFrame) -> dict:
     for _, r in prices.iterrows():
         x, n = r.get("on_demand_usd_per_hour"), r.get("gpus")
         if x is None or n is None or pd.isna(x) or pd.isna(n) or float(n) <= 0:
+            continue
+        if str(r.get("kind") or "offer") not in ("offer", "nan"):
+            # a market composite or an article's figure is a reference, not an offer
             continue
         per = float(x) / float(n)
         if r["gpu"] not in out or per < out[r["gpu"]][0]:

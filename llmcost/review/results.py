@@ -58,6 +58,13 @@ class Inputs:
     stack: str = "megatron"
     #: what comparable published runs realized over their floor (economics/realized.py)
     realized: RealizedRatio | None = None
+    #: the spot capacity the offer's provider documents [GPUs]; None: not documented
+    spot_capacity_gpus: int | None = None
+
+    def spot_covers(self, gpus: int) -> bool:
+        """Whether the documented spot capacity holds ``gpus`` GPUs (False when none is
+        documented)."""
+        return self.spot_capacity_gpus is not None and self.spot_capacity_gpus >= gpus
 
 
 @dataclass(frozen=True)
@@ -297,7 +304,11 @@ class Results:
 
     @property
     def cheapest_option(self) -> str | None:
-        c = self.economics.costs_usd if self.economics else {}
+        """The cheapest way to pay for the run; spot only where the offer documents spot
+        capacity for the run's GPUs (a spot price for 8 GPUs says nothing of 16,384)."""
+        c = dict(self.economics.costs_usd) if self.economics else {}
+        if "spot" in c and not self.inputs.spot_covers(self.plan.gpus):
+            c.pop("spot")
         return min(c, key=c.get) if c else None
 
     @property

@@ -14,6 +14,7 @@ from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from .. import _validate as v
 from .. import catalog as catalog_mod
@@ -296,7 +297,17 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
                   prices=prices, price_offer=offer, billing_gpus=billing, spot_discount=discount,
                   onprem=onprem, failures_per_1000_gpu_days=rate, failure_source=source,
                   resolved=resolved, warnings=tuple(warnings), global_batch_tokens=batch_tokens,
-                  batch=batch, stack=stack_of(s), realized=ratio)
+                  batch=batch, stack=stack_of(s), realized=ratio,
+                  spot_capacity_gpus=spot_capacity_of(cat, offer))
+
+
+def spot_capacity_of(cat: catalog_mod.Catalog, offer: str | None) -> int | None:
+    """The spot capacity an offer's provider documents [GPUs] (prices.csv
+    ``spot_capacity_gpus``); None when no offer or none documented."""
+    if not offer:
+        return None
+    x = cat.lookup("prices", offer).get("spot_capacity_gpus")
+    return int(x) if x is not None and pd.notna(x) else None
 
 
 def realized_ratio_for(s: Scenario, m, cat: catalog_mod.Catalog) -> realized.RealizedRatio:
@@ -1302,6 +1313,13 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
     """Warnings for the notes, and the headline figures to flag visibly."""
     s = inp.scenario
     warnings = list(inp.warnings)
+    if e is not None and "spot" in e.costs_usd and not inp.spot_covers(pl.gpus):
+        cap = inp.spot_capacity_gpus
+        warnings.append(
+            f"spot: capacity not documented at this size ({pl.gpus:,} GPUs"
+            + (f"; {inp.price_offer} documents {cap:,}" if cap else
+               f"; {inp.price_offer or 'the entered price'} documents none")
+            + "): costed, never named the cheapest way to pay")
     if sized is not None:
         warnings += [n for n in sized.notes]
     warnings += list(pl.notes)

@@ -3,6 +3,7 @@ row the review of its GPU and offer, missing options never borrowed, reference p
 offers, uncalibrated GPUs never ranked on their point estimate."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -134,3 +135,31 @@ def test_every_row_of_every_gpu_is_its_review(capsys):
         rv = cli_json(capsys, "review", "--query", q)
         assert (r.days, r.gpu_hours, r.fabric) == (rv["days"], rv["gpu_hours"], rv["fabric"])
         assert r.cost_usd == rv["costs_usd"].get(r.option), (q, r.option)
+
+
+def test_spot_is_never_named_cheapest_beyond_its_documented_capacity():
+    from llmcost.review import evaluate
+    # no offer in prices.csv documents its spot capacity: spot is costed, never the cheapest
+    assert PRICES["spot_capacity_gpus"].isna().all()
+    s, _ = Scenario.from_query("model=llama3-405b&gpus=16384&tokens=15.6e12")
+    r = evaluate(s)
+    costs = r.economics.costs_usd
+    assert costs["spot"] == min(costs.values())          # the cheapest figure ...
+    assert r.cheapest_option == "on_demand"              # ... not named: on-demand is
+    assert any("spot: capacity not documented at this size (16,384 GPUs" in w
+               for w in r.warnings)
+    # an offer documenting spot capacity for the run's GPUs: spot may be named
+    row = catalog.default().prices().query("id == 'aws-p5'").copy()
+    row["spot_capacity_gpus"] = 16384
+    cat = catalog.default().with_rows("prices", row, replace=True)
+    r2 = evaluate(replace(s, price_offer="aws-p5"), cat)
+    assert r2.cheapest_option == "spot"
+    assert not any("spot: capacity" in w for w in r2.warnings)
+
+
+def test_the_ladder_never_prices_a_reference_figure():
+    from llmcost.economics.sizing import cheapest_on_demand
+    got = cheapest_on_demand(PRICES)
+    assert {i for _, _, i in got.values()}.isdisjoint({"market-h100", "seed-cloud-h100-node"})
+    # H100: RunPod's $21.52 per 8 GPUs, the cheapest listed offer
+    assert got["h100-sxm"] == (pytest.approx(21.52 / 8), 8, "runpod-h100-sxm")
