@@ -742,6 +742,8 @@ def _compare_text(r: dict) -> str:
         cost = _money(x["cost_usd"]) if x["cost_usd"] is not None else "missing"
         per = f"{x['usd_per_million_tokens']:.2f}" if x["usd_per_million_tokens"] else "-"
         cal = "yes" if x["calibrated"] else "no (ranked at its band's slow end)"
+        if x["flag"]:
+            cal += f"; {x['flag']}"
         lines.append(f"{x['gpu']:10s} {x['offer'] or 'buy':24s} {x['option_label']:13s} "
                      f"{x['fabric']:20s} {days:>7s} {band:>13s} {cost:>10s} {per:>8s}  {cal}")
     lines += [f"note: {n}" for n in r["warnings"]]

@@ -47,24 +47,32 @@ class CompareRow:
     usd_per_million_tokens: float | None  #: cost_usd per million training tokens [USD]
     calibrated: bool             #: the step model has published runs for this GPU generation
     calibration: str             #: what the prediction band rests on
+    prediction_band_low: float   #: the step model's band below its throughput [-]
     fits: bool
     missing: str = ""            #: why the option has no cost ('' when it has one)
+    #: what keeps a costed row from being named the cheapest ('' when nothing does): spot
+    #: beyond the spot capacity its offer documents
+    flag: str = ""
+
+    def _slow_end(self, figure, band):
+        """A figure without calibration at the slow end of both its bands: the forecast's
+        high end, slowed by the step model's own band (its envelope when uncalibrated), as
+        the ladder ranks such a GPU."""
+        if figure is None or self.calibrated or not band:
+            return figure
+        return band[1] / max(1.0 - self.prediction_band_low, 1e-9)
 
     @property
     def rank_cost_usd(self) -> float | None:
         """The cost the row is ranked by: its own, or for a GPU the step model has no
-        published run for, the cost at its band's slow end (a figure without calibration
-        never wins on its point estimate)."""
-        if self.cost_usd is None or self.calibrated or not self.cost_band_usd:
-            return self.cost_usd
-        return self.cost_band_usd[1]
+        published run for, at the slow end of its bands (a figure without calibration never
+        wins on its point estimate)."""
+        return self._slow_end(self.cost_usd, self.cost_band_usd)
 
     @property
     def rank_days(self) -> float | None:
-        """The days the row is ranked by (the band's slow end when uncalibrated)."""
-        if self.days is None or self.calibrated or not self.days_band:
-            return self.days
-        return self.days_band[1]
+        """The days the row is ranked by (the slow end of its bands when uncalibrated)."""
+        return self._slow_end(self.days, self.days_band)
 
     def to_json(self) -> dict:
         d = dict(self.__dict__)
@@ -112,12 +120,16 @@ def _rows(s: Scenario, cat, gpu: str, offer, provider) -> list:
                   days=j.get("days"), days_band=tuple(j["days_band"]) if j.get("days_band")
                   else None, gpu_hours=j.get("gpu_hours"),
                   calibrated=bool(band.get("calibrated")), calibration=band.get("reason") or "",
+                  prediction_band_low=float(band.get("low") or 0.0),
                   fits=bool(j.get("fits")))
     costs, ranges = j.get("costs_usd") or {}, j.get("costs_usd_range") or {}
     amort = j.get("costs_amortized_usd") or {}
     out = []
+    spot_ok = res.inputs.spot_covers(res.plan.gpus)
     for option in (CLOUD_OPTIONS if offer else ("on_prem",)):
         cost = costs.get(option)
+        flag = ("spot capacity not documented at this size"
+                if option == "spot" and cost is not None and not spot_ok else "")
         why = "" if cost is not None else (
             f"{offer} lists no {OPTION_LABELS[option]} price" if offer
             else f"no cited purchase price for {gpu}")
@@ -128,7 +140,7 @@ def _rows(s: Scenario, cat, gpu: str, offer, provider) -> list:
             cost_band_usd=tuple(ranges[option]) if option in ranges else None,
             amortized_usd=amort.get(option),
             usd_per_million_tokens=cost / (s.tokens / 1e6) if cost is not None else None,
-            missing=why, **common))
+            missing=why, flag=flag, **common))
     return out
 
 
@@ -142,8 +154,10 @@ def compare(s: Scenario, cat: catalog_mod.Catalog | None = None, *, sort: str = 
         The run (its ``gpu`` and ``price_offer`` are set per row).
     cat : Catalog, optional
     sort : str
-        "cost" (cash cost, missing options last) or "days" (forecast days); a row of a GPU
-        without calibration ranks at its band's slow end (``rank_cost_usd``, ``rank_days``).
+        "cost" (cash cost) or "days" (forecast days); a row of a GPU without calibration
+        ranks at its band's slow end (``rank_cost_usd``, ``rank_days``); a spot row beyond
+        the spot capacity its offer documents (``flag``) after every row that can be taken,
+        and options an offer does not list last.
     by : str
         "none" (one list), "gpu" or "provider" (rows grouped by it in the catalog's order,
         sorted within each group; buying the GPUs is the provider-less group).
@@ -169,8 +183,10 @@ def compare(s: Scenario, cat: catalog_mod.Catalog | None = None, *, sort: str = 
     inf = float("inf")
 
     def key(r: CompareRow):
+        # missing options last; flagged rows (spot beyond its documented capacity) after the
+        # rows that can be taken at this size
         figure = r.rank_cost_usd if sort == "cost" else r.rank_days
-        return (figure is None, figure if figure is not None else inf)
+        return (r.cost_usd is None, bool(r.flag), figure if figure is not None else inf)
 
     if by == "none":
         ordered = sorted(rows, key=key)

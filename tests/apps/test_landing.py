@@ -12,7 +12,7 @@ from llmcost.scenario import Scenario
 
 def test_registry_lists_every_app_once_review_first():
     names = [c.name for c in apps()]
-    assert names[0] == "review" and len(names) == len(set(names)) == 7
+    assert names[0] == "review" and len(names) == len(set(names)) == 8
     assert set(titles()) == set(names) and app("tco").title == "Rent vs buy"
     for cls in apps():
         assert cls.question.endswith("?") and cls.card_keys and cls.figures_from

@@ -1,0 +1,72 @@
+"""Which GPU, which cloud: one run on every GPU with an offer, each offer and each way to
+pay (:func:`llmcost.review.compare.compare`), the same rows as ``llmcost compare``."""
+
+from __future__ import annotations
+
+from .. import plots
+from ..review import OPTION_LABELS
+from ..review.format import usd_text
+from .base import Panel
+
+
+class OffersApp(Panel):
+    name = "offers"
+    title = "Which GPU, which cloud"
+    question = ("For this run, which GPU from which provider under which commitment, at what "
+                "days and cost, and how sure?")
+    order = 15
+    card_keys = ("cheapest",)
+    intro = ("Each row is the review of this run on one GPU and one offer of data/prices.csv "
+             "(timed on the fabric the offer is sold with), under one way to pay; buying is "
+             "a row per GPU. Cheapest first. A GPU the step model has no published run for "
+             "ranks at the slow end of its bands; spot ranks after the rest where the offer "
+             "documents no spot capacity for this many GPUs; an option an offer does not "
+             "list is shown missing, never priced from another offer. The same rows as "
+             "`llmcost compare`.")
+    fields = ("model", "tokens", "gpus", "precision", "seq_len", "stack")
+
+    def compute(self, s):
+        from ..review.compare import compare
+        return compare(s, self.catalog)
+
+    def headline(self, res):
+        costed = [r for r in res.rows if r.cost_usd is not None]
+        out = {}
+        if costed:
+            top = costed[0]
+            out["cheapest"] = ("Cheapest way to pay",
+                               f"{top.gpu} · {top.offer or 'buy'} · "
+                               f"{OPTION_LABELS[top.option]}: {usd_text(top.cost_usd)} in "
+                               f"{top.days:,.1f} days")
+            fast = min((r for r in costed if not r.flag), key=lambda r: r.rank_days,
+                       default=top)
+            out["fastest"] = ("Fastest", f"{fast.gpu} · {fast.offer or 'buy'}: "
+                                         f"{fast.days:,.1f} days, {usd_text(fast.cost_usd)}")
+        gpus = len({r.gpu for r in res.rows})
+        offers = len({r.offer for r in res.rows if r.offer})
+        out["rows"] = ("Compared", f"{gpus} GPUs, {offers} offers, {len(res.rows)} rows")
+        return out
+
+    def tables(self, res) -> list[dict]:
+        rows = []
+        for r in res.rows:
+            band = (f"{r.days_band[0]:,.0f}-{r.days_band[1]:,.0f}" if r.days_band else "-")
+            status = "yes" if r.calibrated else "no: ranked at its bands' slow end"
+            if r.flag:
+                status += f"; {r.flag}"
+            rows.append([r.gpu, r.offer or "buy", OPTION_LABELS.get(r.option, r.option),
+                         r.fabric, f"{r.days:,.1f}" if r.days is not None else "-", band,
+                         usd_text(r.cost_usd) if r.cost_usd is not None else
+                         f"missing ({r.missing})",
+                         f"${r.usd_per_million_tokens:,.2f}" if r.usd_per_million_tokens
+                         else "-", status])
+        return [{"title": "Every GPU, offer and way to pay, cheapest first",
+                 "cls": "llmc-offers-table",
+                 "columns": ["GPU", "offer", "way to pay", "fabric", "days", "days band",
+                             "cash cost", "$ per million tokens", "calibrated"],
+                 "rows": rows}]
+
+    def note_lines(self, res):
+        return []
+
+    figures_from = (("cost_days", plots.offers_cost_days),)

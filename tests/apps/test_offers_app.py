@@ -1,0 +1,66 @@
+"""The "Which GPU, which cloud" app (offers): the rows of `llmcost compare` for the same
+link, cheapest first, each the review of its GPU and offer; in chromium the page's table
+carries the command line's rows."""
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from llmcost.apps.offers_app import OffersApp
+from llmcost.apps.plotview import shown_figure
+from llmcost.cli import main
+
+Q = "model=llama3-8b&gpus=64&tokens=1e11"
+
+
+def cli_json(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([*argv, "--json"])
+    assert code == 0, err.getvalue()
+    return json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def app():
+    return OffersApp(query=Q)
+
+
+def test_the_app_shows_the_rows_of_llmcost_compare(app):
+    cli = cli_json(["compare", "--query", Q])["rows"]
+    mine = [r.to_json() for r in app.results.rows]
+    assert mine == cli
+    table = app.tables(app.results)[0]
+    assert len(table["rows"]) == len(cli)
+    first = next(r for r in cli if r["cost_usd"] is not None)
+    label, text = app.headline(app.results)["cheapest"]
+    assert label == "Cheapest way to pay" and text.startswith(
+        f"{first['gpu']} · {first['offer'] or 'buy'} · {first['option_label']}")
+    # the plot: a trace per GPU, a marker per costed row
+    fig = shown_figure(app.outputs["cost_days"])
+    costed = [r for r in cli if r["cost_usd"] is not None and r["days"] is not None]
+    assert sum(len(d["x"]) for d in fig["data"]) == len(costed)
+    assert {d["name"] for d in fig["data"]} == {r["gpu"] for r in costed}
+
+
+def test_the_table_says_what_keeps_a_row_from_being_the_cheapest(app):
+    rows = app.tables(app.results)[0]["rows"]
+    text = [" | ".join(r) for r in rows]
+    assert any("spot capacity not documented at this size" in t for t in text)
+    assert any("no: ranked at its bands' slow end" in t for t in text)
+    assert any("missing (" in t for t in text)
+
+
+@pytest.mark.browser
+def test_the_page_carries_the_command_lines_rows(voila, page):
+    from browser_support import assert_no_error_text, open_app
+    open_app(page, voila, "offers", f"?{Q}")
+    page.wait_for_selector(".llmc-offers-table tbody tr", timeout=90_000)
+    cli = cli_json(["compare", "--query", Q])["rows"]
+    rows = page.locator(".llmc-offers-table tbody tr")
+    assert rows.count() == len(cli)
+    first = rows.first.inner_text()
+    assert cli[0]["gpu"] in first and (cli[0]["offer"] or "buy") in first
+    assert_no_error_text(page)
