@@ -68,9 +68,9 @@ class UtilizationApp(Panel):
         # `llmcost check --nodes/--gpus-per-node/--nics-per-node` take it
         self.check_placement = {}
         for key, words in PLACEMENT_KEYS.items():
-            box = make(W.BoundedIntText, value=0, min=0, max=1_000_000,
-                       description=f"{words} (0: from the output)",
-                       layout={"width": "260px"}, style={"description_width": "150px"})
+            box = make(W.BoundedIntText, value=0, min=0, max=1_000_000, description=words,
+                       tooltip=f"{words} of the nccl-tests run; 0: as its Rank lines show",
+                       layout={"width": "210px"}, style={"description_width": "initial"})
             box.add_class(f"llmc-check-{key.replace('_', '-')}")
             box.observe(lambda _c: self.check_texts and self.run_check(), names="value")
             self.check_placement[key] = box
@@ -87,8 +87,10 @@ class UtilizationApp(Panel):
                              "above or the log's own arguments, and answered with findings. "
                              "Where nccl-tests output has no Rank lines, say how its ranks are "
                              "placed.</p>")
+        placement_hint = make(W.HTML, "<span class='llmc-hint'>nccl-tests placement (0: as "
+                                      "its Rank lines show it):</span>")
         self.extra_widgets = [intro, make(W.HBox, list(self.check_pickers.values())),
-                              make(W.HBox, list(self.check_placement.values())),
+                              make(W.HBox, [placement_hint, *self.check_placement.values()]),
                               self.check_note, self.check_busbw, self.check_steps]
         return super()._build()
 

@@ -1,14 +1,12 @@
 """The cluster check in chromium: files uploaded through the page, findings and the expected
 curve drawn (issue 28)."""
 
-import contextlib
-import io
-import json
 import shlex
 import time
 from pathlib import Path
 
 from browser_support import assert_no_error_text, open_app, shot
+from cli.test_cli_robust import cli_json
 
 import pytest  # noqa: E402  (after browser_support, which skips without chromium)
 
@@ -54,15 +52,6 @@ def red_shown(page) -> list:
     texts = [els.nth(i).inner_text().strip() for i in range(els.count())
              if els.nth(i).is_visible()]
     return [t for t in texts if t]
-
-
-def cli_json(argv):
-    from llmcost.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([*argv, "--json"])
-    assert code == 0, err.getvalue()
-    return json.loads(out.getvalue())
 
 
 def test_the_page_and_the_command_line_give_one_answer(voila, page):

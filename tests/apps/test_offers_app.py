@@ -2,25 +2,14 @@
 link, cheapest first, each the review of its GPU and offer; in chromium the page's table
 carries the command line's rows."""
 
-import contextlib
-import io
-import json
-
 import pytest
 
 from llmcost.apps.offers_app import OffersApp
 from llmcost.apps.plotview import shown_figure
-from llmcost.cli import main
+
+from cli.test_cli_robust import cli_json
 
 Q = "model=llama3-8b&gpus=64&tokens=1e11"
-
-
-def cli_json(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([*argv, "--json"])
-    assert code == 0, err.getvalue()
-    return json.loads(out.getvalue())
 
 
 @pytest.fixture(scope="module")

@@ -289,6 +289,13 @@ def _no_constants(name):
     raise ValueError(f"{name} in JSON output")
 
 
+def cli_json(argv: list[str]) -> dict:
+    """``llmcost ARGV --json`` run in-process: its one JSON object (exit 0 asserted)."""
+    code, out, err = run_cli([*argv, "--json"])
+    assert code == 0, err
+    return json.loads(out)
+
+
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with warnings.catch_warnings(record=True) as caught, \
