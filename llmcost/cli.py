@@ -650,9 +650,13 @@ def cmd_size(a) -> dict:
 
 def cmd_ladder(a) -> dict:
     from .review.ladder import ladder
+    if a.tokens is not None:
+        raise v.InputError("tokens", f"--tokens {a.tokens:g}: ladder takes "
+                                     "--finetune-tokens (fine-tune tokens, epochs included) "
+                                     "and --pretrain-tokens (the pretraining rung's)")
     m = _model_from_args(a)
-    L = ladder(m, catalog.default(), a.tokens, a.pretrain_tokens, a.pretrain_days, a.gpu,
-               a.seq_len)
+    L = ladder(m, catalog.default(), a.finetune_tokens, a.pretrain_tokens, a.pretrain_days,
+               a.gpu, a.seq_len)
     rows = [{"method": r.method, "gpu": r.gpu, "gpus": r.gpus, "hours": r.hours,
              "cost_usd": r.cost_usd, "note": r.note, "gpu_hours": r.gpu_hours,
              "min_gpus": r.min_gpus, "usd_per_gpu_hour": r.usd_per_gpu_hour,
@@ -661,7 +665,7 @@ def cmd_ladder(a) -> dict:
              "calibration": _rung_calibration(r),
              "ranked_by": r.ranked_by if r.gpu else None,
              "rank_cost_usd": r.rank_cost_usd if r.gpu else None} for r in L.rungs]
-    res = {"model": m.id, "finetune_tokens": a.tokens, "rungs": rows, "notes": [],
+    res = {"model": m.id, "finetune_tokens": a.finetune_tokens, "rungs": rows, "notes": [],
            "uncalibrated_gpus": list(L.uncalibrated)}
     if L.skipped:
         res["notes"].append("skipped (no price in data/prices.csv): " + ", ".join(L.skipped))
@@ -1331,8 +1335,10 @@ def _args_size(sp: argparse.ArgumentParser) -> None:
 def _args_ladder(sp: argparse.ArgumentParser) -> None:
     """The flags of ``llmcost ladder``."""
     _add_model_args(sp)
-    sp.add_argument("--tokens", type=float, default=1e9,
+    sp.add_argument("--finetune-tokens", type=float, default=1e9,
                     help="fine-tune tokens, epochs included (default 1e9)")
+    # the old name, refused: it read as pretraining tokens beside the review's tokens=
+    sp.add_argument("--tokens", type=float, help=argparse.SUPPRESS)
     sp.add_argument("--pretrain-tokens", type=float,
                     help="pretraining tokens (default: 20 per parameter)")
     sp.add_argument("--pretrain-days", type=float, default=30.0)

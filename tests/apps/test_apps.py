@@ -293,7 +293,7 @@ def test_sizing_app_shows_the_ladder_of_the_cli(capsys):
     p = SizingApp(query="model=llama2-7b&finetune_tokens=1000000000")
     table = plot_json(p, "ladder")["data"][0]["cells"]["values"]
     # the app pretrains on the review's tokens (2e12 by default)
-    assert main(["ladder", "--model", "llama2-7b", "--tokens", "1e9", "--pretrain-tokens", "2e12",
+    assert main(["ladder", "--model", "llama2-7b", "--finetune-tokens", "1e9", "--pretrain-tokens", "2e12",
                  "--json"]) == 0
     rungs = [r for r in json.loads(capsys.readouterr().out)["rungs"] if r["method"] != "pretrain"]
     # the fine-tune rungs are the command's; the pretraining rung is the page's own review

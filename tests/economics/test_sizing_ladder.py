@@ -345,3 +345,59 @@ def test_ladder_cli(capsys):
                              for line in out.splitlines()) == 5
     assert main(["ladder", "--model", "llama2-7b", "--gpu", "gb300"]) == 2
     assert "no price" in capsys.readouterr().err
+
+
+def test_the_pretraining_rung_is_the_review_sized_by_days(capsys):
+    # issue 42: ladder --pretrain-tokens T --gpu G --pretrain-days D == review with
+    # tokens=T&gpu=G&sizing=days&target_days=D, in GPUs, days (hours / 24) and cost
+    lad = cli_json(capsys, "ladder", "--model", "llama3-8b", "--pretrain-tokens", "1e12",
+                   "--gpu", "h100-sxm", "--pretrain-days", "30")
+    rung = next(r for r in lad["rungs"] if r["method"] == "pretrain")
+    rv = cli_json(capsys, "review", "--query", "model=llama3-8b&tokens=1e12&gpu=h100-sxm"
+                                               "&sizing=days&target_days=30")
+    assert rung["gpus"] == rv["gpus"] and rung["price_id"] == rv["price_offer"]
+    assert rung["hours"] == pytest.approx(rv["days"] * 24, rel=1e-12)
+    assert rung["cost_usd"] == pytest.approx(rv["costs_usd"]["on_demand"], rel=1e-12)
+    # `size` answers with the same review
+    sz = cli_json(capsys, "size", "--model", "llama3-8b", "--tokens", "1e12", "--days", "30",
+                  "--gpu", "h100-sxm")
+    assert (sz["gpus"], sz["days"], sz["cost_usd"]) == (
+        rv["gpus"], rv["days"], rv["costs_usd"]["on_demand"])
+
+
+def test_ladder_refuses_its_old_tokens_flag(capsys):
+    code = main(["ladder", "--model", "llama3-8b", "--tokens", "1e9"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "--finetune-tokens" in err and "--pretrain-tokens" in err and "--tokens 1e+09" in err
+
+
+SIZED = "model=llama3-8b&tokens=1e12&gpu=h100-sxm&sizing=days&target_days=30"
+
+
+def test_the_sizing_apps_pretraining_rung_is_the_command_lines(capsys):
+    from llmcost.apps.sizing_app import SizingApp
+    from llmcost.review.series import finetune_ladder
+    app = SizingApp(query=SIZED, build=False)
+    mine = next(r for r in finetune_ladder(app.compute(app.scenario)).rungs
+                if r.method == "pretrain")
+    lad = cli_json(capsys, "ladder", "--model", "llama3-8b", "--pretrain-tokens", "1e12",
+                   "--gpu", "h100-sxm", "--pretrain-days", "30")
+    rung = next(r for r in lad["rungs"] if r["method"] == "pretrain")
+    assert (mine.gpu, mine.gpus) == (rung["gpu"], rung["gpus"])
+    assert mine.hours == pytest.approx(rung["hours"], rel=1e-12)
+    assert mine.cost_usd == pytest.approx(rung["cost_usd"], rel=1e-12)
+
+
+@pytest.mark.browser
+def test_the_sizing_pages_pretraining_rung_is_the_command_lines(voila, page, capsys):
+    from browser_support import open_app
+    open_app(page, voila, "sizing", f"?{SIZED}")
+    page.wait_for_selector(".llmc-plot-ladder .gtitle", timeout=90_000)
+    lad = cli_json(capsys, "ladder", "--model", "llama3-8b", "--pretrain-tokens", "1e12",
+                   "--gpu", "h100-sxm", "--pretrain-days", "30")
+    rung = next(r for r in lad["rungs"] if r["method"] == "pretrain")
+    text = page.locator(".llmc-plot-ladder").inner_text()
+    # the table's cells as the page draws them: GPUs, hours with one decimal, whole dollars
+    assert f"{rung['gpus']:,}" in text
+    assert f"{rung['hours']:,.1f}" in text and f"${rung['cost_usd']:,.0f}" in text

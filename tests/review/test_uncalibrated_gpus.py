@@ -165,7 +165,7 @@ def test_ladder_never_ranks_an_unmeasured_gpu_against_a_measured_one():
 def test_ladder_cli_says_how_each_rung_was_ranked(capsys):
     # the shipped catalog: MI300X is fitted to MLPerf (not unmeasured) but no published run
     # validates its band, so it competes at its slow end: cost / (1 - band)
-    code = main(["ladder", "--model", "llama3-8b", "--tokens", "1e9", "--json"])
+    code = main(["ladder", "--model", "llama3-8b", "--finetune-tokens", "1e9", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     d = json.loads(out)
