@@ -33,6 +33,8 @@ from . import _validate as v
 from .training.arch import ModelSpec
 from .training.hardware import FabricSpec, GPUSpec
 from .economics import reliability
+from .economics.offers import (PRICE_COLUMNS, PRICE_RULE, choose_offers,  # noqa: F401
+                               usd_per_gpu_hour)
 from .economics.reliability import FailureRate
 
 TABLES = ("gpus", "models", "fabrics", "prices", "published_runs", "failure_rates",
@@ -470,12 +472,15 @@ class Catalog:
 
     def price_offer(self, gpu_id: str, offer: str | None = None) -> pd.Series | None:
         """The prices.csv row priced for ``gpu_id``: ``offer`` (an id) if given, else the
-        catalog's first offer for the GPU; None when the GPU has no offer."""
+        offer :data:`PRICE_RULE` picks for on-demand (:func:`choose_offers`); None when the
+        GPU has no offer."""
         if offer:
             return self.lookup("prices", offer)
-        rows = self._table("prices")
-        mine = rows[rows["gpu"] == gpu_id]
-        return None if mine.empty else mine.iloc[0].copy()
+        return self.choose_offers(gpu_id).get("on_demand")
+
+    def choose_offers(self, gpu_id: str) -> dict:
+        """option -> the prices.csv row :data:`PRICE_RULE` picks (:func:`choose_offers`)."""
+        return choose_offers(self._table("prices"), gpu_id)
 
     def failure_rate(self, key: str) -> FailureRate:
         """A failure-rate preset by id (``data/failure_rates.csv`` or a user's row)."""
@@ -739,20 +744,3 @@ def custom_fabric(gb_per_s_per_gpu: float, technology: str = "ib") -> FabricSpec
 
 def ids(name: str) -> list[str]:
     return default().ids(name)
-
-
-#: prices.csv columns [USD per instance-hour] -> option name
-PRICE_COLUMNS = {"on_demand": "on_demand_usd_per_hour", "reserved_1y": "reserved_1y_usd_per_hour",
-                 "reserved_3y": "reserved_3y_usd_per_hour", "spot": "spot_usd_per_hour"}
-
-
-def usd_per_gpu_hour(row: pd.Series) -> dict:
-    """Option -> price per GPU-hour of a prices.csv row (instance price / its ``gpus``, the
-    billing unit); options the row does not list are absent."""
-    n = float(row["gpus"])
-    out = {}
-    for name, col in PRICE_COLUMNS.items():
-        x = row.get(col)
-        if x is not None and not pd.isna(x) and float(x) > 0:
-            out[name] = float(x) / n
-    return out

@@ -134,7 +134,8 @@ class Scenario:
     # ---- prices: from the catalog for the chosen GPU, or the custom figures below
     price_source: str = _options("catalog", ("catalog", "custom"), label="Prices from",
                                  group="prices")
-    #: a prices.csv id, or "auto": the first catalog offer for the chosen GPU
+    #: a prices.csv id, or "auto": per option the cheapest offer of the chosen GPU
+    #: (llmcost.economics.offers.PRICE_RULE)
     price_offer: str = _choice("auto", "prices", label="Catalog offer", group="prices",
                                special=("auto",))
     # custom defaults: AWS p5.48xlarge per GPU (data/prices.csv: $55.04 and $23.78 per

@@ -56,7 +56,7 @@ class Form:
                 if value not in [o[1] for o in opts]:
                     opts.append((value, value))
             elif table == "prices":
-                opts = [("auto: first offer for the GPU", "auto")] + [
+                opts = [("auto: the cheapest offer for each way to pay", "auto")] + [
                     (f"{r.id} ({r.gpus} x {r.gpu})", r.id) for r in df.itertuples()]
             elif value not in opts:
                 opts.append(value)

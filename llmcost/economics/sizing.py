@@ -1200,8 +1200,9 @@ def cheapest_on_demand(prices: pd.DataFrame) -> dict:
     ----------
     prices : DataFrame
         Rows with ``id``, ``gpu``, ``gpus`` (GPUs per billed instance) and
-        ``on_demand_usd_per_hour`` [USD per instance-hour], as ``data/prices.csv``; rows
-        whose ``kind`` is ``composite`` or ``article`` are reference prices, skipped.
+        ``on_demand_usd_per_hour`` [USD per instance-hour], as ``data/prices.csv``; the
+        offer of each GPU is the one :func:`llmcost.economics.offers.choose_offers` picks (reference
+        prices, composites and articles, are never offers).
 
     Returns
     -------
@@ -1213,17 +1214,13 @@ def cheapest_on_demand(prices: pd.DataFrame) -> dict:
     ----------
     .. [1] ``data/prices.csv`` (instance price / its GPUs = price per GPU-hour).
     """
+    from .offers import choose_offers
     out = {}
     if prices is None or len(prices) == 0:
         return out
-    for _, r in prices.iterrows():
-        x, n = r.get("on_demand_usd_per_hour"), r.get("gpus")
-        if x is None or n is None or pd.isna(x) or pd.isna(n) or float(n) <= 0:
-            continue
-        if str(r.get("kind") or "offer") not in ("offer", "nan"):
-            # a market composite or an article's figure is a reference, not an offer
-            continue
-        per = float(x) / float(n)
-        if r["gpu"] not in out or per < out[r["gpu"]][0]:
-            out[r["gpu"]] = (per, int(n), str(r["id"]))
+    for gpu in dict.fromkeys(prices["gpu"]):
+        row = choose_offers(prices, gpu).get("on_demand")
+        if row is not None:
+            out[gpu] = (float(row["on_demand_usd_per_hour"]) / float(row["gpus"]),
+                        int(row["gpus"]), str(row["id"]))
     return out

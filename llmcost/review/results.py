@@ -60,6 +60,10 @@ class Inputs:
     realized: RealizedRatio | None = None
     #: the spot capacity the offer's provider documents [GPUs]; None: not documented
     spot_capacity_gpus: int | None = None
+    #: option -> the prices.csv id it is priced from (empty for entered prices)
+    price_offers: dict = field(default_factory=dict)
+    #: how the offers were chosen, in words
+    price_rule: str = ""
 
     def spot_covers(self, gpus: int) -> bool:
         """Whether the documented spot capacity holds ``gpus`` GPUs (False when none is
@@ -382,6 +386,8 @@ class Results:
             "billed_gpus": e.billed_gpus if e else None,
             "prices_usd_per_gpu_hour": _prices_dict(self.inputs),
             "price_offer": self.inputs.price_offer,
+            "price_offers": dict(self.inputs.price_offers),
+            "price_rule": self.inputs.price_rule,
             "breakeven_months": e.breakeven_months if e else None,
             "usd_per_used_gpu_hour": dict(e.usd_per_used_gpu_hour) if e else {},
             "spot_net_savings": e.spot.net_savings if e else None,

@@ -241,7 +241,7 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
                         f"{offer_fabric} (fabric=auto)")
     resolved["fabric_gb_per_s_per_gpu"] = out.bandwidth_gb_per_s_per_gpu
     if s.price_source == "catalog":
-        prices, offer, billing, discount, w = _catalog_prices(s, cat, g)
+        prices, offer, billing, discount, w, offers, rule = _catalog_prices(s, cat, g)
         warnings += w
         capex = g.capex_usd_per_gpu
         power_w = g.power_w_per_gpu
@@ -253,6 +253,7 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
         prices, discount, capex, power_w, opex_other, w = _custom_prices(s, cat, g)
         warnings += w
         offer, billing = None, g.gpus_per_node
+        offers, rule = {}, "prices entered (price_source=custom)"
     onprem = None
     if capex is not None:
         if power_w is None:
@@ -298,7 +299,8 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
                   onprem=onprem, failures_per_1000_gpu_days=rate, failure_source=source,
                   resolved=resolved, warnings=tuple(warnings), global_batch_tokens=batch_tokens,
                   batch=batch, stack=stack_of(s), realized=ratio,
-                  spot_capacity_gpus=spot_capacity_of(cat, offer))
+                  spot_capacity_gpus=spot_capacity_of(cat, offers.get("spot")),
+                  price_offers=offers, price_rule=rule)
 
 
 def spot_capacity_of(cat: catalog_mod.Catalog, offer: str | None) -> int | None:
@@ -358,32 +360,55 @@ def offer_fabric_of(s: Scenario, cat: catalog_mod.Catalog, g) -> str | None:
 
 
 def _catalog_prices(s, cat, g):
-    """Per GPU-hour prices from a prices.csv row; none (with a warning) for an unpriced GPU."""
+    """Per GPU-hour prices from the catalog: the offer ``price_offer`` names, else per option
+    the offer :data:`llmcost.economics.offers.PRICE_RULE` picks; none (with a warning) for an
+    unpriced GPU.
+
+    Returns
+    -------
+    (prices, offer id, GPUs per billed instance, spot discount, warnings, option -> offer id,
+    the rule in words)
+    """
     warnings = []
-    row = cat.price_offer(g.id, None if s.price_offer == "auto" else s.price_offer)
-    if row is not None and row["gpu"] != g.id:
-        warnings.append(f"price offer {row['id']!r} is for {row['gpu']}, not {g.id}: using "
-                        f"the catalog's first offer for {g.id} instead")
-        row = cat.price_offer(g.id)
-    if row is None:
+    named = None if s.price_offer == "auto" else cat.price_offer(g.id, s.price_offer)
+    if named is not None and named["gpu"] != g.id:
+        warnings.append(f"price offer {named['id']!r} is for {named['gpu']}, not "
+                        f"{g.id}: priced by the catalog's rule for {g.id} instead")
+        named = None
+    if named is not None:
+        chosen = {k: named for k in catalog_mod.usd_per_gpu_hour(named)}
+        rule = f"the offer named: price_offer={named['id']}"
+    else:
+        chosen = cat.choose_offers(g.id)
+        rule = catalog_mod.PRICE_RULE
+    if not chosen:
         warnings.append(f"no cited cloud price for {g.id} in the catalog: cloud costs are "
                         "not shown (set prices to custom to enter your own)")
-        return None, None, g.gpus_per_node, None, warnings
-    per = catalog_mod.usd_per_gpu_hour(row)
+        return None, None, g.gpus_per_node, None, warnings, {}, rule
+    per = {k: catalog_mod.usd_per_gpu_hour(row)[k] for k, row in chosen.items()}
+    base = chosen.get("on_demand", next(iter(chosen.values())))
     od, sp = per.get("on_demand"), per.get("spot")
+    if sp is not None and od is not None and sp >= od:
+        warnings.append(f"spot at ${sp:.2f}/GPU-h ({chosen['spot']['id']}) is not below "
+                        f"on-demand ${od:.2f}/GPU-h ({chosen['on_demand']['id']}): spot is "
+                        "not costed")
+        chosen.pop("spot")
+        sp = None
     # one stored spot figure, the discount, rounded to what its control shows (0.01% of the
     # on-demand price at most); the spot price follows from it
     discount = round(1 - sp / od, 4) if (sp is not None and od) else None
     prices = tco.CloudPrices(on_demand=od, reserved_1y=per.get("reserved_1y"),
                              reserved_3y=per.get("reserved_3y"),
                              spot=od * (1 - discount) if discount else None)
-    if discount is None:
-        warnings.append(f"{row['id']} lists no spot price: spot is not costed")
+    who = str(base["id"]) if named is not None else f"no offer of {g.id}"
+    if discount is None and "spot" not in chosen:
+        warnings.append(f"{who} lists no spot price: spot is not costed")
     for name, term in (("reserved_1y", "1-year"), ("reserved_3y", "3-year")):
         if getattr(prices, name) is None:
-            warnings.append(f"{row['id']} lists no {term} reserved price: the {term} "
+            warnings.append(f"{who} lists no {term} reserved price: the {term} "
                             "reservation is not costed")
-    return prices, str(row["id"]), int(row["gpus"]), discount, warnings
+    offers = {k: str(row["id"]) for k, row in chosen.items()}
+    return prices, str(base["id"]), int(base["gpus"]), discount, warnings, offers, rule
 
 
 #: custom-price fields -> (catalog option of the GPU's offer, what the warning calls it)
@@ -402,9 +427,9 @@ def _custom_prices(s, cat, g):
 
     A price field left at its Scenario default was not entered. Its defaults are the H100's
     (AWS p5.48xlarge per GPU, a DGX H100 server and system power), so it never stands for
-    another GPU: a figure not entered is this GPU's catalog figure (its catalog offer's price
-    per GPU-hour, ``price_offer`` or the first offer; its server price and system power from
-    data/gpus.csv), and absent with a warning when the catalog has none. An entered 0 on a
+    another GPU: a figure not entered is this GPU's catalog figure (the price per GPU-hour of
+    ``price_offer``, or per option of the rule's offer; its server price and system power
+    from data/gpus.csv), and absent with a warning when the catalog has none. An entered 0 on a
     reservation or the server price means "none". The spot discount (the cluster guide's 60%
     off the on-demand price) and the facility opex ($50k per node over its life) are not
     figures of one GPU: their entered or default values apply to any GPU. A figure entered
@@ -416,10 +441,13 @@ def _custom_prices(s, cat, g):
     GPU-month] or None, warnings)
     """
     warnings = []
-    row = cat.price_offer(g.id, None if s.price_offer == "auto" else s.price_offer)
-    if row is not None and row["gpu"] != g.id:
-        row = cat.price_offer(g.id)
-    per = catalog_mod.usd_per_gpu_hour(row) if row is not None else {}
+    row = None if s.price_offer == "auto" else cat.price_offer(g.id, s.price_offer)
+    if row is not None and row["gpu"] == g.id:
+        per = catalog_mod.usd_per_gpu_hour(row)
+    else:
+        # the catalog's rule, per option (the figures price_source=catalog would use)
+        per = {k: catalog_mod.usd_per_gpu_hour(r)[k]
+               for k, r in cat.choose_offers(g.id).items()}
     got = {}
     for name, (option, what) in _CUSTOM_CLOUD.items():
         if _entered(s, name):
@@ -1317,8 +1345,8 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
         cap = inp.spot_capacity_gpus
         warnings.append(
             f"spot: capacity not documented at this size ({pl.gpus:,} GPUs"
-            + (f"; {inp.price_offer} documents {cap:,}" if cap else
-               f"; {inp.price_offer or 'the entered price'} documents none")
+            + (f"; {inp.price_offers.get('spot', inp.price_offer)} documents {cap:,}" if cap
+               else f"; {inp.price_offers.get('spot') or 'the entered price'} documents none")
             + "): costed, never named the cheapest way to pay")
     if sized is not None:
         warnings += [n for n in sized.notes]

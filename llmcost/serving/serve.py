@@ -31,13 +31,13 @@ def pareto_front(latency, throughput):
 
 
 def option_prices(gpu, cat=None, utilization=1.0) -> dict:
-    """USD per used GPU-hour by pricing option: the GPU's first catalog offer (cloud, per
-    GPU-hour as :func:`llmcost.catalog.usd_per_gpu_hour`), reservations and the purchase
-    amortized over the on-premises life at ``utilization``
+    """USD per used GPU-hour by pricing option: per option the offer the review's rule picks
+    (:func:`llmcost.economics.offers.choose_offers`; cloud, per GPU-hour), reservations and
+    the purchase amortized over the on-premises life at ``utilization``
     (:func:`llmcost.economics.tco.cost_per_useful_gpu_hour`, the review's curves)."""
     cat = cat or catalog_mod.default()
-    row = cat.price_offer(gpu.id)
-    per = catalog_mod.usd_per_gpu_hour(row) if row is not None else {}
+    per = {k: catalog_mod.usd_per_gpu_hour(row)[k]
+           for k, row in cat.choose_offers(gpu.id).items()}
     prices = tco.CloudPrices(**{k: per.get(k) for k in ("on_demand", "reserved_1y",
                                                         "reserved_3y", "spot")})
     onprem = tco.OnPrem.for_gpu(gpu)

@@ -111,12 +111,13 @@ def test_tco_app_breakeven():
     p = TcoApp(query="")
     p.set(utilization=0.5)
     res = review.evaluate(Scenario(utilization=0.5))
-    # at 50%: $6.88 x 730 x 0.5 = $2,511.20 per GPU-month of cloud against the per-GPU
-    # capex (server $31,250 + network + storage) and monthly opex of tco.OnPrem
+    # at 50%: the rule's H100 on-demand offer (RunPod, $21.52 per 8 GPUs: $2.69) x 730 x 0.5
+    # = $981.85 per GPU-month of cloud against the per-GPU capex (server $31,250 + network +
+    # storage) and monthly opex of tco.OnPrem
     prem = res.economics.onprem
     opex = tco.onprem_opex_usd_per_gpu_month(prem, 0.5)
-    be = tco.breakeven_months(55.04 / 8, prem.capex_usd, 0.5, opex)
-    assert be == pytest.approx(prem.capex_usd / (55.04 / 8 * 730 * 0.5 - opex))
+    be = tco.breakeven_months(21.52 / 8, prem.capex_usd, 0.5, opex)
+    assert be == pytest.approx(prem.capex_usd / (21.52 / 8 * 730 * 0.5 - opex))
     assert headline_text(p, "breakeven_months") == f"{be:,.1f} months"
     assert set(p.figures) == {"curves", "map", "tornado"}
 
@@ -141,7 +142,9 @@ def test_spot_controls_show_what_the_figures_use():
     # shown to six significant digits
     assert p.controls["lost_hours_per_preemption"].value == pytest.approx(
         sp.lost_hours_per_preemption, rel=1e-5)
-    assert p.controls["spot_discount"].value == round(1 - 30.24 / 55.04, 4)   # AWS p5: 0.4506
+    # the rule's offers: GCP a3-highgpu-8g spot $13.92 against RunPod on demand $21.52 (per
+    # 8 GPUs): 0.3532
+    assert p.controls["spot_discount"].value == round(1 - 13.92 / 21.52, 4)
     p.set(spot_lost_work="custom")          # custom starts from the figure on screen
     assert not p.controls["lost_hours_per_preemption"].disabled
     assert p.scenario.lost_hours_per_preemption == pytest.approx(sp.lost_hours_per_preemption,

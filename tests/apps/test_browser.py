@@ -150,10 +150,11 @@ def test_derived_controls_are_greyed_out(voila, page):
     # prices follow the GPU from the catalog: the price box shows the figure in use, disabled
     open_app(page, voila, "review")
     box = page.locator(".llmc-ctl-on_demand_usd_per_gpu_hour input").first
-    assert box.is_disabled() and float(box.input_value()) == 6.88     # $55.04 / 8 GPUs
+    # the rule's H100 on-demand offer: RunPod, $21.52 / 8 GPUs
+    assert box.is_disabled() and float(box.input_value()) == 2.69
     page.locator(".llmc-ctl-price_source select").select_option("custom")
     wait_change(page, lambda: box.is_disabled(), True)
-    assert float(box.input_value()) == 6.88
+    assert float(box.input_value()) == 2.69          # custom starts from the figure shown
     assert_no_error_text(page)
 
 

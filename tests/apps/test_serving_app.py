@@ -66,15 +66,15 @@ def test_defaults_are_serves_and_the_query_names_only_what_is_set():
 def test_llama3_70b_at_tp8_by_hand():
     # Llama 3 70B: 80 layers x 8 KV heads x 128 dims x (K, V) x 2 bytes = 327,680 bytes per
     # token (320 KiB, issue 27); weights 70.55e9 parameters x 2 bytes / TP 8 = 17.64 GB per
-    # GPU; $ per M output tokens at AWS p5's $55.04 per 8-GPU hour (data/prices.csv):
-    # 6.88 x 1e6 / (3600 x tokens/s per GPU)
+    # GPU; $ per M output tokens at the rule's on-demand offer, RunPod's $21.52 per 8-GPU hour
+    # (data/prices.csv): 2.69 x 1e6 / (3600 x tokens/s per GPU)
     p = ServingApp(query="serve_tp=8&concurrency=128")
     a = p.results.answer
     assert a["kv_bytes_per_token"] == 80 * 8 * 128 * 2 * 2 == 327_680
     assert a["weights_gb_per_gpu"] == pytest.approx(70.55e9 * 2 / 8 / 1e9, rel=0.005)
     x = a["output_tokens_per_s_per_gpu"]
     assert a["usd_per_million_output_tokens"]["on_demand"] == pytest.approx(
-        55.04 / 8 * 1e6 / (3600 * x), rel=1e-9)
+        21.52 / 8 * 1e6 / (3600 * x), rel=1e-9)
     # the memory plot stacks weights, KV at 128 in flight, activations, then the free rest of
     # H100's 80 GiB (85.9 GB): the KV bar is 128 x 2,048 tokens x 327,680 B / TP 8
     mem = p.figures["memory"]
@@ -89,9 +89,9 @@ def test_the_price_option_moves_only_the_dollar_figure():
     before = p.headline(p.results)
     p.set(price_option="spot")
     after = p.headline(p.results)
-    # AWS p5 spot $30.24 per 8-GPU hour against $55.04 on demand
+    # the rule's offers: GCP spot $13.92 per 8-GPU hour against RunPod's $21.52 on demand
     ratio = (float(after["usd"][1].lstrip("$")) / float(before["usd"][1].lstrip("$")))
-    assert ratio == pytest.approx(30.24 / 55.04, abs=0.002)
+    assert ratio == pytest.approx(13.92 / 21.52, abs=0.002)
     assert "Spot" in after["usd"][0] or "spot" in after["usd"][0]
     assert {k: v for k, v in after.items() if k != "usd"} == \
         {k: v for k, v in before.items() if k != "usd"}

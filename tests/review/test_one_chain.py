@@ -202,14 +202,14 @@ def test_grid_every_model_on_every_priced_gpu(capsys, model, gpu):
 
 @pytest.mark.slow
 def test_ladder_names_each_rungs_offer(capsys):
-    # fine-tune rungs rent the cheapest H100 offer (RunPod $21.52 / 8); the pretraining rung is
-    # the review's run on its catalog offer (AWS p5 $55.04 / 8), and says so
+    # one rule for every rung: the fine-tune rungs and the pretraining rung (the review's run)
+    # rent the cheapest H100 on-demand offer (RunPod $21.52 / 8), and say so
     d = run(capsys, "ladder", "--model", "llama3-70b", "--gpu", "h100-sxm",
             "--pretrain-tokens", "15e12", "--pretrain-days", "90")
     rev = run(capsys, "review", "--query", "model=llama3-70b&tokens=15e12&sizing=days&target_days=90")
     by = {r["method"]: r for r in d["rungs"]}
-    assert by["pretrain"]["price_id"] == rev["price_offer"] == "aws-p5"
-    assert by["pretrain"]["usd_per_gpu_hour"] == pytest.approx(55.04 / 8)
+    assert by["pretrain"]["price_id"] == rev["price_offer"] == "runpod-h100-sxm"
+    assert by["pretrain"]["usd_per_gpu_hour"] == pytest.approx(21.52 / 8)
     assert by["pretrain"]["cost_usd"] == pytest.approx(rev["costs_usd"]["on_demand"], rel=REL)
     for m in ("lora", "qlora", "full"):
         assert by[m]["price_id"] == "runpod-h100-sxm"

@@ -10,6 +10,8 @@ from llmcost.cli import main
 from llmcost.review import evaluate
 from llmcost.scenario import Scenario
 
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
 CAT = catalog.default()
 OPTIONS = ("on_demand", "reserved_1y", "reserved_3y", "spot")
 
@@ -77,16 +79,21 @@ def test_custom_on_demand_price_borrows_no_h100_default(capsys):
 
 def test_custom_fields_not_entered_are_this_gpus_catalog_figures():
     # H200 priced by the user on demand only: the reservations come from no other GPU; the
-    # 1-year is Hyperstack's when that offer is picked, absent with a warning for AWS p5en
+    # rule's 1-year is Hyperstack's ($22.32 / 8, the only H200 1-year offer); no H200 offer
+    # lists a 3-year price: absent with a warning; AWS p5en named lists no 1-year
     r = evaluate(Scenario(gpu="h200", price_source="custom", on_demand_usd_per_gpu_hour=5.0))
     p = r.inputs.prices
-    assert p.on_demand == 5.0 and p.reserved_1y is None and p.reserved_3y is None
+    assert p.on_demand == 5.0 and p.reserved_1y == pytest.approx(22.32 / 8)
+    assert p.reserved_3y is None and any("3-year reserved" in w for w in r.warnings)
+    r = evaluate(Scenario(gpu="h200", price_source="custom", on_demand_usd_per_gpu_hour=5.0,
+                          price_offer="aws-p5en"))
+    assert r.inputs.prices.reserved_1y is None
     assert any("1-year reserved" in w for w in r.warnings)
     r = evaluate(Scenario(gpu="h200", price_source="custom", on_demand_usd_per_gpu_hour=5.0,
                           price_offer="hyperstack-h200"))
     assert r.inputs.prices.reserved_1y == pytest.approx(22.32 / 8)
-    # H100 left at the defaults: the same figures as the catalog's AWS p5 row (the defaults
-    # are that row), the server price of data/gpus.csv
+    # H100 left at the defaults: the catalog's figures (the rule's offer per option), the
+    # server price of data/gpus.csv
     cat = evaluate(Scenario(gpu="h100-sxm")).inputs
     cus = evaluate(Scenario(gpu="h100-sxm", price_source="custom")).inputs
     assert cus.prices.on_demand == pytest.approx(cat.prices.on_demand)
@@ -99,10 +106,43 @@ def test_custom_fields_not_entered_are_this_gpus_catalog_figures():
 
 
 def test_catalog_mode_warns_for_each_option_the_offer_lacks():
-    r = evaluate(Scenario(gpu="h100-sxm"))          # AWS p5: on-demand, spot, 3-year
+    r = evaluate(Scenario(gpu="h100-sxm", price_offer="aws-p5"))   # on-demand, spot, 3-year
     assert "reserved_1y" not in r.economics.costs_usd
     assert any("aws-p5" in w and "1-year" in w for w in r.warnings)
     assert not any("aws-p5" in w and "3-year" in w for w in r.warnings)
+    # by the rule: no B200 offer lists spot or a 3-year price: both absent, said once each
+    r = evaluate(Scenario(gpu="b200"))
+    assert not {"spot", "reserved_3y"} & set(r.economics.costs_usd)
+    assert any("no offer of b200 lists no spot price" in w for w in r.warnings)
+
+
+def test_auto_prices_each_option_from_its_cheapest_offer_never_borrowing():
+    # per option, the lowest price per GPU-hour among the GPU's offers (kind offer, a
+    # scale-out fabric), recomputed here from prices.csv; an option no offer lists is absent
+    import pandas as pd
+    from llmcost.catalog import PRICE_COLUMNS, PRICE_RULE
+    prices = pd.read_csv(ROOT / "data" / "prices.csv")
+    offers = prices[(prices["kind"] == "offer") & prices["fabric"].notna()]
+    for gpu in sorted(set(offers["gpu"])):
+        r = evaluate(Scenario(gpu=gpu, model="llama3-8b", gpus=64, tokens=1e11))
+        j = r.to_json()
+        assert j["price_rule"] == PRICE_RULE
+        mine = offers[offers["gpu"] == gpu]
+        for option, col in PRICE_COLUMNS.items():
+            per = (mine[col] / mine["gpus"]).where(mine[col] > 0)
+            if per.notna().any():
+                want = mine.loc[per.idxmin(), "id"]
+                assert j["price_offers"][option] == want, (gpu, option)
+                if option != "spot":
+                    assert j["prices_usd_per_gpu_hour"][option] == pytest.approx(per.min())
+            else:
+                assert option not in j["price_offers"], (gpu, option)
+                assert option not in j["costs_usd"], (gpu, option)
+    # a reference price is never picked
+    used = {i for g in set(offers["gpu"]) for i in
+            evaluate(Scenario(gpu=g, model="llama3-8b", gpus=64, tokens=1e11)).inputs
+            .price_offers.values()}
+    assert not used & {"market-h100", "seed-cloud-h100-node"}
 
 
 def test_review_app_offers_both_reservation_terms():

@@ -27,9 +27,10 @@ def test_serve_layout_json(capsys):
     assert all(k in r for k in KEYS)
     assert r["kv_bytes_per_token"] == 2 * 80 * 8 * 128 * 1          # FP8 KV: 160 KiB
     assert r["fits"] is True and r["concurrency"] == 64 and r["tp"] == 4
-    # $/M output tokens = $/GPU-h x 1e6 / (3600 x tokens/s per GPU), AWS p5 $55.04 / 8
+    # $/M output tokens = $/GPU-h x 1e6 / (3600 x tokens/s per GPU), the rule's on-demand
+    # offer RunPod $21.52 / 8
     assert r["usd_per_million_output_tokens"]["on_demand"] == pytest.approx(
-        55.04 / 8 * 1e6 / 3600 / r["output_tokens_per_s_per_gpu"])
+        21.52 / 8 * 1e6 / 3600 / r["output_tokens_per_s_per_gpu"])
     # weights: 68.45e9 FP8 body + 2.10e9 BF16 embedding and head over 4 GPUs
     assert r["weights_gb_per_gpu"] == pytest.approx((68_452_360_192 + 2 * 2_101_346_304)
                                                     / 4 / 1e9)
@@ -78,10 +79,10 @@ def test_serve_traffic_level_gpus_and_cost_per_day(capsys):
     assert code == 0, err
     r = json.loads(out)
     # 10 requests/s x 1,000 output tokens over the layout's tokens/s per GPU, whole 4-GPU
-    # instances; a day of them at $55.04 / 8 per GPU-hour on demand
+    # instances; a day of them at the rule's on-demand offer, RunPod's $21.52 / 8 per GPU-hour
     need = 10 * 1000 / r["output_tokens_per_s_per_gpu"]
     assert r["gpus_needed"] == 4 * -(-need // 4)
-    assert r["usd_per_day"]["on_demand"] == pytest.approx(r["gpus_needed"] * 24 * 55.04 / 8)
+    assert r["usd_per_day"]["on_demand"] == pytest.approx(r["gpus_needed"] * 24 * 21.52 / 8)
 
 
 @pytest.mark.slow

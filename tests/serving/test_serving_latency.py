@@ -125,9 +125,10 @@ def test_with_no_limit_the_planner_serves_each_layouts_most():
 
 
 def test_usd_per_million_tokens_from_the_catalog_price():
-    # AWS p5.48xlarge on demand $55.04 per 8-GPU instance-hour (data/prices.csv)
+    # the review's rule: RunPod's 8x H100 on demand, $21.52 per instance-hour, the cheapest
+    # H100 offer (data/prices.csv)
     prices = serve.option_prices(CAT.gpu("h100-sxm"))
-    assert prices["on_demand"] == pytest.approx(55.04 / 8)
+    assert prices["on_demand"] == pytest.approx(21.52 / 8)
     # at 1,000 tokens/s per GPU: 6.88 $/h / 3.6 M tokens/h = 1.911 $/M
     assert cost.usd_per_million_tokens(55.04 / 8, 1000) == pytest.approx(6.88 / 3.6)
     assert cost.gpus_for_rate(10, 500, 1000, 8) == 8       # 5,000 tok/s: 5 GPUs -> 1 node
