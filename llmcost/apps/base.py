@@ -240,6 +240,10 @@ class Panel:
     def note_lines(self, res) -> list[str]:
         return list(getattr(res, "notes", []) or [])
 
+    def card_compute(self, s: Scenario):
+        """What the landing card reads (:meth:`card`): the app's own results by default."""
+        return self.compute(s)
+
     def card(self, res) -> dict:
         """The landing card's figures: key -> (label, text)."""
         head = self.headline(res)

@@ -121,7 +121,7 @@ class Landing:
         """label -> text of one app's card, for the current scenario (never raises)."""
         panel = cls(scenario=self.scenario, catalog=self.catalog, build=False)
         try:
-            return panel.card(panel.compute(self.scenario))
+            return panel.card(panel.card_compute(self.scenario))
         except ValueError as e:
             return {"why": ("Not computed", str(e)[:200])}
         except Exception as e:  # noqa: BLE001 - a card never shows a traceback

@@ -15,7 +15,7 @@ class OffersApp(Panel):
     question = ("For this run, which GPU from which provider under which commitment, at what "
                 "days and cost, and how sure?")
     order = 15
-    card_keys = ("cheapest",)
+    card_keys = ("cheapest_here",)
     intro = ("Each row is the review of this run on one GPU and one offer of data/prices.csv "
              "(timed on the fabric the offer is sold with), under one way to pay; buying is "
              "a row per GPU. Cheapest first. A GPU the step model has no published run for "
@@ -28,6 +28,15 @@ class OffersApp(Panel):
     def compute(self, s):
         from ..review.compare import compare
         return compare(s, self.catalog)
+
+    def card_compute(self, s):
+        """The landing card: the scenario's own GPU across its offers and ways to pay (the
+        rows the app shows for that GPU; the whole comparison is the app's)."""
+        from ..review.compare import compare
+        return compare(s, self.catalog, gpus=[s.gpu])
+
+    def card(self, res) -> dict:
+        return {"cheapest_here": _cheapest_on(res, res.scenario.gpu)}
 
     def headline(self, res):
         costed = [r for r in res.rows if r.cost_usd is not None]
@@ -42,6 +51,7 @@ class OffersApp(Panel):
                        default=top)
             out["fastest"] = ("Fastest", f"{fast.gpu} · {fast.offer or 'buy'}: "
                                          f"{fast.days:,.1f} days, {usd_text(fast.cost_usd)}")
+        out["cheapest_here"] = _cheapest_on(res, res.scenario.gpu)
         gpus = len({r.gpu for r in res.rows})
         offers = len({r.offer for r in res.rows if r.offer})
         out["rows"] = ("Compared", f"{gpus} GPUs, {offers} offers, {len(res.rows)} rows")
@@ -70,3 +80,14 @@ class OffersApp(Panel):
         return []
 
     figures_from = (("cost_days", plots.offers_cost_days),)
+
+
+def _cheapest_on(res, gpu: str) -> tuple:
+    """(label, text) of the cheapest row on ``gpu`` that can be taken at this size: the
+    headline's and the landing card's figure (one computation: the same reviews)."""
+    rows = [r for r in res.rows if r.gpu == gpu and r.cost_usd is not None and not r.flag]
+    if not rows:
+        return (f"Cheapest way to pay on {gpu}", "no offer prices this run")
+    top = rows[0]
+    return (f"Cheapest way to pay on {gpu}",
+            f"{top.offer or 'buy'} · {OPTION_LABELS[top.option]}: {usd_text(top.cost_usd)}")

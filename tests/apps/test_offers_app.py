@@ -53,3 +53,16 @@ def test_the_page_carries_the_command_lines_rows(voila, page):
     first = rows.first.inner_text()
     assert cli[0]["gpu"] in first and (cli[0]["offer"] or "buy") in first
     assert_no_error_text(page)
+
+
+def test_the_landing_card_is_the_apps_row_for_the_scenarios_gpu(app):
+    # the card reads the scenario's own GPU only (cheap on the landing page); its figure is
+    # the app's cheapest row on that GPU that can be taken at this size
+    label, text = app.card(app.card_compute(app.scenario))["cheapest_here"]
+    mine = [r for r in app.results.rows if r.gpu == app.scenario.gpu and r.cost_usd is not None
+            and not r.flag]
+    from llmcost.review import OPTION_LABELS
+    from llmcost.review.format import usd_text
+    top = mine[0]
+    assert label == f"Cheapest way to pay on {top.gpu}"
+    assert text == f"{top.offer or 'buy'} · {OPTION_LABELS[top.option]}: {usd_text(top.cost_usd)}"

@@ -257,8 +257,9 @@ BASE = {
 }
 
 #: examples per subcommand at full budget (make test-grid; make test draws budget.examples of
-#: them); plan and size evaluate thousands of layouts per call (30-70 ms against ~5 ms)
-EXAMPLES = {"plan": 200, "size": 150, "review": 300, "storage": 200, "compare": 40}
+#: them); plan and size evaluate thousands of layouts per call (30-70 ms against ~5 ms);
+#: compare runs a review per offer of each GPU asked for (~0.4 s a call)
+EXAMPLES = {"plan": 200, "size": 150, "review": 300, "storage": 200, "compare": 12}
 DEFAULT_EXAMPLES = 400
 #: hostile flags added to a call
 MAX_EXTRA = 4
