@@ -40,13 +40,17 @@ def test_bundle_is_a_fraction_of_plotly_js():
     assert size < 0.4 * len(plotly.offline.get_plotlyjs())
 
 
+#: the default scenario in make test; the others (a dense giant, a MoE, sizing by days) are
+#: the grid of make test-grid: each draws every app's figures (~30 s a scenario)
 SCENARIOS = [
-    "", "model=llama3-405b&gpu=h100&gpus=16384", "model=deepseek-v3&gpu=h800&gpus=2048",
-    "model=llama3-8b&gpu=a100&gpus=64&sizing=days&target_days=30",
+    "",
+    *(pytest.param(q, marks=pytest.mark.grid) for q in (
+        "model=llama3-405b&gpu=h100&gpus=16384", "model=deepseek-v3&gpu=h800&gpus=2048",
+        "model=llama3-8b&gpu=a100&gpus=64&sizing=days&target_days=30")),
 ]
 
 
-# every app's figures on each scenario (a grid): make test only
+# every app's figures on each scenario
 @pytest.mark.slow
 @pytest.mark.parametrize("query", SCENARIOS)
 def test_bundle_draws_every_trace_type_the_apps_use(query):
