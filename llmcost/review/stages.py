@@ -400,13 +400,16 @@ def _catalog_prices(s, cat, g):
     prices = tco.CloudPrices(on_demand=od, reserved_1y=per.get("reserved_1y"),
                              reserved_3y=per.get("reserved_3y"),
                              spot=od * (1 - discount) if discount else None)
-    who = str(base["id"]) if named is not None else f"no offer of {g.id}"
+    # the offer named lacks the option, or (by the rule) no offer of the GPU lists it
+    def lacks(what: str) -> str:
+        return (f"{base['id']} lists no {what}" if named is not None
+                else f"no offer of {g.id} lists a {what}")
     if discount is None and "spot" not in chosen:
-        warnings.append(f"{who} lists no spot price: spot is not costed")
+        warnings.append(f"{lacks('spot price')}: spot is not costed")
     for name, term in (("reserved_1y", "1-year"), ("reserved_3y", "3-year")):
         if getattr(prices, name) is None:
-            warnings.append(f"{who} lists no {term} reserved price: the {term} "
-                            "reservation is not costed")
+            warnings.append(f"{lacks(term + ' reserved price')}: the {term} reservation is "
+                            "not costed")
     offers = {k: str(row["id"]) for k, row in chosen.items()}
     return prices, str(base["id"]), int(base["gpus"]), discount, warnings, offers, rule
 

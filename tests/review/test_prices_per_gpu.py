@@ -113,7 +113,7 @@ def test_catalog_mode_warns_for_each_option_the_offer_lacks():
     # by the rule: no B200 offer lists spot or a 3-year price: both absent, said once each
     r = evaluate(Scenario(gpu="b200"))
     assert not {"spot", "reserved_3y"} & set(r.economics.costs_usd)
-    assert any("no offer of b200 lists no spot price" in w for w in r.warnings)
+    assert any("no offer of b200 lists a spot price" in w for w in r.warnings)
 
 
 def test_auto_prices_each_option_from_its_cheapest_offer_never_borrowing():
