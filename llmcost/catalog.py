@@ -35,6 +35,7 @@ from .training.hardware import FabricSpec, GPUSpec
 from .economics import reliability
 from .economics.offers import (PRICE_COLUMNS, PRICE_RULE, choose_offers,  # noqa: F401
                                usd_per_gpu_hour)
+from .economics.offers import providers as offer_providers
 from .economics.reliability import FailureRate
 
 TABLES = ("gpus", "models", "fabrics", "prices", "published_runs", "failure_rates",
@@ -124,7 +125,10 @@ COLUMNS: dict[str, dict[str, Col]] = {
         "name": _text(), "kind": _text(True, ("scale_up", "scale_out")), "technology": _text(),
         "link_gbit_per_s": _pos(), "bandwidth_gb_per_s_per_gpu": _pos(True),
         "latency_us": _pos(True), "oversubscription": _pos(), "efficiency": _share(),
-        "congestion_per_doubling": _nonneg()},
+        "congestion_per_doubling": _nonneg(),
+        # which of the row's figures cite a measurement or datasheet, and which are assumptions
+        # (semicolon-separated column names; FABRIC_TERMS): the review bands the assumed ones
+        "measured": _text(), "assumed": _text()},
     # an optional price of 0 means "not offered" (usd_per_gpu_hour skips it)
     "prices": {
         "provider": _text(True), "instance": _text(), "gpu": _text(True),
@@ -138,7 +142,10 @@ COLUMNS: dict[str, dict[str, Col]] = {
         "fabric": _text(),
         # "offer": a provider sells it; a market composite or an article's figure is a
         # reference price, never priced as an offer (blank: an offer)
-        "kind": _text(False, ("offer", "composite", "article"))},
+        "kind": _text(False, ("offer", "composite", "article")),
+        # the price read from the provider's own page (true) or from a third party's table
+        # (false); the rule prefers the provider's own figure at an equal price
+        "first_party": _FLAG},
     "published_runs": {
         "model": _text(True), "gpu": _text(), "gpus": _count(), "tp": _count(), "pp": _count(),
         "cp": _count(), "global_batch": _count(), "seq_len": _count(),
@@ -166,6 +173,23 @@ COLUMNS: dict[str, dict[str, Col]] = {
         "ratio": _pos(True), "fitted": Col("flag", True), "not_fitted_because": _text()},
 }
 _ALWAYS = ("id", "source", "as_of")
+#: the figures of a fabrics.csv row that its ``measured`` and ``assumed`` columns classify
+FABRIC_TERMS = ("link_gbit_per_s", "bandwidth_gb_per_s_per_gpu", "latency_us",
+                "oversubscription", "efficiency", "congestion_per_doubling")
+
+
+#: the timing terms whose assumed values the review bands (Catalog.fabric_bounds)
+BANDED_TERMS = ("latency_us", "efficiency", "congestion_per_doubling")
+#: technologies that move GPU memory by RDMA (the pool of measured terms for a fabric whose
+#: own technology has none)
+RDMA = ("infiniband", "roce", "efa")
+
+
+def _terms(x) -> tuple:
+    """A semicolon-separated list of fabric terms (a fabrics.csv ``assumed`` cell) as a tuple."""
+    if x is None or (isinstance(x, float) and pd.isna(x)):
+        return ()
+    return tuple(t.strip() for t in str(x).split(";") if t.strip())
 _TRUE, _FALSE = ("true", "1", "1.0", "yes"), ("false", "0", "0.0", "no")
 
 
@@ -478,9 +502,14 @@ class Catalog:
             return self.lookup("prices", offer)
         return self.choose_offers(gpu_id).get("on_demand")
 
-    def choose_offers(self, gpu_id: str) -> dict:
-        """option -> the prices.csv row :data:`PRICE_RULE` picks (:func:`choose_offers`)."""
-        return choose_offers(self._table("prices"), gpu_id)
+    def choose_offers(self, gpu_id: str, provider: str | None = None) -> dict:
+        """option -> the prices.csv row :data:`PRICE_RULE` picks (:func:`choose_offers`),
+        among ``provider``'s offers when one is given."""
+        return choose_offers(self._table("prices"), gpu_id, provider)
+
+    def providers(self, gpu_id: str | None = None) -> list:
+        """Providers with an offer of ``gpu_id`` (any GPU when None), in catalog order."""
+        return offer_providers(self._table("prices"), gpu_id)
 
     def failure_rate(self, key: str) -> FailureRate:
         """A failure-rate preset by id (``data/failure_rates.csv`` or a user's row)."""
@@ -616,7 +645,43 @@ class Catalog:
             oversubscription=num("oversubscription", 1.0),
             efficiency=num("efficiency", 1.0),
             congestion_per_doubling=num("congestion_per_doubling", 0.0),
-            technology=None if pd.isna(r.get("technology")) else str(r["technology"])))
+            technology=None if pd.isna(r.get("technology")) else str(r["technology"]),
+            assumed=_terms(r.get("assumed"))))
+
+    def fabric_bounds(self, fab: FabricSpec) -> tuple[FabricSpec, FabricSpec] | None:
+        """The fabric at the favourable and the unfavourable end of its assumed terms, or None
+        when none of its timing terms is an assumption.
+
+        Each assumed term among :data:`BANDED_TERMS` spans the values measured for it on
+        scale-out rows of the same technology (rows whose ``measured`` names it), else on the
+        RDMA fabrics' rows (InfiniBand, RoCE, EFA), with the row's own value inside; a
+        congestion term starts at 0, a non-blocking fabric's ideal. A term no row measures
+        keeps its value.
+        """
+        terms = [t for t in fab.assumed if t in BANDED_TERMS]
+        if not terms:
+            return None
+        df = self._table("fabrics")
+        df = df[df["kind"] == "scale_out"]
+        measured = df["measured"].map(_terms) if "measured" in df else None
+        tech = df["technology"].astype(str)
+        lo, hi = {}, {}
+        for t in terms:
+            own = float(getattr(fab, t))
+            values = []
+            if measured is not None:
+                has = measured.map(lambda m, t=t: t in m)
+                for pool in (has & (tech == str(fab.technology)), has & tech.isin(RDMA)):
+                    values = [float(x) for x in df.loc[pool, t] if not pd.isna(x)]
+                    if values:
+                        break
+            values.append(own)
+            if t == "congestion_per_doubling":
+                values.append(0.0)
+            better_low = t != "efficiency"      # lower is faster, but for efficiency
+            lo[t] = min(values) if better_low else max(values)
+            hi[t] = max(values) if better_low else min(values)
+        return replace(fab, **lo), replace(fab, **hi)
 
     def custom_fabric(self, gb_per_s_per_gpu: float, technology: str = "ib") -> FabricSpec:
         """A scale-out fabric given by its numbers: ``gb_per_s_per_gpu`` [GB/s, 1e9 bytes/s,

@@ -138,6 +138,9 @@ class Scenario:
     #: (llmcost.economics.offers.PRICE_RULE)
     price_offer: str = _choice("auto", "prices", label="Catalog offer", group="prices",
                                special=("auto",))
+    #: a prices.csv provider: price_offer=auto chooses among its offers only ("any": all)
+    provider: str = _choice("any", "providers", label="Provider", group="prices",
+                            special=("any",))
     # custom defaults: AWS p5.48xlarge per GPU (data/prices.csv: $55.04 and $23.78 per
     # 8-GPU instance-hour); spot at the cluster guide's 60% off on-demand.
     on_demand_usd_per_gpu_hour: float = _f(6.88, 0, 1e3, lo_open=True, label="On-demand",
@@ -716,6 +719,13 @@ def parse_value(f, raw: Any, cat: catalog.Catalog | None = None):
         return s
     check_value(f.name, s)
     cat = cat or catalog.default()
+    if f.metadata["table"] == "providers":
+        known = cat.providers()
+        match = [p for p in known if p.lower() == s.lower()]
+        if not match:
+            raise v.InputError(f.name, f"provider {_short(s, 40)!r} has no offer "
+                                       f"in the catalog (providers: {', '.join(known)})")
+        return match[0]
     try:
         row = cat.lookup(f.metadata["table"], s)
     except KeyError:

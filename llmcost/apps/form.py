@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Callable
 
 import ipywidgets as W
+import pandas as pd
 
 from ..scenario import CUSTOM_MODE, Scenario, describe
 from .fields import TEXT_NUMBER_FIELDS, field_label, is_share, shown
@@ -47,7 +48,8 @@ class Form:
         lay = dict(width="190px")
         if d["kind"] == "choice":
             table = d["table"]
-            df = self.catalog.table(table)
+            df = (pd.DataFrame({"id": self.catalog.providers()}) if table == "providers"
+                  else self.catalog.table(table))
             if table == "fabrics":
                 df = df[df["kind"] == "scale_out"]
             opts = list(d.get("special", ())) + list(df["id"])

@@ -112,7 +112,8 @@ def offers(cat: catalog_mod.Catalog, gpus=None):
 
 def _rows(s: Scenario, cat, gpu: str, offer, provider) -> list:
     """The rows of one review: each cloud option of an offer, or buying (offer None)."""
-    sc = replace(s, gpu=gpu, price_offer=offer or "auto")
+    # the row's offer is named, so the provider (which only narrows "auto") is not needed
+    sc = replace(s, gpu=gpu, price_offer=offer or "auto", provider="any")
     res = evaluate(sc, cat)
     j = res.to_json()
     band = j.get("prediction_band") or {}
@@ -151,7 +152,8 @@ def compare(s: Scenario, cat: catalog_mod.Catalog | None = None, *, sort: str = 
     Parameters
     ----------
     s : Scenario
-        The run (its ``gpu`` and ``price_offer`` are set per row).
+        The run (its ``gpu`` and ``price_offer`` are set per row; a ``provider`` other than
+        "any" keeps that provider's offers only).
     cat : Catalog, optional
     sort : str
         "cost" (cash cost) or "days" (forecast days); a row of a GPU without calibration
@@ -172,6 +174,12 @@ def compare(s: Scenario, cat: catalog_mod.Catalog | None = None, *, sort: str = 
     v.choice("sort", sort, SORT_KEYS)
     v.choice("by", by, GROUP_KEYS)
     table = offers(cat, gpus)
+    if s.provider != "any":
+        table = table[table["provider"].str.lower() == s.provider.lower()]
+        if table.empty:
+            raise v.InputError("provider", f"provider {s.provider} has no offer"
+                               + (f" of {', '.join(gpus)}" if gpus is not None else "")
+                               + " in the catalog")
     if table.empty:
         raise v.InputError("gpus", "no GPU with an offer in the catalog"
                            + (f" among {', '.join(gpus)}" if gpus is not None else ""))

@@ -145,6 +145,9 @@ class PredictResult:
     hfu_precision: float | None = None
     #: what limits MFU, with its reason (:class:`MfuLimit`)
     mfu_limit: MfuLimit | None = None
+    #: the step time with the scale-out fabric's assumed terms at their favourable and
+    #: unfavourable ends (Catalog.fabric_bounds) [s]; None when none of its terms is assumed
+    fabric_step_time_s_band: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -334,6 +337,24 @@ class Results:
                  "commitment": e.commitments.get(k, "")}
                 for k in OPTION_LABELS if k in e.costs_usd]
 
+    def fabric_assumptions(self) -> dict | None:
+        """The scale-out fabric's terms that are assumptions (data/fabrics.csv ``assumed``) and
+        the floor's days with them at either end of what measured fabrics show: the step time
+        scales the floor's days, goodput held. None when the fabric's timing terms are all
+        measured or no layout runs."""
+        p, f, fab = self.predict, self.forecast, self.inputs.scale_out
+        if p is None or p.fabric_step_time_s_band is None:
+            return None
+        lo, hi = p.fabric_step_time_s_band
+        out = {"fabric": fab.id, "assumed": {t: getattr(fab, t) for t in fab.assumed
+                                             if hasattr(fab, t)},
+               "step_time_s": p.step_time_s, "step_time_s_band": [float(lo), float(hi)],
+               "days_floor_band": None}
+        if f is not None and f.floor_days is not None:
+            out["days_floor_band"] = [f.floor_days * lo / p.step_time_s,
+                                      f.floor_days * hi / p.step_time_s]
+        return out
+
     def to_json(self) -> dict:
         """The object ``llmcost review --json`` prints (a contract: keys only get added)."""
         e, r, p, f = self.economics, self.reliability, self.predict, self.forecast
@@ -348,6 +369,7 @@ class Results:
             "days": e.days if e else None,
             "days_band": _pair(f.days_band) if f else None,
             "days_floor": f.floor_days if f else None,
+            "fabric_assumptions": self.fabric_assumptions(),
             "prediction_band": ({"low": e.band.low, "high": e.band.high,
                                  "calibrated": e.band.calibrated, "reason": e.band.reason}
                                 if e and e.band else None),

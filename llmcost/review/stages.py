@@ -237,8 +237,10 @@ def resolve(s: Scenario, cat: catalog_mod.Catalog) -> Inputs:
     check_precision(s.precision, g)
     warnings, resolved = list(model_warnings), {}
     if offer_fabric:
-        warnings.append(f"timed on the fabric offer {s.price_offer} is sold with: "
-                        f"{offer_fabric} (fabric=auto)")
+        which = (f"offer {s.price_offer}" if s.price_offer != "auto"
+                 else f"{s.provider}'s offer (provider={s.provider})")
+        warnings.append(f"timed on the fabric {which} is sold with: {offer_fabric} "
+                        "(fabric=auto)")
     resolved["fabric_gb_per_s_per_gpu"] = out.bandwidth_gb_per_s_per_gpu
     if s.price_source == "catalog":
         prices, offer, billing, discount, w, offers, rule = _catalog_prices(s, cat, g)
@@ -344,15 +346,39 @@ def _with_seq_len(m, s: Scenario):
     return replace(m, seq_len=int(s.seq_len)) if s.seq_len else m
 
 
+def provider_of(s: Scenario) -> str | None:
+    """The provider the scenario restricts offers to, or None (any)."""
+    return None if s.provider == "any" else s.provider
+
+
+def offers_of(s: Scenario, cat: catalog_mod.Catalog, g) -> dict:
+    """option -> the offer the price rule picks for the scenario's GPU (and provider); an
+    InputError naming ``provider`` when that provider has no offer of the GPU."""
+    chosen = cat.choose_offers(g.id, provider_of(s))
+    if not chosen and provider_of(s) is not None:
+        others = cat.providers(g.id)
+        raise v.InputError("provider", f"provider {s.provider} has no offer of {g.id} in the "
+                                       f"catalog (providers of {g.id}: "
+                                       f"{', '.join(others) or 'none'}); set provider=any")
+    return chosen
+
+
 def offer_fabric_of(s: Scenario, cat: catalog_mod.Catalog, g) -> str | None:
-    """The scale-out fabric of the offer a scenario names for its GPU (``price_offer``), or
-    None: no offer named, an offer of another GPU, or a fabric the catalog lacks."""
+    """The scale-out fabric of the offer a scenario names for its GPU (``price_offer``), or of
+    the on-demand offer of the provider it names (``provider``); None: neither, an offer of
+    another GPU, or a fabric the catalog lacks."""
     if s.price_offer == "auto":
-        return None
-    try:
-        row = cat.lookup("prices", s.price_offer)
-    except v.InputError:
-        return None
+        if provider_of(s) is None or s.price_source != "catalog":
+            return None
+        chosen = offers_of(s, cat, g)
+        row = chosen.get("on_demand", next(iter(chosen.values()), None))
+        if row is None:
+            return None
+    else:
+        try:
+            row = cat.lookup("prices", s.price_offer)
+        except v.InputError:
+            return None
     fab = str(row.get("fabric") or "")
     if row["gpu"] != g.id or fab not in set(cat.fabrics()["id"]):
         return None
@@ -379,8 +405,9 @@ def _catalog_prices(s, cat, g):
         chosen = {k: named for k in catalog_mod.usd_per_gpu_hour(named)}
         rule = f"the offer named: price_offer={named['id']}"
     else:
-        chosen = cat.choose_offers(g.id)
-        rule = catalog_mod.PRICE_RULE
+        chosen = offers_of(s, cat, g)
+        rule = catalog_mod.PRICE_RULE + (f"; among {s.provider}'s offers only (provider="
+                                         f"{s.provider})" if provider_of(s) else "")
     if not chosen:
         warnings.append(f"no cited cloud price for {g.id} in the catalog: cloud costs are "
                         "not shown (set prices to custom to enter your own)")
@@ -450,7 +477,7 @@ def _custom_prices(s, cat, g):
     else:
         # the catalog's rule, per option (the figures price_source=catalog would use)
         per = {k: catalog_mod.usd_per_gpu_hour(r)[k]
-               for k, r in cat.choose_offers(g.id).items()}
+               for k, r in offers_of(s, cat, g).items()}
     got = {}
     for name, (option, what) in _CUSTOM_CLOUD.items():
         if _entered(s, name):
@@ -1027,7 +1054,14 @@ def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
     step = float(p.step_time_s)
     mfu_p, hfu_p = precision_utilization(float(p.mfu), float(p.hfu), inp.gpu,
                                          inp.scenario.precision)
-    return PredictResult(step=p, step_time_s=step, tokens_per_s=float(p.tokens_per_s),
+    bounds = inp.catalog.fabric_bounds(inp.scale_out)
+    band = None
+    if bounds is not None:
+        band = tuple(float(predict_step(inp.model, inp.gpu, inp.scale_up, fab,
+                                        options=options_for(inp.scenario),
+                                        memory_kwargs={**REVIEW_MEMORY, **L.memory_options()},
+                                        **L.step_kwargs()).step_time_s) for fab in bounds)
+    return PredictResult(fabric_step_time_s_band=band, step=p, step_time_s=step, tokens_per_s=float(p.tokens_per_s),
                          mfu=float(p.mfu), hfu=float(p.hfu),
                          model_tflops_per_gpu=float(p.model_tflops_per_gpu), memory_gb=mem,
                          memory_gb_per_gpu=mem["total_gb"],
@@ -1366,6 +1400,8 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
         flags["days"] = Flag("days", "infeasible", "the layout does not fit in memory: these "
                              "days assume memory the GPUs do not have")
         flags["memory_gb_per_gpu"] = flags["fits"]
+    if pr is not None and pr.fabric_step_time_s_band is not None:
+        warnings.append(fabric_assumption_note(inp.scale_out, pr, e))
     if pr is not None:
         verdict = ut.assess_utilization(pr.mfu, precision=s.precision)
         for f in verdict.findings:
@@ -1442,6 +1478,27 @@ NAPKIN_FACTOR_LABELS = {"attention_flops": "attention FLOPs beyond 6N",
                         "goodput_and_stalls": "failures, checkpoints and data stalls",
                         "realized_ratio": "what comparable published runs realized over "
                                           "their floor"}
+
+
+#: how the notes name a fabric's assumed terms
+_TERM_WORDS = {"latency_us": ("latency", "{:g} us"), "efficiency": ("efficiency", "{:g}"),
+               "congestion_per_doubling": ("congestion", "{:g} per doubling of nodes"),
+               "oversubscription": ("oversubscription", "{:g}:1")}
+
+
+def fabric_assumption_note(fab, pr: PredictResult, e: EconomicsResult | None) -> str:
+    """The note naming the scale-out fabric's assumed terms and the band they put on the step
+    time and on the forecast's days (the same figures as ``fabric_assumptions`` in the JSON)."""
+    terms = [f"{_TERM_WORDS[t][0]} {_TERM_WORDS[t][1].format(getattr(fab, t))}"
+             for t in fab.assumed if t in _TERM_WORDS]
+    lo, hi = pr.fabric_step_time_s_band
+    text = (f"fabric {fab.id}: {', '.join(terms)} assumed, not measured (data/fabrics.csv); "
+            f"with those terms at the best and worst values measured on other fabrics the "
+            f"step takes {lo:.3g}-{hi:.3g} s (now {pr.step_time_s:.3g} s)")
+    if e is not None and e.days is not None:
+        text += (f", the forecast {e.days * lo / pr.step_time_s:,.1f}-"
+                 f"{e.days * hi / pr.step_time_s:,.1f} days")
+    return text
 
 
 def napkin_note(e: EconomicsResult, lead: bool = True) -> str:

@@ -113,3 +113,6 @@ class FabricSpec:
     #: link family as data/fabrics.csv spells it ("infiniband", "roce", "efa", "nvlink", ...);
     #: None when unknown. No formula reads it: each fabric's constants carry its behaviour.
     technology: str | None = None
+    #: the terms of this row that are assumptions, not measurements (data/fabrics.csv
+    #: ``assumed``): the review shows how far they move the step time
+    assumed: tuple = ()

@@ -172,3 +172,55 @@ def test_the_ladder_never_prices_a_reference_figure():
     assert {i for _, _, i in got.values()}.isdisjoint({"market-h100", "seed-cloud-h100-node"})
     # H100: RunPod's $21.52 per 8 GPUs, the cheapest listed offer
     assert got["h100-sxm"] == (pytest.approx(21.52 / 8), 8, "runpod-h100-sxm")
+
+
+# ------------------------------------------------------------------ provider and first party
+
+def test_every_offer_says_whether_its_price_is_the_providers_own():
+    offers_ = PRICES[PRICES["kind"] == "offer"]
+    assert offers_["first_party"].isin([True, False]).all()
+    # the one price read from the provider's own page: Spheron's blog of its prices
+    assert set(offers_.loc[offers_["first_party"], "id"]) == {"spheron-gb200"}
+    assert not offers_.loc[offers_["source"].str.startswith("third-party"), "first_party"].any()
+
+
+def test_at_an_equal_price_the_providers_own_figure_is_chosen():
+    from llmcost.economics.offers import choose_offers
+    base = dict(gpu="x", gpus=8, fabric="ib-ndr", kind="offer", on_demand_usd_per_hour=16.0,
+                spot_usd_per_hour=8.0)
+    rows = pd.DataFrame([dict(base, id="third", provider="p", first_party=False),
+                         dict(base, id="own", provider="q", first_party=True),
+                         dict(base, id="later", provider="r", first_party=False)])
+    assert {k: r["id"] for k, r in choose_offers(rows, "x").items()} == {
+        "on_demand": "own", "spot": "own"}
+    # a lower third-party price still wins: the preference only breaks ties
+    rows.loc[2, "on_demand_usd_per_hour"] = 15.9
+    assert choose_offers(rows, "x")["on_demand"]["id"] == "later"
+    # provider= keeps one provider's offers (case-insensitive)
+    assert choose_offers(rows, "x", provider="P")["on_demand"]["id"] == "third"
+
+
+def test_provider_restricts_the_offers_and_times_the_run_on_their_fabric(capsys):
+    r = cli_json(capsys, "review", "--query", f"{Q}&provider=aws")
+    aws = set(PRICES.loc[PRICES["provider"] == "aws", "id"])
+    assert r["price_offers"] and set(r["price_offers"].values()) <= aws
+    assert "provider=aws" in r["price_rule"]
+    assert r["fabric"] == "aws-efa-p5"
+    assert any("timed on the fabric aws's offer (provider=aws)" in w for w in r["warnings"])
+    # the price is the aws offer's, not the cheapest H100 of any provider
+    p5 = PRICES.set_index("id").loc["aws-p5"]
+    assert r["prices_usd_per_gpu_hour"]["on_demand"] == pytest.approx(
+        p5["on_demand_usd_per_hour"] / p5["gpus"])
+    rows = compare(Scenario.from_query(f"{Q}&provider=aws")[0], gpus=["h100-sxm", "h200"]).rows
+    assert {r.offer for r in rows} - {None} <= aws and {r.provider for r in rows} <= {"aws", None}
+
+
+@pytest.mark.parametrize("query, words", [
+    (f"{Q}&provider=akash", "provider akash has no offer of h100-sxm in the catalog "
+                            "(providers of h100-sxm: aws, gcp, azure, coreweave, lambda, runpod)"),
+    (f"{Q}&provider=nosuch", "provider 'nosuch' has no offer in the catalog (providers: aws,"),
+])
+def test_a_provider_without_an_offer_is_refused_naming_it(capsys, query, words):
+    assert main(["review", "--query", query]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1
