@@ -868,7 +868,8 @@ def _scenarios_from_args(a):
     config = None
     if getattr(a, "model_config", None):
         from .scenario import config_text
-        config = config_text(hf_config.config_fields(hf_config.read_config_file(a.model_config)))
+        config = config_text(hf_config.file_config_fields(
+            hf_config.read_config_file(a.model_config), a.model_config))
     if a.scenario is not None:
         try:
             with open(a.scenario, encoding="utf-8") as fh:

@@ -57,6 +57,11 @@ def _takes(fn, arg: str) -> bool:
         return False
 
 
+#: the controls that only a mixture-of-experts model reads
+MOE_CONTROLS = ("moe_load_imbalance", "moe_overlap", "moe_a2a_overlap", "ep", "etp",
+                "serve_ep")
+
+
 def _of_state(name: str, doc: str, settable: bool = False) -> property:
     """The panel's ``name`` is its state's (:class:`.state.PanelState`)."""
     setter = (lambda self, value: setattr(self.state, name, value)) if settable else None
@@ -121,6 +126,10 @@ class Panel:
         from .download import Download
         self.downloader = Download(layout=shared_layout())
         self.downloader.add_class("llmc-report-link")
+        # the share link turns absolute as soon as the browser says where the page is
+        self.downloader.observe(
+            lambda _change: self._update_links() if hasattr(self, "pin_button") else None,
+            names="page_url")
         self.report_button = make(W.Button, description="Download report", icon="download",
                                   tooltip="A standalone HTML report of every scenario shown")
         self.report_button.add_class("llmc-report")
@@ -354,6 +363,11 @@ class Panel:
             [(label, r, self.headline(r)) for label, r in pinned] + [(self.label, res, head)],
             self.pins, self.scenario)) if pinned else "")
         self.form.show_used(self.scenario, self.resolved(res))
+        model = getattr(getattr(res, "inputs", None), "model", None)
+        if model is not None:
+            self.form.grey_inapplicable(
+                MOE_CONTROLS, f"{model.id} is dense: the MoE settings do not apply",
+                model.is_moe)
         self.tables_box.value = tables_html(self.tables(res))
         self.notes.value = notes_html(self.note_lines(res))
         for name, out in self.outputs.items():

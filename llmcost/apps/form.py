@@ -5,6 +5,7 @@ its owner (``on_change(name, raw)``); reading them into a Scenario and refusing 
 
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 import ipywidgets as W
@@ -60,6 +61,8 @@ class Form:
             elif table == "prices":
                 opts = [("auto: the cheapest offer for each way to pay", "auto")] + [
                     (f"{r.id} ({r.gpus} x {r.gpu})", r.id) for r in df.itertuples()]
+            elif table == "models":
+                opts = [(o, o) for o in opts] + ([] if value in opts else [(value, value)])
             elif value not in opts:
                 opts.append(value)
             w = make(W.Dropdown, options=opts, value=value, layout=lay)
@@ -108,6 +111,8 @@ class Form:
         figures are not using)."""
         self.updating = True
         try:
+            if "model" in self.controls:
+                self._name_config(self.controls["model"], scenario)
             for name, w in self.controls.items():
                 value = shown(name, getattr(scenario, name))
                 if isinstance(w, W.Dropdown) and value not in w._options_values:
@@ -119,6 +124,21 @@ class Form:
                     self.errors[name].value = ""
         finally:
             self.updating = False
+
+    @staticmethod
+    def _name_config(w, scenario: Scenario) -> None:
+        """The Model control's "config" entry names the config's model (its
+        ``_name_or_path``, else its architecture) once one is loaded."""
+        from ..training.hf_config import config_label
+        label = "config"
+        if scenario.model_config:
+            label = f"config: {config_label(json.loads(scenario.model_config))}"
+        opts = [(lab, val) for lab, val in
+                (o if isinstance(o, tuple) else (o, o) for o in w._options_full)]
+        if any(val == "config" and lab != label for lab, val in opts):
+            value = w.value
+            w.options = [(label if val == "config" else lab, val) for lab, val in opts]
+            w.value = value
 
     def show_used(self, scenario: Scenario, used: dict) -> None:
         """As :meth:`sync`, and controls whose figure comes from the catalog, a cited default
@@ -139,6 +159,23 @@ class Form:
                     w.value = value
         finally:
             self.updating = False
+
+    def grey_inapplicable(self, names, why: str, applies: bool) -> None:
+        """Controls ``names`` greyed out, their tooltip saying ``why``, when they do not apply
+        to the scenario's figures (``applies`` False); editable again when they do."""
+        for name in names:
+            w = self.controls.get(name)
+            if w is None:
+                continue
+            if applies:
+                w.remove_class("llmc-not-applicable")
+                if name not in CUSTOM_MODE:
+                    w.disabled = False
+                w.tooltip = None
+            else:
+                w.disabled = True
+                w.add_class("llmc-not-applicable")
+                w.tooltip = why
 
     def enable_derived(self) -> None:
         """Controls greyed out as derived are editable again (until results say otherwise)."""

@@ -127,12 +127,14 @@ def read_scenario_file(name: str, text: str, current: Scenario, catalog=None,
 def _read_config(name: str, text: str, current: Scenario) -> LoadedFile:
     from ..training import hf_config
     try:
-        fields_ = hf_config.config_fields(hf_config.read_config(text, name=name))
+        fields_ = hf_config.file_config_fields(hf_config.read_config(text, name=name), name)
         model, notes = hf_config.model_from_config(fields_)
         s = replace(current, model="config", model_config=config_text(fields_))
     except ValueError as e:
         return LoadedFile(None, error=str(e))
-    head = (f"Model from {name}: {model.layers} layers, hidden {model.hidden:,}, "
+    label = fields_["_name_or_path"]
+    head = (f"Model from {name}" + (f" ({label})" if label != name else "")
+            + f": {model.layers} layers, hidden {model.hidden:,}, "
             f"{model.params / 1e9:,.1f} B parameters"
             + (f" ({model.active_params / 1e9:,.1f} B active)" if model.is_moe else "")
             + "; the share link carries it.")

@@ -337,6 +337,17 @@ class Results:
                  "commitment": e.commitments.get(k, "")}
                 for k in OPTION_LABELS if k in e.costs_usd]
 
+    @property
+    def model_name(self) -> str:
+        """The model as the pages name it: a config's ``_name_or_path`` (else its
+        architecture), a catalog row's name."""
+        if self.scenario.model == "config" and self.scenario.model_config:
+            import json
+
+            from ..training.hf_config import config_label
+            return config_label(json.loads(self.scenario.model_config))
+        return self.inputs.model.name or self.inputs.model.id
+
     def fabric_assumptions(self) -> dict | None:
         """The scale-out fabric's terms that are assumptions (data/fabrics.csv ``assumed``) and
         the floor's days with them at either end of what measured fabrics show: the step time
@@ -361,6 +372,7 @@ class Results:
         out: dict[str, Any] = {
             "scenario": self.scenario.to_dict(),
             "model": self.inputs.model.id,
+            "model_name": self.model_name,
             # the model as read (a config.json's parameters are what a reviewer checks first)
             "params": int(self.inputs.model.params),
             "active_params": int(self.inputs.model.active_params),

@@ -113,6 +113,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -162,7 +163,7 @@ _INT, _NUM, _BOOL, _STR, _INTS, _STRS = "int", "number", "bool", "str", "list[in
 #: every field a reader may use and its kind (nested fields flattened as ``parent.child``);
 #: ``fields_from_query`` types link values by this table
 FIELD_KINDS: dict[str, str] = {
-    "architectures": _STRS, "model_type": _STR,
+    "architectures": _STRS, "model_type": _STR, "_name_or_path": _STR,
     "num_hidden_layers": _INT, "hidden_size": _INT, "num_attention_heads": _INT,
     "num_key_value_heads": _INT, "intermediate_size": _INT, "vocab_size": _INT,
     "head_dim": _INT, "tie_word_embeddings": _BOOL, "max_position_embeddings": _INT,
@@ -936,6 +937,7 @@ def _build(config: Mapping, seq_len, id) -> tuple[ModelSpec, list[str], _Fields]
     f = _Fields(config, chosen_by)
     f.get("architectures")
     f.get("model_type")
+    f.get("_name_or_path")      # the model's name, carried so the pages can show it
     spec = hf_generic.read(f, chosen_by) if fam == "generic" else _READERS[fam](f, fam)
     warnings.extend(f.warnings)
     if _rough_params(spec) > _MAX_TOTAL_PARAMS:
@@ -1027,6 +1029,27 @@ def model_from_config(config: Mapping, *, seq_len=None, id=None,
         model, notes = hf_override.apply(model, overrides, f.spec_keys)
         warnings.extend(notes)
     return model, warnings
+
+
+def config_label(fields_: Mapping) -> str:
+    """The name a page shows for a config's model: its ``_name_or_path`` (the Hub name
+    transformers writes), else its architecture, else "config"."""
+    name = fields_.get("_name_or_path")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    arch = fields_.get("architectures")
+    if isinstance(arch, (list, tuple)) and arch:
+        return str(arch[0])
+    return str(arch or fields_.get("model_type") or "config")
+
+
+def file_config_fields(config: Mapping, file_name: str) -> dict:
+    """:func:`config_fields` of a config read from a file, named by the file when it carries
+    no ``_name_or_path`` (so an uploaded ``my-model.json`` is not called "config")."""
+    out = config_fields(config)
+    if not str(out.get("_name_or_path") or "").strip():
+        out["_name_or_path"] = os.path.basename(str(file_name)) or "config"
+    return out
 
 
 def config_fields(config: Mapping) -> dict:
