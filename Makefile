@@ -8,7 +8,7 @@ PYTEST  = env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 PORT   ?= 8866
 HOST   ?= 127.0.0.1
 
-.PHONY: test test-fast test-grid lint bench validate app install clean plotly-bundle docs
+.PHONY: test test-fast test-grid lint bench validate app install clean plotly-bundle docs screenshot
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,14 @@ app: install
 	@echo "llmcost workbook: http://$(HOST):$(PORT)/"
 	cd notebooks && ../$(PY) -m llmcost.server . --no-browser --port=$(PORT) --Voila.ip=$(HOST) \
 		--CappedKernelManager.max_kernels=$(MAX_KERNELS)
+
+# Rewrites notebooks/img/review.png, the README's picture: serves the workbook as `make app`
+# does, opens the README's review link in Debian's headless chromium at 1400 x 900 and saves
+# the viewport once the headline and plots have painted (benchmarks/screenshot.py; about 15 s).
+# The PNG notes the link and headline it shows: tests/cli/test_readme.py fails when the README's
+# review link or the review's figures change and the picture was not retaken.
+screenshot: install
+	$(PY) benchmarks/screenshot.py
 
 # Rebuilds llmcost/apps/static/plotly-llmcost.min.js, plotly.js with only the trace types the
 # apps draw (llmcost/apps/static/README.md). Needs node and npm; the result is committed, so
