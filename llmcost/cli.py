@@ -909,13 +909,14 @@ def _scenarios_from_args(a):
 
 def _forecast_lines(r: dict) -> list:
     """The forecast's GPU-hours, band, floor, napkin and the group it compares with."""
-    from .review.format import human_count
+    from .review.format import band_text, human_count
     if r.get("gpu_hours") is None:
         return []
     rr = r["realized_ratio"]
     lo, hi = r["gpu_hours_band"] or (r["gpu_hours"], r["gpu_hours"])
-    return [f"  GPU-hours         {human_count(r['gpu_hours'])}  (band {human_count(lo)}-"
-            f"{human_count(hi)}; floor {human_count(r['gpu_hours_floor'])}; napkin "
+    return [f"  GPU-hours         {human_count(r['gpu_hours'])}  "
+            f"({band_text(human_count(lo), human_count(hi), rr['runs'])}; floor "
+            f"{human_count(r['gpu_hours_floor'])}; napkin "
             f"{human_count(r['napkin_gpu_hours'])})",
             f"  realized ratio    x{rr['value']:.2f} (band x{rr['band'][0]:.2f}-x{rr['band'][1]:.2f})"
             f" over the floor: {rr['group']}, {rr['runs']} published runs"
@@ -951,20 +952,24 @@ def _review_text(r: dict) -> str:
     def num(x, fmt):
         return "n/a" if x is None else fmt.format(x)
 
-    from .review.format import human_count
+    from .review.format import band_text, human_count, memory_text
     lay = r["layout"]
     size = human_count(r["params"])
     if r["active_params"] != r["params"]:
         size += f", {human_count(r['active_params'])} active"
+    band = ""
+    if r.get("days_band"):
+        lo, hi = (f"{x:,.1f}" for x in r["days_band"])
+        band = (f"  ({band_text(lo, hi, r['realized_ratio']['runs'])}; floor "
+                f"{r['days_floor']:,.1f})")
     lines = [f"{r['model']} ({size} parameters) on {r['gpus']:,} x {r['gpu']} ({r['fabric']})",
-             f"  days              {num(r['days'], '{:,.1f}')}"
-             + (f"  (band {r['days_band'][0]:,.1f}-{r['days_band'][1]:,.1f}; floor "
-                f"{r['days_floor']:,.1f})" if r.get("days_band") else "")
+             f"  days              {num(r['days'], '{:,.1f}')}" + band
              + (f"   (target met: {'yes' if r['meets_target'] else 'no'})" if "meets_target" in r else ""),
              *_forecast_lines(r),
              f"  layout            {lay['description'] if lay else 'none'}",
              f"  fits in memory    {'yes' if r['fits'] else 'NO'}  "
-             f"({num(r['memory_gb_per_gpu'], '{:,.1f}')} of {r['capacity_gb']:,.1f} GB per GPU)",
+             + (f"({memory_text(r['memory_gb_per_gpu'], r['capacity_gb'])} per GPU)"
+                if r['memory_gb_per_gpu'] is not None else "(no layout)"),
              f"  MFU               {num(r['mfu'], '{:.1%}')}"
              + (f" of the dense BF16 peak; {num(r.get('mfu_precision'), '{:.1%}')} of the dense "
                 f"{r['precision'].upper()} peak" if r.get("precision") in ("fp8", "mxfp8") else ""),

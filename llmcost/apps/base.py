@@ -368,6 +368,9 @@ class Panel:
             self.form.grey_inapplicable(
                 MOE_CONTROLS, f"{model.id} is dense: the MoE settings do not apply",
                 model.is_moe)
+        self.form.grey_inapplicable(("fabric_technology",),
+                                    "used only with Scale-out fabric: custom",
+                                    self.scenario.fabric == "custom")
         self.tables_box.value = tables_html(self.tables(res))
         self.notes.value = notes_html(self.note_lines(res))
         for name, out in self.outputs.items():
@@ -492,6 +495,17 @@ class Panel:
 
 class ReviewPanel(Panel):
     """An app whose numbers are one review Results (cached per Scenario)."""
+
+    #: the subjects of the review's notes this page shows (llmcost.review.format.note_subject);
+    #: None: every note
+    note_subjects: tuple | None = None
+
+    def note_lines(self, res) -> list[str]:
+        from ..review.format import note_subject
+        lines = super().note_lines(res)
+        if self.note_subjects is None:
+            return lines
+        return [x for x in lines if note_subject(x) in self.note_subjects]
 
     def compute(self, s):
         from ..review import evaluate

@@ -20,6 +20,8 @@ CSS = """<style>
   min-width:150px; max-width:320px; background:#fafafa}
 .llmc-headline-label {font-size:11px; color:#555}
 .llmc-headline-value {font-size:18px; font-weight:600; overflow-wrap:anywhere}
+.llmc-headline-value[title] {cursor:help; text-decoration:underline dotted #999}
+.llmc-layout-key {font-size:11px; line-height:1.35; color:#555; margin-top:3px}
 .llmc-err {color:#b00020; font-size:12px; min-height:0}
 .llmc-span {grid-column: 1 / span 2}
 .llmc-form {align-items:start}
@@ -51,6 +53,7 @@ CSS = """<style>
 .llmc-table th:first-child, .llmc-table td:first-child,
 .llmc-table th:last-child, .llmc-table td:last-child {text-align:left}
 .llmc-table td:last-child {max-width:320px; overflow-wrap:anywhere; font-size:12px}
+.llmc-table td:not(:last-child) {white-space:nowrap}
 </style>"""
 def html_box(css_class: str, value: str = "") -> W.HTML:
     """An HTML widget of the page, found by its class (the browser tests' hooks)."""
@@ -91,11 +94,23 @@ def headline_html(head: dict) -> tuple[str, dict, dict]:
             classes += f" llmc-flag-{flag.level}"
             flags[key] = flag
             note = f"<div class='llmc-flag-note'>{esc(flag.level)}: {esc(flag.message)}</div>"
-        shown[key] = f"<div class='llmc-headline-value'>{esc(text)}</div>{note}"
+        value = f"<div class='llmc-headline-value'>{esc(text)}</div>"
+        if key == "best_layout" and text != "none":
+            value = layout_value_html(text)
+        shown[key] = f"{value}{note}"
         boxes.append(f"<div class='{classes}'><div class='llmc-headline-label'>"
                      f"{esc(label)}</div><div class='llmc-headline-{key}'>"
                      f"{shown[key]}</div></div>")
     return f"<div class='llmc-headline-row'>{''.join(boxes)}</div>", shown, flags
+
+
+def layout_value_html(description: str) -> str:
+    """A layout string with its legend: each part's meaning on hover, and the one-line key
+    to its abbreviations under it."""
+    from ..training.layout import description_legend, layout_key_line
+    legend = "\n".join(f"{tok}: {meaning}" for tok, meaning in description_legend(description))
+    return (f"<div class='llmc-headline-value' title='{esc(legend)}'>{esc(description)}</div>"
+            f"<div class='llmc-layout-key'>{esc(layout_key_line(description))}</div>")
 
 
 def notes_html(lines: list) -> str:

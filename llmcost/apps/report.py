@@ -43,10 +43,48 @@ def report_scenario(app, label: str, s: Scenario, res, figures: dict):
         assumptions.append((field_label(name), value + suffix))
     if plan is not None and plan.layout is not None and "gpus" in app.fields:
         assumptions.append(("Layout used", plan.layout.description))
+    shown = {lab for lab, _ in assumptions}
+    assumptions += [(lab, text) for lab, text in review_assumptions(res) if lab not in shown]
     head = [(lab, text, getattr(rest[0], "level", None) if rest and rest[0] else None)
             for lab, text, *rest in app.headline(res).values()]
     return ReportScenario(label=label, headline=head, assumptions=assumptions,
                           notes=app.note_lines(res), figures=figures, tables=app.tables(res))
+
+
+def review_assumptions(res) -> list:
+    """(label, text) of every assumption a review's figures use beyond the page's controls:
+    failures, restarts, preemptions, power and facility costs, the offer behind each way to
+    pay and the fabric's assumed terms; empty for results that are not a review's."""
+    inp, r = getattr(res, "inputs", None), getattr(res, "reliability", None)
+    if inp is None or not hasattr(inp, "price_offers"):
+        return []
+    from ..review.results import OPTION_LABELS
+    s = res.scenario
+    out = [("Failure rate [per 1000 GPU-days]",
+            f"{inp.failures_per_1000_gpu_days:.4g} ({inp.failure_source})")]
+    if r is not None:
+        out += [("Job MTBF [h]", f"{r.job_mtbf_h:,.1f}"),
+                ("Restart per interruption [min]", f"{r.restart_h * 60:,.1f}"
+                 + (" (" + ", ".join(f"{k.removesuffix('_s')} {x:,.0f} s"
+                                     for k, x in r.restart_terms_s.items() if k != "total_s")
+                    + ")" if r.restart_terms_s else "")),
+                ("Checkpoint interval [s]", f"{r.interval_s:,.0f}")]
+    out.append(("Spot preemptions [per day]", f"{s.preemptions_per_day:g}"))
+    if inp.onprem is not None:
+        o = inp.onprem
+        out += [("PUE", f"{o.pue:g}"), ("Electricity [$/kWh]", f"{o.usd_per_kwh:g}"),
+                ("System power per GPU [W]", f"{o.power_w_per_gpu:,.0f}"),
+                ("Facility and operations [$/GPU-month]", f"{o.space_usd_per_gpu_month:,.2f}")]
+    offers = "; ".join(f"{OPTION_LABELS.get(k, k)}: {x}" for k, x in inp.price_offers.items())
+    out.append(("Offer per way to pay", offers or "prices entered"))
+    out.append(("Price rule", inp.price_rule))
+    fa = res.fabric_assumptions() if hasattr(res, "fabric_assumptions") else None
+    if fa:
+        out.append((f"Fabric {fa['fabric']}: assumed terms",
+                    ", ".join(f"{k} {x:g}" for k, x in fa["assumed"].items())
+                    + f"; step {fa['step_time_s_band'][0]:.3g}-{fa['step_time_s_band'][1]:.3g} s"
+                      " over the values measured on other fabrics"))
+    return out
 
 
 def report_html(app, state: PanelState, share_url: str) -> str:

@@ -102,13 +102,23 @@ class SizingApp(ReviewPanel):
                     ("ladder", plots.ladder_table))
 
     def _layouts(self, res):
-        cols = {"tp": ("TP", "{}"), "pp": ("PP", "{}"), "interleave": ("v", "{}"), "cp": ("CP", "{}"),
-                **({"ep": ("EP", "{}"), "etp": ("ETP", "{}")} if res.inputs.model.is_moe else {}),
-                "dp": ("DP", "{}"), "micro_batch": ("mb", "{}"), "zero_stage": ("ZeRO", "{}"),
-                "recompute": ("recompute", "{}"), "sequence_parallel": ("SP", "{}"),
-                "step_time_s": ("step s", "{:.3f}"),
-                "mfu": ("MFU", "{:.1%}"), "memory_gb": ("GB/GPU", "{:.1f}")}
-        return plots.frame_table(res.plan.layouts, f"Best layouts on {res.plan.gpus:,} GPUs", cols)
+        # full names: the layout string's abbreviations are keyed under the Best layout box
+        cols = {"tp": ("tensor parallel (TP)", "{}"), "pp": ("pipeline stages (PP)", "{}"),
+                "interleave": ("interleaved chunks per stage", "{}"),
+                "cp": ("context parallel (CP)", "{}"),
+                **({"ep": ("expert parallel (EP)", "{}"), "etp": ("expert tensor parallel", "{}")}
+                   if res.inputs.model.is_moe else {}),
+                "dp": ("data-parallel replicas (DP)", "{}"),
+                "micro_batch": ("micro-batch [sequences]", "{}"),
+                "zero_stage": ("ZeRO stage", "{}"), "recompute": ("recomputation", "{}"),
+                "sequence_parallel": ("sequence parallel", "{}"),
+                "step_time_s": ("step time [s]", "{:.3f}"), "mfu": ("MFU", "{:.1%}"),
+                "memory_gb": ("memory per GPU [GB]", "{:.1f}")}
+        rows = res.plan.layouts.copy()
+        if "sequence_parallel" in rows:
+            rows["sequence_parallel"] = rows["sequence_parallel"].map(
+                lambda x: "yes" if bool(x) else "no")
+        return plots.frame_table(rows, f"Best layouts on {res.plan.gpus:,} GPUs", cols)
 
     def analyse_csv(self, text: str):
         df = read_measured_csv(text)

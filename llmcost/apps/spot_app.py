@@ -26,6 +26,8 @@ class SpotApp(ReviewPanel):
     fields = ("gpu", "price_source", "price_offer", "spot_discount", "preemptions_per_day",
               "spot_lost_work", "lost_hours_per_preemption", "restart_s", "capacity_wait_h",
               "observed_net_savings")
+    #: the notes on prices, failures and checkpoints; training notes are the review page's
+    note_subjects = ("prices", "reliability")
     sliders = ("spot_discount",)
     headline_keys = ()
 

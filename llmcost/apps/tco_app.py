@@ -24,6 +24,8 @@ class TcoApp(ReviewPanel):
               "onprem_capex_usd_per_gpu", "onprem_power_kw_per_gpu", "onprem_opex_usd_per_gpu_month",
               "pue", "usd_per_kwh", "life_years", "residual_share", "resale", "utilization",
               "horizon_months", "discount_rate")
+    #: the notes on prices and offers; training notes are the review page's
+    note_subjects = ("prices",)
     sliders = ("utilization", "residual_share")
     headline_keys = ("breakeven_months",)
 

@@ -121,7 +121,8 @@ class BatchFill:
         if t.gain is None:
             return f"{head} on {t.gpus:,} GPUs: {t.at.layout}, MFU {t.at.mfu:.1%}"
         verb = "fills" if t.fills else "does not fill"
-        return (f"{head} {verb} {t.gpus:,} GPUs: twice the batch would raise the throughput "
+        change = "raise" if t.gain >= 0 else "change"
+        return (f"{head} {verb} {t.gpus:,} GPUs: twice the batch would {change} the throughput "
                 f"per GPU by {t.gain:.1%} (MFU {t.at.mfu:.1%} to {t.doubled.mfu:.1%}), "
                 f"{'below' if t.fills else 'above'} the {FILL_GAIN:.0%} that says a batch "
                 "fills its GPUs")

@@ -116,7 +116,7 @@ HEADLINE_LABELS = {
     "mfu_precision": ("MFU of the precision's peak", pct_text),
     "hfu_precision": ("HFU of the precision's peak", pct_text),
     "effective_utilization": ("Effective utilization (floor)", pct_text),
-    "memory_gb_per_gpu": ("Memory per GPU (GB)", "{:,.1f}"),
+    "memory_gb_per_gpu": ("Memory per GPU, used of capacity", "{:,.1f}"),
     "capacity_gb": ("GPU memory (GB)", "{:,.1f}"),
     "fits": ("Fits in memory", "{}"),
     "best_layout": ("Best layout", "{}"),
@@ -163,12 +163,28 @@ def forecast_suffix(results: Results, key: str) -> str:
     """" (band lo-hi; floor x)" for the ``days`` or ``gpu_hours`` headline: the forecast's
     band over comparable published runs and the cluster's best case, from ``results.forecast``."""
     f = results.forecast
+    n = f.realized.runs
     if key == "days":
         lo, hi = f.days_band
-        return f" (band {lo:,.1f}-{hi:,.1f}; floor {f.floor_days:,.1f})"
+        return f" ({band_text(f'{lo:,.1f}', f'{hi:,.1f}', n)}; floor {f.floor_days:,.1f})"
     lo, hi = f.gpu_hours_band
-    return (f" (band {human_count(lo)}-{human_count(hi)}; floor "
+    return (f" ({band_text(human_count(lo), human_count(hi), n)}; floor "
             f"{human_count(f.floor_gpu_hours)})")
+
+
+def band_text(low: str, high: str, runs: int) -> str:
+    """The forecast's band in the words every view gives it: "80% band 50.7-131.3 from 5
+    published runs" (``runs``: the comparable runs it comes from)."""
+    cover = realized.BAND_PERCENTILES[1] - realized.BAND_PERCENTILES[0]
+    return f"{cover:.0f}% band {low}-{high} from {runs} published run{'s' if runs != 1 else ''}"
+
+
+def memory_text(used_gb: float, capacity_gb: float) -> str:
+    """Memory per GPU, used of capacity, in GB (1e9 bytes) and GiB (2**30 bytes):
+    "50.5 of 85.9 GB (47.0 of 80.0 GiB)"."""
+    g = 1e9 / 2 ** 30
+    return (f"{used_gb:,.1f} of {capacity_gb:,.1f} GB ({used_gb * g:,.1f} of "
+            f"{capacity_gb * g:,.1f} GiB)")
 
 
 def realized_text(rr) -> str:
@@ -203,6 +219,12 @@ def headline_items(results: Results, keys) -> dict:
                 results.size.floor_gpus != h[k]:
             # sized for the forecast to meet the target; the cluster's best case needs fewer
             text += f" (the floor needs {results.size.floor_gpus:,})"
+        if k == "memory_gb_per_gpu" and _finite(h[k]) and _finite(h.get("capacity_gb")):
+            text = memory_text(h[k], h["capacity_gb"])
+        if k == "fits" and _finite(h.get("memory_gb_per_gpu")) and _finite(h.get("capacity_gb")):
+            # decided against the capacity the memory box shows
+            text += (f" (within {h['capacity_gb']:,.1f} GB)" if h[k] else
+                     f" (needs {h['memory_gb_per_gpu']:,.1f} of {h['capacity_gb']:,.1f} GB)")
         if k == "realized_ratio" and f is not None:
             text = realized_text(f.realized)
         if k == "global_batch_tokens" and results.inputs.batch is not None and _finite(h[k]):
@@ -219,3 +241,30 @@ def headline_items(results: Results, keys) -> dict:
             text = "never"          # both options are costed and buying never catches up
         out[k] = (HEADLINE_LABELS.get(k, (k,))[0], text, results.flags.get(k))
     return out
+
+
+#: words that put a review note under a subject (the first subject that matches wins);
+#: a note matching none is about training (layout, batch, fabric, MFU, the napkin)
+NOTE_SUBJECTS = {
+    "prices": ("spot", "price", "offer", "purchase", "reserved", "reservation",
+               "on-premises", "cost", "$"),
+    "reliability": ("failure", "checkpoint", "mtbf", "restart", "goodput", "preempt",
+                    "storage", "data stall", "data-loading"),
+}
+
+
+#: how the training notes that name costs or checkpoints in passing begin
+TRAINING_NOTE_LEADS = ("gpu-hours", "global batch", "what limits mfu", "fabric ",
+                       "pipeline bubble", "the layout")
+
+
+def note_subject(text: str) -> str:
+    """"prices", "reliability" or "training": what a review note is about, so each page
+    shows the notes of its own subject."""
+    t = text.lower()
+    if t.startswith(TRAINING_NOTE_LEADS):
+        return "training"
+    for subject, words in NOTE_SUBJECTS.items():
+        if any(w in t for w in words):
+            return subject
+    return "training"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections import OrderedDict
 from typing import NamedTuple
 
@@ -1416,12 +1417,17 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
                                           pl.layout.num_microbatches, pl.layout.micro_batch,
                                           pl.layout.dp, inp.model.seq_len)
                 if adv.too_small:
-                    warnings += [adv.message, *adv.proposals]
+                    # the planner already searched fewer stages and deeper interleaving and
+                    # kept this layout as the fastest that fits: only the batch is the
+                    # reviewer's to change
+                    larger = [p for p in adv.proposals if p.startswith("a larger batch")]
+                    warnings.append(f"{adv.message}; the planner found no faster layout with "
+                                    "fewer stages or deeper interleaving that fits"
+                                    + (f"; {larger[0]}" if larger else ""))
             except ValueError:
                 warnings.append(f"pipeline bubble {pr.bubble_share:.0%} of the step: too few "
                                 "micro-batches per replica for PP "
-                                f"{pl.layout.pp}; interleave deeper, use less PP or a larger "
-                                "global batch")
+                                f"{pl.layout.pp}; a larger global batch would shrink it")
     if pr is not None and pl.layout is not None and pl.layout.ep > 1:
         note = a2a_note(float(pr.step.ep_comm_s), pr.step_time_s, a2a_overlap(s))
         if note:
@@ -1446,7 +1452,7 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
                              f"{ratio:.2g}x the napkin (6 N D at 40% of the dense BF16 peak): "
                              + napkin_note(e, lead=False)))
     if inp.batch is not None:
-        warnings.append(f"global batch {pl.batch_reason or inp.batch.reason}")
+        warnings.append(batch_note(inp, pl))
     if pr is not None and pr.mfu_limit is not None:
         warnings.append(f"what limits MFU ({pr.mfu:.1%}): {pr.mfu_limit.limit}: "
                         f"{pr.mfu_limit.reason}")
@@ -1478,6 +1484,20 @@ NAPKIN_FACTOR_LABELS = {"attention_flops": "attention FLOPs beyond 6N",
                         "goodput_and_stalls": "failures, checkpoints and data stalls",
                         "realized_ratio": "what comparable published runs realized over "
                                           "their floor"}
+
+
+_LEADING_TOKENS = re.compile(r"^[0-9.,]+[kKMBGT]? tokens: ")
+
+
+def batch_note(inp: Inputs, pl: PlanResult) -> str:
+    """The global batch note: the batch the figures use, as the headline states it (one
+    computation), then why the batch rule chose it."""
+    from .format import format_headline
+    reason = pl.batch_reason or inp.batch.reason
+    B = pl.global_batch
+    lead = (f"global batch {format_headline('global_batch_tokens', B * inp.model.seq_len)} "
+            f"({B:,} sequences of {inp.model.seq_len:,})")
+    return f"{lead}: {_LEADING_TOKENS.sub('', reason)}"
 
 
 #: how the notes name a fabric's assumed terms

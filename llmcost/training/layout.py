@@ -219,3 +219,89 @@ def describe_layout(row) -> str:
     if "precision" in row and row["precision"] != "bf16":
         parts.append(str(row["precision"]).upper())
     return " ".join(parts)
+
+
+#: what each ZeRO stage shards over the data-parallel group
+_ZERO_WORDS = {0: "nothing sharded", 1: "optimizer states sharded over DP",
+               2: "optimizer states and gradients sharded over DP",
+               3: "weights, gradients and optimizer states sharded over DP (FSDP)"}
+_RECOMPUTE_WORDS = {"none": "activations kept for the backward pass",
+                    "selective": "attention activations recomputed in the backward pass",
+                    "full": "every layer's activations recomputed in the backward pass"}
+
+
+def _gpus(n: str) -> str:
+    return f"{n} GPU" + ("" if n == "1" else "s")
+
+
+#: the one-line key under a layout string: (token prefix, short meaning)
+LAYOUT_KEY = (("TP", "tensor parallel"), ("PP", "pipeline stages (x interleaved chunks; layers "
+              "on first/middle/last stage)"), ("CP", "context parallel"),
+              ("EP", "expert parallel"), ("ETP", "expert tensor parallel"),
+              ("DP", "data-parallel replicas"), ("mb", "micro-batch, sequences"),
+              ("ZeRO", "sharding stage"), ("recompute", "activation recomputation"),
+              ("SP", "sequence parallel"), ("flash", "FlashAttention"))
+
+
+def layout_key_line(description: str) -> str:
+    """The one-line key to the parts a layout string shows ("TP tensor parallel · ...")."""
+    toks = description.split(" ")
+    parts = [f"{p} {w}" for p, w in LAYOUT_KEY
+             if any(t.startswith(p) and (p != "EP" or not t.startswith("ETP")) for t in toks)]
+    return " · ".join(parts)
+
+
+def layout_legend(row) -> list:
+    """The key to :func:`describe_layout`'s string: (token, meaning) for each part it shows,
+    in the same order, e.g. ("TP8", "tensor parallel over 8 GPUs")."""
+    return description_legend(describe_layout(row))
+
+
+def description_legend(description: str) -> list:
+    """:func:`layout_legend` of a layout string as :func:`describe_layout` writes it."""
+    text = description.split(" ")
+    out = []
+    i = 0
+    while i < len(text):
+        tok = text[i]
+        if tok.startswith("(") and out:          # the stage split belongs to the PP part
+            p = out[-1]
+            out[-1] = (f"{p[0]} {tok}", f"{p[1]}; {tok[1:-1]} layers on the first"
+                       + ("/middle" if tok.count("/") == 2 else "") + "/last stage")
+            i += 1
+            continue
+        n = tok.rstrip("+").split("=")[0]
+        if tok.startswith("TP") and tok[2:].isdigit():
+            out.append((tok, f"tensor parallel over {_gpus(tok[2:])}"))
+        elif tok.startswith("PP"):
+            p, _, v = tok[2:].partition("x")
+            out.append((tok, f"pipeline of {p} stages"
+                        + (f", {v} interleaved chunks per GPU" if v else "")))
+        elif tok.startswith("CP"):
+            out.append((tok, f"context parallel: each sequence split over {_gpus(tok[2:])}"))
+        elif tok.startswith("EP"):
+            out.append((tok, f"expert parallel: the experts spread over {_gpus(tok[2:])}"))
+        elif tok.startswith("ETP"):
+            out.append((tok, f"expert tensor parallel over {_gpus(tok[3:])}"))
+        elif tok.startswith("DP"):
+            out.append((tok, f"{tok[2:]} data-parallel replicas"))
+        elif tok.startswith("mb"):
+            out.append((tok, f"micro-batch of {tok[2:]} sequence{'s' if tok[2:] != '1' else ''}"))
+        elif tok.startswith("ZeRO-"):
+            out.append((tok, _ZERO_WORDS.get(int(tok[5:]), "")))
+        elif n == "recompute":
+            mode, _, mods = tok.split("=", 1)[1].partition("+")
+            out.append((tok, _RECOMPUTE_WORDS.get(mode, mode)
+                        + (f", and {mods.replace(',', ', ')} recomputed" if mods else "")))
+        elif tok.endswith("-moments"):
+            out.append((tok, f"Adam moments kept in {tok.split('-')[0]}"))
+        elif tok == "SP":
+            out.append((tok, "sequence parallel: norms and dropout split over the TP group"))
+        elif tok == "flash":
+            out.append((tok, "FlashAttention (attention without the score matrix in memory)"))
+        elif tok == "TP-overlap":
+            out.append((tok, "TP communication overlapped with the GEMMs"))
+        else:
+            out.append((tok, f"GEMMs in {tok}"))
+        i += 1
+    return out

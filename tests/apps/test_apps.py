@@ -44,8 +44,9 @@ def test_review_app_matches_library_and_updates():
     lo, hi = ref.forecast.days_band
     shown = review.format_headline("days", ref.headline["days"])
     # the forecast with its band over comparable published runs and the floor beside
-    assert headline_text(p, "days") == \
-        f"{shown} (band {lo:,.1f}-{hi:,.1f}; floor {ref.forecast.floor_days:,.1f})"
+    assert headline_text(p, "days") == (
+        f"{shown} (80% band {lo:,.1f}-{hi:,.1f} from {ref.forecast.realized.runs} published runs; "
+        f"floor {ref.forecast.floor_days:,.1f})")
     wf = plot_json(p, "waterfall")
     np.testing.assert_allclose(wf["data"][0]["y"][0], ref.economics.waterfall["tflops_per_gpu"].iloc[0])
     p.set(gpus=512)

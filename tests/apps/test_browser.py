@@ -469,10 +469,12 @@ def test_the_forecast_its_band_floor_and_napkin_on_page_report_and_landing(voila
         assert cli_main(["review", "--query", q, "--json"]) == 0
     r = _json.loads(buf.getvalue())
     rr = r["realized_ratio"]
-    days_text = (f"{r['days']:,.1f} (band {r['days_band'][0]:,.1f}-{r['days_band'][1]:,.1f}; "
+    days_text = (f"{r['days']:,.1f} (80% band {r['days_band'][0]:,.1f}-"
+                 f"{r['days_band'][1]:,.1f} from {rr['runs']} published runs; "
                  f"floor {r['days_floor']:,.1f})")
-    hours_text = (f"{human_count(r['gpu_hours'])} (band {human_count(r['gpu_hours_band'][0])}-"
-                  f"{human_count(r['gpu_hours_band'][1])}; floor "
+    hours_text = (f"{human_count(r['gpu_hours'])} (80% band "
+                  f"{human_count(r['gpu_hours_band'][0])}-"
+                  f"{human_count(r['gpu_hours_band'][1])} from {rr['runs']} published runs; floor "
                   f"{human_count(r['gpu_hours_floor'])}; napkin "
                   f"{human_count(r['napkin_gpu_hours'])})")
     group_text = f"{rr['runs']} published runs, {rr['group']}"

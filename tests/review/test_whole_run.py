@@ -324,7 +324,8 @@ def test_the_headline_shows_the_json_s_gpu_hours_napkin_and_batch(llama):
     items = headline_items(evaluate(s), ("gpu_hours", "global_batch_tokens"))
     lo, hi = llama["gpu_hours_band"]
     assert items["gpu_hours"][1] == (f"{human_count(llama['gpu_hours'])} "
-                                     f"(band {human_count(lo)}-{human_count(hi)}; floor "
+                                     f"(80% band {human_count(lo)}-{human_count(hi)} from "
+                                     f"{llama['realized_ratio']['runs']} published runs; floor "
                                      f"{human_count(llama['gpu_hours_floor'])}; napkin "
                                      f"{human_count(llama['napkin_gpu_hours'])})")
     assert items["global_batch_tokens"][1] == \
