@@ -102,23 +102,17 @@ class SizingApp(ReviewPanel):
                     ("ladder", plots.ladder_table))
 
     def _layouts(self, res):
-        # full names: the layout string's abbreviations are keyed under the Best layout box
-        cols = {"tp": ("tensor parallel (TP)", "{}"), "pp": ("pipeline stages (PP)", "{}"),
-                "interleave": ("interleaved chunks per stage", "{}"),
-                "cp": ("context parallel (CP)", "{}"),
-                **({"ep": ("expert parallel (EP)", "{}"), "etp": ("expert tensor parallel", "{}")}
-                   if res.inputs.model.is_moe else {}),
-                "dp": ("data-parallel replicas (DP)", "{}"),
-                "micro_batch": ("micro-batch [sequences]", "{}"),
-                "zero_stage": ("ZeRO stage", "{}"), "recompute": ("recomputation", "{}"),
-                "sequence_parallel": ("sequence parallel", "{}"),
-                "step_time_s": ("step time [s]", "{:.3f}"), "mfu": ("MFU", "{:.1%}"),
-                "memory_gb": ("memory per GPU [GB]", "{:.1f}")}
+        # each layout as the headline's string: the key under "Best layout" explains it, and
+        # one text column fits a 1,100 px page where a column per field did not
+        from ..training.layout import describe_layout
         rows = res.plan.layouts.copy()
-        if "sequence_parallel" in rows:
-            rows["sequence_parallel"] = rows["sequence_parallel"].map(
-                lambda x: "yes" if bool(x) else "no")
-        return plots.frame_table(rows, f"Best layouts on {res.plan.gpus:,} GPUs", cols)
+        rows["layout"] = [describe_layout(r) for r in rows.to_dict("records")]
+        rows["fits"] = rows["fits"].map(lambda x: "yes" if bool(x) else "no")
+        cols = {"layout": ("layout (key under Best layout)", "{}"),
+                "step_time_s": ("step time [s]", "{:.3f}"), "mfu": ("MFU", "{:.1%}"),
+                "memory_gb": ("memory per GPU [GB]", "{:.1f}"), "fits": ("fits", "{}")}
+        return plots.frame_table(rows, f"Best layouts on {res.plan.gpus:,} GPUs", cols,
+                                 widths=[40, 9, 8, 10, 5])
 
     def analyse_csv(self, text: str):
         df = read_measured_csv(text)

@@ -1058,10 +1058,15 @@ def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
     bounds = inp.catalog.fabric_bounds(inp.scale_out)
     band = None
     if bounds is not None:
-        band = tuple(float(predict_step(inp.model, inp.gpu, inp.scale_up, fab,
-                                        options=options_for(inp.scenario),
-                                        memory_kwargs={**REVIEW_MEMORY, **L.memory_options()},
-                                        **L.step_kwargs()).step_time_s) for fab in bounds)
+        # both ends in one vectorized call: the banded terms as arrays of two
+        lo, hi = bounds
+        both = replace(lo, **{t: np.array([getattr(lo, t), getattr(hi, t)], dtype=float)
+                              for t in catalog_mod.BANDED_TERMS})
+        ends = predict_step(inp.model, inp.gpu, inp.scale_up, both,
+                            options=options_for(inp.scenario),
+                            memory_kwargs={**REVIEW_MEMORY, **L.memory_options()},
+                            **L.step_kwargs()).step_time_s
+        band = (float(ends[0]), float(ends[1]))
     return PredictResult(fabric_step_time_s_band=band, step=p, step_time_s=step, tokens_per_s=float(p.tokens_per_s),
                          mfu=float(p.mfu), hfu=float(p.hfu),
                          model_tflops_per_gpu=float(p.model_tflops_per_gpu), memory_gb=mem,

@@ -440,7 +440,9 @@ def test_a_config_json_upload_reviews_that_model_and_its_link_reproduces_it(voil
     page.locator(".llmc-file-input").first.set_input_files(str(cfg))
     page.wait_for_selector("text=Loaded a config.json", timeout=30_000)
     assert "36 layers, hidden 4,096" in page.locator("body").inner_text()
-    assert page.locator(".llmc-ctl-model select").first.input_value() == "config"
+    # the option is labelled by the file's name (the select's value is the label)
+    assert page.locator(".llmc-ctl-model select").first.input_value().replace(
+        "\xa0", " ") == "config: config.json"
     new_days = wait_change(page, lambda: text_of(page, ".llmc-headline-days"), days)
     link = page.locator(".llmc-share-link").first.inner_text()
     assert "cfg.num_hidden_layers=36" in link and "model=config" in link

@@ -184,7 +184,8 @@ def test_review_app_plans_moe_without_errors(query):
     names = [t["name"] for t in mem["data"]]
     assert "expert weights" in names
     table = shown_figure(sz.outputs["layouts"])
-    assert "EP" in table["data"][0]["header"]["values"]
+    assert table["data"][0]["cells"]["values"][0][0] == sz.results.plan.layout.description
+    assert "EP" in sz.results.plan.layout.description
     # the band is the MoE one
     assert "MoE" in r.economics.band.reason
     # MFU counts the active FLOPs (6 N_active + attention per token), and the floor's days
