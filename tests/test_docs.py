@@ -161,3 +161,19 @@ def test_readme_shows_one_example_link_per_app_and_each_loads_cleanly():
         # strict: an unknown key or a bad value would raise instead of warning
         _, warnings = Scenario.from_query(query, strict=True)
         assert warnings == [], (app, warnings)
+
+
+def test_the_license_changelog_and_contributing_guide_are_there_and_the_version_is_one():
+    import tomllib
+    from importlib.metadata import version
+
+    import llmcost
+    root = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert project["license"] == {"text": "MIT"}
+    assert (root / "LICENSE").read_text().startswith("MIT License")
+    assert (root / "CHANGELOG.md").read_text().startswith("# Changelog")
+    assert "make test-fast" in (root / "CONTRIBUTING.md").read_text()
+    # one place: pyproject reads it from the package (hatch), the install reports the same
+    assert "version" not in project and project["dynamic"] == ["version"]
+    assert version("llmcost") == llmcost.__version__

@@ -1063,7 +1063,7 @@ def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
         both = replace(lo, **{t: np.array([getattr(lo, t), getattr(hi, t)], dtype=float)
                               for t in catalog_mod.BANDED_TERMS})
         ends = predict_step(inp.model, inp.gpu, inp.scale_up, both,
-                            options=options_for(inp.scenario),
+                            options=options_for(inp.scenario), with_scaling=False,
                             memory_kwargs={**REVIEW_MEMORY, **L.memory_options()},
                             **L.step_kwargs()).step_time_s
         band = (float(ends[0]), float(ends[1]))

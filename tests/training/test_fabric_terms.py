@@ -108,3 +108,12 @@ def test_the_band_spans_the_measured_values():
     # latency spans the latencies measured on the catalog's technology-roce rows (GCP's
     # TCPX rows, 8 and 22 us) with its own 4 us inside
     assert (good.latency_us, bad.latency_us) == (4.0, 22.0)
+
+
+def test_a_custom_fabric_and_a_pcie_gpu_are_banded_too():
+    """The property test's find: a custom fabric (the technology row's assumed terms) on an
+    L40S, whose scale-up is PCIe, slower than the fabric given."""
+    s, _ = Scenario.from_query("model=llama3-70b&gpu=l40s&gpus=1024&tokens=1e12&fabric=custom"
+                               "&fabric_gb_per_s_per_gpu=353.302&fabric_technology=ib")
+    fa = evaluate(s).to_json()["fabric_assumptions"]
+    assert fa["fabric"] == "custom" and fa["step_time_s_band"][0] <= fa["step_time_s"]
