@@ -93,7 +93,9 @@ class WorkbookVoila(Voila):
     def init_handlers(self):
         redirect = (LandingRedirect, {"root_dir": self.root_dir, "landing": LANDING,
                                       "base_url": self.base_url})
+        # no login on this server: jupyter_server's logout page would fail (500) without one
         out = [*guard_rules(self.server_url),
+               (url_path_join(self.server_url, "/(?:logout|login)/?"), NotFound),
                (url_path_join(self.server_url, "/voila/?"), *redirect),
                static_route(self.server_url)]
         for spec in super().init_handlers():

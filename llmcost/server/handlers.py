@@ -71,10 +71,10 @@ DOT_SEGMENT = r"(?:.*/)?(?:\.|%2[eE]){1,2}(?:/.*)?"
 #: the longest URL answered [characters]: a shared link with a config.json model is at most
 #: ~25,000 (scenario.MAX_CONFIG_CHARS plus the fields); longer ones get a plain 414 page
 MAX_URL_CHARS = 65_536
-#: request headers a server reads before closing the connection [bytes]: above
-#: :data:`MAX_URL_CHARS` so that an over-long URL gets its 414 page (at tornado's default,
-#: 64 KiB, it closes the connection without any HTTP status)
-MAX_HEADER_BYTES = 1_048_576
+#: request headers a server reads before closing the connection [bytes]: far above
+#: :data:`MAX_URL_CHARS` so that an over-long URL (a pasted file, megabytes) gets its 414 page
+#: (at tornado's default, 64 KiB, it closes the connection without any HTTP status)
+MAX_HEADER_BYTES = 4_194_304
 
 TOO_LONG_HTML = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>llmcost - link too long</title></head>
@@ -82,6 +82,48 @@ TOO_LONG_HTML = """<!DOCTYPE html>
 <p>The address has {n:,} characters; the workbook reads links of up to {cap:,}. Share the
 scenario as a file (Save scenario) instead.</p></body></html>
 """
+
+
+#: the most query keys a link carries: every Scenario field and a config.json's fields, for
+#: each of the compared scenarios (A, B, C); a request with more gets a plain 400 page
+def max_query_keys() -> int:
+    from ..scenario import COMPARE_LABELS, FIELDS, MAX_CONFIG_FIELDS
+    return len(COMPARE_LABELS) * (len(FIELDS) + MAX_CONFIG_FIELDS)
+
+
+TOO_MANY_HTML = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>llmcost - too many keys</title></head>
+<body><h1>This link has too many keys</h1>
+<p>The address carries {n:,} query keys; a workbook link carries at most {cap:,} (every
+setting and a config.json's fields for three compared scenarios).</p></body></html>
+"""
+
+
+class TooManyKeysMatcher(Matcher):
+    """Matches a request whose query has more keys than :func:`max_query_keys`."""
+
+    def match(self, request):
+        q = request.query or ""
+        return {} if q.count("&") + 1 > max_query_keys() else None
+
+
+class TooManyKeys(web.RequestHandler):
+    """400 with a plain page naming the limit."""
+
+    def prepare(self):
+        self.set_status(400)
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        n = (self.request.query or "").count("&") + 1
+        self.finish(TOO_MANY_HTML.format(n=n, cap=max_query_keys()))
+
+
+class NulMatcher(Matcher):
+    """Matches a path holding a NUL byte, typed or percent-encoded: it names no file (Voila's
+    and jupyter_server's handlers raise on it, a 500)."""
+
+    def match(self, request):
+        path = request.path or ""
+        return {} if "\x00" in path or "%00" in path.lower() else None
 
 
 class TooLongMatcher(Matcher):
@@ -101,9 +143,11 @@ class TooLong(web.RequestHandler):
 
 
 def guard_rules(server_url: str) -> list:
-    """The rules to put before any other: 414 for an over-long URL, 404 for a path with a
-    dot segment (outside the served tree)."""
-    return [Rule(TooLongMatcher(), TooLong),
+    """The rules to put before any other: 414 for an over-long URL, 400 for a query with
+    more keys than a link carries, 404 for a path with a NUL or a dot segment (outside the
+    served tree)."""
+    return [Rule(TooLongMatcher(), TooLong), Rule(TooManyKeysMatcher(), TooManyKeys),
+            Rule(NulMatcher(), NotFound),
             (url_path_join(server_url, DOT_SEGMENT), NotFound)]
 
 

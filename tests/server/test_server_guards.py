@@ -1,6 +1,8 @@
 """The servers' guards, over real HTTP: a path outside the served tree is 404 (Voila's template
-file handler answered ``/voila/templates/../../../etc/passwd`` with a 500, an assertion), and
-an over-long URL gets a plain 414 page (tornado closed the connection without any status).
+file handler answered ``/voila/templates/../../../etc/passwd`` with a 500, an assertion), so
+are a NUL in a path and the login pages this server has not; an over-long URL gets a plain 414
+page (tornado closed the connection without any status); a query with more keys than a link
+carries a plain 400.
 Requests are sent as typed (``http.client`` does not normalise ``..``)."""
 
 import http.client
@@ -13,7 +15,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from browser_support import ROOT, free_port, start_server, stop_server, workbook_cmd
-from llmcost.server.handlers import MAX_URL_CHARS
+from llmcost.scenario import COMPARE_LABELS, FIELDS, MAX_CONFIG_FIELDS
+from llmcost.server.handlers import MAX_URL_CHARS, max_query_keys
 from llmcost.server.jupyter_config import install
 
 pytestmark = pytest.mark.slow
@@ -72,6 +75,34 @@ def test_an_over_long_url_gets_a_plain_414_page(server):
     # a long link within the cap is still read
     status, _, _ = raw_get(server, "/voila/api/contents?x=" + "y" * (MAX_URL_CHARS - 100))
     assert status == 404
+
+
+@pytest.mark.parametrize("path", ["/logout", "/login", "/voila/render/%00",
+                                  "/voila/render/tiny.ipynb%00", "/voila/render/no-such-app.ipynb",
+                                  "/no/such/path"])
+def test_a_path_a_user_can_type_that_names_nothing_is_404(server, path):
+    status, _, body = raw_get(server, path)
+    assert status == 404, (path, status)
+    assert "Traceback" not in body
+
+
+def test_a_link_with_more_keys_than_any_link_carries_is_400_naming_the_limit(server):
+    # every setting and a config.json's fields for three compared scenarios
+    cap = len(COMPARE_LABELS) * (len(FIELDS) + MAX_CONFIG_FIELDS)
+    assert max_query_keys() == cap < 1_000
+    status, h, body = raw_get(server, "/voila/render/tiny.ipynb?" +
+                              "&".join(f"k{i}=1" for i in range(1_000)))
+    assert status == 400 and h["content-type"].startswith("text/html")
+    assert "1,000 query keys" in body and f"at most {cap:,}" in body
+    # a link at the cap is read
+    status, _, _ = raw_get(server, "/voila/render/tiny.ipynb?" +
+                           "&".join(f"k{i}=1" for i in range(cap)))
+    assert status == 200
+
+
+def test_a_url_of_megabytes_gets_the_414_page_not_a_dropped_connection(server):
+    status, _, body = raw_get(server, "/voila/render/tiny.ipynb?x=" + "y" * 1_200_000)
+    assert status == 414 and "too long" in body
 
 
 @pytest.fixture(scope="module")
