@@ -1,4 +1,4 @@
-"""Corrupt catalogs (issue 13, item 5): every fault is one line naming the file, the row and
+"""Corrupt catalogs: every fault is one line naming the file, the row and
 the column; tables load lazily, so a broken table breaks only what reads it.
 
 Each case copies data/ to tmp_path, corrupts one cell, line or file, points a fresh catalog

@@ -139,7 +139,7 @@ README = ROOT / "README.md"
 
 
 def test_readme_is_a_users_page():
-    # issue 29: about 100 lines, the long sections live in docs/
+    # about 100 lines, the long sections live in docs/
     assert len(README.read_text().splitlines()) < 120
 
 
@@ -177,3 +177,12 @@ def test_the_license_changelog_and_contributing_guide_are_there_and_the_version_
     # one place: pyproject reads it from the package (hatch), the install reports the same
     assert "version" not in project and project["dynamic"] == ["version"]
     assert version("llmcost") == llmcost.__version__
+
+
+def test_code_and_tests_say_why_not_which_issue_asked():
+    root = Path(__file__).resolve().parents[1]
+    pattern = re.compile(r"issue [0-9]+", re.IGNORECASE)
+    found = [f"{p.relative_to(root)}:{i}" for folder in ("llmcost", "tests")
+             for p in sorted((root / folder).rglob("*.py"))
+             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert found == []

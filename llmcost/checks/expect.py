@@ -12,7 +12,7 @@ for a ring, S. Jeaugey, NVIDIA/nccl-tests#212). Above is not a problem; below is
 References
 ----------
 1. NVIDIA, nccl-tests doc/PERFORMANCE.md (bus bandwidth factors).
-2. S. Jeaugey, NVIDIA/nccl-tests issue 212 (2024-05-06): NVLink line rate 450 GB/s,
+2. S. Jeaugey, NVIDIA/nccl-tests#212 (2024-05-06): NVLink line rate 450 GB/s,
    ~370 GB/s effective after protocol overhead (ring), ~480 GB/s busbw with NVLS on 8 GPUs.
 """
 
@@ -84,7 +84,7 @@ def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, intra_gb_pe
     ----------
     .. [1] S. Jeaugey, "Massively scale your deep learning training with NCCL 2.4" (NVIDIA
        blog, 2019): double binary trees, full bandwidth, logarithmic latency.
-    .. [2] S. Jeaugey, NVIDIA/nccl issue 1017 (2023-10-09): all-reduce busbw ~480 GB/s on two
+    .. [2] S. Jeaugey, NVIDIA/nccl#1017 (2023-10-09): all-reduce busbw ~480 GB/s on two
        8-GPU nodes needs ~240 GB/s per node between them (480 = 2(N-1)/N x 240 x ~1.07).
     """
     s = v.nonnegative("size_bytes", size_bytes)

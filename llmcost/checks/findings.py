@@ -30,10 +30,10 @@ COLLAPSE_FROM_BYTES = 2 ** 20
 #: a dip: bus bandwidth at a size below this share of the best at a smaller size (from
 #: 1 MiB), but above the collapse share. Run-to-run noise of nccl-tests is a few percent
 #: (the in- and out-of-place columns of the samples differ by up to ~10%); a user reported
-#: a dip to about 0.6 x as a problem (issue 41), so 0.75 flags it with room for noise.
+#: a dip to about 0.6 x as a problem, so 0.75 flags it with room for noise.
 DIP_SHARE = 0.75
 #: a shortfall at a mid size: bus bandwidth below this share of the expectation at a size
-#: from 1 MiB on. Issue 41's pastes fell 10-40 x short at mid sizes while the largest size
+#: from 1 MiB on. The pastes we were given fell 10-40 x short at mid sizes while the largest size
 #: looked fine; the alpha-beta model's own error at mid sizes is well under 2 x, so a tenth
 #: of it is far outside what a healthy fabric shows.
 MIDSIZE_ALERT_SHARE = 0.1

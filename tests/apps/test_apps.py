@@ -158,7 +158,7 @@ def test_spot_controls_show_what_the_figures_use():
                                                   ("16k", 16_000, "16,000"), ("2048", 2048, "2,048")])
 @pytest.mark.slow
 def test_counts_are_typed_as_people_write_them(typed, count, shown):
-    # issue 31: "100,000" could not be typed in the GPUs box (a number box refuses the comma)
+    # "100,000" could not be typed in the GPUs box (a number box refuses the comma)
     p = SizingApp(query="")
     p.controls["gpus"].value = typed
     assert p.errors["gpus"].value == "" and p.scenario.gpus == count
@@ -338,7 +338,7 @@ def test_an_unpriced_gpu_shows_no_price_in_its_controls():
 @pytest.mark.parametrize("content", [b"[[[[", b"[" * 100_000 + b"]" * 100_000, b'"a string"',
                                      b"\xff\xfe{", b"{}" + b" " * 300_000])
 def test_a_failed_load_changes_nothing_and_says_why(content):
-    # issue 13: unreadable, deep, huge or non-object files leave every control as it was
+    # unreadable, deep, huge or non-object files leave every control as it was
     p = ReviewApp(query="gpus=64")
     before = {k: w.value for k, w in p.controls.items()}
     p._on_upload({"new": [{"content": memoryview(content)}]})
@@ -373,7 +373,7 @@ def test_sizing_app_days_curve_passes_through_its_headline(query):
 
 @pytest.mark.slow
 def test_the_reports_assumptions_name_the_gpus_and_layout_the_figures_used():
-    # issue 31: sizing by days used thousands of GPUs while the report's assumptions said
+    # sizing by days used thousands of GPUs while the report's assumptions said
     # the GPUs box's 1,024
     p = ReviewApp(query="model=llama3-70b&gpu=h100-sxm&tokens=15e12&sizing=days"
                                "&target_days=30&gpus=1024")
@@ -386,7 +386,7 @@ def test_the_reports_assumptions_name_the_gpus_and_layout_the_figures_used():
 
 
 def test_the_cost_table_shows_the_figures_of_review_json():
-    # issue 31: cash and amortized cost per option were only bars and hover text
+    # cash and amortized cost per option were only bars and hover text
     import json as _json
     from llmcost.cli import main as cli_main
     from llmcost.review.format import usd_text
@@ -415,7 +415,7 @@ def test_the_cost_table_shows_the_figures_of_review_json():
 @pytest.mark.parametrize("cls", [ReviewApp, SizingApp])
 @pytest.mark.slow
 def test_a_config_json_upload_becomes_the_model_and_its_link(cls):
-    # issue 31: a reviewer's own model in the apps, as the CLI's --model-config takes it
+    # a reviewer's own model in the apps, as the CLI's --model-config takes it
     from pathlib import Path
     from llmcost.training import hf_config
     text = (Path(__file__).resolve().parents[1] / "data" / "hf_configs" / "qwen3-8b.json").read_text()

@@ -40,7 +40,7 @@ def test_review_number_box(voila, page):
     assert wait_change(page, lambda: titles(page), t0) != t0
     # the notebook's tinker cell prints only outside Voila
     assert "Days to train: " not in page.locator("body").inner_text()
-    # issue 31: a count typed as people write it, and shown back the same way
+    # a count typed as people write it, and shown back the same way
     fill_number(page, "gpus", "2,048")
     wait_change(page, lambda: text_of(page, ".llmc-headline-gpus"), "512")
     assert text_of(page, ".llmc-headline-gpus") == "2,048"
@@ -159,7 +159,7 @@ def test_derived_controls_are_greyed_out(voila, page):
 
 
 def test_report_downloads_in_the_browser(voila, page, tmp_path):
-    # issue 12: the report is a browser download (nothing written on the server)
+    # the report is a browser download (nothing written on the server)
     open_app(page, voila, "spot")
     with page.expect_download(timeout=60_000) as dl:
         page.locator(".llmc-report button, button.llmc-report").first.click()
@@ -173,7 +173,7 @@ def test_report_downloads_in_the_browser(voila, page, tmp_path):
 
 
 def test_the_report_of_a_review_sized_by_days_names_the_gpus_used(voila, page, tmp_path):
-    # issue 31: the report's assumptions said the GPU box's 1,024 when sizing by days used
+    # the report's assumptions said the GPU box's 1,024 when sizing by days used
     # thousands; it also carries the cost table of the page
     open_app(page, voila, "review", "?model=llama3-70b&tokens=15e12&sizing=days&target_days=30")
     gpus = text_of(page, ".llmc-headline-gpus")
@@ -191,7 +191,7 @@ def test_the_report_of_a_review_sized_by_days_names_the_gpus_used(voila, page, t
 
 
 def test_moe_review_link_plans_deepseek_v3_on_h800(voila, page):
-    # issue 10: an MoE model from a shared link, planned with expert parallelism
+    # an MoE model from a shared link, planned with expert parallelism
     open_app(page, voila, "review",
              "?model=deepseek-v3&gpu=h800&gpus=2048&precision=fp8&tokens=14800000000000")
     assert page.locator(".llmc-ctl-model select").first.input_value() == "deepseek-v3"
@@ -211,7 +211,7 @@ def test_moe_review_link_plans_deepseek_v3_on_h800(voila, page):
 
 
 def test_storage_and_checkpoints_link_405b_async(voila, page):
-    # issue 11: the storage app from a shared link; Llama 3.1 405B on 16,384 H100, async
+    # the storage app from a shared link; Llama 3.1 405B on 16,384 H100, async
     from llmcost import review
     from llmcost.review.storage_view import storage_summary
     from llmcost.scenario import Scenario
@@ -236,7 +236,7 @@ def test_storage_and_checkpoints_link_405b_async(voila, page):
 
 
 def test_landing_page_cards_carry_the_link(voila, page):
-    # issue 12: the landing page lists every app with a live figure, review first
+    # the landing page lists every app with a live figure, review first
     from llmcost.apps.registry import apps
     page.goto(f"{voila}/index.ipynb?model=llama3-8b&gpus=64", wait_until="commit", timeout=60_000)
     page.wait_for_selector(".llmc-card-figures b", timeout=90_000)
@@ -254,7 +254,7 @@ def test_landing_page_cards_carry_the_link(voila, page):
 
 
 def test_pin_and_compare_in_the_browser(voila, page):
-    # issue 12: pin A, change a control, see A vs B with deltas; the link carries both
+    # pin A, change a control, see A vs B with deltas; the link carries both
     open_app(page, voila, "review", "?model=llama3-8b&gpus=64")
     page.locator(".llmc-pin").first.click()
     page.wait_for_function("document.querySelector('.llmc-pin') && "
@@ -341,7 +341,7 @@ def test_load_scenario_file_in_the_browser(voila, page, tmp_path):
 
 
 def test_hostile_link_and_csv_are_inert_in_chromium(voila, page, tmp_path):
-    # issue 13: no injected node, no script flag, from a link and from the scaling CSV
+    # no injected node, no script flag, from a link and from the scaling CSV
     from urllib.parse import quote
     payload = "<img src=x onerror=window.__xss=1>"
     q = quote(payload, safe="")
@@ -360,7 +360,7 @@ def test_hostile_link_and_csv_are_inert_in_chromium(voila, page, tmp_path):
 
 
 def test_upload_errors_in_chromium_name_the_row_and_replace_the_last_message(voila, page, tmp_path):
-    # issue 30: a sizing CSV with 1e400 nodes (an uncaught OverflowError before) is refused by
+    # a sizing CSV with 1e400 nodes (an uncaught OverflowError before) is refused by
     # row and column, and its message replaces the good upload's fit
     open_app(page, voila, "sizing")
     good = tmp_path / "good.csv"
@@ -379,7 +379,7 @@ def test_upload_errors_in_chromium_name_the_row_and_replace_the_last_message(voi
 
 
 def test_a_scenario_file_with_a_5000_digit_number_says_so_in_chromium(voila, page, tmp_path):
-    # issue 30: it was called "too deeply nested"
+    # it was called "too deeply nested"
     open_app(page, voila, "review")
     path = tmp_path / "digits.json"
     path.write_text('{"model": "llama3-8b", "gpus": ' + "9" * 5000 + "}")
@@ -412,7 +412,7 @@ BUSY_OBSERVER = """() => {
 
 
 def test_a_change_greys_the_figures_until_the_new_ones_are_drawn(voila, page):
-    # issue 31: after a change the old figures stayed on screen for seconds, looking current
+    # after a change the old figures stayed on screen for seconds, looking current
     open_app(page, voila, "review")
     page.wait_for_function("document.querySelectorAll('.llmc-plotview.js-plotly-plot').length >= 2",
                            timeout=60_000)
@@ -431,7 +431,7 @@ def test_a_change_greys_the_figures_until_the_new_ones_are_drawn(voila, page):
 
 
 def test_a_config_json_upload_reviews_that_model_and_its_link_reproduces_it(voila, page, tmp_path):
-    # issue 31: a reviewer's own model, brought as its Hugging Face config.json
+    # a reviewer's own model, brought as its Hugging Face config.json
     src = Path(__file__).resolve().parents[1] / "data" / "hf_configs" / "qwen3-8b.json"
     cfg = tmp_path / "config.json"
     cfg.write_text(src.read_text())

@@ -1,4 +1,4 @@
-"""The utilization app's cluster check (issue 28): uploads read against the model, findings
+"""The utilization app's cluster check: uploads read against the model, findings
 and figures on the page; a bad file named, never a traceback."""
 
 import json

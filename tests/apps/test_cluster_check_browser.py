@@ -1,5 +1,5 @@
 """The cluster check in chromium: files uploaded through the page, findings and the expected
-curve drawn (issue 28)."""
+curve drawn."""
 
 import shlex
 import time

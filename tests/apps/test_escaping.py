@@ -1,4 +1,4 @@
-"""One escaping path (issue 13): the classic payloads, fed through every input a user
+"""One escaping path: the classic payloads, fed through every input a user
 controls (link keys and values, compare keys, scenario file keys and values, a measured
 scaling CSV, typed values), never become markup on the page: every HTML widget of every
 app parses to the apps' own tags only, with no event-handler attribute."""
@@ -83,7 +83,7 @@ def test_file_csv_and_landing_payloads_are_inert(payload):
 
 @pytest.mark.parametrize("cls", [*apps(), Landing], ids=lambda c: getattr(c, "name", "landing"))
 def test_no_app_says_seed_to_a_reviewer(cls):
-    # issue 31: "seed" and "seed 003" were unexplained words on screen: the articles are named
+    # "seed" and "seed 003" were unexplained words on screen: the articles are named
     # by what they are ("the cluster guide"), with their titles
     import re
     panel = cls(query="")

@@ -1,4 +1,4 @@
-"""Hostile input in the apps and scenario files (part of issue 13): escaped, answered, bounded."""
+"""Hostile input in the apps and scenario files: escaped, answered, bounded."""
 
 import json
 
@@ -39,7 +39,7 @@ def test_a_hostile_link_keeps_defaults_and_says_so():
 
 
 def test_results_that_cannot_be_true_are_flagged_in_app_cli_and_report(tmp_path, capsys):
-    # issue 13 item 4: a run of centuries, goodput near zero and a cost beyond any budget
+    # a run of centuries, goodput near zero and a cost beyond any budget
     from llmcost import cli
     from llmcost.review import evaluate
     from llmcost.review.stages import COST_BOUND_USD, GOODPUT_FLOOR

@@ -1,4 +1,4 @@
-"""The landing page (issue 12): one card per registered app, the review first; each card's
+"""The landing page: one card per registered app, the review first; each card's
 figure is the app's own headline text for the link's scenario, and each card's link
 carries the link's query (every compared scenario)."""
 
@@ -60,7 +60,7 @@ def test_compare_link_carries_over_and_bad_values_warn_without_breaking_cards():
 
 
 def test_a_new_app_is_its_module_alone_for_navigation_landing_and_registry(tmp_path, monkeypatch):
-    """Issue 12: a seventh app touches its module (and its one-cell notebook): nothing else
+    """A seventh app touches its module (and its one-cell notebook): nothing else
     lists it. A module dropped beside the others appears in the registry, the navigation of
     every app and the landing page."""
     import llmcost.apps as package

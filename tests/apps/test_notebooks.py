@@ -99,7 +99,7 @@ def test_app_figures_follow_the_cell_and_compare_link_pins_scenarios():
 
 @pytest.mark.parametrize("name", ["index", "review"])
 def test_a_corrupt_catalog_is_named_on_the_page_not_a_traceback(name, tmp_path, monkeypatch):
-    # issue 13: file, row and column on the page instead of Voila's "error executing cell"
+    # file, row and column on the page instead of Voila's "error executing cell"
     import shutil
     data = tmp_path / "data"
     shutil.copytree(Path(__file__).resolve().parents[2] / "data", data)
@@ -123,7 +123,7 @@ def test_a_corrupt_catalog_is_named_on_the_page_not_a_traceback(name, tmp_path, 
 
 @pytest.mark.parametrize("name", ["review", "spot"])
 def test_the_tinker_cell_prints_the_headline_of_its_scenario_and_nothing_in_voila(name, tmp_path):
-    # issue 31: a reviewer who opens the notebook has a cell to tinker with; a Voila page
+    # a reviewer who opens the notebook has a cell to tinker with; a Voila page
     # (VOILA_KERNEL_ID set in its kernel) shows only the app
     path = NOTEBOOKS[0].parent / f"{name}.ipynb"
     nb = run(path)

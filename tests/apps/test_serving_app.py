@@ -1,4 +1,4 @@
-"""The Serving app (issue 27) in a kernel: its headline is ``llmcost serve --json``'s answer
+"""The Serving app in a kernel: its headline is ``llmcost serve --json``'s answer
 for the same query (one computation), its figures follow the hand counts of the issue, its
 link reproduces it, and bad values are refused next to their control."""
 
@@ -65,7 +65,7 @@ def test_defaults_are_serves_and_the_query_names_only_what_is_set():
 
 def test_llama3_70b_at_tp8_by_hand():
     # Llama 3 70B: 80 layers x 8 KV heads x 128 dims x (K, V) x 2 bytes = 327,680 bytes per
-    # token (320 KiB, issue 27); weights 70.55e9 parameters x 2 bytes / TP 8 = 17.64 GB per
+    # token (320 KiB); weights 70.55e9 parameters x 2 bytes / TP 8 = 17.64 GB per
     # GPU; $ per M output tokens at the rule's on-demand offer, RunPod's $21.52 per 8-GPU hour
     # (data/prices.csv): 2.69 x 1e6 / (3600 x tokens/s per GPU)
     p = ServingApp(query="serve_tp=8&concurrency=128")
@@ -219,7 +219,7 @@ def test_a_link_with_the_clis_fp4_reads_as_nvfp4():
     assert s.weights == "nvfp4" and warnings == []
 
 
-# ---------------------------------------------------------------- issue 40: one answer
+# ---------------------------------------------------------------- one answer
 
 def readme_serve_query():
     """The `llmcost serve --query "..."` of the README."""

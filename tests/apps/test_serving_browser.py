@@ -1,4 +1,4 @@
-"""The Serving app (issue 27) in chromium: it renders, a control changes the figures, and
+"""The Serving app in chromium: it renders, a control changes the figures, and
 its share link opens the same headline."""
 
 import time
@@ -49,7 +49,7 @@ def test_serving_app_weights_change_the_figures_and_the_link_reproduces_them(voi
 
 
 def test_the_readmes_serve_query_shows_the_clis_figures_and_says_why(voila, page):
-    # issue 40: the README's `llmcost serve` query opened in the page shows serve's layout
+    # the README's `llmcost serve` query opened in the page shows serve's layout
     # and figures (TP 4, not re-planned), what TTFT and TPOT are calibrated against and why it
     # runs its concurrency
     import re

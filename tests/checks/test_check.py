@@ -63,7 +63,7 @@ def _h100_all_reduce(busbw_share):
 
 
 def test_a_third_of_expected_is_an_alert_and_healthy_is_not():
-    # issue 28: an 8-GPU H100 all-reduce topping out at a third of the expected is an alert
+    # an 8-GPU H100 all-reduce topping out at a third of the expected is an alert
     s, b, e = _h100_all_reduce(1 / 3)
     f = fnd.busbw_findings("all_reduce", s, b, e, np.zeros_like(s), 8)
     assert [x["level"] for x in f] == ["alert"] and "0.33 x" in f[0]["evidence"]

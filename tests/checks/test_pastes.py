@@ -1,4 +1,4 @@
-"""Issue 41: what people paste (older nccl-tests columns, partial pastes, several runs,
+"""What people paste (older nccl-tests columns, partial pastes, several runs,
 NeMo 1.x, DeepSpeed, Hugging Face Trainer, dcgmi dmon with prompts) and what the check asks
 for when the paste does not show it. Samples in tests/data/cluster, origins and expected
 verdicts in its SOURCES.csv."""
@@ -147,7 +147,7 @@ def test_a_dip_and_a_mid_size_shortfall_are_found():
     sizes = np.array([2 ** k for k in range(20, 31)], float)
     exp = np.full(len(sizes), 100.0)
     busbw = np.full(len(sizes), 90.0)
-    busbw[5] = 0.6 * 90          # a dip to 0.6 x at 32 MiB (issue 41)
+    busbw[5] = 0.6 * 90          # a dip to 0.6 x at 32 MiB
     f = fnd.busbw_findings("all_reduce", sizes, busbw, exp, 0 * sizes, 8)
     assert ("warn", "all_reduce on 8 ranks: bandwidth dip at 32 MiB") in [
         (x["level"], x["what"]) for x in f]

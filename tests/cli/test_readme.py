@@ -88,7 +88,7 @@ def _readme_review_cli_query() -> str:
 
 
 def test_readme_app_link_and_cli_example_give_the_same_run(capsys):
-    # issue 43: the README's link and CLI example for "the same" 405B run gave 71.2 and 68.4
+    # the README's link and CLI example for "the same" 405B run gave 71.2 and 68.4
     # days (different fabrics). The link as the review app reads it (Scenario.from_query,
     # then evaluate), the example as the CLI runs it: one scenario, the same days and costs.
     link = benchmark_module("screenshot").readme_query()

@@ -348,7 +348,7 @@ def test_ladder_cli(capsys):
 
 
 def test_the_pretraining_rung_is_the_review_sized_by_days(capsys):
-    # issue 42: ladder --pretrain-tokens T --gpu G --pretrain-days D == review with
+    # ladder --pretrain-tokens T --gpu G --pretrain-days D == review with
     # tokens=T&gpu=G&sizing=days&target_days=D, in GPUs, days (hours / 24) and cost
     lad = cli_json(capsys, "ladder", "--model", "llama3-8b", "--pretrain-tokens", "1e12",
                    "--gpu", "h100-sxm", "--pretrain-days", "30")

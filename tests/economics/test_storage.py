@@ -1,4 +1,4 @@
-"""Storage and checkpoints as a sized layer (issue 11): each formula against a derivation
+"""Storage and checkpoints as a sized layer: each formula against a derivation
 written here, a Monte Carlo, a published number, or the seeds' claims (numbers copied in)."""
 
 from pathlib import Path

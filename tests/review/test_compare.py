@@ -1,4 +1,4 @@
-"""Comparing scenarios (issue 12): one link carries A, B and C (b./c. keys only where they
+"""Comparing scenarios: one link carries A, B and C (b./c. keys only where they
 differ from A); the apps pin and compare; `llmcost review` reads the same link; the
 figures compared are those of evaluate() on each scenario."""
 

@@ -1,4 +1,4 @@
-"""The review chain as a whole: each finding of issue 8 checked through the public entry
+"""The review chain as a whole: the findings of a first review, each checked through the public entry
 points (evaluate, `llmcost review`, the apps), with the arithmetic in the comments."""
 
 import json

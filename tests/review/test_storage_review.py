@@ -1,4 +1,4 @@
-"""Storage and checkpoints in the review and `llmcost storage` (issue 11, done-when lines)."""
+"""Storage and checkpoints in the review and `llmcost storage` ."""
 
 import json
 import re
@@ -118,7 +118,7 @@ def test_sizing_uses_the_same_data_stall():
 
 
 def test_old_gbps_keys_still_work_with_a_note():
-    # issue 11 item 5: bandwidths in bytes are _gb_per_s; old links and files keep working
+    # bandwidths in bytes are _gb_per_s; old links and files keep working
     s, notes = Scenario.from_query("shared_storage_gbps=40&local_write_gbps=7")
     assert s.shared_storage_gb_per_s == 40 and s.local_write_gb_per_s == 7
     assert any("shared_storage_gbps" in n and "gigabits" in n for n in notes)

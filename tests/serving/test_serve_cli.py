@@ -103,7 +103,7 @@ def test_serve_every_catalog_model_every_engine_plans_or_answers(capsys):
     assert n == 3 * len(catalog.default().ids("models"))
 
 
-# ---------------------------------------------------------------- issue 40: one answer
+# ---------------------------------------------------------------- one answer
 
 def serve_json(capsys, query, *extra):
     code, out, err = run(capsys, "serve", "--json", "--query", query, *extra)

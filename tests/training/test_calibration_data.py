@@ -1,4 +1,4 @@
-"""data/calibration_runs.csv (issue 9 calibration set) and benchmarks/validate.py."""
+"""data/calibration_runs.csv (the calibration set) and benchmarks/validate.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Models from a Hugging Face config.json: published parameter counts, the catalog, link round
-trips, bad input (issue 14). Configs are transcriptions listed in tests/data/hf_configs/SOURCES.csv."""
+trips, bad input. Configs are transcriptions listed in tests/data/hf_configs/SOURCES.csv."""
 
 import csv
 import json

@@ -1,5 +1,5 @@
 """Mixture-of-experts and MLA architectures: parameter counts, active parameters, FLOPs
-(issue 10, items 1-2)."""
+."""
 
 import json
 
@@ -127,7 +127,7 @@ def test_flops_from_active_parameters():
 
 
 def test_cli_flops_deepseek_v3(capsys):
-    # issue 10, done when
+    # done when
     assert main(["flops", "--model", "deepseek-v3", "--tokens", "14.8e12", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["params"] == pytest.approx(671e9, rel=0.01)

@@ -1,4 +1,4 @@
-"""Mixture-of-experts through memory, step time, planner, CLI, review and apps (issue 10,
+"""Mixture-of-experts through memory, step time, planner, CLI, review and apps (
 items 3-6 and the done-when lines)."""
 
 import json
@@ -220,7 +220,7 @@ def test_review_days_fall_when_the_all_to_all_is_hidden():
     assert days[0] > days[1] > days[2]
 
 
-# ------------------------------------------------------------------ CUDA graphs (issue 10)
+# ------------------------------------------------------------------ CUDA graphs
 
 def _qwen3_30b_gb300(graphs):
     g, up, out = _hw("gb300")

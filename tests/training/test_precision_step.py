@@ -1,4 +1,4 @@
-"""Precision wired through the step model, memory, planner, sizing and CLI (issue 9, item 1).
+"""Precision wired through the step model, memory, planner, sizing and CLI.
 
 Reference run: Llama 3 70B on 64 H100 as Megatron-Bridge lays it out (TP4 PP8, interleave
 5, micro-batch 1, s = 8192, sequence parallel, fused attention, TP comm overlap; global batch

@@ -1,4 +1,4 @@
-"""Issue 9 item 4: step-model terms that bend the right way (attention at long sequence,
+"""step-model terms that bend the right way (attention at long sequence,
 GEMM size, ZeRO-3 per-layer collectives and working set)."""
 
 import numpy as np

@@ -206,7 +206,7 @@ def test_cli_predict_llama31_405b_as_meta_ran_it(capsys):
 @pytest.mark.parametrize("gpus, published_mfu", [(8192, 0.43), (16384, 0.41)])
 def test_llama31_405b_as_meta_ran_it_fits_and_predicts_published_mfu(capsys, gpus,
                                                                       published_mfu):
-    """Issue 9, done when: TP8 PP16 on 8,192 and 16,384 H100 fits in 80 GiB and predicts
+    """Done when: TP8 PP16 on 8,192 and 16,384 H100 fits in 80 GiB and predicts
     within 15% of the published 43% and 41% MFU (arXiv:2407.21783, Table 4).
 
     The layout is the paper's (§3.3.2), not a fit: interleaved with V chunks per rank, one
