@@ -106,7 +106,8 @@ SEED_TARGETS = {"ib": {16: 0.98}, "roce": {8: 0.82, 16: 0.71}}
 
 def seed_efficiencies(fabric, cat=None):
     """Weak-scaling efficiency of the seed workload at 8 and 16 nodes on ``fabric``."""
-    from llmcost.training.scaling import SEED_WORKLOAD as W, weak_scaling
+    from llmcost.training.scaling import SEED_WORKLOAD as W
+    from llmcost.training.scaling import weak_scaling
     cat = cat or catalog.default()
     m = cat.model(W["model"]).with_(seq_len=W["seq_len"])
     table, _ = weak_scaling(m, cat.gpu(W["gpu"]), cat.fabric(W["scale_up"]), fabric, [1, 8, 16],

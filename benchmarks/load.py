@@ -121,8 +121,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from llmcost.apps.review_app import ReviewApp  # noqa: E402
-from llmcost.server.procs import (KERNEL_ID, free_port, kernel_ids, kernel_pids,  # noqa: E402
-                                  page_kernel_ids, rss_bytes, stop_server, wait_for_port)
+from llmcost.server.procs import (  # noqa: E402
+    KERNEL_ID,
+    free_port,
+    kernel_ids,
+    kernel_pids,
+    page_kernel_ids,
+    rss_bytes,
+    stop_server,
+    wait_for_port,
+)
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -27,8 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from llmcost import catalog  # noqa: E402
 from llmcost._validate import InputError  # noqa: E402
-from llmcost.training import hf_config  # noqa: E402
-from llmcost.training import step  # noqa: E402
+from llmcost.training import hf_config, step  # noqa: E402
 
 ROWS = ROOT / "data" / "stack_runs.csv"
 #: the scale-out each source ran on, per GPU: Jean Zay's A100 nodes (BLOOM), 4 x 100 Gb/s

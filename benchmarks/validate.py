@@ -714,6 +714,7 @@ def fit_attention_tile(points=None, out=None) -> dict:
     kernel's published throughput against sequence length (:data:`FA2_CAUSAL_H100`); print the
     values, their log-standard errors (Jacobian) and the residuals."""
     from scipy.optimize import least_squares
+
     from llmcost.training.attention import ATTENTION_TILE
     out = out or sys.stdout
     pts = FA2_CAUSAL_H100 if points is None else points

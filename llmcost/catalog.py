@@ -30,13 +30,12 @@ import numpy as np
 import pandas as pd
 
 from . import _validate as v
-from .training.arch import ModelSpec
-from .training.hardware import FabricSpec, GPUSpec
 from .economics import reliability
-from .economics.offers import (PRICE_COLUMNS, PRICE_RULE, choose_offers,  # noqa: F401
-                               usd_per_gpu_hour)
+from .economics.offers import PRICE_COLUMNS, PRICE_RULE, choose_offers, usd_per_gpu_hour  # noqa: F401
 from .economics.offers import providers as offer_providers
 from .economics.reliability import FailureRate
+from .training.arch import ModelSpec
+from .training.hardware import FabricSpec, GPUSpec
 
 TABLES = ("gpus", "models", "fabrics", "prices", "published_runs", "failure_rates",
           "step_model_errors", "published_batches", "realized_runs")

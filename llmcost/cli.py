@@ -20,25 +20,23 @@ import numpy as np
 
 from . import _validate as v
 from . import catalog
-from .training import flops as fl
-from .training import hf_config
+from . import utilization as ut
+from .checks.nccl_tests import OPS as CHECK_OPS
 from .economics import reliability as rel
-from .economics import sizing
+from .economics import sizing, tco
 from .economics import spot as spot_mod
-from .economics import tco
+from .scenario import FIELDS as SCENARIO_FIELDS
+from .scenario import MOE_LOAD_IMBALANCE_DEFAULT
+from .serving import query as serve_query
+from .training import flops as fl
+from .training import hf_config, planner, stacks
 from .training import memory as mem
-from .training import planner
-from .training import stacks
 from .training import step as step_mod
-from .training.precision import PRECISIONS
 from .training.arch import ModelSpec
 from .training.layout import Layout
 from .training.moe import A2A_OVERLAP
+from .training.precision import PRECISIONS
 from .training.recompute import RECOMPUTE_MODULES
-from .scenario import FIELDS as SCENARIO_FIELDS, MOE_LOAD_IMBALANCE_DEFAULT
-from . import utilization as ut
-from .checks.nccl_tests import OPS as CHECK_OPS
-from .serving import query as serve_query
 
 
 class _Parser(argparse.ArgumentParser):
@@ -777,7 +775,8 @@ def cmd_check(a) -> dict:
     placement from the output or --nodes/--gpus-per-node/--nics-per-node; a log's model
     from model= (or --model), --model-config or the log itself, else its measured figures
     alone."""
-    from .checks import check as chk, text as ctext
+    from .checks import check as chk
+    from .checks import text as ctext
     if a.nccl_tests is None and a.train_log is None and a.dcgm is None:
         raise v.InputError("nccl_tests", "give --nccl-tests FILE, --train-log FILE and/or "
                                          "--dcgm FILE")
@@ -929,6 +928,7 @@ def _config_keys_over_file(s, query: str):
     note. Returns the scenario, the query without those keys, and the notes. A key given
     twice is left in the query, where it is refused."""
     from urllib.parse import parse_qsl, urlencode
+
     from .scenario import CONFIG_PREFIX, config_text
     pairs = parse_qsl(query, keep_blank_values=True)
     counts = {}

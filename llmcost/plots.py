@@ -17,9 +17,19 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .review import (OPTION_LABELS, Results, breakeven_tornado, decision_grid, finetune_ladder,
-                     goodput_series, layout_memory, scaling_series, spot_distribution, spot_grid,
-                     tco_series)
+from .review import (
+    OPTION_LABELS,
+    Results,
+    breakeven_tornado,
+    decision_grid,
+    finetune_ladder,
+    goodput_series,
+    layout_memory,
+    scaling_series,
+    spot_distribution,
+    spot_grid,
+    tco_series,
+)
 from .review.format import days_text, human_count, minutes_text, pct_text, usd_text
 from .review.series import sizing_series
 from .training.memory import MEMORY_TERMS

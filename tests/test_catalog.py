@@ -113,6 +113,7 @@ def test_catalog_from_another_folder(tmp_path):
 def test_a_catalog_with_the_old_gbps_columns_is_read_under_the_new_names(tmp_path):
     # bandwidth_gbps_per_gpu / hbm_bandwidth_tbps / scale_up_bandwidth_gbps meant GB/s and TB/s
     import shutil
+
     from llmcost import catalog as cat_mod
     data = tmp_path / "data"
     shutil.copytree(cat_mod.data_dir(), data)

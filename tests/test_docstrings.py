@@ -7,8 +7,7 @@ import pytest
 
 from llmcost import utilization
 from llmcost.economics import reliability, sizing, spot, storage, tco, waterfall
-from llmcost.training import (comm, flops, memory, moe, planner, precision, scaling, step,
-                              uncertainty)
+from llmcost.training import comm, flops, memory, moe, planner, precision, scaling, step, uncertainty
 
 MODULES = [flops, memory, utilization, comm, step, scaling, tco, spot, reliability, sizing,
            waterfall, precision, uncertainty, moe, storage]

@@ -34,12 +34,21 @@ from ..scenario import Scenario
 from .compare import compare_html, comparison
 from .fields import TEXT_NUMBER_FIELDS, with_value
 from .form import Form
+from .page import (
+    CSS,
+    after_this_cell,
+    headline_html,
+    heartbeat,
+    html_box,
+    nav_html,
+    notes_html,
+    show_page,
+    tables_html,
+    warning_html,
+)
 from .plotview import clear_figure, plot_widget, show_figure
-from .page import (CSS, after_this_cell, headline_html, heartbeat, html_box, nav_html,
-                   notes_html, show_page, tables_html, warning_html)
 from .registry import register
-from .report import (MAX_SCENARIO_BYTES, read_scenario_file, report_html, scenario_data_url,
-                     upload_text)
+from .report import MAX_SCENARIO_BYTES, read_scenario_file, report_html, scenario_data_url, upload_text
 from .shared import make, shared_layout
 from .state import MODE_FIELDS, PanelState, carry_custom
 from .text import esc

@@ -15,7 +15,6 @@ from .plotview import clear_figure, plot_widget, show_figure
 from .shared import make
 from .text import esc
 
-
 #: column -> (lowest, highest) a measured-scaling row may give: node and GPU counts within
 #: the GPUs a scenario takes (Scenario.gpus, 131,072), batch and sequence length within the
 #: measured-run fields (1e7), throughput within 131,072 GPUs x 1e7 tokens/s (above any GPU

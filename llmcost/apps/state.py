@@ -10,8 +10,7 @@ from dataclasses import replace
 from typing import Callable
 from urllib.parse import urljoin
 
-from ..scenario import (COMPARE_LABELS, CUSTOM_MODE, Scenario, scenarios_from_query,
-                        scenarios_to_query)
+from ..scenario import COMPARE_LABELS, CUSTOM_MODE, Scenario, scenarios_from_query, scenarios_to_query
 
 #: the most scenarios pinned beside the current one (A and B; the current is then C)
 MAX_PINS = len(COMPARE_LABELS) - 1

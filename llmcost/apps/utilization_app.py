@@ -145,7 +145,8 @@ class UtilizationApp(Panel):
     def run_check(self) -> dict | None:
         """The check of the files uploaded so far; a file that cannot be read is named with
         its problem, and the figures of the last good check are cleared."""
-        from ..checks import check as chk, train_log
+        from ..checks import check as chk
+        from ..checks import train_log
         texts = self.check_texts
         try:
             out = chk.check_texts(texts.get("nccl_tests"), texts.get("train_log"),

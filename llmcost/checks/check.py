@@ -13,7 +13,9 @@ import numpy as np
 from .. import _validate as v
 from ..training import comm
 from ..training.step import calibration_for
-from . import dcgm as dcgm_mod, expect, findings as fnd
+from . import dcgm as dcgm_mod
+from . import expect
+from . import findings as fnd
 from .nccl_tests import FORMATS, NcclTests
 from .train_log import TrainLog
 
@@ -343,7 +345,9 @@ def check_texts(nccl=None, train_log=None, dcgm=None, *, scenario=None, query=No
     dict
         :func:`check`'s answer.
     """
-    from . import dcgm as dcgm_mod, nccl_tests, train_log as log_mod
+    from . import dcgm as dcgm_mod
+    from . import nccl_tests
+    from . import train_log as log_mod
     if nccl is None and train_log is None and dcgm is None:
         raise v.InputError("nccl_tests", "give nccl-tests output, a training log and/or DCGM "
                                          "samples")

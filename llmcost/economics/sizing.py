@@ -35,8 +35,8 @@ from .. import _validate as v
 from ..training import planner
 from ..training.arch import ModelSpec
 from ..training.flops import chinchilla_optimal_tokens
-from ..training.layout import layout_columns
 from ..training.hardware import FabricSpec, GPUSpec
+from ..training.layout import layout_columns
 from ..training.memory import memory_per_gpu
 from ..training.precision import PRECISIONS, check_precision
 from ..training.step import Options, predict_step

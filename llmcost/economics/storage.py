@@ -98,7 +98,7 @@ def _lookup(name, value, table):
 def _ndtri_upper(t, lower=None):
     """z with P(Z > z) = t, for t in (0, 1) (scipy.special.ndtri on the smaller tail, so
     t = 1e-9 keeps full precision; ``lower`` = 1 - t computed without cancellation)."""
-    from scipy import special      # see slowest_writer_quantile_s
+    from scipy import special  # see slowest_writer_quantile_s
     t = np.asarray(t, dtype=float)
     lower = 1.0 - t if lower is None else np.asarray(lower, dtype=float)
     return np.where(t < 0.5, -special.ndtri(np.clip(t, 1e-300, 0.5)),

@@ -7,13 +7,31 @@ these results; they compute nothing themselves.
 
 from .chain import DEFAULT_CHAIN, ReviewChain, evaluate
 from .format import HEADLINE_LABELS, OPTION_LABELS, format_headline, headline_items
-from .results import (EconomicsResult, Flag, Inputs, Layout, PlanResult, PredictResult,
-                      ReliabilityResult, Results, SizeResult, SpotSummary)
 from .ladder import LadderResult, ladder
-from .series import (breakeven_tornado, decision_grid, finetune_ladder, goodput_series,
-                     layout_memory,
-                     measured_utilization, scaling_series, spot_distribution, spot_grid,
-                     tco_series)
+from .results import (
+                      EconomicsResult,
+                      Flag,
+                      Inputs,
+                      Layout,
+                      PlanResult,
+                      PredictResult,
+                      ReliabilityResult,
+                      Results,
+                      SizeResult,
+                      SpotSummary,
+)
+from .series import (
+                      breakeven_tornado,
+                      decision_grid,
+                      finetune_ladder,
+                      goodput_series,
+                      layout_memory,
+                      measured_utilization,
+                      scaling_series,
+                      spot_distribution,
+                      spot_grid,
+                      tco_series,
+)
 from .stages import REVIEW_SPACE, STEP_OPTIONS
 
 __all__ = ["evaluate", "ReviewChain", "DEFAULT_CHAIN", "Results", "Inputs", "Layout",

@@ -8,9 +8,9 @@ of those runs' spread: the figure a reviewer signs and is later held to.
 
 from __future__ import annotations
 
+from ..economics import realized
 from .results import ForecastResult, Inputs, PlanResult, PredictResult, ReliabilityResult
 from .stages import data_stall_at
-from ..economics import realized
 
 SECONDS_PER_DAY = 86400.0
 

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from .results import OPTION_LABELS, Results
 from ..economics import realized
+from .results import OPTION_LABELS, Results
 
 #: scale suffixes of counts (tokens, parameters, FLOPs): short scale, as model cards write them
 _COUNT_UNITS = ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"))

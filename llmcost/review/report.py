@@ -94,7 +94,7 @@ def render_report(scenarios: Sequence[ReportScenario], *, title: str, share_url:
         A malformed scenario item, an unknown delta row or a generated_at that is not a
         datetime, naming the parameter.
     """
-    from markupsafe import Markup   # with jinja2, the app extra: the numbers need neither
+    from markupsafe import Markup  # with jinja2, the app extra: the numbers need neither
 
     scenarios = [scenarios] if isinstance(scenarios, ReportScenario) else list(scenarios)
     if not scenarios or not all(isinstance(s, ReportScenario) for s in scenarios):

@@ -12,6 +12,7 @@ import json
 import math
 import re
 from collections import OrderedDict
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -20,23 +21,31 @@ import pandas as pd
 from .. import _validate as v
 from .. import catalog as catalog_mod
 from .. import utilization as ut
+from ..economics import napkin, realized, sizing, spot, storage, tco
 from ..economics import reliability as rel
-from ..economics import storage
-from ..economics import napkin, realized, sizing, spot, tco
 from ..economics.waterfall import waterfall_from_step
-from dataclasses import replace
-
 from ..scenario import CONFIG_PREFIX, Scenario
 from ..training import hf_config, memory, planner, stacks
-from ..training.step import DEFAULT_STACK, STEP_TERMS, Options, calibration_note, predict_step
-from ..training.precision import check_precision, peak_tflops_by_part
 from ..training.batch import global_batch_choice
 from ..training.layout import LINK_KEYS
 from ..training.moe import A2A_OVERLAP
+from ..training.precision import check_precision, peak_tflops_by_part
+from ..training.step import DEFAULT_STACK, STEP_TERMS, Options, calibration_note, predict_step
 from ..training.uncertainty import throughput_band
 from . import fill
-from .results import (EconomicsResult, Flag, ForecastResult, Inputs, Layout, MfuLimit,
-                      PlanResult, PredictResult, ReliabilityResult, SizeResult, SpotSummary)
+from .results import (
+    EconomicsResult,
+    Flag,
+    ForecastResult,
+    Inputs,
+    Layout,
+    MfuLimit,
+    PlanResult,
+    PredictResult,
+    ReliabilityResult,
+    SizeResult,
+    SpotSummary,
+)
 
 #: The planner's space inside the review: every TP/PP, the common choices of the rest (a full
 #: search is `llmcost plan`); keeps a control change well under a second.

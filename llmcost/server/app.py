@@ -26,8 +26,15 @@ from voila.tornado.contentshandler import VoilaContentsHandler
 from voila.tornado.handler import TornadoVoilaHandler
 from voila.tornado.treehandler import TornadoVoilaTreeHandler
 
-from .handlers import (MAX_HEADER_BYTES, CappedVoilaHandler, LandingRedirect, NotFound,
-                       advertise_bundle, guard_rules, static_route)
+from .handlers import (
+    MAX_HEADER_BYTES,
+    CappedVoilaHandler,
+    LandingRedirect,
+    NotFound,
+    advertise_bundle,
+    guard_rules,
+    static_route,
+)
 from .kernels import CappedKernelManager
 
 LANDING = ["index.ipynb", "review.ipynb"]

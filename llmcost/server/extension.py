@@ -25,8 +25,15 @@ from voila.configuration import VoilaConfiguration
 from voila.paths import collect_template_paths
 from voila.server_extension import load_config_file
 
-from .handlers import (MAX_HEADER_BYTES, CappedVoilaHandler, LandingRedirect, NotFound,
-                       advertise_bundle, guard_rules, static_route)
+from .handlers import (
+    MAX_HEADER_BYTES,
+    CappedVoilaHandler,
+    LandingRedirect,
+    NotFound,
+    advertise_bundle,
+    guard_rules,
+    static_route,
+)
 
 LANDING = ["notebooks/index.ipynb", "notebooks/review.ipynb", "index.ipynb", "review.ipynb"]
 

@@ -9,10 +9,9 @@ from urllib.parse import parse_qsl
 from .. import _validate as v
 from .. import catalog as catalog_mod
 from ..training import hf_config
+from . import cost, engines
 from . import memory as mem
-from . import engines
 from .engines import ENGINES
-from . import cost
 from .serve import option_prices, plan, serve
 
 #: key -> (kind, bounds or choices)

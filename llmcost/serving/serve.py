@@ -8,8 +8,7 @@ import numpy as np
 from .. import _validate as v
 from .. import catalog as catalog_mod
 from ..economics import tco
-from . import cost
-from . import engines
+from . import cost, engines
 from .predict import predict
 
 #: concurrencies the planner tries [requests per instance]

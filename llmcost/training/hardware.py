@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from .. import _validate as v
 
-
 #: the scale-out fabric a GPU generation usually ships with, for a GPU whose catalog row does
 #: not name its own (``GPUSpec.scale_out``): DGX/HGX reference designs for NVIDIA (DGX A100:
 #: HDR 200 Gb/s per GPU; DGX H100, B200: NDR 400 Gb/s); 400 Gb/s RoCE for AMD Instinct

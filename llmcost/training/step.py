@@ -37,16 +37,28 @@ from .. import _validate as v
 from . import comm
 from . import stacks as stacks_mod
 from .arch import ModelSpec
-from .attention import (flash_attention_time_s, flash_fixed_elements_per_token,
-                        flash_score_elements_per_token)
+from .attention import flash_attention_time_s, flash_fixed_elements_per_token, flash_score_elements_per_token
 from .flops import RECOMPUTE_MODES, matmul_params_per_layer
 from .hardware import FabricSpec, GPUSpec
-from .memory import (OPTIMIZER_BYTES_PER_PARAM, MemoryBreakdown, _stage_layers,
-                     activation_bytes_per_layer, check_expert_layout, check_layout,
-                     layer_activation_bytes, memory_per_gpu, moe_ffn_activation_bytes)
+from .memory import (
+    OPTIMIZER_BYTES_PER_PARAM,
+    MemoryBreakdown,
+    _stage_layers,
+    activation_bytes_per_layer,
+    check_expert_layout,
+    check_layout,
+    layer_activation_bytes,
+    memory_per_gpu,
+    moe_ffn_activation_bytes,
+)
+from .precision import (
+    FP8_SCALINGS,
+    check_precision,
+    fp8_cast_bytes_per_layer,
+    fp8_weight_cast_bytes,
+    peak_tflops_by_part,
+)
 from .recompute import check_recompute_modules, recompute_flops_per_token
-from .precision import (FP8_SCALINGS, check_precision, fp8_cast_bytes_per_layer,
-                        fp8_weight_cast_bytes, peak_tflops_by_part)
 
 
 @dataclass(frozen=True)

@@ -1,29 +1,28 @@
 """App logic without a browser: controls change the headline and the plots' data to what the
 library computes; bad values are refused next to their control; links and files round-trip."""
 
+import contextlib
 import html
+import io
 import json
 import re
 
 import numpy as np
-import contextlib
-import io
-
 import pytest
+from test_storage_app import arr
 
 from llmcost import review
 from llmcost.apps.checkpoints_app import CheckpointApp
+from llmcost.apps.plotview import figure_json, shown_figure
+from llmcost.apps.registry import titles
+from llmcost.apps.report import report_scenario
 from llmcost.apps.review_app import ReviewApp
 from llmcost.apps.sizing_app import SizingApp
 from llmcost.apps.spot_app import SpotApp
 from llmcost.apps.tco_app import TcoApp
 from llmcost.apps.utilization_app import UtilizationApp
-from llmcost.apps.plotview import figure_json, shown_figure
-from llmcost.apps.registry import titles
-from llmcost.apps.report import report_scenario
 from llmcost.economics import spot, tco
 from llmcost.scenario import Scenario
-from test_storage_app import arr
 
 
 def headline_text(panel, key):
@@ -388,6 +387,7 @@ def test_the_reports_assumptions_name_the_gpus_and_layout_the_figures_used():
 def test_the_cost_table_shows_the_figures_of_review_json():
     # cash and amortized cost per option were only bars and hover text
     import json as _json
+
     from llmcost.cli import main as cli_main
     from llmcost.review.format import usd_text
     query = "model=llama3-70b&gpu=h100-sxm&gpus=1024&tokens=15e12"
@@ -417,6 +417,7 @@ def test_the_cost_table_shows_the_figures_of_review_json():
 def test_a_config_json_upload_becomes_the_model_and_its_link(cls):
     # a reviewer's own model in the apps, as the CLI's --model-config takes it
     from pathlib import Path
+
     from llmcost.training import hf_config
     text = (Path(__file__).resolve().parents[1] / "data" / "hf_configs" / "qwen3-8b.json").read_text()
     p = cls(query="")

@@ -12,11 +12,8 @@ import re
 import time
 from pathlib import Path
 
-from browser_support import (ROOT, SHOTS, assert_no_error_text, fill_number, open_app, shot, text_of,
-                             titles, wait_change)
-
-
 import pytest  # noqa: E402  (after browser_support, which skips without chromium)
+from browser_support import ROOT, SHOTS, assert_no_error_text, fill_number, open_app, shot, text_of, titles, wait_change
 
 pytestmark = pytest.mark.browser
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from llmcost.apps.utilization_app import UtilizationApp
 from llmcost.apps.plotview import shown_figure
+from llmcost.apps.utilization_app import UtilizationApp
 from llmcost.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cluster"

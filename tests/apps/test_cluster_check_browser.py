@@ -5,10 +5,9 @@ import shlex
 import time
 from pathlib import Path
 
+import pytest  # noqa: E402  (after browser_support, which skips without chromium)
 from browser_support import assert_no_error_text, open_app, shot
 from cli.test_cli_robust import cli_json
-
-import pytest  # noqa: E402  (after browser_support, which skips without chromium)
 
 pytestmark = pytest.mark.browser
 DATA = Path(__file__).resolve().parents[1] / "data" / "cluster"

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from browser_support import free_port, start_server, stop_server
 
 pytestmark = pytest.mark.browser

@@ -3,11 +3,11 @@
 import json
 
 import pytest
+from test_apps import box_classes
 
 from llmcost.apps.review_app import ReviewApp
 from llmcost.apps.sizing_app import SizingApp
 from llmcost.scenario import Scenario
-from test_apps import box_classes
 
 
 def test_scaling_csv_error_is_escaped():

@@ -130,6 +130,7 @@ def test_the_tinker_cell_prints_the_headline_of_its_scenario_and_nothing_in_voil
     printed = "".join(o.get("text", "") for o in nb.cells[1].get("outputs", ())
                       if o.output_type == "stream")
     from dataclasses import replace
+
     from llmcost.apps.registry import app
     panel = app(name)(query="")
     field = {"review": "gpus", "spot": "preemptions_per_day"}[name]

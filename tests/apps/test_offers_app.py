@@ -3,11 +3,10 @@ link, cheapest first, each the review of its GPU and offer; in chromium the page
 carries the command line's rows."""
 
 import pytest
+from cli.test_cli_robust import cli_json
 
 from llmcost.apps.offers_app import OffersApp
 from llmcost.apps.plotview import shown_figure
-
-from cli.test_cli_robust import cli_json
 
 Q = "model=llama3-8b&gpus=64&tokens=1e11"
 

@@ -12,8 +12,14 @@ from ipywidgets.widgets import widget as widget_module
 
 from llmcost.apps.compare import change, change_text, changes_vs_a, compare_html, comparison
 from llmcost.apps.fields import field_label, readable, shown, with_value
-from llmcost.apps.report import (MAX_SCENARIO_BYTES, read_scenario_file, report_html,
-                                 report_scenario, scenario_data_url, upload_text)
+from llmcost.apps.report import (
+    MAX_SCENARIO_BYTES,
+    read_scenario_file,
+    report_html,
+    report_scenario,
+    scenario_data_url,
+    upload_text,
+)
 from llmcost.apps.review_app import ReviewApp
 from llmcost.apps.state import PanelState, carry_custom
 from llmcost.review import evaluate, headline_items

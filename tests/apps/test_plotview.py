@@ -14,9 +14,9 @@ import plotly.offline
 import pytest
 
 from llmcost.apps import assets
-from llmcost.apps.review_app import ReviewApp
 from llmcost.apps.plotview import PlotView, plot_widget, show_figure, shown_figure
 from llmcost.apps.registry import apps
+from llmcost.apps.review_app import ReviewApp
 from llmcost.scenario import Scenario
 
 BANNER = re.compile(r"^/\*! plotly\.js v(\S+) .*traces: ([a-z0-9 ]+) \*/")

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import ipywidgets as W
+import pytest
 from ipywidgets.widgets import widget as widget_module
 from ipywidgets.widgets.widget_style import Style
-import pytest
 
 from llmcost.apps import base, preheat
 from llmcost.apps.landing import Landing, show_landing

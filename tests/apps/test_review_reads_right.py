@@ -165,9 +165,8 @@ TABLE_ROWS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
 
 @pytest.mark.parametrize("width", [1400, 1100])
 def test_no_table_clips_a_row(page, voila, width):
-    from browser_support import open_app
-
     from apps.test_browser import CLIPPED_TEXT
+    from browser_support import open_app
     page.set_viewport_size({"width": width, "height": 900})
     # the pages with plotly tables; the review's HTML tables at the narrow width
     for app in ("sizing", "checkpoints") + (("review",) if width < 1400 else ()):

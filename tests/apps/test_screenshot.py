@@ -1,10 +1,9 @@
 """``make screenshot`` (benchmarks/screenshot.py): its capture against the browser tests'
 server writes a picture of the set size showing the review of the README's link."""
 
+import pytest  # noqa: E402  (after browser_support, which skips without chromium)
 from bench_support import benchmark_module
 from browser_support import CHROMIUM  # noqa: F401  (skips without chromium)
-
-import pytest  # noqa: E402  (after browser_support, which skips without chromium)
 
 from llmcost.review import evaluate  # noqa: E402
 from llmcost.review.format import headline_items  # noqa: E402

@@ -3,9 +3,8 @@ its share link opens the same headline."""
 
 import time
 
-from browser_support import assert_no_error_text, open_app, shot, text_of, titles, wait_change
-
 import pytest  # noqa: E402  (after browser_support, which skips without chromium)
+from browser_support import assert_no_error_text, open_app, shot, text_of, titles, wait_change
 
 from llmcost.apps.serving_app import ServingApp  # noqa: E402
 

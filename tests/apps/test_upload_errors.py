@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from llmcost.apps.plotview import shown_figure
 from llmcost.apps.review_app import ReviewApp
 from llmcost.apps.sizing_app import SizingApp
-from llmcost.apps.plotview import shown_figure
 
 GOOD = "nodes,tokens_per_s\n1,1000\n2,1950\n4,3800\n8,4800\n"
 

@@ -5,12 +5,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli.test_cli_robust import run_cli
 
-from llmcost.checks import check as chk, expect, findings as fnd, nccl_tests, train_log
+from llmcost.checks import check as chk
+from llmcost.checks import expect, nccl_tests, train_log
+from llmcost.checks import findings as fnd
 from llmcost.scenario import Scenario
 from llmcost.training.step import calibration_for
-
-from cli.test_cli_robust import run_cli
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cluster"
 GIB = 2 ** 30

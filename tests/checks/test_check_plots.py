@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from llmcost import plots
-from llmcost.checks import check as chk, nccl_tests, train_log
+from llmcost.checks import check as chk
+from llmcost.checks import nccl_tests, train_log
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cluster"
 

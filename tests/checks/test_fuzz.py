@@ -4,7 +4,8 @@ traceback (the uploads and ``llmcost check`` hand them whatever a user has)."""
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from llmcost._validate import InputError
 from llmcost.checks import dcgm, nccl_tests, train_log

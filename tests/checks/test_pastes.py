@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli.test_cli_robust import run_cli
 
 from llmcost._validate import InputError
-from llmcost.checks import check as chk, dcgm, findings as fnd, nccl_tests, train_log
+from llmcost.checks import check as chk
+from llmcost.checks import dcgm, nccl_tests, train_log
+from llmcost.checks import findings as fnd
 from llmcost.scenario import Scenario
-
-from cli.test_cli_robust import run_cli
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cluster"
 SOURCES = pd.read_csv(DATA / "SOURCES.csv", keep_default_na=False)

@@ -16,12 +16,11 @@ import json
 from pathlib import Path
 
 import pytest
+from cli.test_cli_robust import BASE, SUBPARSERS, run_cli
 
 from llmcost import catalog
 from llmcost.cli import build_parser
 from llmcost.training import stacks
-
-from cli.test_cli_robust import BASE, SUBPARSERS, run_cli
 
 CAT = catalog.default()
 HF = Path(__file__).resolve().parents[1] / "data" / "hf_configs"

@@ -24,8 +24,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings, strategies as st
 from budget import examples
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from llmcost import catalog
 from llmcost.cli import build_parser, main

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from cli.test_cli_robust import run_cli
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"

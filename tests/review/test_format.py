@@ -4,8 +4,15 @@ built on them. Expected texts are derived in each case (scale, significant digit
 import pytest
 
 from llmcost import review
-from llmcost.review.format import (HEADLINE_LABELS, days_text, format_headline, human_count,
-                                   minutes_text, pct_text, usd_text)
+from llmcost.review.format import (
+    HEADLINE_LABELS,
+    days_text,
+    format_headline,
+    human_count,
+    minutes_text,
+    pct_text,
+    usd_text,
+)
 from llmcost.scenario import Scenario
 
 

@@ -303,8 +303,8 @@ def test_cost_compare_groups_bars_by_scenario(results):
 def test_a_scenario_sizing_refuses_keeps_its_point(monkeypatch):
     # the curve is extra to a review by GPUs: if sizing by days refuses the scenario, the
     # plot keeps the review's point and the app its other figures
-    from llmcost.review.chain import ReviewChain
     from llmcost._validate import InputError
+    from llmcost.review.chain import ReviewChain
 
     def refuse(inp):
         if inp.scenario.sizing == "days":

@@ -120,6 +120,7 @@ def test_auto_prices_each_option_from_its_cheapest_offer_never_borrowing():
     # per option, the lowest price per GPU-hour among the GPU's offers (kind offer, a
     # scale-out fabric), recomputed here from prices.csv; an option no offer lists is absent
     import pandas as pd
+
     from llmcost.catalog import PRICE_COLUMNS, PRICE_RULE
     prices = pd.read_csv(ROOT / "data" / "prices.csv")
     offers = prices[(prices["kind"] == "offer") & prices["fabric"].notna()]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from bench_support import validate_module
+
 from llmcost import catalog
 from llmcost.cli import main
 from llmcost.review.ladder import ladder

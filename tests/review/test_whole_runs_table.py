@@ -20,7 +20,6 @@ CAT = catalog.default()
 from bench_support import validate_module as _validate_module  # noqa: E402
 from bench_support import whole_runs_table  # noqa: E402
 
-
 VALIDATE = _validate_module()
 ROWS = VALIDATE.load_whole_runs()
 

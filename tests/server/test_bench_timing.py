@@ -5,9 +5,8 @@ import asyncio
 import importlib.util
 import sys
 
-from browser_support import ROOT
-
 import pytest  # noqa: E402  (after browser_support, which skips without chromium)
+from browser_support import ROOT
 
 pytestmark = pytest.mark.browser
 

@@ -11,11 +11,10 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
-
-import pytest
 
 pytestmark = pytest.mark.slow
 

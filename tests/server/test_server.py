@@ -21,8 +21,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-
 from browser_support import ROOT, free_port, start_server, stop_server, workbook_cmd
+
 from llmcost.apps import assets
 from llmcost.server import app as server_app
 from llmcost.server.handlers import BUSY_TEXT
@@ -431,6 +431,7 @@ def test_preheat_query_reader_opens_with_defaults_when_the_server_is_gone(monkey
     # a preheated kernel whose server vanished (or refuses the handshake) must still render
     # the app with its defaults instead of failing the cell
     import socket
+
     from llmcost.apps import preheat
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -452,7 +453,9 @@ def test_preheat_query_reader_waits_for_a_busy_server_and_bypasses_proxies(monke
     # in the environment (as on CI) must not divert the kernel's call to its own server.
     import asyncio
     import threading
+
     from websockets.asyncio.server import serve
+
     from llmcost.apps import preheat
     handshake_delay_s = 6                     # > Voila's 5 s open timeout
     payload = json.dumps({"QUERY_STRING": "model=llama3-70b&gpus=512", "SERVER_PORT": "1"})

@@ -13,8 +13,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-
 from browser_support import ROOT, free_port, start_server, stop_server, workbook_cmd
+
 from llmcost.scenario import COMPARE_LABELS, FIELDS, MAX_CONFIG_FIELDS
 from llmcost.server.handlers import MAX_URL_CHARS, max_query_keys
 from llmcost.server.jupyter_config import install

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from bench_support import benchmark_module
 
 from llmcost import catalog
 from llmcost.serving import engines
 from llmcost.serving import memory as mem
-from bench_support import benchmark_module
 
 ROWS = pd.read_csv(Path(__file__).resolve().parents[2] / "data" / "serving_measurements.csv",
                    dtype={"engine_version": str})

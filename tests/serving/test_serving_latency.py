@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 from llmcost import catalog
-from llmcost.serving import cost, engines, latency as lat, memory as mem, predict as pr, serve
+from llmcost.serving import cost, engines, serve
+from llmcost.serving import latency as lat
+from llmcost.serving import memory as mem
+from llmcost.serving import predict as pr
 
 CAT = catalog.default()
 

@@ -7,11 +7,11 @@ check of tests/training/test_hf_config.py cover these files too."""
 from pathlib import Path
 
 import pytest
+from test_hf_config import one_line_error
 
 from llmcost import InputError
 from llmcost.training import hf_config as hf
 from llmcost.training.arch import ModelSpec
-from test_hf_config import one_line_error
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 

@@ -10,15 +10,13 @@ import math
 from pathlib import Path
 
 import pytest
-
-from cli.test_cli_robust import run_cli
-from llmcost.training import hf_config as hf
-from llmcost.training.arch import ModelSpec
-from test_hf_config import one_line_error
-
 import test_hf_config_families as first
+from cli.test_cli_robust import run_cli
+from test_hf_config import one_line_error
 from test_hf_config_families import DATA, load, model
 
+from llmcost.training import hf_config as hf
+from llmcost.training.arch import ModelSpec
 
 #: name -> (published total parameters, relative tolerance, source)
 PUBLISHED = {

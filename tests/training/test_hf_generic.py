@@ -5,11 +5,11 @@ the note naming every assumption, the refusals (encoder-decoder, masked LM, a mi
 the link round trip. Configs are transcriptions listed in tests/data/hf_configs/SOURCES.csv."""
 
 import pytest
+from test_hf_config import one_line_error
+from test_hf_config_families import load, model
 
 from llmcost.training import hf_config as hf
 from llmcost.training import hf_generic as gen
-from test_hf_config import one_line_error
-from test_hf_config_families import load, model
 
 #: name -> (published total parameters, source)
 PUBLISHED = {

@@ -12,8 +12,7 @@ from llmcost._validate import InputError
 from llmcost.cli import main
 from llmcost.training import memory as mem
 from llmcost.training.precision import fp8_activation_saving_bytes_per_layer
-from llmcost.training.recompute import (RECOMPUTE_MODULES, check_recompute_modules,
-                                        recompute_flops_per_token)
+from llmcost.training.recompute import RECOMPUTE_MODULES, check_recompute_modules, recompute_flops_per_token
 from llmcost.training.step import Options, predict_step
 
 CAT = catalog.default()

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from llmcost import InputError, catalog, review
+from llmcost.apps.plotview import shown_figure
 from llmcost.apps.review_app import ReviewApp
 from llmcost.apps.sizing_app import SizingApp
-from llmcost.apps.plotview import shown_figure
 from llmcost.cli import main
 from llmcost.scenario import Scenario
 from llmcost.training import comm, planner

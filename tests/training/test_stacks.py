@@ -11,7 +11,6 @@ import argparse
 from dataclasses import replace
 
 import numpy as np
-
 import pytest
 
 from llmcost import cli, scenario

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 from llmcost import catalog
-from llmcost.training import comm, memory as mem, step as st
+from llmcost.training import comm
+from llmcost.training import memory as mem
+from llmcost.training import step as st
 
 CAT = catalog.default()
 H100, NVL4, NDR = CAT.gpu("h100-sxm"), CAT.fabric("nvlink4"), CAT.fabric("ib-ndr")
