@@ -25,15 +25,7 @@ from voila.configuration import VoilaConfiguration
 from voila.paths import collect_template_paths
 from voila.server_extension import load_config_file
 
-from .handlers import (
-    MAX_HEADER_BYTES,
-    CappedVoilaHandler,
-    LandingRedirect,
-    NotFound,
-    advertise_bundle,
-    guard_rules,
-    static_route,
-)
+from . import handlers as h
 
 LANDING = ["notebooks/index.ipynb", "notebooks/review.ipynb", "index.ipynb", "review.ipynb"]
 
@@ -51,18 +43,18 @@ def _load_jupyter_server_extension(server_app):
     template_paths = collect_template_paths(["voila", "nbconvert"], voila_configuration.template)
 
     existing = [nb for nb in LANDING if os.path.isfile(os.path.join(root, nb))]
-    redirect = (LandingRedirect, {"root_dir": root, "landing": existing or LANDING[:1],
+    redirect = (h.LandingRedirect, {"root_dir": root, "landing": existing or LANDING[:1],
                                   "base_url": base})
-    advertise_bundle(base)
+    h.advertise_bundle(base)
     web_app.add_handlers(".*$", [
-        *guard_rules(base),
-        (url_path_join(base, "/voila/render/(.*)"), CappedVoilaHandler,
+        *h.guard_rules(base),
+        (url_path_join(base, "/voila/render/(.*)"), h.CappedVoilaHandler,
          {"config": server_app.config, "template_paths": template_paths,
           "voila_configuration": voila_configuration}),
         (url_path_join(base, "/voila/?"), *redirect),
         (url_path_join(base, "/voila/tree" + path_regex), *redirect),
-        (url_path_join(base, "/voila/api/contents" + path_regex), NotFound),
-        static_route(base),
+        (url_path_join(base, "/voila/api/contents" + path_regex), h.NotFound),
+        h.static_route(base),
     ])
     _read_long_headers(server_app)
     server_app.log.info("llmcost.server: landing page %s", existing[:1] or LANDING[:1])
@@ -77,7 +69,7 @@ def _read_long_headers(server_app):
 
     def init_httpserver():
         build()
-        server_app.http_server.conn_params.max_header_size = MAX_HEADER_BYTES
+        server_app.http_server.conn_params.max_header_size = h.MAX_HEADER_BYTES
 
     server_app.init_httpserver = init_httpserver
 
