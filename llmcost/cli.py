@@ -555,8 +555,10 @@ def _size_scenario(a, m, gpu, out):
     if legacy:
         return None
     tokens = sizing.chinchilla_optimal_tokens(m.params) if a.tokens is None else a.tokens
+    # without --fabric the review's own "auto" (the same Scenario as `review`'s, one cached
+    # answer; a named offer's fabric, else the GPU's usual)
     kw = dict(model=a.model, tokens=float(v.positive("tokens", tokens)), gpu=gpu.id,
-              fabric=out.id, precision=a.precision, sizing="days",
+              fabric=out.id if a.fabric else "auto", precision=a.precision, sizing="days",
               target_days=float(v.positive("target_days", a.days)),
               headroom=a.headroom, max_power_mw=a.max_power_mw or 0.0, pue=a.pue)
     if a.seq_len is not None:
@@ -579,7 +581,7 @@ def _size_by_review(a, m, gpu, out, s) -> dict:
     S = r.size.sizing
     met = bool(r.size.meets_target)
     costs = dict(j["costs_usd"]) if met else {}
-    res = {"model": m.id, "gpu": gpu.id, "fabric": out.id, "precision": a.precision,
+    res = {"model": m.id, "gpu": gpu.id, "fabric": j["fabric"], "precision": a.precision,
            "tokens": s.tokens, "total_flops": S.total_flops, "target_days": a.days,
            "gpus": j["gpus"] if met else None,
            "nodes": j["gpus"] // gpu.gpus_per_node if met else None,
@@ -620,8 +622,6 @@ def cmd_size(a) -> dict:
     gpu, up, out = _hardware(a)
     s = _size_scenario(a, m, gpu, out)
     if s is not None:
-        # without --fabric, the GPU's usual fabric: the review's default ("auto") too, so that
-        # `size` and `review` answer alike
         return _size_by_review(a, m, gpu, out, s)
     prices = _gpu_prices(gpu, a.usd_per_gpu_hour, a.price)
     batch = 4_194_304 if a.global_batch_tokens is None else a.global_batch_tokens

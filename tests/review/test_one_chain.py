@@ -214,3 +214,32 @@ def test_ladder_names_each_rungs_offer(capsys):
     for m in ("lora", "qlora", "full"):
         assert by[m]["price_id"] == "runpod-h100-sxm"
         assert by[m]["usd_per_gpu_hour"] == pytest.approx(21.52 / 8)
+
+
+def test_one_scenario_runs_the_chain_once_and_sizes_once(capsys, monkeypatch):
+    """The review, `size`, the ladder's pretraining rung and the sizing app on one scenario:
+    one run of the chain and one `size_cluster` between them (the review cache is shared;
+    `size` without --fabric hands the chain the review's own Scenario)."""
+    runs, sizes = [], []
+    run_chain, size_cluster = chain.ReviewChain._run, sizing.size_cluster
+
+    def counted_run(self, s, cat):
+        runs.append(s)
+        return run_chain(self, s, cat)
+
+    def counted_size(*args, **kwargs):
+        sizes.append(1)
+        return size_cluster(*args, **kwargs)
+
+    monkeypatch.setattr(chain.ReviewChain, "_run", counted_run)
+    monkeypatch.setattr(sizing, "size_cluster", counted_size)
+    chain._CACHE.clear()
+    # a run no other test reviews first (the cache is the process's)
+    q = "model=llama2-13b&tokens=7.7e11&gpu=h100-sxm&sizing=days&target_days=9"
+    run(capsys, "review", "--query", q)
+    run(capsys, "size", "--model", "llama2-13b", "--tokens", "7.7e11", "--gpu", "h100-sxm",
+        "--days", "9")
+    run(capsys, "ladder", "--model", "llama2-13b", "--pretrain-tokens", "7.7e11", "--gpu",
+        "h100-sxm", "--pretrain-days", "9")
+    SizingApp(query=q)
+    assert len(runs) == 1 and len(sizes) == 1, ([s.to_query() for s in runs], len(sizes))
