@@ -105,6 +105,20 @@ _VLLM_DECODE = dict(step_overhead_s=1.93e-3, collective_latency_us=21.3)
 # reads 2-4x high). Not judged out of sample: no other source prints SGLang's mean latencies.
 #: the published SGLang points the fit used (data/serving_measurements.csv)
 SGLANG_FIT_POINTS = 24
+#: the GPUs of every row a serving constant was fitted to: TensorRT-LLM's perf overview and
+#: vLLM's latency rows (data/serving_runs.csv), the SGLang cookbook's points; on any other
+#: GPU the figures are the physics at these constants, uncalibrated (a test recomputes it)
+MEASURED_GPUS = ("a100-80gb", "b200", "gb200", "h100-sxm", "h200")
+
+
+def gpu_calibration_note(gpu_id: str) -> str | None:
+    """The note for a GPU no serving constant was fitted on, else None."""
+    if gpu_id in MEASURED_GPUS:
+        return None
+    return (f"no serving measurement on {gpu_id} is in the fits (they hold "
+            f"{', '.join(MEASURED_GPUS)}): its TTFT, TPOT and throughput are the physics at "
+            "those GPUs' constants, uncalibrated; compare it with a measured GPU only on a "
+            "measurement of your own")
 _SGLANG_FITTED = dict(decode_compute_efficiency=0.2905, memory_efficiency=0.5898,
                       step_overhead_s=4.34e-3, request_overhead_s=0.1185)
 ENGINES = {

@@ -203,6 +203,9 @@ def answer(query: str, model_config: str | None = None, cat=None, model=None) ->
         q["engine"], gpu, out.get("tp", q.get("tp", 1)),
         bool(adp) if adp is not None else bool(common["attention_dp"]), **settings)
     out["calibration"] = engines.calibration(q["engine"])
+    uncalibrated = engines.gpu_calibration_note(gpu.id)
+    if uncalibrated:
+        notes = [*notes, uncalibrated]
     if "concurrency" in out:
         out["concurrency_reason"] = concurrency_reason(out, q, out["engine_settings"], limits)
     else:

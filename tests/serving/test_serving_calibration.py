@@ -1,6 +1,7 @@
 """The trtllm efficiencies against the rows they were fitted to (TensorRT-LLM's
 perf-overview throughput tables, data/serving_runs.csv), and the fit reproduced."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -59,3 +60,19 @@ def test_vllm_decode_constants_solve_back():
     assert err < 1e-4
     assert best.step_overhead_s == pytest.approx(1.93e-3, rel=0.01)
     assert best.collective_latency_us == pytest.approx(21.3, rel=0.01)
+
+
+def test_the_gpus_measured_are_those_of_the_fitted_rows_and_others_say_uncalibrated(capsys):
+    from llmcost.cli import main
+    root = Path(__file__).resolve().parents[2] / "data"
+    runs = pd.read_csv(root / "serving_runs.csv")
+    points = pd.read_csv(root / "serving_measurements.csv")
+    sglang = points[(points["engine"] == "sglang")
+                    & points["source"].str.contains("sgl-cookbook")].head(
+        engines.SGLANG_FIT_POINTS)
+    assert set(engines.MEASURED_GPUS) == set(runs["gpu"]) | set(sglang["gpu"])
+    for gpu, said in (("mi300x", True), ("h100-sxm", False)):
+        assert main(["serve", "--query", f"model=llama3-70b&gpu={gpu}&engine=vllm",
+                     "--json"]) == 0
+        notes = json.loads(capsys.readouterr().out)["notes"]
+        assert any(n.startswith(f"no serving measurement on {gpu}") for n in notes) == said
