@@ -25,7 +25,7 @@ class ReviewApp(ReviewPanel):
               "precision", "stack", "sizing", "gpus", "target_days", "seq_len",
               "batch", "global_batch_tokens", "moe_load_imbalance", "moe_overlap", "moe_a2a_overlap",
               "data_stall", "data_stall_share", "checkpoint_mode",
-              "price_source", "price_offer", "on_demand_usd_per_gpu_hour",
+              "price_source", "price_offer", "provider", "on_demand_usd_per_gpu_hour",
               "reserved_1y_usd_per_gpu_hour", "reserved_3y_usd_per_gpu_hour", "spot_discount",
               "onprem_capex_usd_per_gpu",
               "utilization", "resale")

@@ -23,7 +23,7 @@ class SpotApp(ReviewPanel):
              "&lost_hours_per_preemption=1.5&restart_s=0&failure_rate=custom"
              "&failures_per_1000_gpu_days=0.0001'>The cluster guide's numbers</a> (“GPU "
              "Clusters for LLM Training: A Builder’s Guide”, 2026).")
-    fields = ("gpu", "price_source", "price_offer", "spot_discount", "preemptions_per_day",
+    fields = ("gpu", "price_source", "price_offer", "provider", "spot_discount", "preemptions_per_day",
               "spot_lost_work", "lost_hours_per_preemption", "restart_s", "capacity_wait_h",
               "observed_net_savings")
     #: the notes on prices, failures and checkpoints; training notes are the review page's

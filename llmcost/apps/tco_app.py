@@ -19,7 +19,7 @@ class TcoApp(ReviewPanel):
              "of the cluster guide (“GPU Clusters for LLM Training: A Builder’s Guide”, "
              "2026): about 7-8 months to break even at 90% utilization, buy at 80%+ for 12+ "
              "months. Costs are for the review's cluster; prices per GPU-hour.")
-    fields = ("gpu", "gpus", "price_source", "price_offer", "on_demand_usd_per_gpu_hour",
+    fields = ("gpu", "gpus", "price_source", "price_offer", "provider", "on_demand_usd_per_gpu_hour",
               "reserved_1y_usd_per_gpu_hour", "reserved_3y_usd_per_gpu_hour", "spot_discount",
               "onprem_capex_usd_per_gpu", "onprem_power_kw_per_gpu", "onprem_opex_usd_per_gpu_month",
               "pue", "usd_per_kwh", "life_years", "residual_share", "resale", "utilization",

@@ -436,3 +436,16 @@ def test_a_broken_config_json_changes_nothing_and_says_why():
     p._on_upload({"new": [{"name": "config.json",
                            "content": memoryview(b'{"model_type": "llama", "hidden_size": -5}')}]})
     assert p.scenario == before and "nothing changed" in p.warning_box.value
+
+
+@pytest.mark.slow
+def test_the_provider_control_prices_from_its_offers_or_says_why_not_beside_it():
+    p = ReviewApp(query="model=llama3-8b&gpus=64&tokens=1e11")
+    assert p.controls["provider"].value == "any" and "aws" in p.controls["provider"].options
+    p.controls["provider"].value = "akash"         # no H100 offer: refused beside the control
+    assert p.errors["provider"].value.startswith("provider akash has no offer of h100-sxm")
+    assert p.scenario.provider == "any"
+    p.controls["provider"].value = "aws"
+    assert p.scenario.provider == "aws"
+    assert p.results.inputs.scale_out.id == "aws-efa-p5"
+    assert set(p.results.inputs.price_offers.values()) == {"aws-p5"}
