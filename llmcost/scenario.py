@@ -384,6 +384,22 @@ class Scenario:
                 good[mode[0]] = mode[1]
         return replace(base, **good), warnings
 
+    @property
+    def config_name(self) -> str | None:
+        """The name of the config.json model (its ``_name_or_path``, else its architecture);
+        None for a catalog model."""
+        if self.model != "config" or not self.model_config:
+            return None
+        from .training.hf_config import config_label
+        return config_label(json.loads(self.model_config))
+
+    @property
+    def model_label(self) -> str:
+        """The model as the pages' controls and headers name it: a catalog id, or
+        "config: <its name>"."""
+        name = self.config_name
+        return self.model if name is None else f"config: {name}"
+
     def to_query(self, only_changed=True) -> str:
         base = Scenario()
         items = _with_modes({k: val for k, val in self.to_dict().items()

@@ -5,7 +5,6 @@ its owner (``on_change(name, raw)``); reading them into a Scenario and refusing 
 
 from __future__ import annotations
 
-import json
 from typing import Callable
 
 import ipywidgets as W
@@ -129,10 +128,7 @@ class Form:
     def _name_config(w, scenario: Scenario) -> None:
         """The Model control's "config" entry names the config's model (its
         ``_name_or_path``, else its architecture) once one is loaded."""
-        from ..training.hf_config import config_label
-        label = "config"
-        if scenario.model_config:
-            label = f"config: {config_label(json.loads(scenario.model_config))}"
+        label = scenario.model_label if scenario.model == "config" else "config"
         opts = [(lab, val) for lab, val in
                 (o if isinstance(o, tuple) else (o, o) for o in w._options_full)]
         if any(val == "config" and lab != label for lab, val in opts):

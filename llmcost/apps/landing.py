@@ -77,7 +77,7 @@ class Landing:
         s = self.scenario
         self.header.value = (f"{CSS}{LANDING_CSS}<h2 class='llmc-title'>llmcost workbook</h2>"
                              f"<div class='llmc-intro'>{esc(INTRO)}</div>"
-                             f"<p class='llmc-scenario'>Scenario: {esc(scenario_text(s))} on "
+                             f"<p class='llmc-scenario'>Scenario: {esc(s.model_label)} on "
                              f"{s.gpus:,} x {esc(s.gpu)} ({esc(self._fabric_text(s))}), "
                              f"{esc(format_headline('tokens', s.tokens))}, "
                              f"{esc(s.precision.upper())}"
@@ -140,16 +140,6 @@ class Landing:
     def _ipython_display_(self):
         from IPython.display import display
         display(self.widget)
-
-
-def scenario_text(s) -> str:
-    """The scenario's model as the pages name it: a catalog id, or "config: <its name>"."""
-    if s.model == "config" and s.model_config:
-        import json
-
-        from ..training.hf_config import config_label
-        return f"config: {config_label(json.loads(s.model_config))}"
-    return s.model
 
 
 def show_landing() -> Landing:

@@ -149,6 +149,12 @@ class PredictResult:
     #: unfavourable ends (Catalog.fabric_bounds) [s]; None when none of its terms is assumed
     fabric_step_time_s_band: tuple | None = None
 
+    def fabric_days_band(self, days: float) -> tuple[float, float]:
+        """``days`` at either end of :attr:`fabric_step_time_s_band`: the step time scales
+        them, goodput held [days]."""
+        lo, hi = self.fabric_step_time_s_band
+        return days * lo / self.step_time_s, days * hi / self.step_time_s
+
 
 @dataclass(frozen=True)
 class ReliabilityResult:
@@ -341,12 +347,8 @@ class Results:
     def model_name(self) -> str:
         """The model as the pages name it: a config's ``_name_or_path`` (else its
         architecture), a catalog row's name."""
-        if self.scenario.model == "config" and self.scenario.model_config:
-            import json
-
-            from ..training.hf_config import config_label
-            return config_label(json.loads(self.scenario.model_config))
-        return self.inputs.model.name or self.inputs.model.id
+        return (self.scenario.config_name or self.inputs.model.name
+                or self.inputs.model.id)
 
     def fabric_assumptions(self) -> dict | None:
         """The scale-out fabric's terms that are assumptions (data/fabrics.csv ``assumed``) and
@@ -360,10 +362,12 @@ class Results:
         out = {"fabric": fab.id, "assumed": {t: getattr(fab, t) for t in fab.assumed
                                              if hasattr(fab, t)},
                "step_time_s": p.step_time_s, "step_time_s_band": [float(lo), float(hi)],
-               "days_floor_band": None}
+               "days_floor_band": None, "days_band": None}
         if f is not None and f.floor_days is not None:
-            out["days_floor_band"] = [f.floor_days * lo / p.step_time_s,
-                                      f.floor_days * hi / p.step_time_s]
+            out["days_floor_band"] = list(p.fabric_days_band(f.floor_days))
+        e = self.economics
+        if e is not None and e.days is not None:
+            out["days_band"] = list(p.fabric_days_band(e.days))
         return out
 
     def to_json(self) -> dict:

@@ -1530,8 +1530,8 @@ def fabric_assumption_note(fab, pr: PredictResult, e: EconomicsResult | None) ->
             f"with those terms at the best and worst values measured on other fabrics the "
             f"step takes {lo:.3g}-{hi:.3g} s (now {pr.step_time_s:.3g} s)")
     if e is not None and e.days is not None:
-        text += (f", the forecast {e.days * lo / pr.step_time_s:,.1f}-"
-                 f"{e.days * hi / pr.step_time_s:,.1f} days")
+        d_lo, d_hi = pr.fabric_days_band(e.days)
+        text += f", the forecast {d_lo:,.1f}-{d_hi:,.1f} days"
     return text
 
 

@@ -117,3 +117,20 @@ def test_catalog_is_untouched_by_a_config_review():
     run(["review", "--model-config", str(CONFIGS / "mixtral-8x7b.json"), "--query", "gpus=64",
          "--json"])
     assert catalog.default().ids("models") == before
+
+
+def test_a_config_is_named_by_its_name_or_path_else_its_file(tmp_path):
+    cfg = json.loads((CONFIGS / "qwen3-8b.json").read_text())
+    cfg.pop("_name_or_path", None)
+    named = tmp_path / "named.json"
+    named.write_text(json.dumps({**cfg, "_name_or_path": "Qwen/Qwen3-8B"}))
+    bare = tmp_path / "my-qwen.json"
+    bare.write_text(json.dumps(cfg))
+    for path, name in ((named, "Qwen/Qwen3-8B"), (bare, "my-qwen.json")):
+        code, out, _ = run(["review", "--model-config", str(path), "--query",
+                            "tokens=1e11&gpus=64", "--json"])
+        r = json.loads(out)
+        assert code == 0 and r["model"] == "config" and r["model_name"] == name
+        # the link carries the name, so the page names the model alike
+        s, _ = Scenario.from_query(Scenario(**r["scenario"]).to_query())
+        assert s.model_label == f"config: {name}"

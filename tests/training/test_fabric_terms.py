@@ -87,8 +87,10 @@ def test_the_review_bands_the_assumed_terms_and_the_note_states_the_same_figures
     assert d_hi == pytest.approx(j["days_floor"] * hi / fa["step_time_s"])
     note = next(w for w in j["warnings"] if w.startswith("fabric aws-efa-p5:"))
     assert f"{lo:.3g}-{hi:.3g} s" in note
-    assert (f"{j['days'] * lo / fa['step_time_s']:,.1f}-"
-            f"{j['days'] * hi / fa['step_time_s']:,.1f} days") in note
+    # the forecast's days scale alike, and the note states the JSON's figures
+    assert fa["days_band"] == pytest.approx([j["days"] * lo / fa["step_time_s"],
+                                            j["days"] * hi / fa["step_time_s"]])
+    assert f"{fa['days_band'][0]:,.1f}-{fa['days_band'][1]:,.1f} days" in note
 
 
 def test_the_band_spans_the_measured_values():
