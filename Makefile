@@ -8,7 +8,8 @@ PYTEST  = env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 PORT   ?= 8866
 HOST   ?= 127.0.0.1
 
-.PHONY: test test-fast test-grid lint bench validate app install clean plotly-bundle docs screenshot
+.PHONY: test test-fast test-grid lint bench validate app install clean plotly-bundle docs screenshot \
+	identity
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +57,13 @@ validate: install
 		$(if $(SNAPSHOT),--write-snapshot)
 	$(PY) benchmarks/stack_fit.py
 	$(PY) benchmarks/serving_check.py
+
+# Every number of the review (the covering points and the whole grid) and of the validation
+# tables, to JSON: `make identity OUT=before.json` on the parent commit, `OUT=after.json` on
+# the refactoring, then `$(PY) benchmarks/identity.py --compare before.json after.json`
+# (exits 1 on any difference above 1e-9 relative). POINTS=1: the 14 covering points only.
+identity: install
+	$(PY) benchmarks/identity.py --out $(or $(OUT),identity.json) $(if $(POINTS),--points-only)
 
 # HTML into docs/_build/html; warnings are errors (CI runs it). The CLI reference, the data
 # files' schema and the validation tables are generated from the code at build time.

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from points import POINTS
+from points import GPUS, MODELS, POINTS, grid
 
 from llmcost import catalog
 from llmcost.cli import main
@@ -22,30 +22,7 @@ from llmcost.scenario import Scenario
 pytestmark = pytest.mark.slow
 
 CAT = catalog.default()
-#: every catalog model but the llm-foundry benchmark configurations (mpt-*-bench, calibration
-#: rows of the fsdp stack), of which the 7B stands for the rest
-MODELS = [m for m in CAT.ids("models") if not m.endswith("-bench") or m == "mpt-7b-bench"]
-GPUS = CAT.ids("gpus")
 HOURS_PER_YEAR = 8760
-
-
-def grid():
-    for i, (model, gpu) in enumerate(itertools.product(MODELS, GPUS)):
-        for sizing in ("gpus", "days"):
-            g = CAT.gpu(gpu)
-            # every precision the GPU supports appears (FP8 where it has FP8 tensor cores,
-            # MXFP8 on Blackwell), BF16 most often
-            precision = ("bf16", "fp8", "mxfp8")[i % 3]
-            if precision == "mxfp8" and g.generation != "blackwell":
-                precision = "fp8"
-            if precision == "fp8" and g.fp8_dense_tflops is None:
-                precision = "bf16"
-            # "auto": the fabric the GPU's systems ship with (the default), or named
-            yield Scenario(model=model, gpu=gpu, fabric=("auto", g.usual_scale_out)[i % 2],
-                           sizing=sizing, gpus=512, target_days=30, precision=precision,
-                           checkpoint_mode=("sync", "async")[(i + (sizing == "days")) % 2],
-                           price_source=("catalog", "custom")[(i // 2) % 2],
-                           tokens=2e12 if i % 3 else 3e11)
 
 
 @functools.cache
