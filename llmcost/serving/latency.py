@@ -258,3 +258,57 @@ def output_tokens_per_s_per_gpu(concurrency, output_tokens, latency_s, gpus):
     c = v.positive("concurrency", concurrency)
     o = v.positive("output_tokens", output_tokens)
     return v.result(c * o / (v.positive("latency_s", latency_s) * v.positive("gpus", gpus)))
+
+
+def mean_ttft_floor_s(flops_per_prompt_token, max_prompt_tokens, first_wave, requests,
+                      peak_flops_per_s):
+    r"""A lower bound on the mean TTFT of a benchmark whose first C requests arrive at once,
+    with prompt lengths drawn uniformly in [1, L] (a serving benchmark's random dataset at its
+    default range ratio): the check a published mean TTFT must pass.
+
+    The C prompts of the first wave hold work w_k = f s_k on an instance of at most P FLOP/s.
+    Whatever the schedule, the k-th prefill to finish ends no sooner than the k shortest
+    prompts' work over P (shortest job first minimizes the sum of completion times on one
+    machine), and E[s_(k)] = k L / (C + 1) for the order statistics of uniform lengths:
+
+    .. math::
+        \sum_k \mathrm{TTFT}_k \ge \frac{f L}{P (C+1)} \sum_{k=1}^{C} k (C - k + 1)
+            = \frac{f L}{P} \frac{C (C + 2)}{6},
+        \qquad \overline{\mathrm{TTFT}} \ge \frac{f L\, C (C + 2)}{6 P\, n}
+
+    over the n requests of the run (the later ones counted at 0, attention and the LM head
+    left out: every omission lowers the bound). It holds in expectation over the draw of the
+    lengths, so a caller compares with a margin.
+
+    Parameters
+    ----------
+    flops_per_prompt_token : float or array
+        f, prefill FLOPs per prompt token, e.g. 2 x the active matmul parameters [FLOP].
+    max_prompt_tokens : float or array
+        L, the dataset's nominal prompt length (the upper end of the draw) [tokens].
+    first_wave : float or array
+        C, requests that arrive at once: the client's max concurrency, or every prompt of a
+        burst [-].
+    requests : float or array
+        n, requests the mean is taken over, >= C [-].
+    peak_flops_per_s : float or array
+        P, the instance's dense peak at the weights' format (every GPU) [FLOP/s].
+
+    Returns
+    -------
+    ttft_s : float or array
+        [s].
+
+    References
+    ----------
+    .. [1] W. E. Smith, "Various optimizers for single-stage production", Naval Research
+       Logistics Quarterly 3(1-2), 1956 (shortest processing time first).
+    .. [2] H. A. David and H. N. Nagaraja, *Order Statistics*, 3rd ed., Wiley 2003, §2.5
+       (E[U_(k)] = k / (n + 1)).
+    """
+    f = v.positive("flops_per_prompt_token", flops_per_prompt_token)
+    L = v.positive("max_prompt_tokens", max_prompt_tokens)
+    c = v.in_range("first_wave", first_wave, 1, None)
+    n = v.in_range("requests", requests, 1, None)
+    p = v.positive("peak_flops_per_s", peak_flops_per_s)
+    return v.result(f * L * c * (c + 2.0) / (6.0 * p * np.maximum(n, c)))

@@ -182,3 +182,42 @@ def test_whole_table_runs_and_reports_every_group():
     for by in check.GROUPS:
         assert check.summary(t, by)["points"].sum() == len(t)
     assert "Mean |error| per load_shape" in check.report()
+
+
+def test_ttft_floor_is_the_shortest_first_sum_over_uniform_order_statistics():
+    from llmcost.serving.latency import mean_ttft_floor_s
+    f, L, P = 2e11, 4000.0, 1e15
+    # one prompt of mean length L/2, alone: its prefill at peak
+    assert math.isclose(float(mean_ttft_floor_s(f, L, 1, 1, P)), f * L / 2 / P)
+    # two at once: E[s_(1)] = L/3, E[s_(2)] = 2L/3; shortest first ends at s1 and s1 + s2
+    assert math.isclose(float(mean_ttft_floor_s(f, L, 2, 2, P)),
+                        (L / 3 + (L / 3 + 2 * L / 3)) / 2 * f / P)
+    # the expectation over draws: 64 uniform lengths, shortest first, by simulation
+    rng = np.random.default_rng(0)
+    s = np.sort(rng.uniform(0, L, size=(4000, 64)), axis=1)
+    mean_sum = float(np.cumsum(s, axis=1).sum(axis=1).mean()) * f / P
+    assert math.isclose(float(mean_ttft_floor_s(f, L, 64, 64, P)) * 64, mean_sum, rel_tol=0.01)
+    # the flag allows for the draw: the 0.1% quantile of those sums, as a share of the mean
+    sums = np.cumsum(s, axis=1).sum(axis=1)
+    assert check.FLOOR_QUANTILE == 0.001
+    assert check.floor_draw_share(64) == pytest.approx(
+        np.quantile(sums, 0.001) / sums.mean(), abs=0.03)
+    assert 0.6 < check.floor_draw_share(64) < 0.72 < check.floor_draw_share(100)
+
+
+def test_cookbook_70b_a100_mean_ttft_at_64_is_below_what_the_hardware_allows():
+    # sp024: 320 prompts up to 8,000 tokens, 64 at once, on 8 x A100 (312 TFLOP/s BF16 each)
+    row = ROWS.set_index("id").loc["sp024"].to_dict() | {"id": "sp024"}
+    m = CAT.model("llama3-70b")
+    f = 2 * (70_553_706_496 - 2 * 1_050_673_152)       # matmul weights, untied embedding
+    assert m.active_params == 70_553_706_496 and m.embedding_params == 1_050_673_152
+    floor_ms = f * 8000 * 64 * 66 / (6 * 8 * 312e12 * 320) * 1e3
+    assert math.isclose(check.ttft_floor_ms(row, CAT), floor_ms, rel_tol=1e-9)
+    assert 960 < floor_ms < 970 and row["ttft_ms"] == pytest.approx(633.32)
+    # 633 ms is 0.656 of the floor's expectation: under its 0.1% quantile for 64 prompts
+    assert row["ttft_ms"] / floor_ms < check.floor_draw_share(64)
+    assert check.below_floor(row, CAT)
+    table = check.errors_table(ROWS[ROWS["id"].isin(["sp023", "sp024"])], CAT)
+    t = table.set_index("id")
+    assert math.isnan(t.loc["sp024", "ttft_ms_error"]) and bool(t.loc["sp024", "below_floor"])
+    assert not bool(t.loc["sp023", "below_floor"]) and np.isfinite(t.loc["sp023", "ttft_ms_error"])
