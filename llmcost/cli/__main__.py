@@ -1,0 +1,7 @@
+"""``python -m llmcost.cli``: the ``llmcost`` command."""
+
+import sys
+
+from .run import main
+
+sys.exit(main())
