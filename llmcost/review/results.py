@@ -111,7 +111,7 @@ class PlanResult:
 @dataclass(frozen=True)
 class MfuLimit:
     """What limits MFU: the largest share of the step lost against the dense peak, or the
-    batch when it does not fill the GPUs (:func:`llmcost.review.stages.mfu_limit`)."""
+    batch when it does not fill the GPUs (:func:`llmcost.review.stages.prediction.mfu_limit`)."""
 
     limit: str              # "batch", "bubble", "bandwidth", "memory" or "compute"
     reason: str             # one line, with its figures

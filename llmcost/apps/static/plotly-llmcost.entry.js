@@ -1,6 +1,6 @@
 'use strict';
 // plotly.js with the trace types the apps draw (scatter is always in plotly.js's core).
-// After adding a trace type to llmcost/plots.py: add it here and run `make plotly-bundle`
+// After adding a trace type to llmcost/plots/ (base.TRACE_TYPES): add it here and run `make plotly-bundle`
 // (tests/test_plotview.py fails until the bundle registers every type the apps use).
 var Plotly = require('plotly.js/lib/core');
 Plotly.register([
