@@ -12,7 +12,8 @@ from llmcost.training import comm, flops, memory, moe, planner, precision, scali
 MODULES = [flops, memory, utilization, comm, step, scaling, tco, spot, reliability, sizing,
            waterfall, precision, uncertainty, moe, storage]
 FUNCS = [(m.__name__, n, f) for m in MODULES for n, f in inspect.getmembers(m, inspect.isfunction)
-         if f.__module__ == m.__name__ and not n.startswith("_")]
+         if f.__module__.split(".")[:len(m.__name__.split("."))] == m.__name__.split(".")
+         and not n.startswith("_")]
 
 
 #: modules whose every public function states its equation
