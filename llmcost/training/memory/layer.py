@@ -1,0 +1,189 @@
+"""A model's stored activations per layer by recomputation choice, and the working memory
+recomputation rebuilds at the peak.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import _validate as v
+from ..arch import ModelSpec
+from ..flops import RECOMPUTE_MODES
+from ..recompute import check_recompute_modules
+from .activations import (
+    _ffn_block,
+    _gqa_attention_block,
+    _linear_input_bytes,
+    activation_bytes_per_layer,
+    mla_attention_activation_bytes,
+    op_sac_bytes_per_token,
+)
+from .experts import moe_ffn_activation_bytes
+
+
+def layer_activation_bytes(model: ModelSpec, seq_len=None, micro_batch=1, tp=1, cp=1, etp=1,
+                           sequence_parallel=False, recompute="none", flash_attention=True,
+                           recompute_modules=(), linear_input_bytes=2.0, moe_capacity_factor=1.0,
+                           moe_probs_at="combine"):
+    r"""Activation bytes one layer of a model keeps per micro-batch, the mean over its layers.
+
+    .. math:: \bar M = \frac{(l - l_m)\,(M_{attn} + M_{FFN}) + l_m\,(M_{attn} + M_{norm}
+              + M_{MoE})}{l}
+
+    with M_attn the attention block (:func:`activation_bytes_per_layer`'s GQA part, or
+    :func:`mla_attention_activation_bytes` for multi-head latent attention), M_FFN the dense
+    FFN block and M_norm its norm part alone, M_MoE :func:`moe_ffn_activation_bytes`, l_m the
+    MoE layers; full recomputation keeps 2h / t^[SP] per layer. A dense GQA model gives
+    :func:`activation_bytes_per_layer` exactly.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Architecture.
+    seq_len : int or array, optional
+        s [tokens]; default the model's.
+    micro_batch, tp, cp, etp : int or array
+        b [sequences]; t, c, t_e [-].
+    sequence_parallel, flash_attention : bool or array
+    recompute : {"none", "selective", "full"} or array of these names
+    recompute_modules : str or sequence of str
+        Named modules recomputed (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`),
+        checked against the model.
+    linear_input_bytes : float or array
+        q, bytes per cached linear-input element [bytes].
+    moe_capacity_factor : float or array
+        c_f [-] (:func:`moe_ffn_activation_bytes`).
+    moe_probs_at : {"combine", "activation"}
+
+    Returns
+    -------
+    bytes : float or array
+        Mean activation bytes per layer per micro-batch per GPU [bytes].
+
+    References
+    ----------
+    .. [1] Korthikanti et al. 2022, arXiv:2205.05198, §4.1, Table 2.
+    .. [2] DeepSeek-AI, arXiv:2412.19437, §2.1, §3.2.3, §3.3.3.
+    """
+    mods = check_recompute_modules(recompute_modules, model.attention, model.is_moe,
+                                   model.moe_shared_ffn_hidden > 0)
+    s = model.seq_len if seq_len is None else v.integer("seq_len", seq_len)
+    b = v.integer("micro_batch", micro_batch)
+    t = v.integer("tp", tp)
+    c = v.integer("cp", cp)
+    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    sp = v.boolean("sequence_parallel", sequence_parallel)
+    flash = v.boolean("flash_attention", flash_attention)
+    lin = _linear_input_bytes(linear_input_bytes)
+    h = model.hidden
+    dense_mods = tuple(m for m in mods if m in ("core_attn", "layernorm", "mlp"))
+    kv_act, hd_act = model.attention_shape
+    dense = activation_bytes_per_layer(s, b, h, model.heads, t, c, kv_act, model.ffn_hidden,
+                                       model.gated_ffn, hd_act, model.dropout, sp, rec, flash,
+                                       dense_mods, lin)
+    tokens = s / c * b
+    sp_div = np.where(sp, t, 1)
+    drop = float(model.dropout)
+    if model.attention == "mla":
+        attn_mods = tuple(m for m in mods if m in ("core_attn", "layernorm", "mla_up_proj"))
+        attn = mla_attention_activation_bytes(
+            s, b, h, model.heads, model.q_lora_rank, model.kv_lora_rank, model.head_dim,
+            model.qk_rope_head_dim, model.v_head_dim, t, c, model.dropout, sp, rec, flash,
+            attn_mods, lin)
+        dense = attn + tokens * _ffn_block(h, model.ffn_hidden, t, sp_div, drop,
+                                           model.gated_ffn, mods, lin)
+    else:
+        d = hd_act
+        attn = tokens * _gqa_attention_block(s, h, model.heads, t, model.heads * d,
+                                             kv_act * d / np.minimum(t, kv_act), sp_div, drop,
+                                             flash, rec, mods, lin)
+    per_layer = dense
+    if model.is_moe:
+        moe_mods = tuple(m for m in mods if m in ("layernorm", "moe_act", "shared_experts",
+                                                  "moe"))
+        block = moe_ffn_activation_bytes(
+            s, b, h, model.moe_experts, model.moe_top_k, model.moe_ffn_hidden,
+            model.moe_shared_ffn_hidden, t, c, etp, model.gated_ffn, moe_capacity_factor,
+            moe_mods, lin, moe_probs_at, sp)
+        moe_layer = attn + tokens * _ffn_block(h, model.ffn_hidden, t, sp_div, drop,
+                                               model.gated_ffn, mods, lin, inner=False) + block
+        share = model.moe_layers / model.layers
+        per_layer = (1.0 - share) * dense + share * moe_layer
+    if "op_sac" in mods:
+        kv_a, hd_a = model.attention_shape
+        per_layer = tokens * op_sac_bytes_per_token(
+            h, model.heads, model.heads * hd_a, kv_a * hd_a / np.minimum(t, kv_a),
+            model.ffn_hidden, model.gated_ffn, t, sp)
+    per_layer = np.where(rec == "full", tokens * 2.0 * h / sp_div, per_layer)
+    return v.result(per_layer)
+
+
+def recompute_working_bytes(none_bytes, kept_bytes, recompute="none", recompute_modules=()):
+    r"""What a recomputed layer rebuilds for its own backward, per GPU.
+
+    .. math:: M_{rc} = [\text{full} \lor \text{op\_sac}]\,(\bar M_{none} - \bar M_{kept})
+
+    Full recomputation keeps each layer's input only; at the layer's backward its forward
+    runs again and its activations exist once more, for that one layer and micro-batch,
+    while every other layer still holds its input. torchtitan's per-op policy ("op_sac")
+    checkpoints the whole layer the same way and rebuilds what it did not keep. Megatron's
+    named-module recomputation rebuilds a module at a time, just before its backward (a
+    norm output, an activation: small beside the layer), and is not counted.
+
+    Parameters
+    ----------
+    none_bytes, kept_bytes : float or array
+        M̄_none, M̄_full: one layer's activations per micro-batch without recomputation and
+        as kept under the recompute variant (:func:`layer_activation_bytes`) [bytes].
+    recompute : {"none", "selective", "full"} or array of these names
+    recompute_modules : str or sequence of str
+        Named modules (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`).
+
+    Returns
+    -------
+    bytes : float or array
+        [bytes].
+
+    References
+    ----------
+    .. [1] Chen et al. 2016, arXiv:1604.06174, §3.
+    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §5 (full recomputation stores the
+       layer input and recomputes the rest in the backward pass).
+    """
+    whole = rebuilds_whole_layers(recompute, recompute_modules)
+    none = v.nonnegative("none_bytes", none_bytes)
+    kept = v.nonnegative("kept_bytes", kept_bytes)
+    return v.result(np.where(whole, np.maximum(none - kept, 0.0), 0.0))
+
+
+def rebuilds_whole_layers(recompute="none", recompute_modules=()):
+    r"""True where a recompute variant rebuilds a whole layer for its backward.
+
+    .. math:: R = [\text{recompute} = \text{full}] \lor [\text{op\_sac} \in \text{modules}]
+
+    Full recomputation keeps each layer's input only; torchtitan's per-op policy
+    (``op_sac``) checkpoints the whole layer the same way. Megatron's named modules are
+    rebuilt one at a time and do not count (:func:`recompute_working_bytes`).
+
+    Parameters
+    ----------
+    recompute : {"none", "selective", "full"} or array of these names
+    recompute_modules : str or sequence of str
+        Named modules (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`).
+
+    Returns
+    -------
+    rebuilds : bool or array
+        [-], the shape of ``recompute``.
+
+    References
+    ----------
+    .. [1] Chen et al. 2016, arXiv:1604.06174, §3.
+    .. [2] pytorch/torchtitan, torchtitan/models/llama3/parallelize.py (per-op selective
+       activation checkpointing, ``selective_ac_option = "op"``).
+    """
+    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    # checked against its model by the caller (memory_per_gpu); here only the name matters
+    names = (recompute_modules.split(",") if isinstance(recompute_modules, str)
+             else tuple(recompute_modules or ()))
+    return (rec == "full") | ("op_sac" in [n.strip() for n in names])

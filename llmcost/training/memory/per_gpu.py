@@ -1,0 +1,399 @@
+"""Memory per GPU composed from the terms: framework overhead, the loss, the breakdown by
+component for the most loaded pipeline stage, and a quick seed heuristic.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ... import _validate as v
+from .. import stacks as stacks_mod
+from ..arch import ModelSpec
+from ..precision import PRECISIONS
+from ..recompute import check_recompute_modules
+from .activations import cached_linear_input_bytes
+from .experts import check_expert_layout
+from .layer import layer_activation_bytes, rebuilds_whole_layers, recompute_working_bytes
+from .options import FINETUNE_MODES, GB, LORA_TARGETS, MOE_PROBS_AT, OPTIMIZER_MOMENTS
+from .pipeline import _stage_layers, check_layout, stage_activation_bytes
+from .states import (
+    MEMORY_STACKS,
+    pipelined_fsdp_bytes,
+    stage_adapter_state_bytes,
+    stage_fp8_weight_bytes,
+    stage_model_state_bytes,
+    stage_parameters,
+    stage_zero3_working_bytes,
+)
+
+#: Share of allocated bytes the caching allocator loses to fragmentation [-]: an upper bound
+#: only, as the calibration runs that ran must fit (``make validate`` prints their memory
+#: against capacity): Megatron-Bridge's Llama 3.1 405B on GB200 leaves room for 2.9%, its
+#: Llama 3 70B on GB300 2.1% (both with expandable segments). Untuned, 5-10% is possible.
+FRAGMENTATION = 0.02
+#: CUDA context with cuBLAS/NCCL workspaces [bytes]: an assumption of about 1 GB, fitted to
+#: no run (the calibration runs bound fragmentation with it fixed).
+CONTEXT_BYTES = 1.0e9
+
+
+def framework_overhead_bytes(allocated_bytes, context_bytes=CONTEXT_BYTES,
+                             fragmentation=FRAGMENTATION):
+    r"""Memory the framework needs beyond tensors: CUDA context, library workspaces, and
+    allocator fragmentation.
+
+    .. math:: M_{overhead} = M_{context} + \phi\, M_{allocated}
+
+    The defaults are about 1 GB for the CUDA context with cuBLAS/NCCL workspaces (an
+    assumption) and 2% fragmentation of the caching allocator with expandable segments, the
+    most the published runs that ran allow (:data:`FRAGMENTATION`). Set them to what your
+    framework shows (``torch.cuda.memory_reserved`` minus ``memory_allocated``).
+
+    Parameters
+    ----------
+    allocated_bytes : float or array
+        Tensors' bytes [bytes].
+    context_bytes : float or array
+        Fixed overhead [bytes].
+    fragmentation : float or array
+        phi, share of allocated bytes lost to fragmentation [-], in [0, 1).
+
+    Returns
+    -------
+    bytes : float or array
+        Overhead [bytes].
+
+    References
+    ----------
+    .. [1] PyTorch documentation, "CUDA semantics: memory management" (caching allocator,
+       reserved vs allocated memory).
+    """
+    alloc = v.nonnegative("allocated_bytes", allocated_bytes)
+    ctx = v.nonnegative("context_bytes", context_bytes)
+    phi = v.in_range("fragmentation", fragmentation, 0, 1, high_inclusive=False)
+    return v.result(ctx + phi * alloc)
+
+
+#: The terms of a :class:`MemoryBreakdown` as :meth:`MemoryBreakdown.to_gb` names them, the
+#: bottom of a stack first, and their labels: the one list the CLI and the plots read.
+#: ``weights_gb`` is every 16-bit weight and ``expert_weights_gb`` the routed experts' part
+#: of it, so the total counts ``weights_gb`` and not ``expert_weights_gb``.
+MEMORY_TERMS = {
+    "weights_gb": "weights",
+    "expert_weights_gb": "expert weights",
+    "fp8_weights_gb": "FP8 weight copies",
+    "zero3_working_gb": "ZeRO-3 working set",
+    "grads_gb": "grads",
+    "optimizer_gb": "optimizer",
+    "activations_gb": "activations",
+    "overhead_gb": "overhead",
+}
+
+
+class MemoryBreakdown(NamedTuple):
+    """Per-GPU bytes by component, for the most loaded pipeline stage."""
+
+    weights_bytes: np.ndarray
+    grads_bytes: np.ndarray
+    optimizer_bytes: np.ndarray
+    activations_bytes: np.ndarray
+    overhead_bytes: np.ndarray
+    total_bytes: np.ndarray
+    #: pipeline rank of the peak stage: 0 (first), 1 (a middle stage: on an uneven
+    #: pipeline the second can outweigh the first) or p - 1 (last).
+    peak_stage: np.ndarray
+    #: transformer layers on the peak stage [-].
+    peak_stage_layers: np.ndarray = None
+    #: FP8/MXFP8 copies of the GEMM weights, resident beside the BF16 weights (0 for BF16;
+    #: :func:`llmcost.training.precision.fp8_weight_copy_bytes`), in ``total_bytes``.
+    fp8_weights_bytes: np.ndarray = 0.0
+    #: ZeRO-3/FSDP working set: gathered 16-bit weights of the layer being computed and the
+    #: prefetched next one, and one layer's unsharded gradients during its reduce-scatter
+    #: (:func:`zero3_working_set_bytes`; 0 below stage 3), in ``total_bytes``.
+    zero3_working_bytes: np.ndarray = 0.0
+    #: MoE: the routed experts' share of ``weights_bytes`` (sharded by EP x ETP); 0 dense
+    expert_weights_bytes: np.ndarray = 0.0
+
+    def to_gb(self) -> dict:
+        """Each of :data:`MEMORY_TERMS` and ``total_gb`` in GB (1e9 bytes), keys as in the CLI
+        contract: ``<term>_gb`` is the field ``<term>_bytes``."""
+        return {k: getattr(self, k[:-3] + "_bytes") / GB for k in (*MEMORY_TERMS, "total_gb")}
+
+
+#: the loss's bytes per logit at its peak, by implementation (:func:`loss_bytes_per_logit`)
+LOSS_BYTES = {"fused": 4.0, "fp32": 12.0}
+#: each stack's usual loss: Megatron-Core's fused vocab-parallel cross-entropy; the FSDP2
+#: stacks' PyTorch cross-entropy on logits upcast to FP32 (torchtitan, Hugging Face)
+STACK_LOSS = {name: st.loss for name, st in stacks_mod.STACKS.items()}
+
+
+def loss_bytes_per_logit(loss="fused"):
+    r"""Bytes per logit the cross-entropy loss holds at its peak, by implementation.
+
+    .. math:: q_{loss} = 4 \ (\text{fused}), \qquad 12 \ (\text{fp32})
+
+    "fused": a kernel that computes the softmax and its gradient in place over FP32
+    logits (Megatron-Core's vocab-parallel cross-entropy, [1] §4.3's 4 s b V; flash-attn's
+    fused cross-entropy in llm-foundry). "fp32": PyTorch's ``cross_entropy`` on logits
+    upcast to FP32 (torchtitan's ``cross_entropy_loss``: ``pred.flatten(0, 1).float()``;
+    Hugging Face's causal-LM loss): at the start of the backward the FP32 log-softmax saved
+    for it (4 bytes), the FP32 gradient of its output (4) and the gradient it returns (4)
+    are alive together, the BF16 logits having been freed.
+
+    Parameters
+    ----------
+    loss : {"fused", "fp32"}
+
+    Returns
+    -------
+    bytes : float
+        q_loss [bytes per logit].
+
+    References
+    ----------
+    .. [1] Korthikanti et al. 2022, arXiv:2205.05198, §4.3.
+    .. [2] pytorch/torchtitan, torchtitan/components/loss.py (``cross_entropy_loss``);
+       mosaicml/llm-foundry, ``loss_fn`` default "fused_crossentropy".
+    """
+    return LOSS_BYTES[v.choice("loss", loss, tuple(LOSS_BYTES))]
+
+
+def _stage_memory(model, stage, n, rank, c):
+    """One pipeline stage's :class:`MemoryBreakdown` (``c``: :func:`memory_per_gpu`'s
+    validated layout and options)."""
+    params = stage_parameters(model, n, c["pp"], stage)
+    par = dict(tp=c["tp"], dp=c["dp"], ep=c["ep"], etp=c["etp"], zero_stage=c["zero_stage"],
+               optimizer=c["optimizer"], optimizer_moments=c["optimizer_moments"])
+    if c["finetune"] == "full":
+        w, g, o, ew = stage_model_state_bytes(model, params, n, expert_dp=c["edp"], **par)
+    else:
+        w, g, o = stage_adapter_state_bytes(model, params, n, finetune=c["finetune"],
+                                            lora_rank=c["lora_rank"],
+                                            lora_targets=c["lora_targets"],
+                                            qlora_16bit_embeddings=c["qlora_16bit_embeddings"],
+                                            **par)
+        ew = 0.0
+    act = stage_activation_bytes(model, c["layer_bytes"], n, c["seq_len"], c["micro_batch"],
+                                 c["tp"], c["cp"], c["pp"], c["m"], c["interleave"], stage,
+                                 c["schedule"], c["recompute_bytes"], c["loss_bytes"])
+    z3 = stage_zero3_working_bytes(model, n, c["tp"], c["dp"], c["ep"], c["etp"],
+                                   c["zero_stage"], c["optimizer"], c["finetune"])
+    fsdp_memory = stacks_mod.stack(c["stack"]).memory == "fsdp"
+    if fsdp_memory and c["finetune"] == "full" and np.any(np.asarray(c["pp"]) > 1):
+        # FSDP2 under PP keeps the stage gathered and its gradients unsharded (pipelined_
+        # fsdp_bytes): the whole stage replaces the per-layer working set, and the
+        # accumulated gradients join it as unsharded buffers (the optimizer never reads
+        # them: the step's optimizer time counts W + G + O only)
+        w0, *_ = stage_model_state_bytes(model, params, n, tp=c["tp"], dp=1, ep=c["ep"],
+                                         etp=c["etp"], expert_dp=1, zero_stage=0,
+                                         optimizer=c["optimizer"],
+                                         optimizer_moments=c["optimizer_moments"])
+        mw, mg = pipelined_fsdp_bytes(w0, c["pp"], c["dp"], c["zero_stage"], "fsdp")
+        z3 = np.where(mw > 0, mw, z3) + mg
+    w8 = stage_fp8_weight_bytes(model, n, c["tp"], c["ep"], c["etp"], c["zero_stage"],
+                                c["precision"], c["generation"])
+    allocated = w + g + o + act + w8 + z3
+    over = framework_overhead_bytes(allocated, c["context_bytes"], c["fragmentation"])
+    return MemoryBreakdown(w, g, o, act, over, allocated + over, peak_stage=rank,
+                           peak_stage_layers=n, fp8_weights_bytes=w8, zero3_working_bytes=z3,
+                           expert_weights_bytes=ew)
+
+
+def _peak_stage(first, last, middle, pp):
+    """The breakdown of the stage with the largest total, element by element. Ties go to
+    the first listed: an even pipeline's middle stage never exceeds its first."""
+    totals = np.stack(np.broadcast_arrays(first.total_bytes, last.total_bytes,
+                                          np.where(pp > 2, middle.total_bytes, -np.inf)))
+    k = np.argmax(totals, axis=0)
+    return MemoryBreakdown(*[v.result(np.choose(k, np.broadcast_arrays(f, l, m)))
+                             for f, l, m in zip(first, last, middle)])
+
+
+def _check_recipe(model, finetune, precision, activation_precision, moe_probs_at,
+                  optimizer_moments, recompute_modules, lora_targets):
+    """(precision, q, recompute modules) of :func:`memory_per_gpu`, validated in its order."""
+    v.choice("finetune", finetune, FINETUNE_MODES)
+    prec = v.choices("precision", precision, PRECISIONS)
+    lin = cached_linear_input_bytes(prec, activation_precision)
+    v.choice("moe_probs_at", moe_probs_at, MOE_PROBS_AT)
+    v.choice("optimizer_moments", optimizer_moments, OPTIMIZER_MOMENTS)
+    mods = check_recompute_modules(recompute_modules, model.attention, model.is_moe,
+                                   model.moe_shared_ffn_hidden > 0)
+    if np.any(prec != "bf16") and finetune != "full":
+        raise v.InputError("precision", f"precision {str(prec[prec != 'bf16'].flat[0])!r} is "
+                                        f"modelled for full training only, not "
+                                        f"finetune={finetune!r} (frozen {finetune} weights are "
+                                        "not quantized to FP8 here); use 'bf16'")
+    v.choice("lora_targets", lora_targets, LORA_TARGETS)
+    return prec, lin, mods
+
+
+def _checked_layout(model, s, gpus, tp, pp, cp, interleave, first_stage_layers,
+                    last_stage_layers, ep, etp, micro_batch, global_batch):
+    """The validated layout as :func:`_stage_memory` reads it (``dp`` the ZeRO group d c,
+    ``m`` the micro-batches per iteration or None), and the first, middle and last stages'
+    layers."""
+    gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, s,
+                                        first_stage_layers, last_stage_layers)
+    layers = _stage_layers(model.layers, pp,
+                           None if first_stage_layers is None else np.asarray(first_stage_layers),
+                           None if last_stage_layers is None else np.asarray(last_stage_layers))
+    ep, etp, edp = check_expert_layout(model, gpus, tp, pp, cp, ep, etp)
+    b = v.integer("micro_batch", micro_batch)
+    dp = gpus // (tp * pp * cp)
+    m = None
+    if global_batch is not None:
+        gb_arr = v.integer("global_batch", global_batch)
+        v.multiple_of("global_batch", gb_arr, "micro_batch x dp", b * dp)
+        m = gb_arr / (b * dp)
+    return dict(pp=pp, tp=tp, cp=cp, dp=dp * cp, ep=ep, etp=etp, edp=edp, micro_batch=b, m=m,
+                interleave=vv, seq_len=s), layers[:3]
+
+
+def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro_batch=1,
+                   global_batch=None, recompute="none", sequence_parallel=False,
+                   flash_attention=True, optimizer="adam", interleave=1, schedule="1f1b",
+                   finetune="full", lora_rank=16, lora_targets="all", seq_len=None,
+                   context_bytes=CONTEXT_BYTES, fragmentation=FRAGMENTATION,
+                   qlora_16bit_embeddings=True, first_stage_layers=None,
+                   last_stage_layers=None, precision="bf16",
+                   generation="hopper", ep=1, etp=1,
+                   moe_capacity_factor=1.0, recompute_modules=(), activation_precision=None,
+                   optimizer_moments="fp32", moe_probs_at="combine",
+                   stack="megatron", loss=None) -> MemoryBreakdown:
+    r"""Peak memory per GPU of a training layout, by component: one function per term.
+
+    For the first pipeline stage, the first middle one (r = 1: the most micro-batches in
+    flight of any middle stage, and as many layers as any) and the last:
+
+    .. math::
+        M = \underbrace{W + G + O}_{\text{ZeRO over } N_d = d\,c} + W_8 + M_{Z3}
+            + M_{act} + M_{overhead}
+
+    W, G, O :func:`stage_model_state_bytes` (LoRA/QLoRA: :func:`stage_adapter_state_bytes`)
+    of :func:`stage_parameters`; W_8 :func:`stage_fp8_weight_bytes`; M_Z3
+    :func:`stage_zero3_working_bytes`; M_act :func:`stage_activation_bytes` of
+    :func:`layer_activation_bytes` (inputs cached at :func:`cached_linear_input_bytes`);
+    M_overhead :func:`framework_overhead_bytes`. On the fsdp stack with pipelining, the
+    stage held gathered and its accumulated gradients replace M_Z3
+    (:func:`pipelined_fsdp_bytes`). The largest stage is reported
+    (``peak_stage``): 126 layers on 16 stages (7/8/7) peak on the second, 8 layers with 15
+    micro-batches in flight. Not modelled: DualPipe's two parameter copies, FP8 parameter
+    all-gather (no BF16 weight copy).
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Architecture.
+    gpus, tp, pp, cp, interleave : int or array
+        GPUs; tensor-, pipeline-, context-parallel sizes; virtual chunks v per stage [-].
+    zero_stage : int or array
+        0-3; shards over d c GPUs, d = gpus / (t p c) (Megatron's distributed optimizer).
+    micro_batch, global_batch : int or array
+        b, B [sequences]; m = B / (b d) micro-batches (B None: m large).
+    recompute : {"none", "selective", "full"} or array of these names
+    sequence_parallel, flash_attention : bool or array
+    optimizer, optimizer_moments
+        See :func:`model_state_bytes`.
+    schedule : {"1f1b", "gpipe"}
+    finetune : {"full", "lora", "qlora"}
+    lora_rank, lora_targets, qlora_16bit_embeddings
+        See :func:`stage_adapter_state_bytes`.
+    seq_len : int, optional
+        [tokens]; default the model's.
+    context_bytes, fragmentation
+        See :func:`framework_overhead_bytes`.
+    first_stage_layers, last_stage_layers : int or array, optional
+        See :func:`pipeline_stage_layers`; None: balanced automatically.
+    precision : {"bf16", "fp8", "mxfp8"} or array of these names
+        GEMM precision, FP8/MXFP8 with ``finetune="full"`` only (the GPU is the caller's
+        check: :func:`llmcost.training.precision.check_precision`).
+    generation, ep, etp, moe_capacity_factor, moe_probs_at, activation_precision
+        See :func:`stage_fp8_weight_bytes`, :func:`check_expert_layout`,
+        :func:`moe_ffn_activation_bytes`, :func:`cached_linear_input_bytes`.
+    recompute_modules : str or sequence of str
+        :data:`llmcost.training.recompute.RECOMPUTE_MODULES`; "selective" implies
+        "core_attn"; ignored where ``recompute="full"``.
+    stack : str
+        Training stack, :data:`MEMORY_STACKS` (:func:`pipelined_fsdp_bytes`; its usual loss, :data:`STACK_LOSS`).
+    loss : {"fused", "fp32"}, optional
+        The loss's implementation (:func:`loss_bytes_per_logit`); None: the stack's.
+
+    Returns
+    -------
+    MemoryBreakdown
+        Bytes per GPU [bytes]; ``.to_gb()`` in GB.
+
+    References
+    ----------
+    .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §5.
+    .. [2] Korthikanti et al. 2022, arXiv:2205.05198, §4, Table 2, Eq. 5.
+    .. [3] DeepSeek-AI, arXiv:2412.19437, §3.2.3, §3.3.3 (recipes that fit DeepSeek-V3 in
+       80 GB: recomputed modules, FP8-cached inputs, BF16 moments).
+    """
+    prec, lin, mods = _check_recipe(model, finetune, precision, activation_precision,
+                                    moe_probs_at, optimizer_moments, recompute_modules,
+                                    lora_targets)
+    s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
+    c, (n_first, n_mid, n_last) = _checked_layout(model, s, gpus, tp, pp, cp, interleave,
+                                                   first_stage_layers, last_stage_layers, ep,
+                                                   etp, micro_batch, global_batch)
+    c["layer_bytes"] = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"],
+                                              c["etp"], sequence_parallel, recompute,
+                                              flash_attention, mods, lin, moe_capacity_factor,
+                                              moe_probs_at)
+    c["recompute_bytes"] = 0.0
+    if np.any(rebuilds_whole_layers(recompute, mods)):
+        # the layer with nothing recomputed: what a layer-wide recompute rebuilds against
+        # (a second activation count, paid only when some layout rebuilds whole layers)
+        none = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"], c["etp"],
+                                      sequence_parallel, "none", flash_attention, (), lin,
+                                      moe_capacity_factor, moe_probs_at)
+        c["recompute_bytes"] = recompute_working_bytes(none, c["layer_bytes"], recompute, mods)
+    c.update(stack=v.choice("stack", stack, MEMORY_STACKS))
+    c.update(loss_bytes=loss_bytes_per_logit(STACK_LOSS[c["stack"]] if loss is None else loss))
+    c.update(zero_stage=zero_stage, optimizer=optimizer, optimizer_moments=optimizer_moments,
+             finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets,
+             qlora_16bit_embeddings=qlora_16bit_embeddings, schedule=schedule, precision=prec,
+             generation=generation, context_bytes=context_bytes, fragmentation=fragmentation)
+    first = _stage_memory(model, "first", n_first, 0, c)
+    last = _stage_memory(model, "last", n_last, c["pp"] - 1, c)
+    return _peak_stage(first, last, _stage_memory(model, "middle", n_mid, 1, c), c["pp"])
+
+
+def seed_heuristic_memory_gb(model_size_b, num_gpus, tp_size, pp_size):
+    r"""The ``estimate_memory`` heuristic of a cluster builder's guide [1], verbatim, for
+    comparison. Not a model.
+
+    .. math:: M = \frac{2P + 4P + 2P}{t} + \frac{12 P}{t\,p}\quad [\text{GB}, P \text{ in billions}]
+
+    It divides weights, gradients and optimizer states by TP only (pipeline stages hold
+    1/p of the layers, so they should divide by t p as well), counts 4 bytes of Adam state
+    where mixed-precision Adam keeps 12 (fp32 master, momentum, variance), ignores data
+    parallelism (``num_gpus`` is unused), and scales activations with parameters instead of
+    sequence, batch and width. tests/training/test_memory.py shows where it lands against
+    :func:`memory_per_gpu`.
+
+    Parameters
+    ----------
+    model_size_b : float or array
+        Parameters [billions].
+    num_gpus, tp_size, pp_size : int or array
+        As in [1] (``num_gpus`` unused, as there).
+
+    Returns
+    -------
+    memory_gb : float or array
+        [GB].
+
+    References
+    ----------
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026),
+       ``estimate_memory`` listing.
+    """
+    p = v.positive("model_size_b", model_size_b)
+    v.integer("num_gpus", num_gpus)
+    t = v.integer("tp_size", tp_size)
+    pp = v.integer("pp_size", pp_size)
+    return v.result(p * 2 / t + p * 4 / t + p * 2 / t + p * 12 / (t * pp))

@@ -1,0 +1,137 @@
+"""predict_step's inputs checked and resolved once (layout, options, constants, memory), for
+the compute and communication terms to share.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ... import _validate as v
+from .. import stacks as stacks_mod
+from ..flops import RECOMPUTE_MODES
+from ..memory import MemoryBreakdown, _stage_layers, check_expert_layout, check_layout, memory_per_gpu
+from ..precision import FP8_SCALINGS, check_precision
+from ..recompute import check_recompute_modules
+from .calibration import CUDA_GRAPH_MODES, STACKS, Calibration, Options, calibration_for
+
+
+def _check(model, gpus, tp, pp, cp, micro_batch, global_batch, interleave, seq_len,
+           first_stage_layers=None, last_stage_layers=None):
+    gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, seq_len,
+                                        first_stage_layers, last_stage_layers)
+    b = v.integer("micro_batch", micro_batch)
+    B = v.integer("global_batch", global_batch)
+    # tokens per step (B s, and b s below it) are int64 products: bound them where they are
+    # exact, instead of letting them wrap around to negative
+    step_tokens = B.astype(float) * seq_len
+    if np.any(step_tokens > v.MAX_INTEGER):
+        raise v.InputError("global_batch", "global_batch x seq_len must be at most 2**53 "
+                                           f"tokens, got {float(np.max(step_tokens)):.3g}")
+    dp = gpus // (tp * pp * cp)
+    v.multiple_of("global_batch", B, "micro_batch x dp", b * dp)
+    m = B // (b * dp)
+    inter_bad = np.broadcast_to((vv > 1) & (m % pp != 0), np.broadcast(vv, m, pp).shape)
+    if inter_bad.any():
+        raise v.InputError("interleave", "the interleaved schedule needs micro-batches per "
+                                         "pipeline (global_batch / (micro_batch x dp)) to be a "
+                                         "multiple of pp")
+    return gpus, tp, pp, cp, b, B, vv, dp, m
+
+
+class _Resolved(NamedTuple):
+    # predict_step's inputs checked and resolved (layout, options, constants, memory)
+    s: int
+    gpus: np.ndarray
+    tp: np.ndarray
+    pp: np.ndarray
+    cp: np.ndarray
+    b: np.ndarray
+    B: np.ndarray
+    vv: np.ndarray
+    dp: np.ndarray
+    m: np.ndarray
+    n_first: np.ndarray
+    n_mid: np.ndarray
+    n_last: np.ndarray
+    rec: np.ndarray
+    rec_attn: np.ndarray
+    mods: tuple
+    sp: np.ndarray
+    zero: np.ndarray
+    opt: Options
+    cal: Calibration
+    flash: np.ndarray
+    tpo: np.ndarray
+    prec: np.ndarray
+    fp8: bool
+    imb: float
+    graphs: str
+    mem: MemoryBreakdown
+    ep: np.ndarray
+    etp: np.ndarray
+    edp: np.ndarray
+    peak: float
+    hbm: float
+    node: int
+
+
+def _resolve(model, gpu, gpus, tp, pp, global_batch, cp, micro_batch, interleave, recompute,
+             sequence_parallel, zero_stage, options, calibration, seq_len, memory_kwargs,
+             flash_attention, tp_comm_overlap, first_stage_layers, last_stage_layers,
+             precision, ep, etp, recompute_modules) -> _Resolved:
+    # the checks run in this order so that the first bad input is the one named
+    s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
+    gpus, tp, pp, cp, b, B, vv, dp, m = _check(model, gpus, tp, pp, cp, micro_batch,
+                                               global_batch, interleave, s,
+                                               first_stage_layers, last_stage_layers)
+    n_first, n_mid, n_last, _, _ = _stage_layers(
+        model.layers, pp,
+        None if first_stage_layers is None else np.asarray(first_stage_layers),
+        None if last_stage_layers is None else np.asarray(last_stage_layers))
+    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    mods = check_recompute_modules(recompute_modules, model.attention, model.is_moe,
+                                   model.moe_shared_ffn_hidden > 0)
+    # the attention core recomputed by name is selective recomputation
+    rec_attn = np.where((rec == "none") & ("core_attn" in mods), "selective", rec)
+    sp = v.boolean("sequence_parallel", sequence_parallel)
+    zero = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
+    opt = options
+    stack = v.choice("stack", opt.stack, STACKS)
+    cal = calibration_for(gpu, stack) if calibration is None else calibration
+    # shares outside [0, 1] give negative exposed times and an MFU above 1
+    for share in ("dp_overlap", "tp_overlap", "tp_overlap_gemm_penalty"):
+        v.in_range(share, getattr(opt, share), 0, 1)
+    v.positive("grad_bytes", opt.grad_bytes)
+    flash = v.boolean("flash_attention",
+                      opt.flash_attention if flash_attention is None else flash_attention)
+    tpo = v.boolean("tp_comm_overlap",
+                    opt.tp_comm_overlap if tp_comm_overlap is None else tp_comm_overlap)
+    # without Transformer Engine's userbuffers (PyTorch's, DeepSpeed's and nanotron's tensor
+    # parallelism) the collectives run in the critical path: never hidden
+    tpo = tpo & (tp > 1) & stacks_mod.stack(stack).tp_comm_overlap
+    prec = check_precision(opt.precision if precision is None else precision, gpu)
+    v.choice("fp8_scaling", opt.fp8_scaling, FP8_SCALINGS)
+    imb = v.in_range("moe_load_imbalance", opt.moe_load_imbalance, 1.0, 16.0)
+    v.in_range("moe_a2a_overlap", opt.moe_a2a_overlap, 0, 1)
+    graphs = v.choice("cuda_graphs", opt.cuda_graphs, CUDA_GRAPH_MODES)
+    mkw = dict(memory_kwargs or {})
+    if model.is_moe:
+        mkw.setdefault("moe_capacity_factor", imb)
+    mem = memory_per_gpu(model, gpus=gpus, tp=tp, pp=pp, cp=cp, zero_stage=zero,
+                         micro_batch=b, global_batch=B, recompute=rec, sequence_parallel=sp,
+                         flash_attention=flash, interleave=vv, seq_len=s, first_stage_layers=first_stage_layers,
+                         last_stage_layers=last_stage_layers, precision=prec,
+                         generation=gpu.generation, ep=ep, etp=etp, recompute_modules=mods,
+                         stack=stack, **mkw)
+    ep, etp, edp = check_expert_layout(model, gpus, tp, pp, cp, ep, etp)
+    # attention, logits and memory-bound work run at the BF16 peak for every precision,
+    # and MFU/HFU are stated against it (one convention for all precisions). NVLink
+    # reaches the scale-up domain (72 GPUs in an NVL72 rack), not the billing or failure
+    # unit (a 4-GPU GB200 tray).
+    return _Resolved(s, gpus, tp, pp, cp, b, B, vv, dp, m, n_first, n_mid, n_last, rec,
+                     rec_attn, mods, sp, zero, opt, cal, flash, tpo, prec,
+                     bool(np.any(prec != "bf16")), imb, graphs, mem, ep, etp, edp,
+                     gpu.bf16_dense_tflops * 1e12, gpu.hbm_bandwidth_tb_per_s * 1e12,
+                     gpu.scale_up_domain)
