@@ -18,6 +18,7 @@ from . import _validate as v
 from . import catalog
 from .economics import reliability as _rel
 from .training import stacks
+from .training.precision import PRECISIONS
 
 
 def _f(default, lo=None, hi=None, *, label, unit="", lo_open=False, hi_open=False, step=None,
@@ -77,7 +78,7 @@ class Scenario:
                                       label="Fabric technology (custom)")
     #: GEMMs in FP8 (Transformer Engine, per-tensor current scaling) or MXFP8 (Blackwell),
     #: the rest in BF16; MFU is stated against the BF16 dense peak whatever the precision
-    precision: str = _options("bf16", ("bf16", "fp8", "mxfp8"), label="Precision")
+    precision: str = _options("bf16", PRECISIONS, label="Precision")
     #: MoE models: tokens on the busiest expert rank over the mean (MOE_LOAD_IMBALANCE_DEFAULT;
     #: 1.0 is perfectly balanced routing) and the share of
     #: the expert all-to-all hidden behind compute (0: none; DualPipe / DeepEP-style overlap

@@ -27,6 +27,7 @@ from voila.tornado.handler import TornadoVoilaHandler
 from voila.tornado.treehandler import TornadoVoilaTreeHandler
 
 from .handlers import (
+    LANDING,
     MAX_HEADER_BYTES,
     CappedVoilaHandler,
     LandingRedirect,
@@ -36,8 +37,6 @@ from .handlers import (
     static_route,
 )
 from .kernels import CappedKernelManager
-
-LANDING = ["index.ipynb", "review.ipynb"]
 
 #: Preheated kernels per notebook (~140 MB each once the app is built): eight for the review
 #: app (the link a review shares: 8 reviewers opening it at once each get an executed

@@ -27,7 +27,8 @@ from voila.server_extension import load_config_file
 
 from . import handlers as h
 
-LANDING = ["notebooks/index.ipynb", "notebooks/review.ipynb", "index.ipynb", "review.ipynb"]
+#: the landing notebooks of the workbook, under notebooks/ of the served root or at its top
+LANDING = [f"notebooks/{nb}" for nb in h.LANDING] + list(h.LANDING)
 
 
 def _load_jupyter_server_extension(server_app):

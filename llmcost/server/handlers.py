@@ -16,6 +16,10 @@ from voila.tornado.handler import TornadoVoilaHandler
 from ..apps import assets
 from .kernels import KernelCapReached
 
+#: the landing page, then the app opened when the workbook has none: ``/`` redirects to the
+#: first that exists (the server serves notebooks/; the extension looks beside it too)
+LANDING = ("index.ipynb", "review.ipynb")
+
 BUSY_TEXT = "The workbook is busy right now. Please retry in a minute."
 
 BUSY_HTML = """<!DOCTYPE html>
