@@ -262,6 +262,10 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
         # in a closed loop the client's slot waits through it too (Little's law)
         x = x * latency / (latency + h)
     ttft, latency = ttft + h, latency + h
+    # every request's first token is late by it: the percentiles move with the mean
+    for k in ("ttft_p50_s", "ttft_p99_s"):
+        if extra.get(k) is not None:
+            extra[k] = extra[k] + h
     return ServePrediction(ttft_s=ttft, tpot_s=tpot, latency_s=latency,
                            output_tokens_per_s_per_gpu=x, concurrency=c, max_concurrency=c_max,
                            fits=fits, weights_bytes_per_gpu=w_gpu, kv_bytes_per_token=kv_token,

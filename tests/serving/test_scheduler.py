@@ -157,3 +157,16 @@ def test_serve_names_the_rate_beyond_which_the_queue_grows():
     assert any("grows without bound" in n and f"{hot['saturation_requests_per_s']:.3g}" in n
                for n in hot["notes"])
     assert hot["queue_ms"] > 10 * low["arrivals"]["queue_ms"]
+
+
+def test_ttft_percentiles_carry_the_request_overhead_the_mean_carries():
+    # one request at a time: every request's TTFT is the same, so the mean, the median and
+    # the 99th percentile are one figure, the engine's request overhead included in each
+    eng = engines.resolve("sglang", CAT.gpu("h100-sxm"), 1)
+    assert eng.request_overhead_s > 0.05
+    m, g = CAT.model("llama3-8b"), CAT.gpu("h100-sxm")
+    p = pr.predict(m, g, CAT.fabric(g.scale_up), eng, isl=1000, osl=50, tp=1,
+                   concurrency=1, requests=4)
+    assert float(p.ttft_p50_s) == pytest.approx(float(p.ttft_s), rel=1e-9)
+    assert float(p.ttft_p99_s) == pytest.approx(float(p.ttft_s), rel=1e-9)
+    assert float(p.ttft_s) > eng.request_overhead_s
