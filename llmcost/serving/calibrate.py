@@ -4,6 +4,8 @@ TPOT). Used by the tests and benchmarks; the package never reads the rows at run
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -18,7 +20,7 @@ FIT_PARAMS = {"memory_efficiency": (0.3, 1.0), "prefill_efficiency": (0.1, 1.0),
               "collective_latency_us": (0.0, 200.0), "fp4_efficiency": (0.3, 1.0)}
 
 
-def predict_rows(rows: pd.DataFrame, eng: Engine, cat=None) -> pd.DataFrame:
+def predict_rows(rows: pd.DataFrame, eng: Engine, cat: catalog_mod.Catalog | None = None) -> pd.DataFrame:
     """Predicted output tokens/s per GPU, TTFT [ms] and TPOT [ms] of each row (at the row's
     concurrency, or the engine's maximum when it is blank)."""
     cat = cat or catalog_mod.default()
@@ -35,7 +37,7 @@ def predict_rows(rows: pd.DataFrame, eng: Engine, cat=None) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def log_errors(rows: pd.DataFrame, eng: Engine, cat=None) -> np.ndarray:
+def log_errors(rows: pd.DataFrame, eng: Engine, cat: catalog_mod.Catalog | None = None) -> np.ndarray:
     """log(predicted / measured) of every measured figure of the rows [-]."""
     pred = predict_rows(rows, eng, cat)
     errs = []
@@ -46,7 +48,8 @@ def log_errors(rows: pd.DataFrame, eng: Engine, cat=None) -> np.ndarray:
     return np.concatenate(errs)
 
 
-def fit(rows: pd.DataFrame, eng: Engine, params=tuple(FIT_PARAMS), cat=None):
+def fit(rows: pd.DataFrame, eng: Engine, params: Sequence[str] = tuple(FIT_PARAMS),
+        cat: catalog_mod.Catalog | None = None) -> tuple[Engine, float]:
     """Least squares on log(predicted / measured) over ``params`` (scipy.optimize).
 
     Returns (fitted Engine, mean absolute relative error ``|pred / meas - 1|`` at the fit)."""
@@ -55,7 +58,7 @@ def fit(rows: pd.DataFrame, eng: Engine, params=tuple(FIT_PARAMS), cat=None):
     hi = [FIT_PARAMS[p][1] for p in params]
     x0 = np.clip([getattr(eng, p) for p in params], lo, hi)
 
-    def res(x):
+    def res(x: np.ndarray) -> np.ndarray:
         return log_errors(rows, eng.with_(**dict(zip(params, x))), cat)
 
     sol = least_squares(res, x0, bounds=(lo, hi), x_scale="jac", diff_step=1e-3)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 
 SECONDS_PER_HOUR = 3600.0
 
 
-def usd_per_million_tokens(usd_per_gpu_hour, tokens_per_s_per_gpu):
+def usd_per_million_tokens(usd_per_gpu_hour: ArrayLike, tokens_per_s_per_gpu: ArrayLike) -> float | np.ndarray:
     r"""Dollars per million tokens of a GPU-hour price at a throughput per GPU.
 
     .. math:: c = \frac{p \cdot 10^6}{3600\, X}
@@ -36,7 +37,7 @@ def usd_per_million_tokens(usd_per_gpu_hour, tokens_per_s_per_gpu):
     return v.result(p * 1e6 / (SECONDS_PER_HOUR * x))
 
 
-def prefill_time_share(prefill_s, latency_s, concurrency):
+def prefill_time_share(prefill_s: ArrayLike, latency_s: ArrayLike, concurrency: ArrayLike) -> float | np.ndarray:
     r"""Share of an instance's time spent on prefill (prices input against output tokens).
 
     .. math:: \sigma = \frac{C\, t_p}{T}
@@ -68,7 +69,8 @@ def prefill_time_share(prefill_s, latency_s, concurrency):
     return v.result(np.clip(v.positive("concurrency", concurrency) * tp_ / t, 0.0, 1.0))
 
 
-def gpus_for_rate(requests_per_s, output_tokens, tokens_per_s_per_gpu, gpus_per_instance=1):
+def gpus_for_rate(requests_per_s: ArrayLike, output_tokens: ArrayLike, tokens_per_s_per_gpu: ArrayLike,
+                  gpus_per_instance: ArrayLike = 1) -> float | np.ndarray:
     r"""GPUs (whole instances) that serve a request rate at a throughput per GPU.
 
     .. math:: G = g \left\lceil \frac{\lambda\, o}{X g} \right\rceil

@@ -26,10 +26,15 @@ depend on the GPU's memory or the TP, :func:`settings` follows the engine's rule
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
+
+if TYPE_CHECKING:
+    from ..training.hardware import GPUSpec
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ class Engine:
             return "fp8"
         return "bf16"
 
-    def with_(self, **changes) -> "Engine":
+    def with_(self, **changes: Any) -> "Engine":
         return replace(self, **changes)
 
 
@@ -186,7 +191,7 @@ MEMORY_SHARE_OF = {"vllm": "the GPU's memory", "sglang": "the GPU's memory (weig
 _GIB = 2 ** 30
 
 
-def _sglang_defaults(gpu_mib: float, tp, attention_dp: bool):
+def _sglang_defaults(gpu_mib: float, tp: ArrayLike, attention_dp: bool) -> tuple[int, float | np.ndarray]:
     """SGLang 0.5.4's chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static for a
     GPU of ``gpu_mib`` MiB at TP ``tp`` (scalar or array; server_args.py
     _handle_gpu_memory_settings, the CUDA branches)."""
@@ -211,7 +216,7 @@ def _sglang_defaults(gpu_mib: float, tp, attention_dp: bool):
     return chunk, frac
 
 
-def defaults(name: str, gpu, tp=1, attention_dp: bool = False) -> dict:
+def defaults(name: str, gpu: GPUSpec, tp: ArrayLike = 1, attention_dp: bool = False) -> dict:
     """The engine's own scheduler defaults on ``gpu`` at TP ``tp`` (scalar or array for
     the memory share): common key -> (value, the rule it follows); a cap of 0: none."""
     e = engine(name)
@@ -236,7 +241,7 @@ def defaults(name: str, gpu, tp=1, attention_dp: bool = False) -> dict:
                                                           "perf-overview (default 0.9)")}
 
 
-def resolve(name: str, gpu, tp=1, attention_dp: bool = False, **given) -> Engine:
+def resolve(name: str, gpu: GPUSpec, tp: ArrayLike = 1, attention_dp: bool = False, **given: Any) -> Engine:
     """The preset of ``name`` with its scheduler settings for ``gpu`` at ``tp`` (scalar, or an
     array: SGLang's memory share follows the TP) and the keys ``given`` (common names, see
     ``KEYS``; None: the engine's default) over them."""
@@ -252,16 +257,16 @@ def resolve(name: str, gpu, tp=1, attention_dp: bool = False, **given) -> Engine
                               memory_fraction=float(phi) if np.ndim(phi) == 0 else phi)
 
 
-def settings(name: str, gpu, tp=1, attention_dp: bool = False, **given) -> dict:
+def settings(name: str, gpu: GPUSpec, tp: ArrayLike = 1, attention_dp: bool = False, **given: Any) -> dict:
     """The scheduler settings a serve answer used (its ``engine_settings``): per common key
     the value, the engine's own name for it, and whether it was given or the default (with
     the rule the default follows); the engine's version and which defaults the preset
     follows."""
     e = engine(name)
-    out = {"engine": e.id, "version": e.version, "follows": e.follows, "source": e.source}
+    out: dict[str, Any] = {"engine": e.id, "version": e.version, "follows": e.follows, "source": e.source}
     for key, (value, rule) in defaults(name, gpu, tp, attention_dp).items():
         x = given.get(key)
-        item = {"value": None, "engine_key": ENGINE_KEYS[e.id][key]}
+        item: dict[str, Any] = {"value": None, "engine_key": ENGINE_KEYS[e.id][key]}
         if x is not None:
             item.update(value=x, set_by="query")
         else:

@@ -27,14 +27,15 @@ References
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 
 TERA = 1e12
 
 
-def attention_flops_per_token(layers, heads, qk_dim, v_dim, context_tokens, window_layers=0,
-                              window_tokens=0):
+def attention_flops_per_token(layers: int, heads: int, qk_dim: int, v_dim: int, context_tokens: ArrayLike,
+                              window_layers: int = 0, window_tokens: int = 0) -> float | np.ndarray:
     r"""Attention score and value FLOPs of one new token over its context (forward).
 
     .. math:: F_a = 2\, n_h\, (d_{qk} + d_v) \left[(L - L_w)\, c + L_w \min(w, c)\right]
@@ -71,8 +72,9 @@ def attention_flops_per_token(layers, heads, qk_dim, v_dim, context_tokens, wind
     return v.result(per * ((n_l - lw) * c + lw * win))
 
 
-def prefill_flops(matmul_params, layers, heads, qk_dim, v_dim, input_tokens, window_layers=0,
-                  window_tokens=0):
+def prefill_flops(matmul_params: ArrayLike, layers: int, heads: int, qk_dim: int, v_dim: int,
+                  input_tokens: ArrayLike, window_layers: int = 0,
+                  window_tokens: int = 0) -> float | np.ndarray:
     r"""Forward FLOPs to prefill a prompt of s tokens (causal attention, quadratic term).
 
     .. math:: F_p = 2\, P_{mm}\, s + n_h (d_{qk} + d_v)\, s^2 \,(L - L_w) + 2\, n_h (d_{qk}
@@ -109,7 +111,7 @@ def prefill_flops(matmul_params, layers, heads, qk_dim, v_dim, input_tokens, win
     return v.result(2.0 * p * s + per * s * ((n_l - lw) * s / 2.0 + lw * win))
 
 
-def expert_read_fraction(tokens, experts, top_k):
+def expert_read_fraction(tokens: ArrayLike, experts: int, top_k: int) -> float | np.ndarray:
     r"""Expected share of a layer's routed experts that a step of n tokens activates.
 
     .. math:: \rho_e = 1 - (1 - k/E)^{n}
@@ -142,8 +144,9 @@ def expert_read_fraction(tokens, experts, top_k):
     return v.result(1.0 - (1.0 - top_k / experts) ** np.maximum(n, 1.0))
 
 
-def roofline_time_s(flops, bytes_moved, peak_tflops, hbm_tb_per_s, compute_efficiency=1.0,
-                    memory_efficiency=1.0):
+def roofline_time_s(flops: ArrayLike, bytes_moved: ArrayLike, peak_tflops: ArrayLike, hbm_tb_per_s: ArrayLike,
+                    compute_efficiency: ArrayLike = 1.0,
+                    memory_efficiency: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Roofline time of a kernel sequence: the slower of compute and memory traffic.
 
     .. math:: t = \max\left(\frac{F}{\eta_c P}, \frac{Q}{\eta_m B}\right)
@@ -179,7 +182,8 @@ def roofline_time_s(flops, bytes_moved, peak_tflops, hbm_tb_per_s, compute_effic
     return v.result(np.maximum(f / p, q / b))
 
 
-def closed_loop(prefill_s, decode_step_s, concurrency, output_tokens):
+def closed_loop(prefill_s: ArrayLike, decode_step_s: ArrayLike, concurrency: ArrayLike, output_tokens: ArrayLike
+                ) -> tuple[float | np.ndarray, float | np.ndarray, float | np.ndarray]:
     r"""TTFT, TPOT and request latency of closed-loop aggregated serving at concurrency C.
 
     Over one request lifetime T every one of the C slots emits o tokens (o decode steps of
@@ -229,7 +233,8 @@ def closed_loop(prefill_s, decode_step_s, concurrency, output_tokens):
     return v.result(ttft), v.result(tpot), v.result(latency)
 
 
-def output_tokens_per_s_per_gpu(concurrency, output_tokens, latency_s, gpus):
+def output_tokens_per_s_per_gpu(concurrency: ArrayLike, output_tokens: ArrayLike, latency_s: ArrayLike,
+                                gpus: ArrayLike) -> float | np.ndarray:
     r"""Output tokens per second per GPU of a closed loop (Little's law).
 
     .. math:: X = \frac{C\, o}{T\, g}
@@ -260,8 +265,8 @@ def output_tokens_per_s_per_gpu(concurrency, output_tokens, latency_s, gpus):
     return v.result(c * o / (v.positive("latency_s", latency_s) * v.positive("gpus", gpus)))
 
 
-def mean_ttft_floor_s(flops_per_prompt_token, max_prompt_tokens, first_wave, requests,
-                      peak_flops_per_s):
+def mean_ttft_floor_s(flops_per_prompt_token: ArrayLike, max_prompt_tokens: ArrayLike, first_wave: ArrayLike,
+                      requests: ArrayLike, peak_flops_per_s: ArrayLike) -> float | np.ndarray:
     r"""A lower bound on the mean TTFT of a benchmark whose first C requests arrive at once,
     with prompt lengths drawn uniformly in [1, L] (a serving benchmark's random dataset at its
     default range ratio): the check a published mean TTFT must pass.

@@ -25,9 +25,15 @@ References
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
+
+if TYPE_CHECKING:
+    from ..training.arch import ModelSpec
 
 #: weight format -> (bits per element, scale bits per group, group size); a group size of 0
 #: means one scale per tensor or channel, negligible per weight
@@ -79,8 +85,9 @@ def bytes_per_weight(fmt: str) -> float:
     return (bits + (scale_bits / group if group else 0.0)) / 8.0
 
 
-def weights_bytes_per_gpu(dense_params, expert_params, vocab_params, tp, dense_format="bf16",
-                          expert_format=None, attention_dp=False):
+def weights_bytes_per_gpu(dense_params: ArrayLike, expert_params: ArrayLike, vocab_params: ArrayLike,
+                          tp: ArrayLike, dense_format: str = "bf16", expert_format: str | None = None,
+                          attention_dp: bool = False) -> float | np.ndarray:
     r"""Weight bytes each GPU of a serving instance holds.
 
     .. math::
@@ -128,7 +135,7 @@ def weights_bytes_per_gpu(dense_params, expert_params, vocab_params, tp, dense_f
     return v.result(pd_ * bd / ta + pe * be / t + 2.0 * pv / t)
 
 
-def model_weight_split(model) -> tuple[float, float, float]:
+def model_weight_split(model: ModelSpec) -> tuple[float, float, float]:
     """(dense, routed-expert, vocabulary) parameters of a ModelSpec [-] for
     :func:`weights_bytes_per_gpu`; the three add up to ``model.params``."""
     vocab = model.embedding_params + (0 if model.tied_embeddings else model.output_params)
@@ -136,8 +143,9 @@ def model_weight_split(model) -> tuple[float, float, float]:
     return float(model.params - expert - vocab), float(expert), float(vocab)
 
 
-def kv_bytes_per_token_layer(kv_heads, head_dim, kv_bytes=2.0, attention="gqa", kv_lora_rank=0,
-                             qk_rope_head_dim=0):
+def kv_bytes_per_token_layer(kv_heads: ArrayLike, head_dim: ArrayLike, kv_bytes: ArrayLike = 2.0,
+                             attention: str = "gqa", kv_lora_rank: int = 0,
+                             qk_rope_head_dim: int = 0) -> float | np.ndarray:
     r"""KV-cache bytes one token leaves in one layer.
 
     .. math::
@@ -171,8 +179,9 @@ def kv_bytes_per_token_layer(kv_heads, head_dim, kv_bytes=2.0, attention="gqa", 
     return v.result(2.0 * v.integer("kv_heads", kv_heads) * v.integer("head_dim", head_dim) * e)
 
 
-def kv_bytes_per_sequence(per_layer_bytes, layers, context_tokens, window_layers=0,
-                          window_tokens=0, block_tokens=BLOCK_TOKENS):
+def kv_bytes_per_sequence(per_layer_bytes: ArrayLike, layers: int, context_tokens: ArrayLike,
+                          window_layers: int = 0, window_tokens: int = 0,
+                          block_tokens: int = BLOCK_TOKENS) -> float | np.ndarray:
     r"""KV-cache bytes one sequence of c tokens holds, sliding-window layers apart.
 
     .. math::
@@ -216,22 +225,25 @@ def kv_bytes_per_sequence(per_layer_bytes, layers, context_tokens, window_layers
     return v.result(b * ((n_layers - lw) * full + lw * win))
 
 
-def model_kv_per_layer(model, kv_format="bf16"):
+def model_kv_per_layer(model: ModelSpec, kv_format: str = "bf16") -> float:
     """:func:`kv_bytes_per_token_layer` of a ModelSpec [bytes] with its KV format."""
     e = KV_FORMATS[v.choice("kv", kv_format, tuple(KV_FORMATS))]
+    # ModelSpec.__post_init__ fills both from heads and hidden
+    assert model.kv_heads is not None and model.head_dim is not None
     return float(kv_bytes_per_token_layer(model.kv_heads, model.head_dim, e, model.attention,
                                           model.kv_lora_rank, model.qk_rope_head_dim))
 
 
-def model_kv_bytes_per_sequence(model, context_tokens, kv_format="bf16",
-                                block_tokens=BLOCK_TOKENS):
+def model_kv_bytes_per_sequence(model: ModelSpec, context_tokens: ArrayLike, kv_format: str = "bf16",
+                                block_tokens: int = BLOCK_TOKENS) -> float | np.ndarray:
     """:func:`kv_bytes_per_sequence` of a ModelSpec [bytes]."""
     windowed = model.window_layers if model.attention_window else 0
     return kv_bytes_per_sequence(model_kv_per_layer(model, kv_format), model.layers,
                                  context_tokens, windowed, model.attention_window, block_tokens)
 
 
-def kv_shard_fraction(kv_heads, tp, attention="gqa", attention_dp=False):
+def kv_shard_fraction(kv_heads: ArrayLike, tp: ArrayLike, attention: str = "gqa",
+                      attention_dp: bool = False) -> float | np.ndarray:
     r"""Share of a sequence's KV cache one GPU of a tensor-parallel instance holds.
 
     .. math::
@@ -267,8 +279,9 @@ def kv_shard_fraction(kv_heads, tp, attention="gqa", attention_dp=False):
     return v.result(np.ceil(n / t) / n)
 
 
-def max_concurrency(memory_bytes, weights_bytes, activation_bytes, kv_bytes_per_seq_per_gpu,
-                    memory_fraction=0.9, sequences_per_gpu=1.0):
+def max_concurrency(memory_bytes: ArrayLike, weights_bytes: ArrayLike, activation_bytes: ArrayLike,
+                    kv_bytes_per_seq_per_gpu: ArrayLike, memory_fraction: ArrayLike = 0.9,
+                    sequences_per_gpu: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Sequences an instance can keep in its KV cache beside weights and activations.
 
     .. math:: C = \left\lfloor \frac{\phi M - W - A}{K_{gpu}} \right\rfloor \cdot s
@@ -307,8 +320,8 @@ def max_concurrency(memory_bytes, weights_bytes, activation_bytes, kv_bytes_per_
     return v.result(np.floor(free / k) * v.positive("sequences_per_gpu", sequences_per_gpu))
 
 
-def activation_bytes(tokens_per_step, hidden, ffn_hidden_per_gpu, vocab, decode_sequences, tp,
-                     act_bytes=2.0):
+def activation_bytes(tokens_per_step: ArrayLike, hidden: int, ffn_hidden_per_gpu: ArrayLike, vocab: int,
+                     decode_sequences: ArrayLike, tp: ArrayLike, act_bytes: float = 2.0) -> float | np.ndarray:
     r"""Activation workspace of one forward step per GPU (the engine's profiling run).
 
     .. math:: A = e\, m\, (4 h + 2 f_{gpu}) + 4\, n_d\, V / t

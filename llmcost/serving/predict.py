@@ -4,9 +4,10 @@ tp, ep and concurrency arrays). Composes :mod:`llmcost.serving.memory`, :mod:`ll
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 from ..training import comm
@@ -67,6 +68,8 @@ def compute_peak_tflops(gpu: GPUSpec, weight_format: str) -> float:
 
 
 def _attention_dims(model: ModelSpec, decode: bool) -> tuple[int, int]:
+    # ModelSpec.__post_init__ fills head_dim and v_head_dim
+    assert model.head_dim is not None and model.v_head_dim is not None
     if model.attention == "mla":
         if decode:   # absorbed: scores over the latent and the RoPE key, values in the latent
             return model.kv_lora_rank + model.qk_rope_head_dim, model.kv_lora_rank
@@ -75,9 +78,11 @@ def _attention_dims(model: ModelSpec, decode: bool) -> tuple[int, int]:
 
 
 def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine, *,
-            isl, osl, tp=1, ep=1, weights="bf16", expert_weights=None, kv=None,
-            concurrency=None, attention_dp=None, requests=None,
-            request_rate=None, length_spread=0.0) -> ServePrediction:
+            isl: int, osl: int, tp: ArrayLike = 1, ep: ArrayLike = 1, weights: str = "bf16",
+            expert_weights: str | None = None, kv: str | None = None,
+            concurrency: ArrayLike | None = None, attention_dp: bool | None = None,
+            requests: int | None = None, request_rate: ArrayLike | None = None,
+            length_spread: float | tuple[float, float] = 0.0) -> ServePrediction:
     """Memory and times of serving ``model`` on instances of ``tp`` GPUs.
 
     ``concurrency`` None: the most the memory and the engine's batch cap allow (the offline
@@ -95,8 +100,8 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     efmt = mem.weight_format(expert_weights) if expert_weights else fmt
     kvf = kv or engine.kv_format(fmt)
     v.choice("kv", kvf, tuple(mem.KV_FORMATS))
-    isl = v.integer("isl", isl)
-    osl = v.integer("osl", osl)
+    isl = v.integer("isl", isl)  # type: ignore[assignment]  # a 0-d int array, used as the int
+    osl = v.integer("osl", osl)  # type: ignore[assignment]  # a 0-d int array, used as the int
     # one instance lives in one NVLink domain (the comm model prices NVLink only)
     t = v.integer("tp", tp, maximum=gpu.scale_up_domain)
     if np.any(model.heads % np.asarray(t)):
@@ -109,6 +114,8 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     if not model.is_moe and np.any(np.asarray(e) > 1):
         raise v.InputError("ep", f"ep applies to MoE models; {model.id} is dense")
     adp = (engine.attention_dp_moe and model.is_moe) if attention_dp is None else bool(attention_dp)
+    # ModelSpec.__post_init__ fills kv_heads and ffn_hidden
+    assert model.kv_heads is not None and model.ffn_hidden is not None
     dense_p, expert_p, vocab_p = mem.model_weight_split(model)
     w_gpu = mem.weights_bytes_per_gpu(dense_p, expert_p, vocab_p, t, fmt, efmt, adp)
 
@@ -126,7 +133,7 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     act = mem.activation_bytes(engine.max_batched_tokens, model.hidden, ffn_gpu, model.vocab,
                                engine.max_batch or 1024, t, ACT_BYTES)
     m_bytes = gpu.memory_bytes
-    phi = engine.memory_fraction
+    phi: float | np.ndarray = engine.memory_fraction
     if engine.fraction_of_free:     # TRT-LLM: a share of what weights and activations leave
         phi = np.clip((phi * np.maximum(m_bytes - w_gpu - act, 0) + w_gpu + act) / m_bytes,
                       1e-9, 1.0)
@@ -155,7 +162,7 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     ep_on = np.asarray(e) > 1
     n_ar = 2.0 * (L - lm) + lm * np.where(ep_on, 1.0, 2.0)
 
-    def comm_s(tokens):
+    def comm_s(tokens: float | np.ndarray) -> float | np.ndarray:
         # the engine's own cost per collective (launch, barrier) beside the link's latency
         ar = comm.tree_allreduce_time_s(tokens * h * ACT_BYTES, t, bw, alpha, eff) + \
             np.where(t > 1, engine.collective_latency_us * 1e-6, 0.0)
@@ -180,7 +187,7 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     f_dec_seq = (2.0 * p_mm + moe_extra + 2.0 * V * h + lat.attention_flops_per_token(
         L, model.heads, qk_d, vd_d, ctx_mean, win_l, win)) / t
 
-    def t_dec_of(cc):
+    def t_dec_of(cc: float | np.ndarray) -> float | np.ndarray:
         # the c tokens of a step route over all of the instance's experts
         w_read = w_gpu - expert_gpu * (1.0 - lat.expert_read_fraction(cc, model.moe_experts,
                                                                       model.moe_top_k))
@@ -198,7 +205,7 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
     bshape = np.broadcast(c, t_pre, t_dec, 1.0 if rate_in is None else rate_in).shape
     f_pre_tok = f_pre / isl
 
-    def step_time_s(n_p, b):
+    def step_time_s(n_p: np.ndarray, b: np.ndarray) -> np.ndarray:
         # a step's prompt chunks and decodes share the weights read and the peak
         # (Sarathi-Serve's stall-free batches)
         n_p, b = n_p.reshape(bshape), b.reshape(bshape)
@@ -221,7 +228,7 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
                                        1.0), bshape)
     sat = sched.saturation_requests_per_s(step_time_s, isl=isl, osl=osl, running=c_run,
                                           token_budget=budget)
-    extra = dict(saturation_requests_per_s=sat)
+    extra: dict[str, Any] = dict(saturation_requests_per_s=sat)
     shape_ = "steady"
     if requests is not None or request_rate is not None:
         n = int(v.integer("num_prompts", 1000 if requests is None else requests,
@@ -230,6 +237,7 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
         kv_tokens = np.broadcast_to(c_max * ctx_max, bshape)
         if request_rate is not None:
             shape_ = "rate"
+            assert rate_in is not None    # set above from request_rate
             rate = np.broadcast_to(rate_in, bshape)
             arr = sched.poisson_arrivals_s(rate.reshape(-1), n).reshape(*bshape, n)
             sim = sched.simulate(step_time_s, isl=isl, osl=osl, n_requests=n,
@@ -257,18 +265,21 @@ def predict(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, engine: Engine
             # a burst or a rate runs what fits and queues the rest: one request must fit
             fits = (c_max >= 1) & np.ones(bshape, dtype=bool)
     # the client's clock: a request's time outside the engine's steps (HTTP, tokenization)
-    h = engine.request_overhead_s
-    if h and shape_ == "steady":
+    # (not h: comm_s reads h, the hidden size)
+    req_s = engine.request_overhead_s
+    if req_s and shape_ == "steady":
         # in a closed loop the client's slot waits through it too (Little's law)
-        x = x * latency / (latency + h)
-    ttft, latency = ttft + h, latency + h
+        x = x * latency / (latency + req_s)
+    ttft, latency = ttft + req_s, latency + req_s
     # every request's first token is late by it: the percentiles move with the mean
     for k in ("ttft_p50_s", "ttft_p99_s"):
         if extra.get(k) is not None:
-            extra[k] = extra[k] + h
-    return ServePrediction(ttft_s=ttft, tpot_s=tpot, latency_s=latency,
-                           output_tokens_per_s_per_gpu=x, concurrency=c, max_concurrency=c_max,
-                           fits=fits, weights_bytes_per_gpu=w_gpu, kv_bytes_per_token=kv_token,
-                           kv_bytes_per_gpu=kv_seq_gpu, activation_bytes_per_gpu=act,
-                           prefill_s=t_pre, decode_step_s=t_dec, kv_format=kvf, weight_format=fmt,
-                           attention_dp=adp, load_shape=shape_, **extra)
+            extra[k] = extra[k] + req_s
+    # the fields say np.ndarray; a scalar layout gives numpy scalars (the formulas' float | np.ndarray)
+    return ServePrediction(ttft_s=ttft, tpot_s=tpot, latency_s=latency,  # type: ignore[arg-type]
+                           output_tokens_per_s_per_gpu=x, concurrency=c,  # type: ignore[arg-type]
+                           max_concurrency=c_max, fits=fits,  # type: ignore[arg-type]
+                           weights_bytes_per_gpu=w_gpu, kv_bytes_per_token=kv_token,  # type: ignore[arg-type]
+                           kv_bytes_per_gpu=kv_seq_gpu, activation_bytes_per_gpu=act,  # type: ignore[arg-type]
+                           prefill_s=t_pre, decode_step_s=t_dec,  # type: ignore[arg-type]
+                           kv_format=kvf, weight_format=fmt, attention_dp=adp, load_shape=shape_, **extra)

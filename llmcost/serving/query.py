@@ -4,6 +4,7 @@ settings it used, what its constants are calibrated against and why its concurre
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from .. import _validate as v
@@ -14,8 +15,11 @@ from . import memory as mem
 from .engines import ENGINES
 from .serve import option_prices, plan, serve
 
+if TYPE_CHECKING:
+    from ..training.arch import ModelSpec
+
 #: key -> (kind, bounds or choices)
-KEYS = {
+KEYS: dict[str, tuple[str, Any]] = {
     "model": ("text", None), "gpu": ("text", None),
     "tp": ("int", (1, 4096)), "ep": ("int", (1, 4096)),
     "weights": ("choice", mem.WEIGHT_CHOICES), "expert_weights": ("choice", mem.WEIGHT_CHOICES),
@@ -43,7 +47,7 @@ DEFAULTS = {"gpu": "h100-sxm", "weights": "bf16", "isl": 1024, "osl": 1024,
 
 def parse(query: str) -> dict:
     """Typed values of the query's keys; InputError naming an unknown key or a bad value."""
-    out = {}
+    out: dict[str, Any] = {}
     for key, raw in parse_qsl(query or "", keep_blank_values=True, strict_parsing=False):
         if key not in KEYS:
             raise v.InputError(key, f"unknown serve key {key!r} (known: {', '.join(KEYS)})")
@@ -121,13 +125,14 @@ def concurrency_reason(out: dict, q: dict, eng_settings: dict, limits: dict) -> 
     return f"{head}; at TP {out['tp']}, {c:,} in flight: tokens/s per GPU peaks there"
 
 
-def answer(query: str, model_config: str | None = None, cat=None, model=None) -> dict:
+def answer(query: str, model_config: str | None = None, cat: catalog_mod.Catalog | None = None,
+           model: ModelSpec | None = None) -> dict:
     """The serve answer of a query (and a config.json model), as the CLI prints it; the
     Serving app passes its config model as ``model`` (a Model, with ``model=config``)."""
     cat = cat or catalog_mod.default()
     given, layout_notes = serving_layout(parse(query))
     q = {**DEFAULTS, **given}
-    notes = []
+    notes: list[str] = []
     if model is not None:
         m = model
     elif model_config:

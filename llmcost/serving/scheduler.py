@@ -27,9 +27,10 @@ References
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 
@@ -62,7 +63,7 @@ class Simulated(NamedTuple):
     steps: np.ndarray
 
 
-def poisson_arrivals_s(rate_per_s, n_requests: int, seed: int = ARRIVAL_SEED) -> np.ndarray:
+def poisson_arrivals_s(rate_per_s: ArrayLike, n_requests: int, seed: int = ARRIVAL_SEED) -> np.ndarray:
     r"""Arrival times of a Poisson process, the same draws scaled for every rate.
 
     .. math:: a_i = \frac{1}{\lambda} \sum_{j \le i} E_j, \qquad E_j \sim \mathrm{Exp}(1),
@@ -94,8 +95,8 @@ def poisson_arrivals_s(rate_per_s, n_requests: int, seed: int = ARRIVAL_SEED) ->
     return np.cumsum(e)[None, :] / lam[:, None]
 
 
-def saturation_requests_per_s(step_time_s: Callable, *, isl: int, osl: int, running,
-                              token_budget):
+def saturation_requests_per_s(step_time_s: Callable, *, isl: int, osl: int, running: ArrayLike,
+                              token_budget: ArrayLike) -> float | np.ndarray:
     r"""The arrival rate an instance sustains at its most running sequences: beyond it the
     queue grows without bound.
 
@@ -180,8 +181,9 @@ def request_lengths(mean_tokens: int, n_requests: int, spread: float = 0.0,
 
 
 def simulate(step_time_s: Callable, *, isl: int, osl: int, n_requests: int,
-             max_running, token_budget, kv_capacity_tokens, concurrency=None,
-             arrivals_s=None, length_spread: float = 0.0) -> Simulated:
+             max_running: ArrayLike, token_budget: ArrayLike, kv_capacity_tokens: ArrayLike,
+             concurrency: ArrayLike | None = None, arrivals_s: ArrayLike | None = None,
+             length_spread: float | tuple[float, float] = 0.0) -> Simulated:
     r"""Serve ``n_requests`` prompts of ``isl`` tokens, each answered with ``osl`` tokens, step
     by step, for K configurations at once.
 
@@ -237,14 +239,15 @@ def simulate(step_time_s: Callable, *, isl: int, osl: int, n_requests: int,
                          np.asarray(1 if concurrency is None else concurrency)).shape
     k = int(np.prod(shape)) if shape else 1
 
-    def flat(x):
+    def flat(x: ArrayLike) -> np.ndarray:
         return np.broadcast_to(np.asarray(x, dtype=float), shape).reshape(k).copy()
 
     cap_seq = flat(v.integer("max_num_seqs", max_running))
     budget = flat(v.integer("max_num_batched_tokens", token_budget))
     kv_cap = flat(v.nonnegative("kv_capacity_tokens", kv_capacity_tokens))
-    f_in, f_out = (length_spread, length_spread) if np.ndim(length_spread) == 0 \
-        else length_spread
+    # np.ndim 0: one spread for both lengths, else the pair
+    f_in, f_out = cast("tuple[float, float]", (length_spread, length_spread)
+                       if np.ndim(length_spread) == 0 else length_spread)
     isl_i = request_lengths(isl, n, f_in, ARRIVAL_SEED)
     osl_i = request_lengths(osl, n, f_out, ARRIVAL_SEED + 1)
     need_i = (isl_i + osl_i)[None, :]
@@ -337,6 +340,7 @@ def simulate(step_time_s: Callable, *, isl: int, osl: int, n_requests: int,
             # the client sends the next request as one completes (closed loop): the f that
             # completed this step release requests sent .. sent + f - 1, now
             f = fin.sum(axis=1)
+            assert sent is not None     # set with conc
             idx = np.arange(n)[None, :]
             rel = (idx >= sent[:, None]) & (idx < (sent + f)[:, None])
             arrive[rel] = np.broadcast_to(t[:, None], arrive.shape)[rel]

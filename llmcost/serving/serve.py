@@ -3,13 +3,20 @@ under TTFT/TPOT limits, and $ per million tokens at each pricing option of the r
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 from .. import catalog as catalog_mod
 from ..economics import tco
 from . import cost, engines
-from .predict import predict
+from .predict import ServePrediction, predict
+
+if TYPE_CHECKING:
+    from ..training.arch import ModelSpec
+    from ..training.hardware import FabricSpec, GPUSpec
 
 #: concurrencies the planner tries [requests per instance]
 CONCURRENCIES = 2 ** np.arange(0, 13)
@@ -17,7 +24,7 @@ CONCURRENCIES = 2 ** np.arange(0, 13)
 TPS = (1, 2, 4, 8, 16, 32, 64, 72)
 
 
-def pareto_front(latency, throughput):
+def pareto_front(latency: ArrayLike, throughput: ArrayLike) -> np.ndarray:
     """Indices of the points no other point beats on both axes (lower latency, higher
     throughput), by rising latency: the front InferenceX draws of throughput per GPU against
     interactivity. Ties on latency keep the higher throughput."""
@@ -29,7 +36,7 @@ def pareto_front(latency, throughput):
     return order[keep]
 
 
-def option_prices(gpu, cat=None, utilization=1.0) -> dict:
+def option_prices(gpu: GPUSpec, cat: catalog_mod.Catalog | None = None, utilization: float = 1.0) -> dict:
     """USD per used GPU-hour by pricing option: per option the offer the review's rule picks
     (:func:`llmcost.economics.offers.choose_offers`; cloud, per GPU-hour), reservations and
     the purchase amortized over the on-premises life at ``utilization``
@@ -37,22 +44,25 @@ def option_prices(gpu, cat=None, utilization=1.0) -> dict:
     cat = cat or catalog_mod.default()
     per = {k: catalog_mod.usd_per_gpu_hour(row)[k]
            for k, row in cat.choose_offers(gpu.id).items()}
-    prices = tco.CloudPrices(**{k: per.get(k) for k in ("on_demand", "reserved_1y",
+    # the four price options only (mypy takes the dict for spot_overhead too)
+    prices = tco.CloudPrices(**{k: per.get(k) for k in ("on_demand", "reserved_1y",  # type: ignore[arg-type]
                                                         "reserved_3y", "spot")})
     onprem = tco.OnPrem.for_gpu(gpu)
     out = tco.cost_per_useful_gpu_hour(12 * onprem.life_years, utilization, prices, onprem)
     return {k: float(x) for k, x in out.items()}
 
 
-def _result(r, i, isl, osl, prices, tp, ep):
+def _result(r: ServePrediction, i: int, isl: int, osl: int, prices: dict, tp: ArrayLike,
+            ep: ArrayLike) -> dict:
     shape = np.shape(r.output_tokens_per_s_per_gpu)
 
-    def pick(a):
+    def pick(a: ArrayLike) -> float:
         return float(np.broadcast_to(a, shape).flat[i])
 
     x = pick(r.output_tokens_per_s_per_gpu)
     n_tp, n_ep = int(pick(tp)), int(pick(ep))
     share = pick(cost.prefill_time_share(r.prefill_s, r.latency_s, r.concurrency))
+    assert r.saturation_requests_per_s is not None     # predict always sets it
     out = {
         "tp": n_tp, "ep": n_ep,
         "concurrency": int(pick(r.concurrency)),
@@ -81,21 +91,26 @@ def _result(r, i, isl, osl, prices, tp, ep):
             prices.items()},
     }
     if r.load_shape != "steady":
+        # a simulated load sets them all
+        assert r.ttft_p50_s is not None and r.ttft_p99_s is not None and r.queue_s is not None
+        assert r.running_batch is not None and r.achieved_requests_per_s is not None
         out.update(ttft_ms_p50=pick(r.ttft_p50_s) * 1e3, ttft_ms_p99=pick(r.ttft_p99_s) * 1e3,
                    queue_ms=pick(r.queue_s) * 1e3, running_batch=pick(r.running_batch),
                    achieved_requests_per_s=pick(r.achieved_requests_per_s))
     return out
 
 
-def _adp(model, engine, attention_dp) -> bool:
+def _adp(model: ModelSpec, engine: str, attention_dp: bool | None) -> bool:
     """Whether attention runs data-parallel: as given, else the engine's default."""
     return (engines.engine(engine).attention_dp_moe and model.is_moe) if attention_dp is None \
         else bool(attention_dp)
 
 
-def serve(model, gpu, scale_up, *, isl, osl, engine="vllm", tp=1, ep=1, weights="bf16",
-          expert_weights=None, kv=None, concurrency=None, prices=None,
-          attention_dp=None, requests=None, settings=None, request_rate=None) -> dict:
+def serve(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, *, isl: int, osl: int, engine: str = "vllm",
+          tp: int = 1, ep: int = 1, weights: str = "bf16", expert_weights: str | None = None,
+          kv: str | None = None, concurrency: int | None = None, prices: dict | None = None,
+          attention_dp: bool | None = None, requests: int | None = None, settings: dict | None = None,
+          request_rate: float | None = None) -> dict:
     """One layout's figures as the CLI's JSON (``concurrency`` None: the engine's maximum;
     ``requests`` and ``request_rate``: a benchmark's load, simulated step by step).
     ``settings``: the engine's scheduler keys (:data:`llmcost.serving.engines.KEYS`) over
@@ -126,9 +141,12 @@ def serve(model, gpu, scale_up, *, isl, osl, engine="vllm", tp=1, ep=1, weights=
     return out
 
 
-def plan(model, gpu, scale_up, *, isl, osl, engine="vllm", weights="bf16", expert_weights=None,
-         kv=None, ttft_ms_max=None, tpot_ms_max=None, tps=None, concurrencies=None,
-         prices=None, top=5, attention_dp=None, requests=None, settings=None) -> dict:
+def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, *, isl: int, osl: int, engine: str = "vllm",
+         weights: str = "bf16", expert_weights: str | None = None, kv: str | None = None,
+         ttft_ms_max: float | None = None, tpot_ms_max: float | None = None,
+         tps: Sequence[int] | None = None, concurrencies: ArrayLike | None = None,
+         prices: dict | None = None, top: int = 5, attention_dp: bool | None = None,
+         requests: int | None = None, settings: dict | None = None) -> dict:
     """The layouts (TP, EP) and concurrencies that maximise output tokens/s per GPU under
     TTFT and TPOT limits, every candidate evaluated at once (arrays of layouts x
     concurrencies). ``settings``: the engine's scheduler keys over its defaults (as
