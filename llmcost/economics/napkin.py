@@ -9,6 +9,7 @@ review computed; :func:`napkin_factors` names them so a reviewer sees why.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 
@@ -20,7 +21,8 @@ NAPKIN_MFU = 0.40
 NAPKIN_FLAG_RATIO = 2.0
 
 
-def napkin_gpu_hours(active_params, tokens, peak_bf16_flops, mfu=NAPKIN_MFU):
+def napkin_gpu_hours(active_params: ArrayLike, tokens: ArrayLike, peak_bf16_flops: ArrayLike,
+                     mfu: ArrayLike = NAPKIN_MFU) -> float | np.ndarray:
     r"""GPU-hours of a training run by the napkin rule.
 
     .. math:: H_{napkin} = \frac{6\, N_{active}\, D}{u\, F_{peak}} \,/\, 3600
@@ -53,8 +55,9 @@ def napkin_gpu_hours(active_params, tokens, peak_bf16_flops, mfu=NAPKIN_MFU):
     return v.result(6.0 * n * d / (u * peak) / 3600.0)
 
 
-def napkin_factors(model_flops_per_token, active_params, mfu, useful_share,
-                   napkin_mfu=NAPKIN_MFU, realized_ratio=1.0):
+def napkin_factors(model_flops_per_token: ArrayLike, active_params: ArrayLike, mfu: ArrayLike,
+                   useful_share: ArrayLike, napkin_mfu: float = NAPKIN_MFU,
+                   realized_ratio: ArrayLike = 1.0) -> dict[str, float | np.ndarray]:
     r"""The factors by which a review's GPU-hours exceed the napkin's.
 
     .. math::

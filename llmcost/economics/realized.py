@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Collection
 
 import numpy as np
 import pandas as pd
@@ -41,7 +42,7 @@ MIN_GROUP_RUNS = 3
 BAND_PERCENTILES = (10.0, 90.0)
 
 
-def size_class(params) -> str:
+def size_class(params: float) -> str:
     """The parameter class of a model (:data:`SIZE_CLASSES`).
 
     Parameters
@@ -125,12 +126,12 @@ def fitted_runs(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[use & np.isfinite(r) & (r > 0)]
 
 
-def _truthy(x) -> bool:
+def _truthy(x: object) -> bool:
     """A flag cell as read (a bool, or the text of a user's table)."""
     return x is True or str(x).strip().lower() in ("true", "1", "1.0", "yes")
 
 
-def prediction_band(value, log_sd, runs) -> tuple[float, float]:
+def prediction_band(value: float, log_sd: float, runs: int) -> tuple[float, float]:
     """The range a new run's realized ratio falls in, with the probability of
     :data:`BAND_PERCENTILES`.
 
@@ -172,14 +173,14 @@ def prediction_band(value, log_sd, runs) -> tuple[float, float]:
     return value * math.exp(-half), value * math.exp(half)
 
 
-def _keys(use: pd.DataFrame):
+def _keys(use: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The group keys of a table's runs, as arrays: stack, dense/MoE, size class."""
     sizes = use["params"].astype(float).map(size_class).to_numpy()
     kinds = use["moe"].map(_truthy).map(kind_of).to_numpy()
     return use["stack"].astype(str).to_numpy(), kinds, sizes
 
 
-def _tries(stack, kind, size) -> list:
+def _tries(stack: str | None, kind: str | None, size: str | None) -> list:
     """The groups tried in order, the scenario's own first."""
     tries = [(stack, kind, size), (stack, kind, None), (None, kind, None), (None, None, None)]
     if stack is None:
@@ -187,7 +188,8 @@ def _tries(stack, kind, size) -> list:
     return list(dict.fromkeys(tries))
 
 
-def _pick(keys, available, stack, kind, size):
+def _pick(keys: tuple[np.ndarray, ...], available: np.ndarray, stack: str | None, kind: str | None,
+          size: str | None) -> tuple[tuple, np.ndarray]:
     """The first group of :func:`_tries` with MIN_GROUP_RUNS runs among ``available`` (a
     boolean mask), else everything available: (group, mask)."""
     for group in _tries(stack, kind, size):
@@ -200,7 +202,7 @@ def _pick(keys, available, stack, kind, size):
     raise AssertionError("unreachable: the last group pools everything")
 
 
-def pooled_log_sd(runs: pd.DataFrame, *, stack_named: bool, exclude=()) -> float:
+def pooled_log_sd(runs: pd.DataFrame, *, stack_named: bool, exclude: Collection[str] = ()) -> float:
     """The spread of published runs about the median of their comparison group.
 
     Each used run i is compared with the median of the group :func:`realized_ratio` picks for
@@ -246,7 +248,7 @@ def pooled_log_sd(runs: pd.DataFrame, *, stack_named: bool, exclude=()) -> float
 
 
 def realized_ratio(runs: pd.DataFrame, *, stack: str | None, moe: bool, params: float,
-                   exclude=()) -> RealizedRatio:
+                   exclude: Collection[str] = ()) -> RealizedRatio:
     """The realized ratio of the published runs comparable to a scenario.
 
     The group is (stack, dense/MoE, :func:`size_class`); with no stack named (``stack``

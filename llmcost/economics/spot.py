@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 
@@ -36,8 +38,9 @@ MAX_MONTE_CARLO_RUNS = 10_000_000
 MAX_MONTE_CARLO_DRAWS = 50_000_000
 
 
-def _common(discount, preemptions_per_day, lost_hours, restart_h, capacity_wait_h,
-            billed_share_during_wait):
+def _common(discount: ArrayLike, preemptions_per_day: ArrayLike, lost_hours: ArrayLike, restart_h: ArrayLike,
+            capacity_wait_h: ArrayLike, billed_share_during_wait: ArrayLike
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     d = v.in_range("discount", discount, 0, 1, high_inclusive=False)
     r = v.nonnegative("preemptions_per_day", preemptions_per_day)
     w = v.nonnegative("lost_hours_per_preemption", lost_hours)
@@ -47,8 +50,9 @@ def _common(discount, preemptions_per_day, lost_hours, restart_h, capacity_wait_
     return d, r, w, R, W, beta
 
 
-def _failures(failures_per_day, failure_lost_hours, on_demand_failures_per_day,
-              on_demand_lost_hours):
+def _failures(failures_per_day: ArrayLike, failure_lost_hours: ArrayLike | None,
+              on_demand_failures_per_day: ArrayLike | None,
+              on_demand_lost_hours: ArrayLike | None) -> tuple[np.ndarray, np.ndarray | None]:
     """Failure terms, accepting the older keyword names (on_demand_*) with a warning."""
     if on_demand_failures_per_day is not None:
         warnings.warn("on_demand_failures_per_day is now failures_per_day (and counts for the "
@@ -64,7 +68,7 @@ def _failures(failures_per_day, failure_lost_hours, on_demand_failures_per_day,
     return rf, wf
 
 
-def useful_share(events_per_day, hours_per_event):
+def useful_share(events_per_day: ArrayLike, hours_per_event: ArrayLike) -> float | np.ndarray:
     r"""Share of wall time that advances the run when events cost time.
 
     .. math:: f = 1 - \frac{r\, o}{24}
@@ -98,10 +102,12 @@ class SpotResult:
     on_demand_cost_share: np.ndarray  # on-demand cost (with its failures) / ideal run [-]
 
 
-def spot_net_savings(discount, preemptions_per_day, lost_hours_per_preemption, restart_h=0.0,
-                     capacity_wait_h=0.0, billed_share_during_wait=1.0, failures_per_day=0.0,
-                     failure_lost_hours=None, *, on_demand_failures_per_day=None,
-                     on_demand_lost_hours=None) -> SpotResult:
+def spot_net_savings(discount: ArrayLike, preemptions_per_day: ArrayLike, lost_hours_per_preemption: ArrayLike,
+                     restart_h: ArrayLike = 0.0, capacity_wait_h: ArrayLike = 0.0,
+                     billed_share_during_wait: ArrayLike = 1.0, failures_per_day: ArrayLike = 0.0,
+                     failure_lost_hours: ArrayLike | None = None, *,
+                     on_demand_failures_per_day: ArrayLike | None = None,
+                     on_demand_lost_hours: ArrayLike | None = None) -> SpotResult:
     r"""Net savings of spot over on-demand after preemptions and failures (closed form).
 
     Useful share of wall time on spot f_s (preemptions and failures) and on demand f_o
@@ -172,9 +178,10 @@ def spot_net_savings(discount, preemptions_per_day, lost_hours_per_preemption, r
                       spot_cost_share=v.result(spot), on_demand_cost_share=v.result(ond))
 
 
-def implied_lost_hours(discount, preemptions_per_day, observed_net_savings, restart_h=0.0,
-                       capacity_wait_h=0.0, billed_share_during_wait=1.0, failures_per_day=0.0,
-                       failure_lost_hours=None):
+def implied_lost_hours(discount: ArrayLike, preemptions_per_day: ArrayLike, observed_net_savings: ArrayLike,
+                       restart_h: ArrayLike = 0.0, capacity_wait_h: ArrayLike = 0.0,
+                       billed_share_during_wait: ArrayLike = 1.0, failures_per_day: ArrayLike = 0.0,
+                       failure_lost_hours: ArrayLike | None = None) -> float | np.ndarray:
     r"""Goal-seek: work lost per preemption that an observed net saving implies (exact inverse).
 
     Returns the w for which :func:`spot_net_savings` with the same arguments gives S. With
@@ -238,7 +245,7 @@ def implied_lost_hours(discount, preemptions_per_day, observed_net_savings, rest
     return v.result(24 * np.maximum(num, 0.0) / den)
 
 
-def breakeven_lost_hours(discount, preemptions_per_day, **kw):
+def breakeven_lost_hours(discount: ArrayLike, preemptions_per_day: ArrayLike, **kw: Any) -> float | np.ndarray:
     r"""Work lost per preemption at which spot stops paying (net savings = 0).
 
     :func:`implied_lost_hours` at S = 0; with restart, wait and failures at zero
@@ -270,17 +277,18 @@ class MonteCarlo:
     cost_share: np.ndarray      # per run: spot cost / ideal on-demand cost [-]
     duration_share: np.ndarray  # per run: spot wall time / ideal time [-]
     preemptions: np.ndarray     # per run [-]
-    failures: np.ndarray = None  # per run [-]
+    failures: np.ndarray | None = None  # per run [-]
 
-    def percentiles(self, q=(10, 50, 90)) -> dict:
+    def percentiles(self, q: Sequence[float] = (10, 50, 90)) -> dict:
         return {"cost_share": np.percentile(self.cost_share, q),
                 "duration_share": np.percentile(self.duration_share, q)}
 
 
-def spot_monte_carlo(discount, preemptions_per_day, run_hours, lost_hours_per_preemption=None,
-                     checkpoint_interval_h=None, restart_h=0.0, capacity_wait_h=0.0,
-                     billed_share_during_wait=1.0, runs=100_000, seed=0, failures_per_day=0.0,
-                     failure_lost_hours=None) -> MonteCarlo:
+def spot_monte_carlo(discount: float, preemptions_per_day: float, run_hours: float,
+                     lost_hours_per_preemption: float | None = None, checkpoint_interval_h: float | None = None,
+                     restart_h: float = 0.0, capacity_wait_h: float = 0.0, billed_share_during_wait: float = 1.0,
+                     runs: int = 100_000, seed: int = 0, failures_per_day: float = 0.0,
+                     failure_lost_hours: float | None = None) -> MonteCarlo:
     r"""Simulate many spot runs at once; the mean agrees with :func:`spot_net_savings`.
 
     Preemptions arrive at r/24 and failures at r_f/24 per wall hour, also during the time
@@ -332,18 +340,18 @@ def spot_monte_carlo(discount, preemptions_per_day, run_hours, lost_hours_per_pr
                            "give lost_hours_per_preemption or checkpoint_interval_h")
     rng = np.random.default_rng(seed)
     lam_p, lam_f = float(r) / 24.0, float(rf_a) / 24.0
-    R, W, beta = float(R), float(W), float(beta)
+    R, W, beta = float(R), float(W), float(beta)  # type: ignore[assignment]  # scalars from here on
     if lost_hours_per_preemption is not None:
         w = float(v.nonnegative("lost_hours_per_preemption", lost_hours_per_preemption))
         w_mean = w
 
-        def rework(k):
+        def rework(k: np.ndarray) -> np.ndarray:
             return k * w
     else:
         tau = float(v.positive("checkpoint_interval_h", checkpoint_interval_h))
         w_mean = tau / 2
 
-        def rework(k):
+        def rework(k: np.ndarray) -> np.ndarray:
             # sum of k uniforms on [0, tau], all runs at once
             draws = rng.uniform(0.0, tau, int(k.sum()))
             idx = np.repeat(np.arange(k.size), k)
@@ -364,7 +372,7 @@ def spot_monte_carlo(discount, preemptions_per_day, run_hours, lost_hours_per_pr
         raise v.InputError("run_hours", f"{what} must be at most {MAX_MONTE_CARLO_DRAWS:.0e}, "
                                         f"got run_hours={T:g}: a shorter run or fewer runs")
 
-    def overhead(kp, kf):
+    def overhead(kp: np.ndarray, kf: np.ndarray) -> np.ndarray:
         lost_f = rework(kf) if wf is None else kf * wf
         return rework(kp) + kp * (R + W) + lost_f + kf * R
 

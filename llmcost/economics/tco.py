@@ -37,10 +37,15 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
+
+if TYPE_CHECKING:
+    from ..training.hardware import GPUSpec
 
 HOURS_PER_MONTH = 8760.0 / 12.0
 HOURS_PER_YEAR = 8760.0
@@ -118,7 +123,7 @@ class OnPrem:
     #: disposition) [-]. Assumption: no cited figure found; used only with resale="market".
     resale_haircut: float = 0.3
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.capex_usd_per_gpu is not None:
             v.nonnegative("capex_usd_per_gpu", self.capex_usd_per_gpu)
         for name in ("network_usd_per_gpu", "storage_usd_per_gpu", "installation_usd_per_gpu",
@@ -146,14 +151,14 @@ class OnPrem:
                 + self.installation_usd_per_gpu)
 
     @classmethod
-    def for_gpu(cls, gpu, **overrides) -> "OnPrem":
+    def for_gpu(cls, gpu: GPUSpec, **overrides: Any) -> "OnPrem":
         """Defaults with the GPU's catalog capex and system power per GPU.
 
         ``gpu`` is a :class:`llmcost.training.hardware.GPUSpec`; a GPU with no cited price
         gets ``capex_usd_per_gpu=None`` (buying not offered), one with no power keeps the
         H100 default. ``overrides`` win over both.
         """
-        kw = {"capex_usd_per_gpu": gpu.capex_usd_per_gpu}
+        kw: dict[str, Any] = {"capex_usd_per_gpu": gpu.capex_usd_per_gpu}
         if gpu.power_w_per_gpu is not None:
             kw["power_w_per_gpu"] = gpu.power_w_per_gpu
         kw.update(overrides)
@@ -172,7 +177,7 @@ class CloudPrices:
     #: >= 1; e.g. spot.spot_net_savings' spot_cost_share / (1 - discount).
     spot_overhead: float = 1.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("on_demand", "reserved_1y", "reserved_3y", "spot"):
             x = getattr(self, name)
             if x is not None:
@@ -186,7 +191,7 @@ class CloudPrices:
 _TERMS = (("reserved_1y", 1), ("reserved_3y", 3))
 
 
-def _annuity_months(m, r):
+def _annuity_months(m: ArrayLike, r: float) -> float | np.ndarray:
     """A(m) = sum over months 1..m of q^t, q = (1+r)^(-1/12); continuous in m; = m at r = 0."""
     m = np.asarray(m, dtype=float)
     q = (1 + r) ** (-1 / 12)
@@ -195,16 +200,16 @@ def _annuity_months(m, r):
     return q * (1 - q**m) / (1 - q)
 
 
-def _discount_factor(m, r):
+def _discount_factor(m: ArrayLike, r: float) -> float | np.ndarray:
     """q^m: weight of a cash flow at month m."""
     return np.ones_like(np.asarray(m, dtype=float)) if r <= 0 else (1 + r) ** (-np.asarray(m) / 12)
 
 
-def _rate(discount_rate) -> float:
+def _rate(discount_rate: float) -> float:
     return float(v.in_range("discount_rate", discount_rate, 0, 1))
 
 
-def onprem_opex_usd_per_gpu_month(onprem: OnPrem, utilization):
+def onprem_opex_usd_per_gpu_month(onprem: OnPrem, utilization: ArrayLike) -> float | np.ndarray:
     r"""Monthly operating cost of one GPU on premises.
 
     .. math:: O(u) = 730\,\frac{W (s + (1-s) u)}{1000}\,\text{PUE}\; p_{kWh}
@@ -236,7 +241,7 @@ def onprem_opex_usd_per_gpu_month(onprem: OnPrem, utilization):
                     + onprem.maintenance_per_year / 12 * capex)
 
 
-def book_value_usd(months, onprem: OnPrem):
+def book_value_usd(months: ArrayLike, onprem: OnPrem) -> float | np.ndarray:
     r"""Book value of one GPU's capex after m months of straight-line depreciation.
 
     .. math:: B(m) = K\left[1 - (1 - \rho)\min\left(1, \frac{m}{12 L}\right)\right]
@@ -262,7 +267,7 @@ def book_value_usd(months, onprem: OnPrem):
     return v.result((onprem.capex_usd or 0.0) * (1 - (1 - onprem.residual_share) * used))
 
 
-def market_value_usd(months, onprem: OnPrem):
+def market_value_usd(months: ArrayLike, onprem: OnPrem) -> float | np.ndarray:
     r"""What one GPU's hardware fetches when sold after m months: book value less a haircut.
 
     .. math:: V(m) = B(m)\,(1 - h)
@@ -287,8 +292,8 @@ def market_value_usd(months, onprem: OnPrem):
     return v.result(book_value_usd(months, onprem) * (1 - onprem.resale_haircut))
 
 
-def onprem_cost_usd(months, onprem: OnPrem, utilization, gpus=1, discount_rate=0.0,
-                    resale="none"):
+def onprem_cost_usd(months: ArrayLike, onprem: OnPrem, utilization: ArrayLike, gpus: ArrayLike = 1,
+                    discount_rate: float = 0.0, resale: str = "none") -> float | np.ndarray:
     r"""Cumulative on-premises cash cost: capex at month 0, opex monthly, resale if asked.
 
     .. math:: C(m) = g\left[K + O(u)\,A(m) - \mathbb{1}_{market}\, V(m)\, q^m\right],\quad
@@ -326,13 +331,15 @@ def onprem_cost_usd(months, onprem: OnPrem, utilization, gpus=1, discount_rate=0
     if not onprem.offered:
         return v.result(np.full(np.broadcast(m, g, np.asarray(utilization)).shape, np.nan))
     opex = onprem_opex_usd_per_gpu_month(onprem, utilization)
+    assert onprem.capex_usd is not None     # offered: it has a price
     cost = onprem.capex_usd + opex * _annuity_months(m, r)
     if resale == "market":
         cost = cost - market_value_usd(m, onprem) * _discount_factor(m, r)
     return v.result(g * cost)
 
 
-def reservation_commitment_usd(run_hours, usd_per_gpu_hour, gpus, term_years, discount_rate=0.0):
+def reservation_commitment_usd(run_hours: ArrayLike, usd_per_gpu_hour: ArrayLike, gpus: ArrayLike,
+                               term_years: ArrayLike, discount_rate: float = 0.0) -> float | np.ndarray:
     r"""Cash committed by reserving GPUs for a need of H hours: every hour of whole terms.
 
     .. math:: C = P\, g\, 730\, A(12\,T\,n),\quad n = \left\lceil \frac{H}{8760\,T} \right\rceil
@@ -372,8 +379,9 @@ def reservation_commitment_usd(run_hours, usd_per_gpu_hour, gpus, term_years, di
     return v.result(p * g * HOURS_PER_MONTH * _annuity_months(terms * 12 * t, r))
 
 
-def run_costs_usd(run_hours, gpus_billed, prices: CloudPrices, onprem: OnPrem, discount_rate=0.0,
-                  resale="none", spot_run_hours=None) -> dict:
+def run_costs_usd(run_hours: ArrayLike, gpus_billed: ArrayLike, prices: CloudPrices, onprem: OnPrem,
+                  discount_rate: float = 0.0, resale: str = "none",
+                  spot_run_hours: ArrayLike | None = None) -> dict:
     r"""Cash cost of one run under each option, including the commitment it forces.
 
     .. math::
@@ -435,8 +443,8 @@ def run_costs_usd(run_hours, gpus_billed, prices: CloudPrices, onprem: OnPrem, d
     return out
 
 
-def run_costs_amortized_usd(run_hours, gpus_billed, prices: CloudPrices, onprem: OnPrem,
-                            utilization, discount_rate=0.0, resale="none") -> dict:
+def run_costs_amortized_usd(run_hours: ArrayLike, gpus_billed: ArrayLike, prices: CloudPrices, onprem: OnPrem,
+                            utilization: ArrayLike, discount_rate: float = 0.0, resale: str = "none") -> dict:
     r"""The run's share of owned or reserved capacity kept busy at utilization u.
 
     .. math::
@@ -484,7 +492,9 @@ def run_costs_amortized_usd(run_hours, gpus_billed, prices: CloudPrices, onprem:
     gpu_hours = h * g
     for name, term in _TERMS:
         if name in out:
-            per_used = prices.reserved(term) * HOURS_PER_MONTH * _annuity_months(12 * term, r) / (
+            p = prices.reserved(term)
+            assert p is not None    # run_costs_usd prices only the offered terms
+            per_used = p * HOURS_PER_MONTH * _annuity_months(12 * term, r) / (
                 HOURS_PER_YEAR * term * u)
             out[name] = v.result(gpu_hours * per_used)
     if onprem.offered:
@@ -494,8 +504,8 @@ def run_costs_amortized_usd(run_hours, gpus_billed, prices: CloudPrices, onprem:
     return out
 
 
-def option_costs_usd(months, utilization, prices: CloudPrices, onprem: OnPrem, gpus=1,
-                     discount_rate=0.0, resale="none") -> dict:
+def option_costs_usd(months: ArrayLike, utilization: ArrayLike, prices: CloudPrices, onprem: OnPrem,
+                     gpus: ArrayLike = 1, discount_rate: float = 0.0, resale: str = "none") -> dict:
     r"""Cumulative cash cost of meeting a need of u x 730 GPU-hours a month for m months.
 
     .. math::
@@ -552,8 +562,8 @@ def option_costs_usd(months, utilization, prices: CloudPrices, onprem: OnPrem, g
     return out
 
 
-def cost_per_useful_gpu_hour(months, utilization, prices: CloudPrices, onprem: OnPrem,
-                             discount_rate=0.0, resale="none") -> dict:
+def cost_per_useful_gpu_hour(months: ArrayLike, utilization: ArrayLike, prices: CloudPrices, onprem: OnPrem,
+                             discount_rate: float = 0.0, resale: str = "none") -> dict:
     r"""Each option's cumulative cost per GPU-hour used over the horizon (same curves).
 
     .. math:: c = \frac{C(m, u)}{730\, m\, u\, g}
@@ -589,8 +599,8 @@ def cost_per_useful_gpu_hour(months, utilization, prices: CloudPrices, onprem: O
     return {k: v.result(c / used) for k, c in costs.items()}
 
 
-def breakeven_months(usd_per_gpu_hour, capex_usd, utilization, opex_usd_per_month=0.0,
-                     discount_rate=0.0):
+def breakeven_months(usd_per_gpu_hour: ArrayLike, capex_usd: ArrayLike, utilization: ArrayLike,
+                     opex_usd_per_month: ArrayLike = 0.0, discount_rate: ArrayLike = 0.0) -> float | np.ndarray:
     r"""Months after which buying costs less than renting on demand (the curves' crossing).
 
     On-prem K + O A(m) meets on-demand 730 P u A(m) where
@@ -645,7 +655,8 @@ def breakeven_months(usd_per_gpu_hour, capex_usd, utilization, opex_usd_per_mont
     return v.result(np.where(ok_disc, m, np.inf))
 
 
-def decision_map(utilization, months, prices: CloudPrices, onprem: OnPrem, **kw):
+def decision_map(utilization: ArrayLike, months: ArrayLike, prices: CloudPrices, onprem: OnPrem,
+                 **kw: Any) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
     r"""Cheapest option over a grid of utilization x horizon (the curves' convention).
 
     Parameters

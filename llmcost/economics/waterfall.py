@@ -11,17 +11,23 @@ References
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import pandas as pd
 
 from .. import _validate as v
+
+if TYPE_CHECKING:
+    from ..training.step import StepPrediction
 
 STEPS = ("peak", "compute efficiency", "communication and pipeline bubble", "data loading stalls",
          "checkpoints", "failures: rework and restarts", "preemptions")
 
 
-def run_waterfall(peak_tflops, compute_efficiency, step_busy_share, data_stall_share=0.0,
-                  checkpoint_share=0.0, failure_share=0.0, preemption_share=0.0,
-                  flops_per_token=None, usd_per_gpu_hour=None) -> pd.DataFrame:
+def run_waterfall(peak_tflops: float, compute_efficiency: float, step_busy_share: float,
+                  data_stall_share: float = 0.0, checkpoint_share: float = 0.0, failure_share: float = 0.0,
+                  preemption_share: float = 0.0, flops_per_token: float | None = None,
+                  usd_per_gpu_hour: float | None = None) -> pd.DataFrame:
     r"""Each loss applied in turn to the per-GPU FLOP/s.
 
     .. math:: X_{eff} = F_{peak}\; e_c\; b\; (1 - s_d)(1 - s_c - s_f)(1 - s_p)
@@ -87,7 +93,7 @@ def run_waterfall(peak_tflops, compute_efficiency, step_busy_share, data_stall_s
     return df
 
 
-def waterfall_from_step(pred, peak_tflops, **losses) -> pd.DataFrame:
+def waterfall_from_step(pred: StepPrediction, peak_tflops: float, **losses: Any) -> pd.DataFrame:
     """:func:`run_waterfall` fed by a scalar :class:`~llmcost.training.step.StepPrediction`.
 
     Parameters
