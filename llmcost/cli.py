@@ -23,13 +23,14 @@ from . import catalog
 from . import utilization as ut
 from .checks.nccl_tests import OPS as CHECK_OPS
 from .economics import reliability as rel
-from .economics import sizing, tco
 from .economics import spot as spot_mod
+from .economics import tco
+from .planning import planner, sizing
 from .scenario import FIELDS as SCENARIO_FIELDS
 from .scenario import MOE_LOAD_IMBALANCE_DEFAULT
 from .serving import query as serve_query
 from .training import flops as fl
-from .training import hf_config, planner, stacks
+from .training import hf_config, stacks
 from .training import memory as mem
 from .training import step as step_mod
 from .training.arch import ModelSpec

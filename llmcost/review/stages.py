@@ -21,11 +21,12 @@ import pandas as pd
 from .. import _validate as v
 from .. import catalog as catalog_mod
 from .. import utilization as ut
-from ..economics import napkin, realized, sizing, spot, storage, tco
+from ..economics import napkin, realized, spot, storage, tco
 from ..economics import reliability as rel
 from ..economics.waterfall import waterfall_from_step
+from ..planning import pipeline_batch, planner, sizing
 from ..scenario import CONFIG_PREFIX, Scenario
-from ..training import hf_config, memory, planner, stacks
+from ..training import hf_config, memory, stacks
 from ..training.batch import global_batch_choice
 from ..training.layout import LINK_KEYS
 from ..training.moe import A2A_OVERLAP
@@ -1427,7 +1428,7 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
         if pl.layout is not None and pl.layout.pp > 1 and pr.bubble_share > 0.10 and \
                 pr.mfu_limit is not None and pr.mfu_limit.limit == "bubble":
             try:
-                adv = sizing.batch_advice(inp.model, inp.gpu, pl.layout.pp, pl.layout.interleave,
+                adv = pipeline_batch.batch_advice(inp.model, inp.gpu, pl.layout.pp, pl.layout.interleave,
                                           pl.layout.num_microbatches, pl.layout.micro_batch,
                                           pl.layout.dp, inp.model.seq_len)
                 if adv.too_small:
