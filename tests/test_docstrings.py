@@ -6,12 +6,14 @@ import re
 import pytest
 
 from llmcost import utilization
-from llmcost.economics import reliability, spot, storage, tco, waterfall
+from llmcost.economics import spot, storage, tco, waterfall
+from llmcost.economics.reliability import checkpoints, failures, restart, wall_time
 from llmcost.planning import ladder, pipeline_batch, planner, sizes, sizing
 from llmcost.training import comm, flops, memory, moe, precision, scaling, step, uncertainty
 
-MODULES = [flops, memory, utilization, comm, step, scaling, tco, spot, reliability, sizing,
-           sizes, pipeline_batch, ladder, waterfall, precision, uncertainty, moe, storage]
+MODULES = [flops, memory, utilization, comm, step, scaling, tco, spot, failures, checkpoints,
+           wall_time, restart, sizing, sizes, pipeline_batch, ladder, waterfall, precision,
+           uncertainty, moe, storage]
 FUNCS = [(m.__name__, n, f) for m in MODULES for n, f in inspect.getmembers(m, inspect.isfunction)
          if f.__module__ == m.__name__ and not n.startswith("_")]
 

@@ -29,7 +29,7 @@ def run_waterfall(peak_tflops, compute_efficiency, step_busy_share, data_stall_s
     with e_c the model FLOPs per compute second over peak, b the share of the step spent
     computing (the rest is exposed communication, bubble, optimizer), s_d data stalls, s_c
     and s_f the checkpoint and failure shares of wall time (from
-    :func:`llmcost.economics.reliability.goodput_breakdown`), s_p time lost to preemptions.
+    :func:`llmcost.economics.reliability.wall_time.goodput_breakdown`), s_p time lost to preemptions.
 
     Parameters
     ----------
