@@ -6,11 +6,14 @@ import re
 import pytest
 
 from llmcost import utilization
-from llmcost.economics import reliability, sizing, spot, storage, tco, waterfall
-from llmcost.training import comm, flops, memory, moe, planner, precision, scaling, step, uncertainty
+from llmcost.economics import spot, storage, tco, waterfall
+from llmcost.economics.reliability import checkpoints, failures, restart, wall_time
+from llmcost.planning import ladder, pipeline_batch, planner, sizes, sizing
+from llmcost.training import comm, flops, memory, moe, precision, scaling, step, uncertainty
 
-MODULES = [flops, memory, utilization, comm, step, scaling, tco, spot, reliability, sizing,
-           waterfall, precision, uncertainty, moe, storage]
+MODULES = [flops, memory, utilization, comm, step, scaling, tco, spot, failures, checkpoints,
+           wall_time, restart, sizing, sizes, pipeline_batch, ladder, waterfall, precision,
+           uncertainty, moe, storage]
 # a package's functions live in its submodules: they count as the package's own
 FUNCS = [(m.__name__, n, f) for m in MODULES for n, f in inspect.getmembers(m, inspect.isfunction)
          if (f.__module__ == m.__name__ or f.__module__.startswith(m.__name__ + "."))

@@ -6,9 +6,10 @@ import argparse
 
 from .. import _validate as v
 from .. import catalog
+from ..planning import planner
 from ..training import flops as fl
 from ..training import memory as mem
-from ..training import planner, stacks
+from ..training import stacks
 from .common import (
     _add_model_args,
     _add_recipe_args,

@@ -6,7 +6,7 @@ import argparse
 import time
 
 from .. import _validate as v
-from ..training import planner
+from ..planning import planner
 from ..training import step as step_mod
 from .common import _add_layout_common, _add_stage_args, _hardware, _model_from_args, _options, _refuse_moe_flags
 

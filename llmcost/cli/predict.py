@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from ..planning import planner
 from ..training import flops as fl
 from ..training import memory as mem
-from ..training import planner
 from ..training import step as step_mod
 from ..training.layout import Layout
 from .common import (

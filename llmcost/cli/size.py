@@ -7,7 +7,7 @@ import argparse
 
 from .. import _validate as v
 from .. import catalog
-from ..economics import sizing
+from ..planning import sizing
 from ..training import step as step_mod
 from .common import _add_model_args, _add_precision_arg, _hardware, _model_from_args, _options
 

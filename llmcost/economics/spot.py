@@ -5,7 +5,7 @@ One interruption model for spot and failures. Interruptions arrive as Poisson pr
 day of wall time: preemptions at r (spot only) and hardware/software failures at r_f (both
 runs: a spot run fails as often as an on-demand one on the same GPUs). Each interruption
 throws away the work since the last checkpoint (w, billed job-hours; by default the same for
-a failure as for a preemption, see :func:`llmcost.economics.reliability.lost_hours_per_interruption`)
+a failure as for a preemption, see :func:`llmcost.economics.reliability.wall_time.lost_hours_per_interruption`)
 and costs a restart R. A preemption also waits W for capacity, during which a share beta of
 the nodes stays billed. Spot and on-demand are compared for the same useful work.
 
@@ -130,7 +130,7 @@ def spot_net_savings(discount: ArrayLike, preemptions_per_day: ArrayLike, lost_h
         r [per day of wall time].
     lost_hours_per_preemption : float or array
         w, billed job-hours of work lost per preemption [h]; from a checkpoint interval:
-        :func:`llmcost.economics.reliability.lost_hours_per_interruption`.
+        :func:`llmcost.economics.reliability.wall_time.lost_hours_per_interruption`.
     restart_h : float or array
         R, detect, reschedule and reload after any interruption [h].
     capacity_wait_h : float or array
@@ -139,7 +139,7 @@ def spot_net_savings(discount: ArrayLike, preemptions_per_day: ArrayLike, lost_h
         beta [-]: 1 if the surviving nodes stay billed while waiting, 0 if all are released.
     failures_per_day : float or array
         r_f [per day], job failures (hardware and software) of either run; e.g.
-        :func:`llmcost.economics.reliability.job_failures_per_day`.
+        :func:`llmcost.economics.reliability.failures.job_failures_per_day`.
     failure_lost_hours : float or array, optional
         w_f [h], work lost per failure; default w (same checkpoints, same loss).
     on_demand_failures_per_day, on_demand_lost_hours : float or array, optional

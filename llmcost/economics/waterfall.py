@@ -35,7 +35,7 @@ def run_waterfall(peak_tflops: float, compute_efficiency: float, step_busy_share
     with e_c the model FLOPs per compute second over peak, b the share of the step spent
     computing (the rest is exposed communication, bubble, optimizer), s_d data stalls, s_c
     and s_f the checkpoint and failure shares of wall time (from
-    :func:`llmcost.economics.reliability.goodput_breakdown`), s_p time lost to preemptions.
+    :func:`llmcost.economics.reliability.wall_time.goodput_breakdown`), s_p time lost to preemptions.
 
     Parameters
     ----------

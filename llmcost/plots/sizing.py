@@ -182,7 +182,7 @@ def sizing_curve(results: Results, *, compare=(), label=None) -> go.Figure:
 
 def _sizing_bar(results: Results) -> float:
     """Days to train a size must not exceed to meet the target: t_target / (1 + h) [days]
-    (:func:`llmcost.economics.sizing.size_cluster`)."""
+    (:func:`llmcost.planning.sizing.size_cluster`)."""
     s = results.scenario
     return s.target_days / (1 + s.headroom)
 

@@ -15,7 +15,7 @@ fit in memory is not limited by the batch: memory is the limit there, and more b
 help.
 
 10% is the pipeline bubble the sizing accepts before it calls a batch too small for its
-pipeline (:data:`llmcost.economics.sizing.BUBBLE_LIMIT`, Narayanan et al. 2021,
+pipeline (:data:`llmcost.planning.pipeline_batch.BUBBLE_LIMIT`, Narayanan et al. 2021,
 arXiv:2104.04473 §2.2): a batch may cost the GPUs at most what such a bubble costs them.
 Measured on the step model: Llama 3.1 405B's published 2,048 sequences of 8,192 on 16,384
 H100 fill them (doubling gains 7-8%); on 16,384 B200, whose matmuls run 2.3x faster against the
@@ -27,7 +27,7 @@ of two split (:math:`2^k \\times \\{1, 1.25, 1.5, 1.75\\}` sequences, the review
 points of the octave below it; the largest GPU count a batch fills on whole nodes halved from
 :math:`G`, then refined the same way. Each test reads the review's layout at the batch and at
 twice it; the searches hand the pairs they are about to read to ``warm`` a few at a time, so
-the review predicts them together (``llmcost.training.planner.first_layouts``), and a review
+the review predicts them together (``llmcost.planning.planner.first_layouts``), and a review
 pays the searches only where its batch does not fill its GPUs.
 
 Every function here takes ``best(gpus, batch)``: the review's layout at that size and batch as

@@ -20,7 +20,7 @@ import pandas as pd
 
 from .. import _validate as v
 from ..catalog import Catalog
-from ..economics import sizing
+from ..planning.ladder import DEFAULT_MFU, Rung, cheapest_on_demand, finetune_ladder, slow_end_cost
 from ..scenario import Scenario
 from ..training.arch import ModelSpec
 from ..training.flops import chinchilla_optimal_tokens
@@ -30,7 +30,7 @@ from ..training.flops import chinchilla_optimal_tokens
 class LadderResult:
     model: str
     finetune_tokens: float
-    rungs: tuple                 # sizing.Rung, cheapest first
+    rungs: tuple                 # Rung, cheapest first
     price_ids: dict              # gpu id -> prices.csv id the fine-tune rungs use
     skipped: tuple               # GPUs with no price in the catalog
     #: the prices.csv id of the pretraining rung's review (its catalog offer), if any
@@ -55,12 +55,12 @@ FINETUNE_BATCH_SEQUENCES = 64
 
 
 def finetune_mfu(model: ModelSpec, cat: Catalog, fabric: str, seq_len=None):
-    """``predict_mfu(gpu, method, n)`` for :func:`sizing.finetune_ladder`: the step model's
-    MFU of the full fine-tune's layout on ``n`` GPUs (data parallel, ZeRO-3, full
-    recomputation, micro-batch 1, :data:`FINETUNE_BATCH_SEQUENCES` per step). LoRA is taken
-    at the same efficiency of its smaller FLOP count (the same GEMM shapes), QLoRA at
-    :data:`sizing.DEFAULT_MFU`'s QLoRA / full ratio (its NF4 dequantisation: an assumption
-    the step model does not model)."""
+    """``predict_mfu(gpu, method, n)`` for :func:`~llmcost.planning.ladder.finetune_ladder`:
+    the step model's MFU of the full fine-tune's layout on ``n`` GPUs (data parallel, ZeRO-3,
+    full recomputation, micro-batch 1, :data:`FINETUNE_BATCH_SEQUENCES` per step). LoRA is
+    taken at the same efficiency of its smaller FLOP count (the same GEMM shapes), QLoRA at
+    :data:`~llmcost.planning.ladder.DEFAULT_MFU`'s QLoRA / full ratio (its NF4 dequantisation:
+    an assumption the step model does not model)."""
     from ..training import step
 
     def predict(gpu, method, n):
@@ -74,14 +74,15 @@ def finetune_mfu(model: ModelSpec, cat: Catalog, fabric: str, seq_len=None):
                               with_scaling=False)
         u = float(p.mfu)
         if method == "qlora":
-            u *= sizing.DEFAULT_MFU["qlora"] / sizing.DEFAULT_MFU["full"]
+            u *= DEFAULT_MFU["qlora"] / DEFAULT_MFU["full"]
         return u
     return predict
 
 
 def rank_band(cat: Catalog, precision: str = "bf16"):
-    """``rank_band(gpu, mfu)`` for :func:`sizing.finetune_ladder`: the throughput band of a
-    prediction no published run validates (:func:`throughput_band`), 0 for a validated one."""
+    """``rank_band(gpu, mfu)`` for :func:`~llmcost.planning.ladder.finetune_ladder`: the
+    throughput band of a prediction no published run validates (:func:`throughput_band`), 0
+    for a validated one."""
     from ..training.step import calibration_note
     from ..training.uncertainty import throughput_band
 
@@ -92,7 +93,7 @@ def rank_band(cat: Catalog, precision: str = "bf16"):
     return band
 
 
-def pretrain_rung(results) -> sizing.Rung | None:
+def pretrain_rung(results) -> Rung | None:
     """The pretraining rung of a reviewed run (any sizing): its GPU, GPUs, days, GPU-hours
     and on-demand dollars, ranked at the slow end of its band when no published run
     validates it; None when the run has no on-demand cost (no price)."""
@@ -105,14 +106,14 @@ def pretrain_rung(results) -> sizing.Rung | None:
     price = j["prices_usd_per_gpu_hour"].get("on_demand")
     b = j["prediction_band"]
     band = 0.0 if b is None or b["calibrated"] else float(b["low"])
-    return sizing.Rung(method="pretrain", gpu=s.gpu, gpus=int(j["gpus"]),
-                       hours=float(j["days"]) * 24, gpu_hours=float(j["gpu_hours"]),
-                       cost_usd=float(cost), flops=flops, tokens=float(s.tokens), mfu=j["mfu"],
-                       note=f"{s.tokens:.3g} tokens on {int(j['gpus']):,} x {s.gpu} in "
-                            f"{j['days']:.1f} days (the review: MFU {j['mfu']:.1%}, goodput "
-                            f"{j['goodput']:.1%}, {j['price_offer'] or 'entered price'})", min_gpus=0,
-                       usd_per_gpu_hour=price, ranked_by="slow end" if band else "point",
-                       rank_cost_usd=sizing.slow_end_cost(cost, band), band=band)
+    return Rung(method="pretrain", gpu=s.gpu, gpus=int(j["gpus"]),
+                hours=float(j["days"]) * 24, gpu_hours=float(j["gpu_hours"]),
+                cost_usd=float(cost), flops=flops, tokens=float(s.tokens), mfu=j["mfu"],
+                note=f"{s.tokens:.3g} tokens on {int(j['gpus']):,} x {s.gpu} in "
+                     f"{j['days']:.1f} days (the review: MFU {j['mfu']:.1%}, goodput "
+                     f"{j['goodput']:.1%}, {j['price_offer'] or 'entered price'})", min_gpus=0,
+                usd_per_gpu_hour=price, ranked_by="slow end" if band else "point",
+                rank_cost_usd=slow_end_cost(cost, band), band=band)
 
 
 def _reviewed_pretrain(model, priced, tokens, days, base, cat):
@@ -160,11 +161,11 @@ def ladder(model: ModelSpec, cat: Catalog, finetune_tokens=1e9, pretrain_tokens=
     The pretraining rung is ``pretrain`` (a review's Results: that run) when given, else
     the cheapest on-demand review (``base`` with the model, GPU, tokens and days; default
     Scenario) over the priced GPUs of a catalog model; a model outside the catalog keeps
-    the fixed-MFU estimate of :func:`llmcost.economics.sizing.finetune_ladder`."""
+    the fixed-MFU estimate of :func:`llmcost.planning.ladder.finetune_ladder`."""
     from ..training.step import is_calibrated
     ids = list(gpu_ids) if gpu_ids else list(cat.gpus()["id"])
     gpus = [cat.gpu(g) for g in ids]
-    cheapest = sizing.cheapest_on_demand(cat.prices())
+    cheapest = cheapest_on_demand(cat.prices())
     priced = [g for g in gpus if g.id in cheapest]
     skipped = tuple(g.id for g in gpus if g.id not in cheapest)
     if not priced:
@@ -180,7 +181,7 @@ def ladder(model: ModelSpec, cat: Catalog, finetune_tokens=1e9, pretrain_tokens=
     fabric = (base or (pretrain.scenario if pretrain is not None else Scenario())).fabric
     if fabric == "custom":
         fabric = Scenario().fabric
-    rungs = sizing.finetune_ladder(
+    rungs = finetune_ladder(
         model, priced, {g.id: cheapest[g.id][0] for g in priced}, finetune_tokens,
         pretrain_tokens, pretrain_days, billing_gpus={g.id: cheapest[g.id][1] for g in priced},
         seq_len=seq_len, predict_mfu=finetune_mfu(model, cat, fabric, seq_len),

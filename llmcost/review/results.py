@@ -13,9 +13,9 @@ import pandas as pd
 
 from ..catalog import Catalog
 from ..economics.realized import RealizedRatio
-from ..economics.sizing import Sizing
 from ..economics.spot import SpotResult
 from ..economics.tco import CloudPrices, OnPrem
+from ..planning.sizing import Sizing
 from ..scenario import Scenario
 from ..training.arch import ModelSpec
 from ..training.hardware import FabricSpec, GPUSpec

@@ -12,8 +12,8 @@ import pandas as pd
 from .. import utilization as ut
 from ..economics import reliability as rel
 from ..economics import spot, storage, tco
+from ..planning import planner
 from ..scenario import Scenario
-from ..training import planner
 from ..training.layout import Layout
 from ..training.memory import memory_per_gpu
 from .results import Results

@@ -144,7 +144,7 @@ class Layout:
     @classmethod
     def from_row(cls, row, global_batch: int | None = None, precision: str | None = None
                  ) -> "Layout":
-        """The layout of one row of a planner frame (:func:`llmcost.training.planner.plan`);
+        """The layout of one row of a planner frame (:func:`llmcost.planning.planner.plan`);
         a field the row lacks takes its default, the middle stages the first's layers."""
         kw = {f.name: (str(row[f.name]) if f.type == "str" else row[f.name])
               for f in fields(cls) if f.name in row}

@@ -16,12 +16,13 @@ from llmcost import catalog
 from llmcost.apps.review_app import ReviewApp
 from llmcost.apps.sizing_app import SizingApp
 from llmcost.cli import main
-from llmcost.economics import sizing
+from llmcost.planning import sizing
+from llmcost.planning.ladder import cheapest_on_demand
 from llmcost.review import chain, evaluate, ladder, stages
 from llmcost.scenario import FIELDS, Scenario
 
 CAT = catalog.default()
-PRICED = sorted(sizing.cheapest_on_demand(CAT.prices()))
+PRICED = sorted(cheapest_on_demand(CAT.prices()))
 REL = 1e-9
 
 

@@ -37,7 +37,7 @@ def sync_stall_s(size_bytes, writer_nodes, tier_write_gb_per_s, node_write_gb_pe
 
     .. math:: t_{sync} = \frac{S}{\min(B_{tier},\; n_w B_{node})}
 
-    Same model as :func:`llmcost.economics.reliability.checkpoint_stall_s` (mode "sync"),
+    Same model as :func:`llmcost.economics.reliability.checkpoints.checkpoint_stall_s` (mode "sync"),
     which it calls.
 
     Parameters
@@ -76,7 +76,7 @@ def local_stall_s(size_bytes, writer_nodes, host_copy_gb_per_s, gpus_per_node=8,
         t_{local} &= \frac{S}{n_w\, g\, B_{host}} \quad\text{(staging in host memory)} \\
         t_{local} &= \frac{S}{n_w \min(g\, B_{host},\; B_{nvme})} \quad\text{(to local NVMe)}
 
-    The NVMe form is :func:`llmcost.economics.reliability.checkpoint_stall_s` (mode
+    The NVMe form is :func:`llmcost.economics.reliability.checkpoints.checkpoint_stall_s` (mode
     "async"), which it calls.
 
     Parameters
@@ -201,7 +201,7 @@ def recommended_interval_s(stall_s, mtbf_s, upload_s=0.0):
     References
     ----------
     .. [1] Daly 2006, FGCS 22(3):303, Eq. 37 (via
-       :func:`llmcost.economics.reliability.daly_interval_s`).
+       :func:`llmcost.economics.reliability.checkpoints.daly_interval_s`).
     """
     return durable_interval_s(rel.daly_interval_s(stall_s, mtbf_s), upload_s)
 
@@ -223,7 +223,7 @@ def rework_s(mode, interval_s, stall_s, upload_s=0.0, peer_copy_s=0.0, peer_shar
     With peer-memory copies (GEMINI) a failure that leaves each snapshot's peer alive (share
     f) rolls back only to the in-memory copy, which is safe once its peer copy (C) ends; the
     rest fall back to the durable copy uploaded every tau_r. ``w_sync`` is
-    :func:`llmcost.economics.reliability.lost_hours_per_interruption` in seconds.
+    :func:`llmcost.economics.reliability.wall_time.lost_hours_per_interruption` in seconds.
 
     Parameters
     ----------
@@ -285,7 +285,7 @@ def checkpoint_goodput(mode, interval_s, stall_s, mtbf_s, restart_s=0.0, upload_
 
     with tau_e = tau (sync), max(tau, U) (async: snapshots no faster than uploads),
     max(tau, C) (peer-memory). For sync this is exactly
-    :func:`llmcost.economics.reliability.goodput`; for the others it is exact to first order
+    :func:`llmcost.economics.reliability.wall_time.goodput`; for the others it is exact to first order
     in 1/M. 1/F(2w) is computed as ``reliability.goodput(2w, 0, M, R)``. Background uploads
     are assumed not to slow training.
 
@@ -307,7 +307,7 @@ def checkpoint_goodput(mode, interval_s, stall_s, mtbf_s, restart_s=0.0, upload_
     References
     ----------
     .. [1] Daly 2006, FGCS 22(3):303, Eq. 13-14 (via
-       :func:`llmcost.economics.reliability.goodput`).
+       :func:`llmcost.economics.reliability.wall_time.goodput`).
     .. [2] Wang et al., SOSP 2023 (GEMINI).
     """
     v.choice("mode", mode, MODES)

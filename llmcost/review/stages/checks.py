@@ -4,7 +4,8 @@ uncalibrated, implausible or infeasible."""
 from __future__ import annotations
 
 from ... import utilization as ut
-from ...economics import napkin, sizing
+from ...economics import napkin
+from ...planning import pipeline_batch
 from ..results import Flag
 from .notes import a2a_note, batch_note, fabric_assumption_note, napkin_note
 from .prediction import g_peak_ratio
@@ -55,9 +56,10 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
         if pl.layout is not None and pl.layout.pp > 1 and pr.bubble_share > 0.10 and \
                 pr.mfu_limit is not None and pr.mfu_limit.limit == "bubble":
             try:
-                adv = sizing.batch_advice(inp.model, inp.gpu, pl.layout.pp, pl.layout.interleave,
-                                          pl.layout.num_microbatches, pl.layout.micro_batch,
-                                          pl.layout.dp, inp.model.seq_len)
+                adv = pipeline_batch.batch_advice(
+                    inp.model, inp.gpu, pl.layout.pp, pl.layout.interleave,
+                    pl.layout.num_microbatches, pl.layout.micro_batch, pl.layout.dp,
+                    inp.model.seq_len)
                 if adv.too_small:
                     # the planner already searched fewer stages and deeper interleaving and
                     # kept this layout as the fastest that fits: only the batch is the

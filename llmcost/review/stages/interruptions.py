@@ -70,7 +70,7 @@ def interruption_terms(inp: Inputs, gpus, mode: str | None = None) -> Interrupti
 
 def restart_terms_at(inp: Inputs, gpus) -> rel.RestartTerms | None:
     """The restart per interruption as its terms at each GPU count
-    (:func:`llmcost.economics.reliability.restart_terms`: detection, rescheduling, checkpoint
+    (:func:`llmcost.economics.reliability.restart.restart_terms`: detection, rescheduling, checkpoint
     load from the shared tier, warm-up), with the scenario's detector and rescheduling; None
     when the scenario gives its own restart (``restart`` = "custom")."""
     s = inp.scenario
@@ -83,7 +83,7 @@ def restart_terms_at(inp: Inputs, gpus) -> rel.RestartTerms | None:
 
 
 #: per-node bandwidth towards shared storage [GB/s] (one 400 Gb/s storage NIC per node;
-#: the default of :func:`llmcost.economics.reliability.checkpoint_stall_s`)
+#: the default of :func:`llmcost.economics.reliability.checkpoints.checkpoint_stall_s`)
 NODE_NETWORK_GB_PER_S = rel.NODE_NETWORK_GB_PER_S
 
 

@@ -9,8 +9,8 @@ from collections import OrderedDict
 import numpy as np
 
 from ... import _validate as v
-from ...economics import sizing
-from ...training import memory, planner
+from ...planning import planner, sizing
+from ...training import memory
 from ...training.layout import LINK_KEYS
 from ...training.step import predict_step
 from .. import fill

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ... import _validate as v
+from ...planning import planner
 from ...scenario import Scenario
-from ...training import planner, stacks
+from ...training import stacks
 from ...training.layout import LINK_KEYS
 from ...training.moe import A2A_OVERLAP
 from ...training.step import DEFAULT_STACK, Options

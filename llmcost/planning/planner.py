@@ -1,0 +1,380 @@
+"""Parallelism planner: every layout as numpy arrays, one vectorized prediction, ranked.
+
+The space: TP (powers of two up to a node, or beyond on request), PP (divisors of the
+layer count, and depths that leave the first and last stages one layer short, balanced
+automatically: 126 layers on PP16 as 7/8/.../8/7), CP, micro-batch (gradient accumulation
+follows from the global batch), ZeRO stage 0-3, recomputation, sequence parallelism and
+interleaved chunks. Layouts that break a
+divisibility rule never enter; those that do not fit in memory are kept but marked, so a
+reviewer sees what the memory wall costs.
+
+References
+----------
+1. Narayanan et al. 2021, arXiv:2104.04473, §3 (takeaways: TP within a node, PP across,
+   DP for the rest) and §5.
+2. Seed article 001: "keep TP within a single node (max 8 GPUs), keep PP within a rack
+   (max 4 nodes), and scale DP across racks" (the "seed" heuristic here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+import pandas as pd
+
+from .. import _validate as v
+from ..training.arch import ModelSpec
+from ..training.hardware import FabricSpec, GPUSpec
+from ..training.layout import (  # noqa: F401
+    Layout,
+    describe_layout,
+    layout_columns,
+    stage_layers_text,
+)
+from ..training.precision import PRECISIONS, check_precision
+from ..training.step import STEP_TERMS, Calibration, Options, StepPrediction, predict_step
+from .space import (  # noqa: F401
+    HEURISTICS,
+    Space,
+    enumerate_layouts,
+    expert_parallel_sizes,
+    grid_size,
+    interleave_valid,
+    layout_axes,
+    layout_valid,
+    pipeline_depths,
+)
+
+GB = 1e9
+
+
+@dataclass(kw_only=True)
+class Plan:
+    """Ranked layouts and the counts behind them."""
+
+    layouts: pd.DataFrame          # every valid layout, best first (fitting ones first)
+    evaluated: int                 # valid layouts predicted
+    feasible: int                  # of which fit in memory
+    candidates: int                # grid before divisibility rules
+    pareto: pd.DataFrame = field(default_factory=pd.DataFrame)
+    note: str = ""                 # why nothing was evaluated, when evaluated == 0
+
+    def top(self, n=5) -> pd.DataFrame:
+        """The best n fitting layouts, one per distinct (step time, memory)."""
+        return distinct(self.layouts[self.layouts["fits"]]).head(n)
+
+
+def distinct(df: pd.DataFrame) -> pd.DataFrame:
+    """Drop layouts that repeat an earlier one's step time and memory (equivalent work)."""
+    key = pd.DataFrame({"t": df["step_time_s"].round(9), "m": df["memory_gb"].round(6)})
+    return df[~key.duplicated()]
+
+
+#: a plan frame's layout columns, in order: :class:`Layout`'s fields but the global batch
+#: (the plan's, the same on every row), with dp and the micro-batches per pipeline
+FRAME_LAYOUT_COLUMNS = layout_columns({"cp": "dp", "micro_batch": "num_microbatches"},
+                                      drop=("global_batch",))
+#: the precision and memory recipe a plan sets per prediction pass, not per layout
+RECIPE_COLUMNS = ("precision", "recompute_modules", "optimizer_moments")
+#: the layout as ``plan --json`` gives it (the stage split comes as ``stage_layers``, the
+#: recipe in the description)
+LAYOUT_COLUMNS = tuple(k for k in FRAME_LAYOUT_COLUMNS
+                       if k not in (*RECIPE_COLUMNS, "middle_stage_layers"))
+
+
+def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, gpus,
+         global_batch: int, space: Space = Space(), options: Options = Options(),
+         calibration: Calibration | None = None, seq_len: int | None = None,
+         usd_per_gpu_hour: float | None = None, heuristic: str = "none",
+         rank_by: str = "time", memory_kwargs=None, precision: str | None = None,
+         simplest_within: float = 0.0, memory_margin: float = 0.0) -> Plan:
+    r"""Evaluate every valid layout in one vectorized call and rank them.
+
+    Ranking: layouts that fit first, then by step time (``rank_by="time"``) or by dollars
+    per token (``"cost"``: usd_per_gpu_hour x gpus / 3600 / tokens per second, which
+    differs from time when several cluster sizes are offered). The Pareto front keeps the
+    fitting layouts no other beats on both step time and memory headroom.
+
+    The GEMM precision is an input, not a dimension of the search: every layout runs in
+    ``precision`` (a run's number format is a numerics decision, not a layout one), and
+    the frame carries it in a ``precision`` column.
+
+    Parameters
+    ----------
+    model, gpu, scale_up, scale_out
+        As :func:`llmcost.training.step.predict_step`.
+    gpus : int or sequence of int
+        [-].
+    global_batch : int
+        [sequences].
+    space : Space
+    options : Options
+    calibration : Calibration, optional
+        Default: the set of the GPU's generation (:func:`llmcost.training.step.calibration_for`).
+    seq_len : int, optional
+    usd_per_gpu_hour : float, optional
+        [USD per GPU-hour], for $ per million tokens.
+    heuristic : {"none", "seed"}
+    rank_by : {"time", "cost"}
+    memory_kwargs : dict, optional
+    precision : {"bf16", "fp8", "mxfp8"}, optional
+        GEMM precision of every layout; None: ``options.precision``. Refused where the GPU
+        cannot run it (:func:`llmcost.training.precision.check_precision`).
+    simplest_within : float, optional
+        Among the fitting layouts within this share of the best (by ``rank_by``), the one
+        with the fewest parallel dimensions (:func:`parallel_dimensions`) ranks first [-];
+        0 (the default) ranks by time or cost alone.
+    memory_margin : float, optional
+        Share of the GPU's memory a layout should leave free [-], in [0, 1): among the
+        layouts within ``simplest_within`` of the best, those that leave it rank ahead of
+        those that do not (:func:`memory_tight`), then fewest dimensions. 0 (the default):
+        memory does not rank.
+
+    Returns
+    -------
+    Plan
+        Layouts with step_time_s [s], mfu, hfu [-], memory_gb, headroom_gb [GB],
+        usd_per_million_tokens [USD], and the step-time breakdown [s].
+
+    References
+    ----------
+    .. [1] Narayanan et al. 2021, arXiv:2104.04473, §3, §5.
+    """
+    v.choice("rank_by", rank_by, ("time", "cost"))
+    if rank_by == "cost" and usd_per_gpu_hour is None:
+        raise v.InputError("usd_per_gpu_hour", "ranking by cost needs usd_per_gpu_hour")
+    prec = str(v.choice("precision", options.precision if precision is None else precision,
+                        PRECISIONS))
+    check_precision(prec, gpu)
+    # TP and CP may span the scale-up (NVLink) domain, e.g. 72 GPUs of a GB200 NVL72 rack
+    L = enumerate_layouts(model, gpus, global_batch, gpu.scale_up_domain, space, seq_len,
+                          heuristic)
+    n = len(L["tp"])
+    cand = grid_size(model, gpus, gpu.scale_up_domain, space)
+    if n == 0:
+        # an answer, not an error: callers index "fits", "step_time_s"... on any plan
+        empty = empty_layouts_frame()
+        return Plan(layouts=empty, evaluated=0, feasible=0, candidates=cand,
+                    pareto=empty.copy(),
+                    note=f"no layout in the space splits a global batch of {int(global_batch)} "
+                         f"sequences over {_sizes_text(gpus)} GPUs (t p c must divide the GPUs "
+                         "and micro-batch x DP the batch): change the GPU count or the batch")
+    df = _predicted(model, gpu, scale_up, scale_out, L, global_batch, space, options,
+                    calibration, seq_len, memory_kwargs, prec, usd_per_gpu_hour)
+    n = len(df)
+    key = "step_time_s" if rank_by == "time" else "usd_per_million_tokens"
+    df = _ranked(df, key, simplest_within, memory_margin)
+    return Plan(layouts=df, evaluated=n, feasible=int(df["fits"].sum()), candidates=cand,
+                pareto=pareto_front(df))
+
+
+def _predicted(model, gpu, scale_up, scale_out, L, global_batch, space, options, calibration,
+               seq_len, memory_kwargs, prec, usd_per_gpu_hour) -> pd.DataFrame:
+    """The frame of layouts ``L`` predicted under each memory recipe of ``space``, recipe
+    after recipe (``global_batch``: one, or one per layout)."""
+    frames = []
+    # one vectorized prediction per memory recipe (a handful), every layout in each
+    for mods in space.recompute_modules:
+        for moments in space.optimizer_moments:
+            mk = {**(memory_kwargs or {}), "optimizer_moments": moments}
+            pred = predict_step(model, gpu, scale_up, scale_out, gpus=L["gpus"], tp=L["tp"],
+                                pp=L["pp"], global_batch=global_batch, cp=L["cp"],
+                                micro_batch=L["micro_batch"], interleave=L["interleave"],
+                                recompute=L["recompute"],
+                                sequence_parallel=L["sequence_parallel"],
+                                zero_stage=L["zero_stage"], options=options,
+                                calibration=calibration, seq_len=seq_len, memory_kwargs=mk,
+                                with_scaling=False,
+                                flash_attention=L["flash_attention"],
+                                tp_comm_overlap=L["tp_comm_overlap"],
+                                first_stage_layers=space.first_stage_layers,
+                                last_stage_layers=space.last_stage_layers, precision=prec,
+                                ep=L["ep"], etp=L["etp"], recompute_modules=tuple(mods))
+            frames.append(layouts_frame(L, pred, gpu, usd_per_gpu_hour,
+                                        recipe=dict(precision=prec,
+                                                    recompute_modules=",".join(mods),
+                                                    optimizer_moments=moments)))
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+
+def _ranked(df: pd.DataFrame, key: str, simplest_within: float,
+            memory_margin: float) -> pd.DataFrame:
+    """The layouts in :func:`plan`'s order: fitting first, by ``key``, ties to the simpler
+    layout; then, within ``simplest_within`` of the best, :func:`_simplest_first`."""
+    # ties (e.g. CP x micro-batch swaps that leave each GPU the same work) go to the
+    # simpler layout: less memory, then fewer moving parts
+    df = df.sort_values(["fits", key, "memory_gb", "cp", "interleave", "zero_stage", "tp"],
+                        ascending=[False, True, True, True, True, True, True],
+                        kind="stable").reset_index(drop=True)
+    within = float(v.in_range("simplest_within", simplest_within, 0, 1))
+    margin = float(v.in_range("memory_margin", memory_margin, 0, 1, high_inclusive=False))
+    if within > 0 and bool(df["fits"].iloc[0]):
+        df = _simplest_first(df, key, within, margin)
+    return df
+
+
+def first_layouts(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
+                  pairs, space: Space = Space(), options: Options = Options(),
+                  precision: str | None = None, simplest_within: float = 0.0,
+                  memory_margin: float = 0.0, memory_kwargs=None) -> list:
+    """The layout :func:`plan` ranks first (by time) at each (gpus, global batch) pair, all
+    pairs predicted together: one vectorized prediction per memory recipe, each pair's rows
+    then ranked alone, in the order :func:`plan` gives them (the same frame, the same stable
+    sort), so each first row is :func:`plan`'s at that pair.
+
+    Parameters
+    ----------
+    model, gpu, scale_up, scale_out, space, options, precision, simplest_within,
+    memory_margin, memory_kwargs
+        As :func:`plan`.
+    pairs : sequence of (int, int)
+        (GPUs [-], global batch [sequences]).
+
+    Returns
+    -------
+    list of pandas.Series or None
+        Per pair, :func:`plan`'s first layout; None where no layout splits the batch.
+    """
+    prec = str(v.choice("precision", options.precision if precision is None else precision,
+                        PRECISIONS))
+    check_precision(prec, gpu)
+    Ls = [enumerate_layouts(model, int(g), int(B), gpu.scale_up_domain, space)
+          for g, B in pairs]
+    sizes = [len(L["tp"]) for L in Ls]
+    out = [None] * len(Ls)
+    if sum(sizes) == 0:
+        return out
+    L = {k: np.concatenate([x[k] for x in Ls]) for k in Ls[0]}
+    batch = np.concatenate([np.full(n, int(B), dtype=np.int64) for n, (_, B) in zip(sizes, pairs)])
+    df = _predicted(model, gpu, scale_up, scale_out, L, batch, space, options, None, None,
+                    memory_kwargs, prec, None)
+    pair = np.tile(np.repeat(np.arange(len(Ls)), sizes), len(df) // sum(sizes))
+    for i, rows in df.groupby(pair, sort=True):
+        out[int(i)] = _ranked(rows.reset_index(drop=True), "step_time_s", simplest_within,
+                              memory_margin).iloc[0]
+    return out
+
+
+def parallel_dimensions(df) -> np.ndarray:
+    """How many ways a layout splits the work, the measure of its complexity [-]: one per
+    size above 1 among TP, PP, interleaving, CP, EP and expert TP, plus one each for ZeRO-3
+    (parameter gathers every layer), recomputation, modules recomputed by name and
+    low-precision optimizer moments."""
+    n = sum((np.asarray(df[k]) > 1).astype(int) for k in ("tp", "pp", "interleave", "cp", "ep", "etp"))
+    n = n + (np.asarray(df["zero_stage"]) >= 3) + (np.asarray(df["recompute"]) != "none")
+    if "recompute_modules" in df:
+        n = n + (np.asarray(df["recompute_modules"]) != "")
+    if "optimizer_moments" in df:
+        n = n + (np.asarray(df["optimizer_moments"]) != "fp32")
+    return n
+
+
+def memory_tight(memory_gb, capacity_gb, margin) -> np.ndarray:
+    """Whether a layout leaves less than ``margin`` of the GPU's memory free [bool]:
+    memory_gb > (1 - margin) x capacity_gb (arrays broadcast)."""
+    return np.asarray(memory_gb) > (1 - np.asarray(margin)) * np.asarray(capacity_gb)
+
+
+def _simplest_first(df: pd.DataFrame, key: str, within: float,
+                    margin: float = 0.0) -> pd.DataFrame:
+    """The fitting layouts within ``within`` of the best, those leaving ``margin`` of memory
+    free first, then simplest first (then by ``key``), ahead of the rest in their order."""
+    near = df["fits"].to_numpy() & (df[key].to_numpy() <= df[key].iloc[0] * (1 + within))
+    tight = memory_tight(df["memory_gb"][near], df["capacity_gb"][near], margin) \
+        if margin > 0 else False
+    head = df[near].assign(_dims=parallel_dimensions(df[near]), _tight=tight)
+    head = head.sort_values(["_tight", "_dims", key], kind="stable")
+    head = head.drop(columns=["_dims", "_tight"])
+    return pd.concat([head, df[~near]]).reset_index(drop=True)
+
+
+def _sizes_text(gpus) -> str:
+    g = np.unique(np.atleast_1d(gpus))
+    return str(int(g[0])) if len(g) == 1 else f"{int(g[0])}-{int(g[-1])}"
+
+
+def empty_layouts_frame() -> pd.DataFrame:
+    """A frame with every column :func:`plan` gives, and no rows."""
+    # dtypes from Layout's annotations (strings here); dp and the micro-batches are ints
+    types = {f.name: f.type for f in fields(Layout)}
+    cols = {k: pd.Series(dtype={"bool": bool, "str": object, "tuple": object}.get(
+        types.get(k), int)) for k in FRAME_LAYOUT_COLUMNS}
+    for k in ("step_time_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
+              "tokens_per_s", *StepPrediction.BREAKDOWN, "memory_gb", "capacity_gb",
+              "headroom_gb", "fits", "usd_per_million_tokens"):
+        cols[k] = pd.Series(dtype=bool if k == "fits" else float)
+    return pd.DataFrame(cols)
+
+
+def layouts_frame(L: dict, pred: StepPrediction, gpu: GPUSpec,
+                  usd_per_gpu_hour: float | None, recipe: dict) -> pd.DataFrame:
+    """The frame of layouts ``L`` (:func:`.enumerate_layouts`) predicted with one ``recipe``
+    (:data:`RECIPE_COLUMNS`, one value each for every row) as ``pred``."""
+    n = len(L["tp"])
+
+    def col(x):
+        return np.broadcast_to(np.asarray(x), (n,))
+
+    df = pd.DataFrame({k: col(L[k]) for k in FRAME_LAYOUT_COLUMNS if k not in RECIPE_COLUMNS})
+    for k in RECIPE_COLUMNS:
+        df.insert(FRAME_LAYOUT_COLUMNS.index(k), k, recipe[k])
+    for k in ("step_time_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
+              "tokens_per_s", *StepPrediction.BREAKDOWN):
+        df[k] = col(getattr(pred, k))
+    df["memory_gb"] = col(pred.memory_bytes) / GB
+    df["capacity_gb"] = gpu.memory_bytes / GB
+    df["headroom_gb"] = df["capacity_gb"] - df["memory_gb"]
+    df["fits"] = col(pred.fits).astype(bool)
+    if usd_per_gpu_hour is not None:
+        price = float(v.positive("usd_per_gpu_hour", usd_per_gpu_hour))
+        df["usd_per_million_tokens"] = price * df["gpus"] / 3600 / df["tokens_per_s"] * 1e6
+    else:
+        df["usd_per_million_tokens"] = np.nan
+    return df
+
+
+def pareto_front(df: pd.DataFrame) -> pd.DataFrame:
+    """Fitting layouts not beaten on both step time and memory headroom."""
+    f = df[df["fits"]].sort_values(["step_time_s", "headroom_gb"], ascending=[True, False])
+    best_headroom = -np.inf
+    keep = []
+    for i, h in zip(f.index, f["headroom_gb"].to_numpy()):
+        if h > best_headroom:   # sorted by time: each new point must add headroom
+            keep.append(i)
+            best_headroom = h
+    return df.loc[keep].reset_index(drop=True)
+
+
+def stage_layers_summary(pp, first, middle, last) -> dict:
+    """Layers per stage as JSON: first, middle (per stage), middle_stages (count), last."""
+    p = int(pp)
+    return {"first": int(first), "middle": int(middle) if p > 2 else None,
+            "middle_stages": max(p - 2, 0), "last": int(last)}
+
+
+def runners_up(layouts: pd.DataFrame, n: int = 2, rel: float = 1e-3) -> tuple[pd.DataFrame, int]:
+    """The next ``n`` fitting layouts slower than the best by more than ``rel``, and how many
+    tie with the best (same step time: variants that give each GPU the same work)."""
+    f = layouts[layouts["fits"]]
+    if f.empty:
+        return f, 0
+    t0 = float(f["step_time_s"].iloc[0])
+    slower = f["step_time_s"] > t0 * (1 + rel)
+    ties = int((~slower).sum()) - 1
+    return distinct(f[slower]).head(n), ties
+
+
+def why_slower(best, other) -> str:
+    """One sentence: by how much ``other`` is slower than ``best`` and which terms cause it."""
+    dt = float(other["step_time_s"]) - float(best["step_time_s"])
+    pct = dt / float(best["step_time_s"])
+    diffs = sorted(((float(other[k]) - float(best[k]), k) for k in STEP_TERMS),
+                   key=lambda x: -abs(x[0]))
+    terms = [f"{'+' if d > 0 else '-'}{abs(d):.3g} s {STEP_TERMS[k].label}"
+             for d, k in diffs[:3] if abs(d) > 1e-3 * float(best["step_time_s"])]
+    extra = ""
+    if not bool(other["fits"]):
+        extra = f"; it does not fit ({float(other['memory_gb']):.1f} GB > {float(other['capacity_gb']):.1f} GB)"
+    return (f"{describe_layout(other)} is {pct:+.1%} per step ({dt:+.3g} s): "
+            f"{', '.join(terms) if terms else 'same terms'}{extra}")

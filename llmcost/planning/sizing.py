@@ -1,0 +1,480 @@
+"""Cluster sizing backward from a target time: the fewest GPUs whose predicted days meet it.
+
+Sizing follows the scaling article [1]: total compute over per-GPU throughput adjusted for scaling
+efficiency, plus headroom; here the throughput at each cluster size comes from the step-time
+model (the global batch stays fixed, so the pipeline bubble and communication grow as GPUs
+are added), and the memory floor (fewest GPUs on which the model fits) bounds it below.
+Every cluster size gets the layouts valid at that size (the planner's own rules and space,
+evaluated in :mod:`llmcost.planning.sizes`), so the days sizing shows for a size are the days
+a plan of that size gives. No size meeting the target is an answer (the nearest options), as
+is a batch too small for its pipeline (:func:`~llmcost.planning.pipeline_batch.batch_advice`)
+and a facility power envelope that binds.
+
+References
+----------
+1. "How to Scale LLM Training Infrastructure Without Bottlenecks" (OneSource Cloud): "size from
+   the target training time backward: estimate the total compute required, divide by per-GPU
+   throughput adjusted for scaling efficiency, and add headroom".
+2. Narayanan et al. 2021, arXiv:2104.04473, §5.1 (training time ~ 8 T P / (n X)).
+3. Uptime Institute, Global Data Center Survey 2023 (PUE 1.58).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from .. import _validate as v
+from ..training.arch import ModelSpec
+from ..training.flops import chinchilla_optimal_tokens
+from ..training.hardware import FabricSpec, GPUSpec
+from ..training.layout import layout_columns
+from ..training.memory import memory_per_gpu
+from ..training.precision import PRECISIONS, check_precision
+from ..training.step import Options
+from . import planner
+from .pipeline_batch import BatchAdvice, batch_advice
+from .sizes import BATCH_TOLERANCE, _evaluate_sizes, candidate_sizes
+
+SECONDS_PER_DAY = 86400.0
+
+
+def days_from_efficiency(days_a, efficiency_a, efficiency_b):
+    r"""Days on fabric B implied by days on A and the two scaling efficiencies (same job).
+
+    .. math:: t_B = t_A\, \epsilon_A / \epsilon_B
+
+    The cluster guide's 18 days on InfiniBand at 98% give 24.8 days on RoCE at 71%, not its 43.
+
+    Parameters
+    ----------
+    days_a : float or array
+        [days].
+    efficiency_a, efficiency_b : float or array
+        [-], in (0, 1].
+
+    Returns
+    -------
+    days_b : float or array
+        [days].
+
+    References
+    ----------
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): "18
+       days instead of 43 on the RoCE setup".
+    """
+    return v.result(v.positive("days_a", days_a) * v.fraction("efficiency_a", efficiency_a)
+                    / v.fraction("efficiency_b", efficiency_b))
+
+
+def efficiency_from_days(days_a, efficiency_a, days_b):
+    r"""Efficiency on fabric B that days on A and on B imply (same job and GPUs).
+
+    .. math:: \epsilon_B = \epsilon_A\, t_A / t_B
+
+    The cluster guide's 18 vs 43 days with IB at 98% imply RoCE at 41%, not the 71% it
+    measured.
+
+    Parameters
+    ----------
+    days_a : float or array
+        [days].
+    efficiency_a : float or array
+        [-].
+    days_b : float or array
+        [days].
+
+    Returns
+    -------
+    efficiency_b : float or array
+        [-].
+
+    References
+    ----------
+    .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026).
+    """
+    return v.result(v.fraction("efficiency_a", efficiency_a) * v.positive("days_a", days_a)
+                    / v.positive("days_b", days_b))
+
+
+def memory_floor_gpus(model: ModelSpec, gpu: GPUSpec, candidates, seq_len=None, **mem_kw):
+    """Fewest GPUs (from ``candidates``) on which some layout fits in memory.
+
+    Layouts tried: every TP up to a node and PP dividing the layers, ZeRO 1 and 3, full
+    recomputation, sequence parallelism, flash attention, micro-batch 1.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    gpu : GPUSpec
+    candidates : array of int
+        GPU counts to try, ascending [-].
+    seq_len : int, optional
+    **mem_kw
+        Passed to :func:`llmcost.training.memory.memory_per_gpu`.
+
+    Returns
+    -------
+    gpus : int or None
+        [-]; None when nothing fits up to the largest candidate.
+
+    References
+    ----------
+    .. [1] Rajbhandari et al. 2019 (ZeRO-3 shards everything); Korthikanti et al. 2022.
+    """
+    c = np.unique(v.integer("candidates", candidates))
+    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= gpu.scale_up_domain and model.heads % t == 0
+           and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
+    pps = [p for p in range(1, model.layers + 1) if model.layers % p == 0]
+    g, t, p, z, sp = (a.ravel() for a in np.meshgrid(c, tps, pps, (1, 3), (True, False),
+                                                     indexing="ij"))
+    ok = (g % (t * p) == 0) & (sp <= (t > 1))
+    if not ok.any():
+        return None
+    g, t, p, z, sp = g[ok], t[ok], p[ok], z[ok], sp[ok]
+    m = memory_per_gpu(model, gpus=g, tp=t, pp=p, cp=1, zero_stage=z, micro_batch=1,
+                       global_batch=None, recompute="full", sequence_parallel=sp,
+                       flash_attention=True, seq_len=seq_len, **mem_kw)
+    fits = np.asarray(m.total_bytes) <= gpu.memory_bytes
+    if not fits.any():
+        return None
+    return int(np.min(g[fits]))
+
+
+#: The layouts sizing may choose from at every cluster size: every TP/PP, the common choices
+#: of the rest. The review chain plans with the same space, so the layout sizing picks for a
+#: size is the one the review's plan picks there (same days, by construction).
+SIZING_SPACE = planner.Space(cp=(1, 2), micro_batch=(1, 2), zero_stage=(1, 3),
+                             recompute=("none", "selective", "full"), interleave=(1, 2, 4),
+                             flash_attention=(True,), tp_comm_overlap=(False,))
+#: Power usage effectiveness by default [-]: Uptime Institute Global Data Center Survey
+#: 2023, industry average 1.58 (hyperscale sites reach 1.1-1.2).
+DEFAULT_PUE = 1.58
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """When no size meets the target: what comes closest."""
+
+    fastest_gpus: int | None         # the size that finishes soonest [-]
+    fastest_days: float | None       # [days]; also the tightest target any size meets
+    fastest_global_batch: int | None  # [sequences]
+    fastest_layout: dict | None
+    smallest_fitting_gpus: int | None  # fewest GPUs on which a layout fits [-]
+    smallest_fitting_days: float | None
+    tokens_within_target: float | None  # what the fastest size trains in the target [tokens]
+
+
+@dataclass
+class Sizing:
+    gpus: int | None                  # None: no size meets the target (see ``nearest``)
+    nodes: int | None
+    days: float | None
+    meets_target: bool
+    mfu: float | None
+    layout: dict
+    memory_floor_gpus: int | None
+    total_flops: float
+    tokens: float
+    # per candidate size: gpus, days [days] (with the headroom), days_to_train [days]
+    # (without it), mfu, fits, layout...
+    table: pd.DataFrame
+    cost_usd: dict = field(default_factory=dict)
+    notes: tuple = ()
+    global_batch: int | None = None   # sequences per step at the chosen size (rounded)
+    nearest: Nearest | None = None
+    batch: BatchAdvice | None = None  # pipeline bubble of the chosen (or fastest) layout
+    max_gpus_power: int | None = None  # the power envelope's bound on GPUs [-]
+    space: planner.Space = SIZING_SPACE
+    #: the size the floor (realized ratio 1) would need for the target [-]; None: none does
+    floor_gpus: int | None = None
+
+
+#: a size's layout (Sizing.layout, the table's columns): Layout's fields with dp, less the
+#: GPUs and batch (the size's own), the precision (its input), the stage split (the space's)
+#: and the expert sizes (never in ``size``'s layout so far; ``best`` carries them)
+LAYOUT_KEYS = layout_columns({"cp": "dp"},
+                             drop=("gpus", "global_batch", "precision", "first_stage_layers",
+                                   "middle_stage_layers", "last_stage_layers", "ep", "etp"))
+
+
+def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
+                 scale_out: FabricSpec, target_days, global_batch_tokens=4_194_304,
+                 headroom=0.10, goodput=1.0, usd_per_gpu_hour: dict | None = None,
+                 data_stall=0.0,
+                 max_nodes=4096, options: Options = Options(flash_attention=True),
+                 seq_len=None, space: planner.Space = SIZING_SPACE, max_power_mw=None,
+                 power_kw_per_gpu=None, pue=DEFAULT_PUE, max_batch_tokens=None,
+                 precision=None, simplest_within=0.0, memory_kwargs=None,
+                 memory_margin=0.0, realized_ratio=1.0) -> Sizing:
+    r"""GPUs and nodes needed to train ``tokens`` within ``target_days``.
+
+    For every candidate size N (:func:`.candidate_sizes`) the layouts of ``space`` valid at
+    that size are predicted, with the global batch B held or moved by at most
+    :data:`.BATCH_TOLERANCE` so that it splits evenly; the fastest that fits gives
+
+    .. math:: t(N) = \hat r\, \frac{D}{\dot D(N)\, G}\,(1 + h)
+
+    and the answer is the smallest N with t(N) <= t_target and, with a facility envelope
+    P_max, N w PUE <= P_max. The layout at N is the one :func:`llmcost.planning.planner.plan`
+    ranks first at N with the same batch and space, so a review of that size shows the same
+    days. More days never need more GPUs: the grid and t(N) do not depend on the target.
+    Infeasible is an answer: ``gpus`` None, ``meets_target`` False, the nearest options in
+    ``nearest`` and why in ``notes``.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    tokens : float or None
+        D [tokens]; None: Chinchilla's 20 per parameter.
+    gpu, scale_up, scale_out
+        Hardware.
+    target_days : float
+        [days], > 0.
+    global_batch_tokens : float
+        [tokens per step].
+    headroom : float
+        h, schedule margin [-], in [0, 1).
+    goodput : float or callable
+        G [-], from :mod:`llmcost.economics.reliability`; or a function of the GPU count
+        (an int array, returning an array of G): more GPUs fail more often, so the review
+        passes its reliability model here.
+    data_stall : float or callable
+        Share of time waiting for data [-]; or a function of (tokens/s, GPUs) arrays: a
+        faster cluster reads faster, so the review passes its storage model here. Days are
+        divided by G (1 - stall).
+    usd_per_gpu_hour : dict of str -> float, optional
+        Prices by option name [USD per GPU-hour].
+    max_nodes : int
+    options : Options
+    seq_len : int, optional
+    space : planner.Space
+        Layouts to choose from (default :data:`SIZING_SPACE`).
+    max_power_mw : float, optional
+        Facility envelope P_max [MW].
+    power_kw_per_gpu : float, optional
+        w, system power per GPU at full load [kW] (e.g. DGX H100: 10.2 kW / 8 = 1.275);
+        required with ``max_power_mw`` unless the GPU carries ``power_w_per_gpu``.
+    pue : float
+        [-], in [1, 5]; default 1.58.
+    max_batch_tokens : float, optional
+        Largest batch the advice may propose [tokens]; default: the largest published for
+        the model size.
+    precision : {"bf16", "fp8", "mxfp8"}, optional
+        GEMM precision of every layout (not searched); None: ``options.precision``.
+    simplest_within : float, optional
+        At each size, the layout with the fewest parallel dimensions among those within this
+        share of the fastest (as :func:`llmcost.planning.planner.plan`) [-]; 0: the fastest.
+    memory_kwargs : dict, optional
+        Options of the memory model for every layout (e.g. ``moe_probs_at``).
+        Refused where the GPU cannot run it.
+    memory_margin : float, optional
+        Within the ``simplest_within`` band, layouts leaving this share of the GPU's memory
+        free rank first (as :func:`llmcost.planning.planner.plan`) [-], in [0, 1).
+    realized_ratio : float, optional
+        :math:`\hat r`, what comparable published runs realized over the floor
+        (:mod:`llmcost.economics.realized`) [-], > 0; 1: size the floor. The table keeps the
+        floor's days beside (``days_floor``) and ``floor_gpus`` is the size the floor would
+        need.
+
+    Returns
+    -------
+    Sizing
+
+    References
+    ----------
+    .. [1] "How to Scale LLM Training Infrastructure Without Bottlenecks" (OneSource Cloud);
+       Narayanan et al. 2021, §5.1.
+    .. [2] Uptime Institute, Global Data Center Survey 2023 (PUE 1.58).
+    """
+    s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
+    prec = str(v.choice("precision", options.precision if precision is None else precision,
+                        PRECISIONS))
+    check_precision(prec, gpu)
+    D = float(chinchilla_optimal_tokens(model.params)) if tokens is None else float(v.positive("tokens", tokens))
+    target = float(v.positive("target_days", target_days))
+    h = float(v.in_range("headroom", headroom, 0, 1, high_inclusive=False))
+    node = gpu.gpus_per_node
+    B = max(1, int(round(float(v.positive("global_batch_tokens", global_batch_tokens)) / s)))
+    max_nodes = int(v.integer("max_nodes", max_nodes))
+    PUE = float(v.in_range("pue", pue, 1.0, 5.0))
+    cap_gpus, kw = _power_cap(gpu, max_power_mw, power_kw_per_gpu, PUE)
+    gpus = candidate_sizes(node, max_nodes)
+    nodes = gpus // node
+    if callable(goodput):
+        G = np.broadcast_to(v.fraction("goodput", goodput(gpus)), gpus.shape)
+    else:
+        G = np.full(gpus.shape, float(v.fraction("goodput", goodput)))
+    total_flops = model.flops_per_token("none", s) * D
+
+    margin = float(v.in_range("memory_margin", memory_margin, 0, 1, high_inclusive=False))
+    ratio = float(v.positive("realized_ratio", realized_ratio))
+    best, info = _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
+                                 prec, simplest_within, memory_kwargs, margin)
+    days, train_days, cols, lay = _size_columns(best, gpus, D, G, h, data_stall)
+    floor_days = days
+    days, train_days = days * ratio, train_days * ratio
+    fits = np.isfinite(days)
+    in_power = np.ones(len(gpus), bool) if cap_gpus is None else gpus <= cap_gpus
+    table = pd.DataFrame({"gpus": gpus, "nodes": nodes, "days": np.where(fits, days, np.nan),
+                          "days_to_train": np.where(fits, train_days, np.nan),
+                          "days_floor": np.where(fits, floor_days, np.nan), "fits": fits,
+                          "within_power": in_power, **cols, **lay})
+    if cap_gpus is not None or power_kw_per_gpu is not None:
+        table["power_mw"] = gpus * kw * PUE / 1000
+
+    notes = []
+    floor = int(gpus[fits][0]) if fits.any() else None
+    meets_any = fits & (days <= target)
+    meets = meets_any & in_power
+    floor_meets = fits & in_power & (floor_days <= target)
+    floor_gpus = int(gpus[np.argmax(floor_meets)]) if floor_meets.any() else None
+
+    def layout_at(i):
+        return {k: (lay[k][i].item() if hasattr(lay[k][i], "item") else lay[k][i])
+                for k in LAYOUT_KEYS}
+
+    def advice_at(i):
+        L = layout_at(i)
+        m = int(cols["global_batch"][i]) // (L["micro_batch"] * L["dp"])
+        return batch_advice(model, gpu, L["pp"], L["interleave"], m, L["micro_batch"],
+                            L["dp"], s, max_batch_tokens)
+
+    if cap_gpus is not None:
+        notes += _power_notes(cap_gpus, max_power_mw, kw, PUE, node, gpus, days, fits,
+                              meets_any, meets, target)
+
+    cost = {}
+    if meets.any():
+        i = int(np.argmax(meets))
+        adv = advice_at(i)
+        if adv.too_small:
+            notes += [adv.message, *adv.proposals]
+        gpu_hours = float(gpus[i] * days[i] * 24)
+        for name, price in (usd_per_gpu_hour or {}).items():
+            if price is not None:
+                cost[name] = gpu_hours * float(v.positive(f"usd_per_gpu_hour[{name}]", price))
+        return Sizing(gpus=int(gpus[i]), nodes=int(nodes[i]), days=float(days[i]),
+                      meets_target=True, mfu=float(cols["mfu"][i]), layout=layout_at(i),
+                      memory_floor_gpus=floor, total_flops=total_flops, tokens=D, table=table,
+                      cost_usd=cost, notes=tuple(notes), global_batch=int(cols["global_batch"][i]),
+                      nearest=None, batch=adv, max_gpus_power=cap_gpus, space=space,
+                      floor_gpus=floor_gpus)
+
+    return replace(_nearest_sizing(model, gpu, gpus, days, train_days, fits, fits & in_power, cols,
+                           layout_at, advice_at, notes, floor, total_flops, D, table, target, h,
+                           B, max_nodes, info, cap_gpus, space), floor_gpus=floor_gpus)
+
+
+def _size_columns(best, gpus, D, G, h, data_stall) -> tuple:
+    """Per candidate size: days with the schedule headroom (the target's test), days to
+    train without it (the review's figure), the best layout's figures and its layout (inf,
+    NaN and None where nothing fits)."""
+    days = np.full(len(gpus), np.inf)
+    train_days = np.full(len(gpus), np.inf)
+    cols = {k: np.full(len(gpus), np.nan) for k in ("mfu", "global_batch", "tokens_per_s",
+                                                    "memory_gb", "bubble_share")}
+    lay = {k: np.full(len(gpus), None, dtype=object) for k in LAYOUT_KEYS}
+    if best is not None:
+        i = best["si"]
+        stall = data_stall(best["tokens_per_s"], gpus[i]) if callable(data_stall) else \
+            np.full(len(i), float(data_stall))
+        stall = v.fraction("data_stall", stall, allow_zero=True, allow_one=False)
+        train_days[i] = D / best["tokens_per_s"] / G[i] / (1 - stall) / SECONDS_PER_DAY
+        days[i] = train_days[i] * (1 + h)
+        for k in ("mfu", "global_batch", "tokens_per_s", "memory_gb"):
+            cols[k][i] = best[k]
+        cols["bubble_share"][i] = (best["pp"] - 1) / (best["interleave"]
+                                                      * best["num_microbatches"])
+        for k in LAYOUT_KEYS:
+            lay[k][i] = best[k]
+    return days, train_days, cols, lay
+
+
+def _power_cap(gpu, max_power_mw, power_kw_per_gpu, pue) -> tuple:
+    """(the most GPUs within the power envelope or None, kW per GPU or None)."""
+    cap_gpus, kw = None, None
+    if max_power_mw is not None:
+        P = float(v.positive("max_power_mw", max_power_mw))
+        if power_kw_per_gpu is None:
+            w = getattr(gpu, "power_w_per_gpu", None)
+            if w is None:
+                raise v.InputError("power_kw_per_gpu", "a power envelope needs the system "
+                                   "power per GPU (e.g. DGX H100: 10.2 kW / 8 = 1.275 kW)")
+            kw = float(w) / 1000
+        else:
+            kw = float(v.positive("power_kw_per_gpu", power_kw_per_gpu))
+        cap_gpus = int(np.floor(P * 1000 / (kw * pue) + 1e-9))
+    elif power_kw_per_gpu is not None:
+        kw = float(v.positive("power_kw_per_gpu", power_kw_per_gpu))
+    return cap_gpus, kw
+
+
+def _power_notes(cap_gpus, max_power_mw, kw, pue, node, gpus, days, fits, meets_any, meets,
+                 target) -> list:
+    """What the power envelope does to the sizing, in words."""
+    if cap_gpus < gpus[0]:
+        return [f"the power envelope ({max_power_mw:g} MW at {kw:g} kW per GPU and "
+                f"PUE {pue:g}) allows {cap_gpus} GPUs, less than one node of {node}"]
+    if meets_any.any() and not meets.any():
+        need = int(gpus[np.argmax(meets_any)])
+        return [f"the power envelope binds: {max_power_mw:g} MW allows {cap_gpus:,} "
+                f"GPUs ({kw:g} kW each at PUE {pue:g}); meeting {target:g} days needs "
+                f"{need:,} GPUs ({need * kw * pue / 1000:.3g} MW)"]
+    if not meets_any.any() and fits.any() and gpus[np.argmin(days)] > cap_gpus:
+        return [f"the power envelope binds: {max_power_mw:g} MW allows {cap_gpus:,} "
+                f"GPUs; the fastest size, {int(gpus[np.argmin(days)]):,} GPUs, is beyond it"]
+    return []
+
+
+def _nearest_sizing(model, gpu, gpus, days, train_days, fits, ok, cols, layout_at, advice_at,
+                    notes, floor, total_flops, D, table, target, h, B, max_nodes, info,
+                    cap_gpus, space) -> Sizing:
+    """No size meets the target: the nearest options (the fastest size, the fewest GPUs
+    that fit), or why nothing fits."""
+    if not ok.any():
+        if not fits.any():
+            why = (f"{model.id} fits in no layout of the space on up to {max_nodes:,} nodes of "
+                   f"{gpu.id} with a global batch near {B:,} sequences"
+                   if info.get("evaluated") else
+                   f"no layout in the space splits a global batch near {B:,} sequences (within "
+                   f"{BATCH_TOLERANCE:.0%}) over any size up to {max_nodes:,} nodes of {gpu.id}")
+        else:
+            why = f"nothing fits within the power envelope ({cap_gpus:,} GPUs)"
+        notes.insert(0, why)
+        return Sizing(gpus=None, nodes=None, days=None, meets_target=False, mfu=None, layout={},
+                      memory_floor_gpus=floor, total_flops=total_flops, tokens=D, table=table,
+                      notes=tuple(notes), max_gpus_power=cap_gpus, space=space,
+                      nearest=Nearest(
+                          fastest_gpus=None, fastest_days=None, fastest_global_batch=None,
+                          fastest_layout=None, smallest_fitting_gpus=floor,
+                          smallest_fitting_days=(float(days[np.argmax(fits)]) if fits.any()
+                                                 else None),
+                          tokens_within_target=None))
+    f = int(np.argmin(np.where(ok, days, np.inf)))
+    sm = int(np.argmax(ok))
+    adv = advice_at(f)
+    within = D * target / float(days[f])
+    nearest = Nearest(fastest_gpus=int(gpus[f]), fastest_days=float(days[f]),
+                      fastest_global_batch=int(cols["global_batch"][f]),
+                      fastest_layout=layout_at(f), smallest_fitting_gpus=int(gpus[sm]),
+                      smallest_fitting_days=float(days[sm]), tokens_within_target=within)
+    top = int(gpus[-1]) if cap_gpus is None else min(int(gpus[-1]), cap_gpus)
+    # days without the headroom first: the figure a review shows as "days to train"
+    notes.insert(0, f"no size up to {top:,} GPUs meets {target:g} days (with the {h:.0%} "
+                    f"schedule headroom): the fastest, {int(gpus[f]):,} GPUs, takes "
+                    f"{train_days[f]:.1f} days ({days[f]:.1f} with headroom; a target of "
+                    f"{np.ceil(days[f] * 10) / 10:.1f} days is met), or trains {within:.3g} "
+                    f"tokens in {target:g} days; the fewest GPUs that fit, {int(gpus[sm]):,}, "
+                    f"take {train_days[sm]:.1f} days")
+    if adv.too_small:
+        notes += [adv.message, *adv.proposals]
+    elif cap_gpus is None or int(gpus[np.argmin(days)]) <= cap_gpus:
+        notes.append("adding GPUs stops helping: the fixed global batch limits how far the run "
+                     "parallelises (communication and per-GPU work shrink together)")
+    return Sizing(gpus=None, nodes=None, days=None, meets_target=False, mfu=None, layout={},
+                  memory_floor_gpus=floor, total_flops=total_flops, tokens=D, table=table,
+                  notes=tuple(notes), nearest=nearest, batch=adv, max_gpus_power=cap_gpus,
+                  space=space)
