@@ -162,9 +162,9 @@ def analyse_measured_scaling(measured, target_nodes=(), cliff_drop=0.10) -> Meas
     resid = eff - fit_eff
     if len(nodes) >= 4:
         band = 3 * np.std(resid[1:]) if np.std(resid[1:]) > 0 else 0.0
-        for i in np.nonzero(resid < -max(band, 0.05))[0]:
-            msg = f"{nodes[i]:g} nodes run {-resid[i]:.0%} below the gradual trend"
-            if not any(f"{nodes[i]:g} nodes" in w for w in warnings):
+        for j in np.nonzero(resid < -max(band, 0.05))[0]:
+            msg = f"{nodes[j]:g} nodes run {-resid[j]:.0%} below the gradual trend"
+            if not any(f"{nodes[j]:g} nodes" in w for w in warnings):
                 warnings.append(msg)
     if sigma < 0:
         warnings.append("efficiency rises with scale: check that the batch per replica was fixed")
