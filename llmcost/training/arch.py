@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from .. import _validate as v
 from . import flops, moe
@@ -76,7 +77,7 @@ class ModelSpec:
     #: a norm on the word embeddings (BLOOM's word_embeddings_layernorm)
     embedding_norm: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for field in ("layers", "hidden", "heads", "vocab", "seq_len"):
             object.__setattr__(self, field, int(v.integer(field, getattr(self, field))))
         kv = self.heads if self.kv_heads is None else int(v.integer("kv_heads", self.kv_heads))
@@ -147,6 +148,7 @@ class ModelSpec:
         own for GQA; for MLA every head keeps its own keys of d_n + d_r dims (the latent
         compression saves KV-cache at inference, not training activations), an
         approximation that counts values at the query/key width."""
+        assert self.kv_heads is not None and self.head_dim is not None  # set in __post_init__
         if self.attention == "mla":
             return self.heads, self.qk_head_dim
         return self.kv_heads, self.head_dim
@@ -154,10 +156,12 @@ class ModelSpec:
     @property
     def qk_head_dim(self) -> int:
         """Query/key dims per head that enter the scores [-] (MLA: d_n + d_r)."""
+        assert self.head_dim is not None  # set in __post_init__
         return self.head_dim + (self.qk_rope_head_dim if self.attention == "mla" else 0)
 
     def _attention_params(self) -> int:
         """One layer's attention weights, biases and per-head norms/sinks [-]."""
+        assert self.kv_heads is not None and self.head_dim is not None and self.v_head_dim is not None
         if self.attention == "mla":
             p = moe.mla_attention_params(self.hidden, self.heads, self.q_lora_rank,
                                          self.kv_lora_rank, self.head_dim,
@@ -176,12 +180,14 @@ class ModelSpec:
 
     def _dense_ffn_params(self) -> tuple[int, int]:
         """(matmul weights, biases) of one dense FFN [-]."""
+        assert self.ffn_hidden is not None  # set in __post_init__
         kg = 3 if self.gated_ffn else 2
         bias = ((kg - 1) * self.ffn_hidden + self.hidden) if self.biases == "all" else 0
         return kg * self.hidden * self.ffn_hidden, bias
 
     def _moe_ffn(self) -> tuple[int, int]:
         """(total, active) weights of one MoE FFN block [-]."""
+        assert self.moe_ffn_hidden is not None  # set in __post_init__ for an MoE model
         t, a = moe.moe_ffn_params(self.hidden, self.moe_experts, self.moe_top_k,
                                   self.moe_ffn_hidden, self.moe_shared_ffn_hidden,
                                   self.gated_ffn, self.moe_expert_biases, self.moe_router_bias)
@@ -196,6 +202,7 @@ class ModelSpec:
         """Routed-expert weights of the main model [-]: what expert parallelism shards."""
         if not self.is_moe:
             return 0
+        assert self.moe_ffn_hidden is not None  # set in __post_init__ for an MoE model
         kg = 3 if self.gated_ffn else 2
         expert = kg * self.hidden * self.moe_ffn_hidden + (
             (kg - 1) * self.moe_ffn_hidden + self.hidden if self.moe_expert_biases else 0)
@@ -308,6 +315,7 @@ class ModelSpec:
         MoE layers. Biases, norms and sinks are not matmuls."""
         if self._simple:
             return float(flops.matmul_params_per_layer(**self.shape))
+        assert self.kv_heads is not None and self.head_dim is not None and self.v_head_dim is not None
         if self.attention == "mla":
             attn = moe.mla_attention_params(self.hidden, self.heads, self.q_lora_rank,
                                             self.kv_lora_rank, self.head_dim,
@@ -324,7 +332,7 @@ class ModelSpec:
         Lm = self.moe_layers
         return float(attn) + ((self.layers - Lm) * mm + Lm * moe_mm) / self.layers
 
-    def flops_per_token(self, recompute="none", seq_len=None) -> float:
+    def flops_per_token(self, recompute: str = "none", seq_len: int | None = None) -> float:
         """Training FLOPs per token [FLOP] (:func:`llmcost.training.flops.flops_per_token`;
         MoE/MLA: 6 (l P_active + V h) + 6 l s a (d_qk + d_v), the same recomputation rules,
         :func:`llmcost.training.moe.attention_score_flops_per_token`)."""
@@ -332,6 +340,7 @@ class ModelSpec:
             rec = v.choice("recompute", recompute, flops.RECOMPUTE_MODES)
             s = self.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
             layer = 6.0 * self.layers * self.active_matmul_params_per_layer
+            assert self.v_head_dim is not None  # set in __post_init__
             attn = float(moe.attention_score_flops_per_token(
                 self.layers, s, self.heads, self.qk_head_dim, self.v_head_dim))
             if self.attention_window and self.window_layers:
@@ -346,7 +355,7 @@ class ModelSpec:
                                            seq_len=self.seq_len if seq_len is None else seq_len,
                                            recompute=recompute, **self.shape))
 
-    def with_(self, **changes) -> "ModelSpec":
+    def with_(self, **changes: Any) -> "ModelSpec":
         return replace(self, **changes)
 
     def to_dict(self) -> dict:

@@ -26,6 +26,7 @@ References
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 from .flops import RECOMPUTE_MODES
@@ -36,8 +37,9 @@ from .flops import RECOMPUTE_MODES
 ATTENTION_TILE = 128
 
 
-def flash_score_elements_per_token(seq_len, heads, window=0, window_share=0.0,
-                                   tile=ATTENTION_TILE):
+def flash_score_elements_per_token(seq_len: ArrayLike, heads: ArrayLike, window: ArrayLike = 0,
+                                   window_share: ArrayLike = 0.0,
+                                   tile: ArrayLike = ATTENTION_TILE) -> float | np.ndarray:
     r"""Attention score elements a causal fused-attention kernel computes per token per layer.
 
     .. math:: n = a\,\bigl[(1 - \phi)\,\tfrac{s}{2} + \phi\,\min(k_w, \tfrac{s}{2})\bigr],
@@ -82,8 +84,9 @@ def flash_score_elements_per_token(seq_len, heads, window=0, window_share=0.0,
     return v.result(a * keys)
 
 
-def flash_fixed_elements_per_token(heads, window=0, window_share=0.0, tile=ATTENTION_TILE,
-                                   overhead_tiles=1.0):
+def flash_fixed_elements_per_token(heads: ArrayLike, window: ArrayLike = 0, window_share: ArrayLike = 0.0,
+                                   tile: ArrayLike = ATTENTION_TILE,
+                                   overhead_tiles: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Score elements' worth of matmul time a fused-attention kernel spends per query that
     no score element pays for: the fixed work of each query tile and the causal diagonal.
 
@@ -130,8 +133,10 @@ def flash_fixed_elements_per_token(heads, window=0, window_share=0.0, tile=ATTEN
     return v.result(a * (c * t + (1.0 - phi) * t / 2.0))
 
 
-def flash_attention_time_s(score_elements, head_dim, peak_flops, exp_per_s, efficiency,
-                           recompute="none", exp_efficiency=None, fixed_elements=0.0):
+def flash_attention_time_s(score_elements: ArrayLike, head_dim: ArrayLike, peak_flops: ArrayLike,
+                           exp_per_s: ArrayLike | None, efficiency: ArrayLike, recompute: ArrayLike = "none",
+                           exp_efficiency: ArrayLike | None = None,
+                           fixed_elements: ArrayLike = 0.0) -> float | np.ndarray:
     r"""Time of fused attention's forward and backward for given score elements.
 
     .. math::

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 
@@ -52,7 +53,7 @@ MIN_NEIGHBOURS = 2
 _COLUMNS = ("id", "compute_flops", "batch_tokens")
 
 
-def batch_tokens_scaling_law(compute_flops):
+def batch_tokens_scaling_law(compute_flops: ArrayLike) -> float | np.ndarray:
     r"""Optimal global batch by DeepSeek LLM's fitted power law.
 
     .. math:: B_{opt} = 0.2920\, C^{0.3271}
@@ -84,7 +85,7 @@ def batch_tokens_scaling_law(compute_flops):
     return v.result(LAW_COEFFICIENT_TOKENS * c ** LAW_EXPONENT)
 
 
-def _runs(table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _runs(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ids, compute [FLOPs], final batch [tokens]) of a published_batches table."""
     if not isinstance(table, pd.DataFrame):
         raise v.InputError("table", "table must be a pandas DataFrame like "
@@ -101,7 +102,8 @@ def _runs(table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return table["id"].astype(str).to_numpy(), compute, batch
 
 
-def _neighbourhood(compute_flops, table):
+def _neighbourhood(compute_flops: ArrayLike,
+                   table: pd.DataFrame) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
     """(C, runs, in-neighbourhood mask [..., runs], half-width [decades])."""
     c = v.positive("compute_flops", compute_flops)
     ids, run_c, run_b = _runs(table)
@@ -114,7 +116,8 @@ def _neighbourhood(compute_flops, table):
     return c, (ids, run_c, run_b), inside, width
 
 
-def batch_bounds_tokens(compute_flops, table):
+def batch_bounds_tokens(compute_flops: ArrayLike,
+                        table: pd.DataFrame) -> tuple[float | np.ndarray, float | np.ndarray]:
     r"""Smallest and largest final global batch of published runs of comparable compute.
 
     Comparable: the runs whose compute lies within one decade of ``compute_flops`` on either
@@ -149,14 +152,15 @@ def batch_bounds_tokens(compute_flops, table):
     return v.result(low), v.result(high)
 
 
-def _round_to_sequences(tokens, seq_len):
+def _round_to_sequences(tokens: ArrayLike, seq_len: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Nearest whole number of sequences (at least one) [sequences], and its tokens."""
     seq = v.integer("seq_len", seq_len)
     n = np.maximum(np.rint(tokens / seq), 1)
     return n, n * seq
 
 
-def default_global_batch_tokens(compute_flops, table, seq_len=None):
+def default_global_batch_tokens(compute_flops: ArrayLike, table: pd.DataFrame,
+                                seq_len: ArrayLike | None = None) -> float | np.ndarray:
     r"""The global batch a team would choose: the batch law clipped to published practice.
 
     .. math:: B = \min(\max(B_{opt}(C),\, B_{low}(C)),\, B_{high}(C))
@@ -215,7 +219,7 @@ def _tokens_text(x: float) -> str:
     return f"{x / 1e6:.3g}M" if x >= 1e6 else f"{x / 1e3:.3g}k"
 
 
-def global_batch_choice(compute_flops, table, seq_len=None) -> BatchChoice:
+def global_batch_choice(compute_flops: ArrayLike, table: pd.DataFrame, seq_len: int | None = None) -> BatchChoice:
     r"""The default global batch of one run, with the law, the bounds and a one-line reason.
 
     Same rule as :func:`default_global_batch_tokens` (law clipped to the published range,
@@ -251,8 +255,8 @@ def global_batch_choice(compute_flops, table, seq_len=None) -> BatchChoice:
                                             f"shape {np.shape(compute_flops)}")
     if seq_len is not None and np.ndim(seq_len) != 0:
         raise v.InputError("seq_len", f"seq_len must be one number here, got shape {np.shape(seq_len)}")
-    c, (ids, run_c, run_b), inside, width = _neighbourhood(compute_flops, table)
-    c, inside, width = float(c), np.asarray(inside), float(width)
+    c_arr, (ids, run_c, run_b), inside, width_arr = _neighbourhood(compute_flops, table)
+    c, inside, width = float(c_arr), np.asarray(inside), float(width_arr)
     law = float(batch_tokens_scaling_law(c))
     low, high = float(run_b[inside].min()), float(run_b[inside].max())
     tokens = min(max(law, low), high)

@@ -19,6 +19,7 @@ References
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 
@@ -26,7 +27,8 @@ US = 1e-6
 GBPS = 1e9
 
 
-def _args(size_bytes, n, bandwidth_gb_per_s, latency_us, efficiency):
+def _args(size_bytes: ArrayLike, n: ArrayLike, bandwidth_gb_per_s: ArrayLike, latency_us: ArrayLike,
+          efficiency: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     s = v.nonnegative("size_bytes", size_bytes)
     n = v.integer("n", n)
     bw = v.positive("bandwidth_gb_per_s", bandwidth_gb_per_s) * GBPS * v.fraction("efficiency", efficiency)
@@ -34,7 +36,8 @@ def _args(size_bytes, n, bandwidth_gb_per_s, latency_us, efficiency):
     return s, n, bw, a
 
 
-def ring_allreduce_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us=0.0, efficiency=1.0):
+def ring_allreduce_time_s(size_bytes: ArrayLike, n: ArrayLike, bandwidth_gb_per_s: ArrayLike,
+                          latency_us: ArrayLike = 0.0, efficiency: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Ring all-reduce: reduce-scatter then all-gather around a ring.
 
     .. math:: t = 2(n-1)\,\alpha + \frac{2(n-1)}{n}\,\frac{S}{\eta B}
@@ -65,7 +68,8 @@ def ring_allreduce_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us=0.0, eff
     return v.result(2 * (n - 1) * a + 2 * (n - 1) / n * s / bw)
 
 
-def tree_allreduce_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us=0.0, efficiency=1.0):
+def tree_allreduce_time_s(size_bytes: ArrayLike, n: ArrayLike, bandwidth_gb_per_s: ArrayLike,
+                          latency_us: ArrayLike = 0.0, efficiency: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Pipelined (double binary) tree all-reduce: log-depth latency, ~ring bandwidth.
 
     .. math:: t = 2 \lceil \log_2 n \rceil \alpha + \frac{2 S}{\eta B}\,[n > 1]
@@ -90,7 +94,8 @@ def tree_allreduce_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us=0.0, eff
     return v.result(2 * steps * a + np.where(n > 1, 2 * s / bw, 0.0))
 
 
-def allgather_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us=0.0, efficiency=1.0):
+def allgather_time_s(size_bytes: ArrayLike, n: ArrayLike, bandwidth_gb_per_s: ArrayLike, latency_us: ArrayLike = 0.0,
+                     efficiency: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Ring all-gather of a buffer of S bytes in total (S/n from each rank).
 
     .. math:: t = (n-1)\,\alpha + \frac{n-1}{n}\,\frac{S}{\eta B}
@@ -115,7 +120,8 @@ def allgather_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us=0.0, efficien
     return v.result((n - 1) * a + (n - 1) / n * s / bw)
 
 
-def reduce_scatter_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us=0.0, efficiency=1.0):
+def reduce_scatter_time_s(size_bytes: ArrayLike, n: ArrayLike, bandwidth_gb_per_s: ArrayLike,
+                          latency_us: ArrayLike = 0.0, efficiency: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Ring reduce-scatter of S bytes (each rank keeps S/n reduced).
 
     .. math:: t = (n-1)\,\alpha + \frac{n-1}{n}\,\frac{S}{\eta B}
@@ -137,7 +143,8 @@ def reduce_scatter_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us=0.0, eff
     return allgather_time_s(size_bytes, n, bandwidth_gb_per_s, latency_us, efficiency)
 
 
-def p2p_time_s(size_bytes, bandwidth_gb_per_s, latency_us=0.0, efficiency=1.0):
+def p2p_time_s(size_bytes: ArrayLike, bandwidth_gb_per_s: ArrayLike, latency_us: ArrayLike = 0.0,
+               efficiency: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Point-to-point send of S bytes.
 
     .. math:: t = \alpha + \frac{S}{\eta B}
@@ -161,7 +168,8 @@ def p2p_time_s(size_bytes, bandwidth_gb_per_s, latency_us=0.0, efficiency=1.0):
     return v.result(a + s / bw)
 
 
-def congestion_factor(nodes, per_doubling=0.0, oversubscription=1.0):
+def congestion_factor(nodes: ArrayLike, per_doubling: ArrayLike = 0.0,
+                      oversubscription: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Slow-down of scale-out bandwidth with the number of nodes in a collective.
 
     .. math:: c(n) = \max(1, o)\,\left(1 + k \log_2 \max(n, 1)\right)
@@ -196,8 +204,10 @@ def congestion_factor(nodes, per_doubling=0.0, oversubscription=1.0):
     return v.result(np.maximum(o, 1.0) * (1 + k * np.log2(np.maximum(n, 1))))
 
 
-def _two_level_args(size_bytes, ranks, local, intra_gb_per_s, inter_gb_per_s, intra_latency_us,
-                    inter_latency_us, intra_efficiency, inter_efficiency, congestion):
+def _two_level_args(size_bytes: ArrayLike, ranks: ArrayLike, local: tuple[str, ArrayLike], intra_gb_per_s: ArrayLike,
+                    inter_gb_per_s: ArrayLike, intra_latency_us: ArrayLike, inter_latency_us: ArrayLike,
+                    intra_efficiency: ArrayLike, inter_efficiency: ArrayLike,
+                    congestion: ArrayLike) -> tuple[np.ndarray, ...]:
     """Validated arguments of a collective over a scale-up domain and a fabric (SI units)."""
     s = v.nonnegative("size_bytes", size_bytes)
     N = v.integer("ranks", ranks)
@@ -209,10 +219,11 @@ def _two_level_args(size_bytes, ranks, local, intra_gb_per_s, inter_gb_per_s, in
     return s, N, k, bi, bo, ai, ao, v.positive("congestion", congestion)
 
 
-def hierarchical_allreduce_time_s(size_bytes, ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s,
-                                  intra_latency_us=0.0, inter_latency_us=0.0,
-                                  intra_efficiency=1.0, inter_efficiency=1.0,
-                                  congestion=1.0):
+def hierarchical_allreduce_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks_per_node: ArrayLike,
+                                  intra_gb_per_s: ArrayLike, inter_gb_per_s: ArrayLike,
+                                  intra_latency_us: ArrayLike = 0.0, inter_latency_us: ArrayLike = 0.0,
+                                  intra_efficiency: ArrayLike = 1.0, inter_efficiency: ArrayLike = 1.0,
+                                  congestion: ArrayLike = 1.0) -> float | np.ndarray:
     r"""All-reduce over ranks spread k per node across n nodes (NVLink in, fabric out).
 
     NCCL runs k rings side by side, one per NIC, each carrying S/k: each GPU moves
@@ -258,10 +269,11 @@ def hierarchical_allreduce_time_s(size_bytes, ranks, ranks_per_node, intra_gb_pe
     return v.result(2 * (N - 1) * alpha + 2 * (N - 1) / N * s * per_byte)
 
 
-def hierarchical_allgather_time_s(size_bytes, ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s,
-                                  intra_latency_us=0.0, inter_latency_us=0.0,
-                                  intra_efficiency=1.0, inter_efficiency=1.0,
-                                  congestion=1.0):
+def hierarchical_allgather_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks_per_node: ArrayLike,
+                                  intra_gb_per_s: ArrayLike, inter_gb_per_s: ArrayLike,
+                                  intra_latency_us: ArrayLike = 0.0, inter_latency_us: ArrayLike = 0.0,
+                                  intra_efficiency: ArrayLike = 1.0, inter_efficiency: ArrayLike = 1.0,
+                                  congestion: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Ring all-gather (or reduce-scatter) of S bytes in total over ranks spread k per node.
 
     Half of :func:`hierarchical_allreduce_time_s`: one pass around the k parallel rings
@@ -299,10 +311,11 @@ def hierarchical_allgather_time_s(size_bytes, ranks, ranks_per_node, intra_gb_pe
 
 
 
-def hierarchical_alltoall_time_s(size_bytes, ranks, ranks_per_domain, intra_gb_per_s, inter_gb_per_s,
-                                 intra_latency_us=0.0, inter_latency_us=0.0,
-                                 intra_efficiency=1.0, inter_efficiency=1.0,
-                                 congestion=1.0):
+def hierarchical_alltoall_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks_per_domain: ArrayLike,
+                                 intra_gb_per_s: ArrayLike, inter_gb_per_s: ArrayLike,
+                                 intra_latency_us: ArrayLike = 0.0, inter_latency_us: ArrayLike = 0.0,
+                                 intra_efficiency: ArrayLike = 1.0, inter_efficiency: ArrayLike = 1.0,
+                                 congestion: ArrayLike = 1.0) -> float | np.ndarray:
     r"""All-to-all of S bytes per rank over N ranks, k of them inside one scale-up domain.
 
     Each rank keeps S/N and sends S/N to every other rank: (k-1)/N S over NVLink to the

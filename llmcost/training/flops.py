@@ -22,7 +22,10 @@ References
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 
@@ -34,7 +37,8 @@ NORMS = ("layernorm", "rmsnorm", "layernorm_nobias")
 POSITION_EMBEDDINGS = ("learned", "rope", "none", "alibi")
 
 
-def _shape(layers, hidden, heads, kv_heads, ffn_hidden, head_dim):
+def _shape(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike | None,
+           ffn_hidden: ArrayLike | None, head_dim: ArrayLike | None) -> tuple[np.ndarray, ...]:
     """Validated dimensions; defaults: kv_heads = heads (MHA), ffn = 4h, head_dim = h / a."""
     layers = v.integer("layers", layers)
     hidden = v.integer("hidden", hidden)
@@ -44,14 +48,15 @@ def _shape(layers, hidden, heads, kv_heads, ffn_hidden, head_dim):
     ffn_hidden = 4 * hidden if ffn_hidden is None else v.integer("ffn_hidden", ffn_hidden)
     if head_dim is None:
         v.divides("heads", heads, "hidden", hidden)
-        head_dim = hidden // heads
+        head_dim = cast(np.ndarray, hidden // heads)
     else:
         head_dim = v.integer("head_dim", head_dim)
     return layers, hidden, heads, kv_heads, ffn_hidden, head_dim
 
 
-def matmul_params_per_layer(hidden, heads, kv_heads=None, ffn_hidden=None, gated_ffn=False,
-                            head_dim=None):
+def matmul_params_per_layer(hidden: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike | None = None,
+                            ffn_hidden: ArrayLike | None = None, gated_ffn: ArrayLike = False,
+                            head_dim: ArrayLike | None = None) -> float | np.ndarray:
     r"""Weights of the matrix multiplications in one transformer layer.
 
     .. math:: P_{mm} = h d_q + 2 h d_{kv} + d_q h + k\, h f,\quad
@@ -91,10 +96,12 @@ def matmul_params_per_layer(hidden, heads, kv_heads=None, ffn_hidden=None, gated
     return v.result(attn + mlp)
 
 
-def parameter_count(layers, hidden, heads, vocab, seq_len=0, kv_heads=None, ffn_hidden=None,
-                    gated_ffn=False, tied_embeddings=True, position_embedding="learned",
-                    norm="layernorm", biases="all", head_dim=None, norms_per_layer=2,
-                    embedding_norm=False):
+def parameter_count(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike, vocab: ArrayLike,
+                    seq_len: ArrayLike = 0, kv_heads: ArrayLike | None = None,
+                    ffn_hidden: ArrayLike | None = None, gated_ffn: ArrayLike = False,
+                    tied_embeddings: ArrayLike = True, position_embedding: str = "learned",
+                    norm: str = "layernorm", biases: str = "all", head_dim: ArrayLike | None = None,
+                    norms_per_layer: ArrayLike = 2, embedding_norm: ArrayLike = False) -> float | np.ndarray:
     r"""Total parameters of a decoder-only transformer from its architecture.
 
     .. math:: P = l\,(P_{mm} + P_{bias} + n_{norm} P_{norm}) + P_{norm}\,(1 + [\text{embedding norm}])
@@ -167,7 +174,8 @@ def parameter_count(layers, hidden, heads, vocab, seq_len=0, kv_heads=None, ffn_
     return v.result(layers * per_layer + per_norm * (1 + emb_norm) + embed + pos)
 
 
-def megatron_parameter_count(layers, hidden, vocab, seq_len):
+def megatron_parameter_count(layers: ArrayLike, hidden: ArrayLike, vocab: ArrayLike,
+                             seq_len: ArrayLike) -> float | np.ndarray:
     r"""Parameters of a Megatron GPT model, Eq. 2 of Narayanan et al. (2021).
 
     .. math:: P = 12 l h^2 \left(1 + \frac{13}{12 h} + \frac{V + s}{12 l h}\right)
@@ -193,7 +201,7 @@ def megatron_parameter_count(layers, hidden, vocab, seq_len):
     return v.result(12 * l * h**2 * (1 + 13 / (12 * h) + (V + s) / (12 * l * h)))
 
 
-def flops_per_token_6n(params):
+def flops_per_token_6n(params: ArrayLike) -> float | np.ndarray:
     r"""Training FLOPs per token by the 6N rule (forward 2N, backward 4N).
 
     .. math:: C_{token} = 6 N
@@ -215,7 +223,8 @@ def flops_per_token_6n(params):
     return v.result(6 * v.positive("params", params))
 
 
-def flops_per_token_palm(params, layers, heads, head_dim, seq_len):
+def flops_per_token_palm(params: ArrayLike, layers: ArrayLike, heads: ArrayLike, head_dim: ArrayLike,
+                         seq_len: ArrayLike) -> float | np.ndarray:
     r"""Training FLOPs per token with attention, PaLM Appendix B.
 
     .. math:: C_{token} = 6 N + 12 L H Q T
@@ -244,8 +253,10 @@ def flops_per_token_palm(params, layers, heads, head_dim, seq_len):
     return v.result(6 * n + 12 * L * H * Q * T)
 
 
-def flops_per_token(layers, hidden, heads, vocab, seq_len, kv_heads=None, ffn_hidden=None,
-                    gated_ffn=False, head_dim=None, recompute="none"):
+def flops_per_token(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike, vocab: ArrayLike,
+                    seq_len: ArrayLike, kv_heads: ArrayLike | None = None,
+                    ffn_hidden: ArrayLike | None = None, gated_ffn: ArrayLike = False,
+                    head_dim: ArrayLike | None = None, recompute: ArrayLike = "none") -> float | np.ndarray:
     r"""Training FLOPs per token from the architecture, with recomputation by name.
 
     Every matmul weight costs 6 FLOPs per token (2 forward, 4 backward); attention scores
@@ -295,8 +306,9 @@ def flops_per_token(layers, hidden, heads, vocab, seq_len, kv_heads=None, ffn_hi
     return v.result(out + logits)
 
 
-def megatron_flops_per_iteration(global_batch, seq_len, layers, hidden, vocab,
-                                 recompute="full"):
+def megatron_flops_per_iteration(global_batch: ArrayLike, seq_len: ArrayLike, layers: ArrayLike,
+                                 hidden: ArrayLike, vocab: ArrayLike,
+                                 recompute: str = "full") -> float | np.ndarray:
     r"""FLOPs of one training iteration of a Megatron GPT model, as the papers print them.
 
     .. math::
@@ -338,7 +350,7 @@ def megatron_flops_per_iteration(global_batch, seq_len, layers, hidden, vocab,
     return v.result(out)
 
 
-def training_flops(flops_per_token, tokens):
+def training_flops(flops_per_token: ArrayLike, tokens: ArrayLike) -> float | np.ndarray:
     r"""Total training FLOPs for D tokens.
 
     .. math:: C = C_{token} D
@@ -363,7 +375,7 @@ def training_flops(flops_per_token, tokens):
                     v.positive("tokens", tokens))
 
 
-def chinchilla_optimal_tokens(params, tokens_per_param=20.0):
+def chinchilla_optimal_tokens(params: ArrayLike, tokens_per_param: ArrayLike = 20.0) -> float | np.ndarray:
     r"""Compute-optimal training tokens, about 20 per parameter.
 
     .. math:: D_{opt} \approx 20 N

@@ -53,7 +53,12 @@ References
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Mapping
+
 from .. import _validate as v
+
+if TYPE_CHECKING:
+    from .hf_config.fields import _Fields
 
 #: ModelSpec field -> the config keys that give it, the first present wins. The order puts
 #: the transformers name first; ``padded_vocab_size`` precedes ``vocab_size`` because a
@@ -110,7 +115,7 @@ def _error(key: str, message: str) -> v.InputError:
     return v.InputError(key, f"model_config: {message}")
 
 
-def _gated_ffn(f, gpt2_names: bool) -> tuple[bool, str]:
+def _gated_ffn(f: _Fields, gpt2_names: bool) -> tuple[bool, str]:
     """(gated, the note saying why) from the activation's name (module notes)."""
     key, act = f.first(ALIASES["activation"])
     if act is None:
@@ -126,7 +131,7 @@ def _gated_ffn(f, gpt2_names: bool) -> tuple[bool, str]:
                    "this activation, as Gemma's GeGLU, needs hidden_act 'geglu')")
 
 
-def _kv_heads(f, heads: int, assumed: list) -> int:
+def _kv_heads(f: _Fields, heads: int, assumed: list) -> int:
     if f.get("multi_query_attention", False):
         return f.size("multi_query_group_num", "kv_heads", limit="num_attention_heads")
     if f.has("multi_query") and not any(f.has(k) for k in ALIASES["kv_heads"]):
@@ -138,7 +143,7 @@ def _kv_heads(f, heads: int, assumed: list) -> int:
     return kv
 
 
-def _biases(f, assumed: list) -> str:
+def _biases(f: _Fields, assumed: list) -> str:
     if any(f.get(k, False) for k in ALL_BIAS_KEYS) or f.get("no_bias") is False or \
             (f.get("attention_bias", False) and f.get("mlp_bias", False)):
         return "all"
@@ -150,7 +155,7 @@ def _biases(f, assumed: list) -> str:
     return "none"
 
 
-def _layout(f, assumed: list) -> dict:
+def _layout(f: _Fields, assumed: list) -> dict:
     """Norm, positions, biases and dropout: the small terms (module notes)."""
     if any(f.get(k) for k in RMSNORM_KEYS):
         norm = "rmsnorm"
@@ -175,7 +180,7 @@ def _layout(f, assumed: list) -> dict:
                 dropout=any((r or 0) > 0 for r in rates))
 
 
-def _experts(f, ffn: int, assumed: list) -> dict:
+def _experts(f: _Fields, ffn: int, assumed: list) -> dict:
     experts = f.size(ALIASES["moe_experts"], "moe_experts", required=False, minimum=0,
                      limit="experts")
     if not experts:
@@ -202,7 +207,7 @@ def _experts(f, ffn: int, assumed: list) -> dict:
                                       default=1, limit="num_hidden_layers"))
 
 
-def refuse_non_decoder(config, name: str) -> None:
+def refuse_non_decoder(config: Mapping[str, Any], name: str) -> None:
     """Refuse an encoder-decoder or masked-LM config by name (module notes).
 
     Parameters
@@ -229,7 +234,7 @@ def refuse_non_decoder(config, name: str) -> None:
                                       "reads decoder-only configs")
 
 
-def read(f, name: str) -> dict:
+def read(f: _Fields, name: str) -> dict:
     """ModelSpec fields of a decoder-only config no family reader lists, with a note.
 
     Parameters

@@ -21,7 +21,7 @@ would in the config itself.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping
+from typing import Any, Mapping
 
 from .. import _validate as v
 from .arch import ModelSpec
@@ -34,11 +34,11 @@ CONFIG_FIELD = {"layers": "num_hidden_layers", "hidden": "hidden_size",
                 "gated_ffn": "hidden_act"}
 
 
-def _refuse(name: str, value, field: str, old, why: str) -> v.InputError:
+def _refuse(name: str, value: Any, field: str, old: Any, why: str) -> v.InputError:
     return v.InputError(name, f"{name} {value} cannot replace the config's {field} {old}: {why}")
 
 
-def _check(model: ModelSpec, name: str, value, field: str) -> None:
+def _check(model: ModelSpec, name: str, value: Any, field: str) -> None:
     """Refuse a replacement that cannot stand for the config's field (module notes)."""
     old = getattr(model, name)
     if name == "kv_heads" and model.attention == "mla":

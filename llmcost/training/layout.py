@@ -18,6 +18,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any, Collection, Mapping
 
 from .. import _validate as v
 from .memory import OPTIMIZER_MOMENTS
@@ -72,7 +73,7 @@ class Layout:
     ep: int = 1
     etp: int = 1
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         # each field coerced by its declared type (annotations are strings here)
         for f in fields(self):
             x = getattr(self, f.name)
@@ -142,11 +143,11 @@ class Layout:
         return d
 
     @classmethod
-    def from_row(cls, row, global_batch: int | None = None, precision: str | None = None
-                 ) -> "Layout":
+    def from_row(cls, row: Mapping[str, Any], global_batch: int | None = None,
+                 precision: str | None = None) -> "Layout":
         """The layout of one row of a planner frame (:func:`llmcost.planning.planner.plan`);
         a field the row lacks takes its default, the middle stages the first's layers."""
-        kw = {f.name: (str(row[f.name]) if f.type == "str" else row[f.name])
+        kw: dict[str, Any] = {f.name: (str(row[f.name]) if f.type == "str" else row[f.name])
               for f in fields(cls) if f.name in row}
         kw["recompute_modules"] = str(kw.get("recompute_modules", "") or "")
         kw.setdefault("middle_stage_layers", kw.get("first_stage_layers"))
@@ -158,7 +159,7 @@ class Layout:
         return cls(**kw)
 
 
-def layout_columns(derived: dict | None = None, drop=()) -> tuple:
+def layout_columns(derived: dict | None = None, drop: Collection[str] = ()) -> tuple:
     """A table's layout columns: :class:`Layout`'s fields in their declared order, less
     ``drop``, each derived column of ``derived`` (field -> a :class:`Layout` property such
     as ``dp``) right after its field. A field added to :class:`Layout` joins every table
@@ -174,11 +175,12 @@ def layout_columns(derived: dict | None = None, drop=()) -> tuple:
         if k not in drop:
             cols.append(k)
         if k in (derived or {}):
+            assert derived is not None
             cols.append(derived[k])
     return tuple(cols)
 
 
-def stage_layers_text(pp, first, middle, last) -> str:
+def stage_layers_text(pp: int, first: int, middle: int, last: int) -> str:
     """'7/8/7' for an uneven pipeline (first/each middle/last stage's layers; '63/63' style
     for two stages), '' for an even one."""
     p, f, mid, l_ = int(pp), int(first), int(middle), int(last)
@@ -187,7 +189,7 @@ def stage_layers_text(pp, first, middle, last) -> str:
     return f"{f}/{l_}" if p == 2 else f"{f}/{mid}/{l_}"
 
 
-def describe_layout(row) -> str:
+def describe_layout(row: Mapping[str, Any]) -> str:
     parts = [f"TP{int(row['tp'])}", f"PP{int(row['pp'])}"]
     if int(row["interleave"]) > 1:
         parts[-1] += f"x{int(row['interleave'])}"
@@ -251,7 +253,7 @@ def layout_key_line(description: str) -> str:
     return " · ".join(parts)
 
 
-def layout_legend(row) -> list:
+def layout_legend(row: Mapping[str, Any]) -> list:
     """The key to :func:`describe_layout`'s string: (token, meaning) for each part it shows,
     in the same order, e.g. ("TP8", "tensor parallel over 8 GPUs")."""
     return description_legend(describe_layout(row))
@@ -260,13 +262,13 @@ def layout_legend(row) -> list:
 def description_legend(description: str) -> list:
     """:func:`layout_legend` of a layout string as :func:`describe_layout` writes it."""
     text = description.split(" ")
-    out = []
+    out: list[tuple[str, str]] = []
     i = 0
     while i < len(text):
         tok = text[i]
         if tok.startswith("(") and out:          # the stage split belongs to the PP part
-            p = out[-1]
-            out[-1] = (f"{p[0]} {tok}", f"{p[1]}; {tok[1:-1]} layers on the first"
+            last = out[-1]
+            out[-1] = (f"{last[0]} {tok}", f"{last[1]}; {tok[1:-1]} layers on the first"
                        + ("/middle" if tok.count("/") == 2 else "") + "/last stage")
             i += 1
             continue

@@ -27,6 +27,7 @@ References
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 
@@ -48,8 +49,9 @@ A2A_OVERLAP = {"none": 0.0, "1f1b": 0.71, "dualpipe": 0.95}
 ACTIVE_CONVENTIONS = ("embedding+head", "head")
 
 
-def mla_attention_params(hidden, heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim,
-                         qk_rope_head_dim, v_head_dim):
+def mla_attention_params(hidden: ArrayLike, heads: ArrayLike, q_lora_rank: ArrayLike, kv_lora_rank: ArrayLike,
+                         qk_nope_head_dim: ArrayLike, qk_rope_head_dim: ArrayLike,
+                         v_head_dim: ArrayLike) -> float | np.ndarray:
     r"""Weights of one multi-head latent attention block (projections and latent norms).
 
     .. math::
@@ -91,7 +93,8 @@ def mla_attention_params(hidden, heads, q_lora_rank, kv_lora_rank, qk_nope_head_
     return v.result(q + kv + a * dv * h)
 
 
-def gqa_attention_params(hidden, heads, kv_heads, head_dim, qkv_bias=False, out_bias=False):
+def gqa_attention_params(hidden: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike, head_dim: ArrayLike,
+                         qkv_bias: ArrayLike = False, out_bias: ArrayLike = False) -> float | np.ndarray:
     r"""Weights (and biases) of one grouped-query attention block.
 
     .. math:: P = 2 h d_q + 2 h d_{kv} + [\text{qkv bias}](d_q + 2 d_{kv})
@@ -122,8 +125,9 @@ def gqa_attention_params(hidden, heads, kv_heads, head_dim, qkv_bias=False, out_
     return v.result(2 * h * dq + 2 * h * dkv + bias)
 
 
-def moe_ffn_params(hidden, experts, top_k, expert_ffn_hidden, shared_ffn_hidden=0,
-                   gated=True, expert_biases=False, router_bias=False):
+def moe_ffn_params(hidden: ArrayLike, experts: ArrayLike, top_k: ArrayLike, expert_ffn_hidden: ArrayLike,
+                   shared_ffn_hidden: ArrayLike = 0, gated: ArrayLike = True, expert_biases: ArrayLike = False,
+                   router_bias: ArrayLike = False) -> tuple[float | np.ndarray, float | np.ndarray]:
     r"""Total and activated weights of one MoE feed-forward block.
 
     .. math::
@@ -174,7 +178,7 @@ def moe_ffn_params(hidden, experts, top_k, expert_ffn_hidden, shared_ffn_hidden=
     return v.result(router + E * expert + shared), v.result(router + k * expert + shared)
 
 
-def moe_layer_count(layers, dense_layers=0, layer_step=1):
+def moe_layer_count(layers: ArrayLike, dense_layers: ArrayLike = 0, layer_step: ArrayLike = 1) -> float | np.ndarray:
     r"""Number of MoE layers: after the first dense ones, every n-th layer.
 
     .. math:: l_{MoE} = \#\{i \in [l_d, l) : (i + 1) \bmod n = 0\}
@@ -208,7 +212,8 @@ def moe_layer_count(layers, dense_layers=0, layer_step=1):
     return v.result(L // n - d // n)
 
 
-def attention_score_flops_per_token(layers, seq_len, heads, qk_head_dim, v_head_dim):
+def attention_score_flops_per_token(layers: ArrayLike, seq_len: ArrayLike, heads: ArrayLike, qk_head_dim: ArrayLike,
+                                    v_head_dim: ArrayLike) -> float | np.ndarray:
     r"""Training FLOPs of the attention scores and their product with V, per token.
 
     .. math:: C_{attn} = 6\, l\, s\, a\, (d_{qk} + d_v)

@@ -39,6 +39,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 from .flops import RECOMPUTE_MODES
@@ -59,7 +60,7 @@ BF16_BYTES = 2.0
 MFU_PEAK_PRECISION = "bf16"
 
 
-def check_precision(precision, gpu: GPUSpec):
+def check_precision(precision: ArrayLike, gpu: GPUSpec) -> np.ndarray:
     r"""Validate GEMM precision names against what a GPU can execute.
 
     FP8 (per-tensor scaling) needs FP8 tensor cores (``gpu.fp8_dense_tflops`` set: Ada,
@@ -109,7 +110,7 @@ class PrecisionPeaks(NamedTuple):
     other_tflops: np.ndarray
 
 
-def peak_tflops_by_part(gpu: GPUSpec, precision="bf16") -> PrecisionPeaks:
+def peak_tflops_by_part(gpu: GPUSpec, precision: ArrayLike = "bf16") -> PrecisionPeaks:
     r"""Dense peaks for the GEMM share and the rest of the work, by precision.
 
     .. math:: F_{gemm} = \begin{cases} F_{BF16} & \text{bf16} \\ F_{FP8} & \text{fp8, mxfp8}
@@ -146,7 +147,7 @@ def peak_tflops_by_part(gpu: GPUSpec, precision="bf16") -> PrecisionPeaks:
     return PrecisionPeaks(v.result(gemm), v.result(other))
 
 
-def _is_blackwell(generation):
+def _is_blackwell(generation: ArrayLike) -> np.ndarray:
     gen = np.asarray(generation)
     if gen.dtype.kind not in "UO":
         raise v.InputError("generation", f"generation must be a GPU generation name such as "
@@ -154,7 +155,8 @@ def _is_blackwell(generation):
     return gen == "blackwell"
 
 
-def quantized_copy_bytes_per_element(precision="fp8", generation="hopper"):
+def quantized_copy_bytes_per_element(precision: ArrayLike = "fp8",
+                                     generation: ArrayLike = "hopper") -> float | np.ndarray:
     r"""Bytes of the quantized copies one high-precision element needs for training.
 
     Every quantized tensor is used row-wise (forward GEMM) and column-wise (backward
@@ -197,14 +199,15 @@ def quantized_copy_bytes_per_element(precision="fp8", generation="hopper"):
     return v.result(np.where(prec == "bf16", 0.0, np.where(prec == "mxfp8", mx, fp8)))
 
 
-def _saved_input_bytes(prec):
+def _saved_input_bytes(prec: np.ndarray) -> np.ndarray:
     """Bytes per element of the one quantized GEMM input a linear layer keeps for backward:
     only the column-wise usage is saved (TE ``update_usage(rowwise_usage=False)``)."""
     return np.where(prec == "mxfp8", 1.0 + 1.0 / MX_BLOCK, 1.0)
 
 
-def _layer_dims(seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gated_ffn,
-               head_dim, sequence_parallel):
+def _layer_dims(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, heads: ArrayLike, tp: ArrayLike,
+                cp: ArrayLike, kv_heads: ArrayLike | None, ffn_hidden: ArrayLike | None, gated_ffn: ArrayLike,
+                head_dim: ArrayLike | None, sequence_parallel: ArrayLike) -> tuple[np.ndarray, ...]:
     """Validated per-layer dimensions (s, b, h, a, t, c, a_kv, f, d, gated, sp) with the
     defaults a_kv = a, f = 4h, d = h / a: the one argument check of the activation and
     FP8-traffic formulas (here and in :mod:`llmcost.training.memory`)."""
@@ -222,8 +225,9 @@ def _layer_dims(seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidde
     return s, b, h, a, t, c, kv, f, d, gated, sp
 
 
-def _dims(seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gated_ffn,
-          head_dim, sequence_parallel):
+def _dims(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, heads: ArrayLike, tp: ArrayLike,
+          cp: ArrayLike, kv_heads: ArrayLike | None, ffn_hidden: ArrayLike | None, gated_ffn: ArrayLike,
+          head_dim: ArrayLike | None, sequence_parallel: ArrayLike) -> tuple[np.ndarray, ...]:
     s, b, h, a, t, c, kv, f, d, gated, sp = _layer_dims(
         seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gated_ffn,
         head_dim, sequence_parallel)
@@ -238,10 +242,12 @@ def _dims(seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gat
     return tokens, h, f, t, d_q, d_kv_gpu, gated, wide
 
 
-def fp8_cast_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp=1, cp=1, kv_heads=None,
-                             ffn_hidden=None, gated_ffn=False, head_dim=None,
-                             sequence_parallel=False, recompute="none", precision="fp8",
-                             generation="hopper", scaling="current"):
+def fp8_cast_bytes_per_layer(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, heads: ArrayLike,
+                             tp: ArrayLike = 1, cp: ArrayLike = 1, kv_heads: ArrayLike | None = None,
+                             ffn_hidden: ArrayLike | None = None, gated_ffn: ArrayLike = False,
+                             head_dim: ArrayLike | None = None, sequence_parallel: ArrayLike = False,
+                             recompute: ArrayLike = "none", precision: ArrayLike = "fp8",
+                             generation: ArrayLike = "hopper", scaling: str = "current") -> float | np.ndarray:
     r"""HBM traffic of quantizing GEMM operands, per layer and micro-batch, on one GPU.
 
     Each linear layer quantizes its input X in the forward pass and the gradient of its
@@ -319,8 +325,8 @@ def fp8_cast_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp=1, cp=1, kv
     return v.result(np.where(prec == "bf16", 0.0, elements * per_element))
 
 
-def fp8_weight_cast_bytes(gemm_params, precision="fp8", generation="hopper",
-                          scaling="current", weight_bytes=2.0):
+def fp8_weight_cast_bytes(gemm_params: ArrayLike, precision: ArrayLike = "fp8", generation: ArrayLike = "hopper",
+                          scaling: str = "current", weight_bytes: ArrayLike = 2.0) -> float | np.ndarray:
     r"""HBM traffic of quantizing the GEMM weights, once per optimizer step, on one GPU.
 
     TE quantizes each weight on the first micro-batch of a step and reuses the quantized
@@ -366,7 +372,8 @@ def fp8_weight_cast_bytes(gemm_params, precision="fp8", generation="hopper",
     return v.result(np.where(prec == "bf16", 0.0, p * per_element))
 
 
-def fp8_weight_copy_bytes(gemm_params, precision="fp8", generation="hopper"):
+def fp8_weight_copy_bytes(gemm_params: ArrayLike, precision: ArrayLike = "fp8",
+                          generation: ArrayLike = "hopper") -> float | np.ndarray:
     r"""Memory of the quantized weight copies each GPU keeps beside its BF16 weights.
 
     .. math:: M_{w8} = P_{gemm}\; q
@@ -402,11 +409,13 @@ def fp8_weight_copy_bytes(gemm_params, precision="fp8", generation="hopper"):
     return v.result(p * quantized_copy_bytes_per_element(precision, generation))
 
 
-def fp8_activation_saving_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp=1, cp=1,
-                                          kv_heads=None, ffn_hidden=None, gated_ffn=False,
-                                          head_dim=None, sequence_parallel=False,
-                                          recompute="none", flash_attention=False,
-                                          precision="fp8"):
+def fp8_activation_saving_bytes_per_layer(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike,
+                                          heads: ArrayLike, tp: ArrayLike = 1, cp: ArrayLike = 1,
+                                          kv_heads: ArrayLike | None = None, ffn_hidden: ArrayLike | None = None,
+                                          gated_ffn: ArrayLike = False, head_dim: ArrayLike | None = None,
+                                          sequence_parallel: ArrayLike = False, recompute: ArrayLike = "none",
+                                          flash_attention: ArrayLike = False,
+                                          precision: ArrayLike = "fp8") -> float | np.ndarray:
     r"""Activation bytes per layer that FP8 linear layers save (or add) against BF16.
 
     Korthikanti's per-layer count ([2] §4.1; :func:`llmcost.training.memory.

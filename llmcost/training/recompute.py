@@ -23,9 +23,15 @@ References
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
+
+if TYPE_CHECKING:
+    from .arch import ModelSpec
 
 #: Modules a layer may recompute, by Megatron-Core's names (``--recompute-modules``):
 #: "core_attn" (the attention core: what ``recompute="selective"`` means), "layernorm" (the
@@ -39,7 +45,7 @@ RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act",
                      "shared_experts", "moe", "op_sac")
 
 
-def op_sac_matmuls(gated_ffn=True):
+def op_sac_matmuls(gated_ffn: bool = True) -> tuple[tuple[str, bool], ...]:
     """The matmuls of a dense layer in torchtitan's forward order, and whether per-op
     selective checkpointing saves each one's output.
 
@@ -73,7 +79,8 @@ def op_sac_matmuls(gated_ffn=True):
     return tuple((n, i % 2 == 0) for i, n in enumerate(names))
 
 
-def check_recompute_modules(recompute_modules, attention="gqa", moe=False, shared_experts=False):
+def check_recompute_modules(recompute_modules: str | Sequence[str] | None, attention: str = "gqa", moe: bool = False,
+                            shared_experts: bool = False) -> tuple[str, ...]:
     """Validate named recompute modules against what a model has.
 
     Parameters
@@ -137,7 +144,8 @@ def check_recompute_modules(recompute_modules, attention="gqa", moe=False, share
     return tuple(n for n in RECOMPUTE_MODULES if n in names)
 
 
-def recompute_flops_per_token(model, recompute_modules, seq_len=None, imbalance=1.0):
+def recompute_flops_per_token(model: ModelSpec, recompute_modules: str | Sequence[str] | None,
+                              seq_len: ArrayLike | None = None, imbalance: ArrayLike = 1.0) -> float | np.ndarray:
     r"""FLOPs the recomputed modules add per token and layer: one more forward of each.
 
     A forward costs 2 FLOPs per weight a token meets (the 6 N rule's forward third), so per
@@ -190,6 +198,9 @@ def recompute_flops_per_token(model, recompute_modules, seq_len=None, imbalance=
     """
     mods = check_recompute_modules(recompute_modules, model.attention, model.is_moe,
                                    model.moe_shared_ffn_hidden > 0)
+    # set in ModelSpec.__post_init__
+    assert model.head_dim is not None and model.v_head_dim is not None and model.kv_heads is not None
+    assert model.ffn_hidden is not None
     s = model.seq_len if seq_len is None else v.integer("seq_len", seq_len)
     iota = v.in_range("imbalance", imbalance, 1.0, 16.0)
     h, a, L = model.hidden, model.heads, model.layers
@@ -209,6 +220,7 @@ def recompute_flops_per_token(model, recompute_modules, seq_len=None, imbalance=
     if "mlp" in mods:
         out = out + 2.0 * kg * h * model.ffn_hidden * (1.0 - share)
     if "moe" in mods:
+        assert model.moe_ffn_hidden is not None  # set for an MoE model, which "moe" needs
         out = out + 2.0 * share * (h * model.moe_experts + iota * model.moe_top_k * kg * h
                                    * model.moe_ffn_hidden + kg * h * model.moe_shared_ffn_hidden)
     elif "shared_experts" in mods:

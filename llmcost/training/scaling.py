@@ -16,9 +16,11 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 from .arch import ModelSpec
@@ -34,11 +36,12 @@ SEED_WORKLOAD = dict(model="llama2-7b", gpu="h100-sxm", scale_up="nvlink4", tp=1
                      recompute="none")
 
 
-def weak_scaling(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
-                 nodes, tp=1, pp=1, cp=1, sequences_per_replica=1, micro_batch=1,
-                 zero_stage=0, recompute="none", sequence_parallel=False, interleave=1,
-                 options: Options = Options(flash_attention=True), seq_len=None,
-                 **kw) -> tuple[pd.DataFrame, StepPrediction]:
+def weak_scaling(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, nodes: ArrayLike,
+                 tp: float | np.ndarray = 1, pp: float | np.ndarray = 1, cp: float | np.ndarray = 1,
+                 sequences_per_replica: ArrayLike = 1, micro_batch: ArrayLike = 1, zero_stage: ArrayLike = 0,
+                 recompute: ArrayLike = "none", sequence_parallel: ArrayLike = False, interleave: ArrayLike = 1,
+                 options: Options = Options(flash_attention=True), seq_len: int | None = None,
+                 **kw: Any) -> tuple[pd.DataFrame, StepPrediction]:
     r"""Predicted throughput and efficiency as nodes are added, batch per replica fixed.
 
     .. math:: \epsilon(N) = \frac{X(N) / N}{X(N_0) / N_0}
@@ -98,7 +101,8 @@ class MeasuredScaling:
     warnings: tuple[str, ...]
 
 
-def analyse_measured_scaling(measured, target_nodes=(), cliff_drop=0.10) -> MeasuredScaling:
+def analyse_measured_scaling(measured: Any, target_nodes: Iterable[float] = (),
+                             cliff_drop: float = 0.10) -> MeasuredScaling:
     r"""Efficiency vs linear, fitted communication share, extrapolation and cliff warnings.
 
     Per-GPU step time is modelled as growing with each doubling of nodes:
@@ -162,9 +166,9 @@ def analyse_measured_scaling(measured, target_nodes=(), cliff_drop=0.10) -> Meas
     resid = eff - fit_eff
     if len(nodes) >= 4:
         band = 3 * np.std(resid[1:]) if np.std(resid[1:]) > 0 else 0.0
-        for i in np.nonzero(resid < -max(band, 0.05))[0]:
-            msg = f"{nodes[i]:g} nodes run {-resid[i]:.0%} below the gradual trend"
-            if not any(f"{nodes[i]:g} nodes" in w for w in warnings):
+        for j in np.nonzero(resid < -max(band, 0.05))[0]:
+            msg = f"{nodes[j]:g} nodes run {-resid[j]:.0%} below the gradual trend"
+            if not any(f"{nodes[j]:g} nodes" in w for w in warnings):
                 warnings.append(msg)
     if sigma < 0:
         warnings.append("efficiency rises with scale: check that the batch per replica was fixed")

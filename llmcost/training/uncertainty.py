@@ -130,7 +130,8 @@ def throughput_band(generation: str, precision: str, mfu: float, errors: pd.Data
                     stack_error)
 
 
-def _group_band(generation, precision, mfu, errors, moe, note, stack_note) -> Band:
+def _group_band(generation: str, precision: str, mfu: float, errors: pd.DataFrame, moe: bool, note: str,
+                stack_note: str) -> Band:
     u = float(v.positive("mfu", mfu))
     if moe:
         generation, precision = MOE_GROUP

@@ -9,7 +9,7 @@ from .fields import _error, _Fields
 
 # ---------------------------------------------------------------------------- readers
 
-def _biases(f: _Fields, attention_default=False) -> str:
+def _biases(f: _Fields, attention_default: bool = False) -> str:
     """Llama-style ``attention_bias`` (q, k, v, o) and ``mlp_bias`` as ModelSpec.biases."""
     attn = f.get("attention_bias", attention_default)
     mlp = f.get("mlp_bias", False)
@@ -68,7 +68,7 @@ def _dropout(f: _Fields, *keys: str) -> bool:
     return any((f.get(k) or 0) > 0 for k in keys)
 
 
-def _gqa_core(f: _Fields, *, head_dim_default=None, defaults: Mapping | None = None) -> dict:
+def _gqa_core(f: _Fields, *, head_dim_default: int | None = None, defaults: Mapping | None = None) -> dict:
     """Layers, widths, heads and vocabulary of a Llama-like config; ``defaults`` gives the
     class defaults of ``num_attention_heads``, ``num_key_value_heads`` and ``vocab_size``
     where a family's published files leave them out (Gemma 3), else they are required

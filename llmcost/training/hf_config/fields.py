@@ -5,7 +5,7 @@ record a link carries)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Iterable, Literal, Mapping, overload
 
 from ... import _validate as v
 from .. import hf_generic
@@ -101,14 +101,14 @@ def _error(key: str, message: str) -> v.InputError:
     return v.InputError(key, f"model_config: {message}")
 
 
-def _short(value, n: int = 60) -> str:
+def _short(value: Any, n: int = 60) -> str:
     s = repr(value)
     return s if len(s) <= n else s[:n - 3] + "..."
 
 
 # ---------------------------------------------------------------------------- typed fields
 
-def _typed(key: str, value, kind: str, label: str):
+def _typed(key: str, value: Any, kind: str, label: str) -> Any:
     """``value`` checked against ``kind`` (None passes: an unset optional field)."""
     if value is None:
         return None
@@ -139,7 +139,7 @@ def _typed(key: str, value, kind: str, label: str):
 class _Fields:
     """Typed access to a config's fields, recording each field found (for links)."""
 
-    def __init__(self, config: Mapping, family: str):
+    def __init__(self, config: Mapping, family: str) -> None:
         self._c = config
         self.family = family
         self.read: dict[str, Any] = {}
@@ -149,7 +149,7 @@ class _Fields:
         #: a reader's notes for the user, passed on as model_from_config warnings
         self.warnings: list[str] = []
 
-    def _lookup(self, key: str):
+    def _lookup(self, key: str) -> tuple[bool, Any]:
         key = self.prefix + key
         if key in self._c:
             return True, self._c[key]
@@ -163,7 +163,7 @@ class _Fields:
         found, value = self._lookup(key)
         return found and value is not None
 
-    def get(self, key: str, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         found, value = self._lookup(key)
         if not found:
             return default
@@ -172,7 +172,7 @@ class _Fields:
         self.read[key] = value
         return default if value is None else value
 
-    def first(self, keys: tuple[str, ...], default=None):
+    def first(self, keys: tuple[str, ...], default: Any = None) -> tuple[str, Any]:
         """The first of ``keys`` present (aliases: ``n_head`` for ``num_attention_heads``)."""
         for key in keys:
             if self.has(key):
@@ -181,8 +181,19 @@ class _Fields:
             self.get(key)
         return keys[0], default
 
-    def size(self, keys, spec_field: str, *, required=True, default=None, minimum=1,
-             limit: str | None = None):
+    # a required size, or one with a default, is an int; an optional one without a default may be None
+    @overload
+    def size(self, keys: str | Iterable[str], spec_field: str, *, required: Literal[True] = ...,
+             default: int | None = ..., minimum: int = ..., limit: str | None = ...) -> int: ...
+    @overload
+    def size(self, keys: str | Iterable[str], spec_field: str, *, required: bool = ..., default: int,
+             minimum: int = ..., limit: str | None = ...) -> int: ...
+    @overload
+    def size(self, keys: str | Iterable[str], spec_field: str, *, required: bool = ..., default: None = ...,
+             minimum: int = ..., limit: str | None = ...) -> int | None: ...
+
+    def size(self, keys: str | Iterable[str], spec_field: str, *, required: bool = True, default: int | None = None,
+             minimum: int = 1, limit: str | None = None) -> int | None:
         """A whole-number size from the first present of ``keys``, in [minimum, limit]."""
         keys = (keys,) if isinstance(keys, str) else tuple(keys)
         key, value = self.first(keys, default)

@@ -81,7 +81,7 @@ def _rough_params(spec: dict) -> int:
     return (L + spec.get("mtp_layers", 0) + 1) * (attn + ffn + 8 * h) + 2 * spec["vocab"] * h
 
 
-def _build(config: Mapping, seq_len, id) -> tuple[ModelSpec, list[str], _Fields]:
+def _build(config: Mapping, seq_len: int | None, id: str | None) -> tuple[ModelSpec, list[str], _Fields]:
     if not isinstance(config, Mapping):
         raise _error("model_config", f"the config must be a JSON object (dict), got a "
                                      f"{type(config).__name__}")
@@ -122,7 +122,7 @@ def _build(config: Mapping, seq_len, id) -> tuple[ModelSpec, list[str], _Fields]
     return model, warnings, f
 
 
-def model_from_config(config: Mapping, *, seq_len=None, id=None,
+def model_from_config(config: Mapping, *, seq_len: int | None = None, id: str | None = None,
                       overrides: Mapping | None = None) -> tuple[ModelSpec, list[str]]:
     """A :class:`ModelSpec` from a Hugging Face config, with warnings.
 

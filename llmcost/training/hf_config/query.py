@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Mapping
+from typing import Any, Mapping
 
 from ... import _validate as v
 from .fields import _BOOL, _INT, _INTS, _NUM, _STR, _STRS, FIELD_KINDS, _short, _typed
@@ -13,7 +13,7 @@ from .fields import _BOOL, _INT, _INTS, _NUM, _STR, _STRS, FIELD_KINDS, _short, 
 _MAX_QUERY_CHARS = 40_000
 
 
-def _parse_text(key: str, text: str, kind: str):
+def _parse_text(key: str, text: str, kind: str) -> Any:
     t = text.strip()
     if t in ("", "None", "null"):
         return None

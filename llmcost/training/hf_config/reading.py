@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping, NoReturn
 
 from .fields import _error, _short
 
@@ -17,7 +18,7 @@ MAX_DEPTH = 32
 
 # ---------------------------------------------------------------------------- reading JSON
 
-def _reject_constant(name: str):
+def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
@@ -28,7 +29,7 @@ def _finite_float(text: str) -> float:
     return x
 
 
-def _check_tree(value, where: str) -> None:
+def _check_tree(value: Any, where: str) -> None:
     """JSON types only, finite numbers, at most :data:`MAX_DEPTH` levels (iterative)."""
     stack = [(value, 1, "")]
     nodes = 0
@@ -57,7 +58,8 @@ def _check_tree(value, where: str) -> None:
                                          f"{type(node).__name__}, not a JSON value")
 
 
-def read_config(text_or_bytes_or_dict, *, name: str = "config.json") -> dict:
+def read_config(text_or_bytes_or_dict: str | bytes | bytearray | memoryview | Mapping[str, Any], *,
+                name: str = "config.json") -> dict:
     """Parse a Hugging Face ``config.json`` into a dict, bounded and strict.
 
     Parameters
@@ -123,7 +125,7 @@ def read_config(text_or_bytes_or_dict, *, name: str = "config.json") -> dict:
     return obj
 
 
-def read_config_file(path) -> dict:
+def read_config_file(path: str | os.PathLike[str]) -> dict:
     """Read and parse a ``config.json`` file (:func:`read_config`), never more than
     :data:`MAX_CONFIG_BYTES` + 1 bytes of it.
 

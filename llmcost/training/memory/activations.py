@@ -4,7 +4,10 @@ MLA attention, gated FFNs, per-operator checkpointing, cached linear inputs.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from ..flops import RECOMPUTE_MODES
@@ -13,11 +16,14 @@ from ..recompute import check_recompute_modules
 from .options import ACTIVATION_PRECISIONS
 
 
-def _linear_input_bytes(linear_input_bytes):
+def _linear_input_bytes(linear_input_bytes: ArrayLike) -> np.ndarray:
     return v.in_range("linear_input_bytes", linear_input_bytes, 0.5, 4.0)
 
 
-def _gqa_attention_block(s, h, a, t, d_q, d_kv_gpu, sp_div, drop, flash, rec, mods, lin):
+def _gqa_attention_block(s: float | np.ndarray, h: float | np.ndarray, a: float | np.ndarray, t: float | np.ndarray,
+                         d_q: float | np.ndarray, d_kv_gpu: float | np.ndarray, sp_div: float | np.ndarray,
+                         drop: float | np.ndarray, flash: np.ndarray, rec: np.ndarray, mods: tuple[str, ...],
+                         lin: float | np.ndarray) -> np.ndarray:
     """Per-token bytes of a GQA attention block (see :func:`activation_bytes_per_layer`)."""
     norm = (2.0 * h + h * drop + lin * h * ("layernorm" not in mods)) / sp_div
     qkv = 2.0 * d_q / t + 4.0 * d_kv_gpu
@@ -28,7 +34,9 @@ def _gqa_attention_block(s, h, a, t, d_q, d_kv_gpu, sp_div, drop, flash, rec, mo
     return norm + qkv + out + scores
 
 
-def _ffn_block(h, f, t, sp_div, drop, gated, mods, lin, inner=True):
+def _ffn_block(h: float | np.ndarray, f: float | np.ndarray, t: float | np.ndarray, sp_div: float | np.ndarray,
+               drop: float | np.ndarray, gated: ArrayLike, mods: tuple[str, ...], lin: float | np.ndarray,
+               inner: bool = True) -> float | np.ndarray:
     """Per-token bytes of a dense FFN block; ``inner=False``: its norm part only."""
     norm = (2.0 * h + h * drop + lin * h * ("layernorm" not in mods)) / sp_div
     if not inner or "mlp" in mods:
@@ -36,11 +44,13 @@ def _ffn_block(h, f, t, sp_div, drop, gated, mods, lin, inner=True):
     return norm + (np.where(gated, 4.0, 2.0) * f + lin * f) / t
 
 
-def activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp=1, cp=1, kv_heads=None,
-                               ffn_hidden=None, gated_ffn=False, head_dim=None, dropout=True,
-                               sequence_parallel=False, recompute="none",
-                               flash_attention=False, recompute_modules=(),
-                               linear_input_bytes=2.0):
+def activation_bytes_per_layer(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, heads: ArrayLike,
+                               tp: ArrayLike = 1, cp: ArrayLike = 1, kv_heads: ArrayLike | None = None,
+                               ffn_hidden: ArrayLike | None = None, gated_ffn: ArrayLike = False,
+                               head_dim: ArrayLike | None = None, dropout: ArrayLike = True,
+                               sequence_parallel: ArrayLike = False, recompute: ArrayLike = "none",
+                               flash_attention: ArrayLike = False, recompute_modules: str | Sequence[str] | None = (),
+                               linear_input_bytes: ArrayLike = 2.0) -> float | np.ndarray:
     r"""Activation memory one transformer layer keeps for its backward pass, per GPU.
 
     Per token and layer, with 16-bit activations and 1-byte dropout masks (Korthikanti §4.1):
@@ -140,11 +150,14 @@ def activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, tp=1, cp=1, 
     return v.result(tokens * per_token)
 
 
-def mla_attention_activation_bytes(seq_len, micro_batch, hidden, heads, q_lora_rank,
-                                   kv_lora_rank, qk_head_dim, qk_rope_head_dim, v_head_dim,
-                                   tp=1, cp=1, dropout=False, sequence_parallel=False,
-                                   recompute="none", flash_attention=True, recompute_modules=(),
-                                   linear_input_bytes=2.0):
+def mla_attention_activation_bytes(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, heads: ArrayLike,
+                                   q_lora_rank: ArrayLike, kv_lora_rank: ArrayLike, qk_head_dim: ArrayLike,
+                                   qk_rope_head_dim: ArrayLike, v_head_dim: ArrayLike, tp: ArrayLike = 1,
+                                   cp: ArrayLike = 1, dropout: ArrayLike = False,
+                                   sequence_parallel: ArrayLike = False, recompute: ArrayLike = "none",
+                                   flash_attention: ArrayLike = True,
+                                   recompute_modules: str | Sequence[str] | None = (),
+                                   linear_input_bytes: ArrayLike = 2.0) -> float | np.ndarray:
     r"""Activation memory of one multi-head latent attention block (DeepSeek-V2/V3), per GPU:
     the attention half of a layer, in the accounting of :func:`activation_bytes_per_layer`.
 
@@ -243,8 +256,9 @@ def mla_attention_activation_bytes(seq_len, micro_batch, hidden, heads, q_lora_r
     return v.result(s / c * b * per_token)
 
 
-def op_sac_bytes_per_token(hidden, heads, d_q, d_kv_gpu, ffn_hidden, gated_ffn=True, tp=1,
-                           sequence_parallel=False):
+def op_sac_bytes_per_token(hidden: float | np.ndarray, heads: float | np.ndarray, d_q: float | np.ndarray,
+                           d_kv_gpu: float | np.ndarray, ffn_hidden: float | np.ndarray, gated_ffn: ArrayLike = True,
+                           tp: float | np.ndarray = 1, sequence_parallel: ArrayLike = False) -> float | np.ndarray:
     r"""Bytes a dense layer keeps per token under torchtitan's per-op selective checkpointing.
 
     The checkpointed block keeps its input, the fused attention's output with its FP32
@@ -298,7 +312,8 @@ def op_sac_bytes_per_token(hidden, heads, d_q, d_kv_gpu, ffn_hidden, gated_ffn=T
     return v.result(kept)
 
 
-def cached_linear_input_bytes(precision="bf16", activation_precision=None):
+def cached_linear_input_bytes(precision: ArrayLike = "bf16",
+                              activation_precision: ArrayLike | None = None) -> float | np.ndarray:
     r"""Bytes per element a linear layer caches of its input for the backward pass.
 
     .. math:: q = 2\ (\text{BF16 input kept}),\quad 1\ (\text{FP8}),\quad

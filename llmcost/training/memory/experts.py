@@ -4,7 +4,10 @@ it needs.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from ..arch import ModelSpec
@@ -13,7 +16,8 @@ from .activations import _linear_input_bytes
 from .options import MOE_PROBS_AT
 
 
-def check_expert_layout(model: ModelSpec, gpus, tp, pp, cp, ep=1, etp=1):
+def check_expert_layout(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike, pp: ArrayLike, cp: ArrayLike,
+                        ep: ArrayLike = 1, etp: ArrayLike = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validate expert parallelism; raise InputError naming the parameter at fault.
 
     Megatron-Core folds the expert-parallel group into the data-parallel x tensor x context
@@ -52,10 +56,12 @@ def check_expert_layout(model: ModelSpec, gpus, tp, pp, cp, ep=1, etp=1):
     return e, te, np.asarray(gpus) // (np.asarray(pp) * e * te)
 
 
-def moe_ffn_activation_bytes(seq_len, micro_batch, hidden, experts, top_k, expert_ffn_hidden,
-                             shared_ffn_hidden=0, tp=1, cp=1, etp=1, gated=True,
-                             capacity_factor=1.0, recompute_modules=(), linear_input_bytes=2.0,
-                             probs_at="combine", sequence_parallel=True):
+def moe_ffn_activation_bytes(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, experts: ArrayLike,
+                             top_k: ArrayLike, expert_ffn_hidden: ArrayLike, shared_ffn_hidden: ArrayLike = 0,
+                             tp: ArrayLike = 1, cp: ArrayLike = 1, etp: ArrayLike = 1, gated: ArrayLike = True,
+                             capacity_factor: ArrayLike = 1.0, recompute_modules: str | Sequence[str] | None = (),
+                             linear_input_bytes: ArrayLike = 2.0, probs_at: str = "combine",
+                             sequence_parallel: ArrayLike = True) -> float | np.ndarray:
     r"""Activation memory of one MoE feed-forward block per GPU (what replaces a dense FFN's
     inner activations).
 

@@ -4,7 +4,10 @@ recomputation rebuilds at the peak.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from ..arch import ModelSpec
@@ -21,10 +24,12 @@ from .activations import (
 from .experts import moe_ffn_activation_bytes
 
 
-def layer_activation_bytes(model: ModelSpec, seq_len=None, micro_batch=1, tp=1, cp=1, etp=1,
-                           sequence_parallel=False, recompute="none", flash_attention=True,
-                           recompute_modules=(), linear_input_bytes=2.0, moe_capacity_factor=1.0,
-                           moe_probs_at="combine"):
+def layer_activation_bytes(model: ModelSpec, seq_len: ArrayLike | None = None, micro_batch: ArrayLike = 1,
+                           tp: ArrayLike = 1, cp: ArrayLike = 1, etp: ArrayLike = 1,
+                           sequence_parallel: ArrayLike = False, recompute: ArrayLike = "none",
+                           flash_attention: ArrayLike = True, recompute_modules: str | Sequence[str] | None = (),
+                           linear_input_bytes: ArrayLike = 2.0, moe_capacity_factor: ArrayLike = 1.0,
+                           moe_probs_at: str = "combine") -> float | np.ndarray:
     r"""Activation bytes one layer of a model keeps per micro-batch, the mean over its layers.
 
     .. math:: \bar M = \frac{(l - l_m)\,(M_{attn} + M_{FFN}) + l_m\,(M_{attn} + M_{norm}
@@ -76,6 +81,8 @@ def layer_activation_bytes(model: ModelSpec, seq_len=None, micro_batch=1, tp=1, 
     flash = v.boolean("flash_attention", flash_attention)
     lin = _linear_input_bytes(linear_input_bytes)
     h = model.hidden
+    # set in ModelSpec.__post_init__
+    assert model.ffn_hidden is not None and model.head_dim is not None and model.v_head_dim is not None
     dense_mods = tuple(m for m in mods if m in ("core_attn", "layernorm", "mlp"))
     kv_act, hd_act = model.attention_shape
     dense = activation_bytes_per_layer(s, b, h, model.heads, t, c, kv_act, model.ffn_hidden,
@@ -99,6 +106,7 @@ def layer_activation_bytes(model: ModelSpec, seq_len=None, micro_batch=1, tp=1, 
                                              flash, rec, mods, lin)
     per_layer = dense
     if model.is_moe:
+        assert model.moe_ffn_hidden is not None  # set in ModelSpec.__post_init__ for an MoE model
         moe_mods = tuple(m for m in mods if m in ("layernorm", "moe_act", "shared_experts",
                                                   "moe"))
         block = moe_ffn_activation_bytes(
@@ -118,7 +126,8 @@ def layer_activation_bytes(model: ModelSpec, seq_len=None, micro_batch=1, tp=1, 
     return v.result(per_layer)
 
 
-def recompute_working_bytes(none_bytes, kept_bytes, recompute="none", recompute_modules=()):
+def recompute_working_bytes(none_bytes: ArrayLike, kept_bytes: ArrayLike, recompute: ArrayLike = "none",
+                            recompute_modules: str | Sequence[str] | None = ()) -> float | np.ndarray:
     r"""What a recomputed layer rebuilds for its own backward, per GPU.
 
     .. math:: M_{rc} = [\text{full} \lor \text{op\_sac}]\,(\bar M_{none} - \bar M_{kept})
@@ -156,7 +165,8 @@ def recompute_working_bytes(none_bytes, kept_bytes, recompute="none", recompute_
     return v.result(np.where(whole, np.maximum(none - kept, 0.0), 0.0))
 
 
-def rebuilds_whole_layers(recompute="none", recompute_modules=()):
+def rebuilds_whole_layers(recompute: ArrayLike = "none",
+                          recompute_modules: str | Sequence[str] | None = ()) -> np.ndarray:
     r"""True where a recompute variant rebuilds a whole layer for its backward.
 
     .. math:: R = [\text{recompute} = \text{full}] \lor [\text{op\_sac} \in \text{modules}]

@@ -4,9 +4,10 @@ component for the most loaded pipeline stage, and a quick seed heuristic.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from .. import stacks as stacks_mod
@@ -38,8 +39,8 @@ FRAGMENTATION = 0.02
 CONTEXT_BYTES = 1.0e9
 
 
-def framework_overhead_bytes(allocated_bytes, context_bytes=CONTEXT_BYTES,
-                             fragmentation=FRAGMENTATION):
+def framework_overhead_bytes(allocated_bytes: ArrayLike, context_bytes: ArrayLike = CONTEXT_BYTES,
+                             fragmentation: ArrayLike = FRAGMENTATION) -> float | np.ndarray:
     r"""Memory the framework needs beyond tensors: CUDA context, library workspaces, and
     allocator fragmentation.
 
@@ -104,16 +105,16 @@ class MemoryBreakdown(NamedTuple):
     #: pipeline the second can outweigh the first) or p - 1 (last).
     peak_stage: np.ndarray
     #: transformer layers on the peak stage [-].
-    peak_stage_layers: np.ndarray = None
+    peak_stage_layers: np.ndarray | None = None
     #: FP8/MXFP8 copies of the GEMM weights, resident beside the BF16 weights (0 for BF16;
     #: :func:`llmcost.training.precision.fp8_weight_copy_bytes`), in ``total_bytes``.
-    fp8_weights_bytes: np.ndarray = 0.0
+    fp8_weights_bytes: np.ndarray | float = 0.0
     #: ZeRO-3/FSDP working set: gathered 16-bit weights of the layer being computed and the
     #: prefetched next one, and one layer's unsharded gradients during its reduce-scatter
     #: (:func:`zero3_working_set_bytes`; 0 below stage 3), in ``total_bytes``.
-    zero3_working_bytes: np.ndarray = 0.0
+    zero3_working_bytes: np.ndarray | float = 0.0
     #: MoE: the routed experts' share of ``weights_bytes`` (sharded by EP x ETP); 0 dense
-    expert_weights_bytes: np.ndarray = 0.0
+    expert_weights_bytes: np.ndarray | float = 0.0
 
     def to_gb(self) -> dict:
         """Each of :data:`MEMORY_TERMS` and ``total_gb`` in GB (1e9 bytes), keys as in the CLI
@@ -128,7 +129,7 @@ LOSS_BYTES = {"fused": 4.0, "fp32": 12.0}
 STACK_LOSS = {name: st.loss for name, st in stacks_mod.STACKS.items()}
 
 
-def loss_bytes_per_logit(loss="fused"):
+def loss_bytes_per_logit(loss: str = "fused") -> float:
     r"""Bytes per logit the cross-entropy loss holds at its peak, by implementation.
 
     .. math:: q_{loss} = 4 \ (\text{fused}), \qquad 12 \ (\text{fp32})
@@ -159,7 +160,8 @@ def loss_bytes_per_logit(loss="fused"):
     return LOSS_BYTES[v.choice("loss", loss, tuple(LOSS_BYTES))]
 
 
-def _stage_memory(model, stage, n, rank, c):
+def _stage_memory(model: ModelSpec, stage: str, n: np.ndarray, rank: int | np.ndarray,
+                  c: dict[str, Any]) -> MemoryBreakdown:
     """One pipeline stage's :class:`MemoryBreakdown` (``c``: :func:`memory_per_gpu`'s
     validated layout and options)."""
     params = stage_parameters(model, n, c["pp"], stage)
@@ -195,23 +197,27 @@ def _stage_memory(model, stage, n, rank, c):
                                 c["precision"], c["generation"])
     allocated = w + g + o + act + w8 + z3
     over = framework_overhead_bytes(allocated, c["context_bytes"], c["fragmentation"])
-    return MemoryBreakdown(w, g, o, act, over, allocated + over, peak_stage=rank,
+    # the fields say np.ndarray; a scalar layout gives numpy scalars (the formulas' float | np.ndarray)
+    return MemoryBreakdown(w, g, o, act, over, allocated + over, peak_stage=rank,  # type: ignore[arg-type]
                            peak_stage_layers=n, fp8_weights_bytes=w8, zero3_working_bytes=z3,
                            expert_weights_bytes=ew)
 
 
-def _peak_stage(first, last, middle, pp):
+def _peak_stage(first: MemoryBreakdown, last: MemoryBreakdown, middle: MemoryBreakdown,
+                pp: np.ndarray) -> MemoryBreakdown:
     """The breakdown of the stage with the largest total, element by element. Ties go to
     the first listed: an even pipeline's middle stage never exceeds its first."""
     totals = np.stack(np.broadcast_arrays(first.total_bytes, last.total_bytes,
                                           np.where(pp > 2, middle.total_bytes, -np.inf)))
     k = np.argmax(totals, axis=0)
-    return MemoryBreakdown(*[v.result(np.choose(k, np.broadcast_arrays(f, l, m)))
+    # _stage_memory sets every field (peak_stage_layers is never None here)
+    return MemoryBreakdown(*[v.result(np.choose(k, np.broadcast_arrays(f, l, m)))  # type: ignore[arg-type]
                              for f, l, m in zip(first, last, middle)])
 
 
-def _check_recipe(model, finetune, precision, activation_precision, moe_probs_at,
-                  optimizer_moments, recompute_modules, lora_targets):
+def _check_recipe(model: ModelSpec, finetune: str, precision: ArrayLike, activation_precision: ArrayLike | None,
+                  moe_probs_at: str, optimizer_moments: str, recompute_modules: str | Sequence[str] | None,
+                  lora_targets: str) -> tuple[np.ndarray, float | np.ndarray, tuple[str, ...]]:
     """(precision, q, recompute modules) of :func:`memory_per_gpu`, validated in its order."""
     v.choice("finetune", finetune, FINETUNE_MODES)
     prec = v.choices("precision", precision, PRECISIONS)
@@ -229,8 +235,10 @@ def _check_recipe(model, finetune, precision, activation_precision, moe_probs_at
     return prec, lin, mods
 
 
-def _checked_layout(model, s, gpus, tp, pp, cp, interleave, first_stage_layers,
-                    last_stage_layers, ep, etp, micro_batch, global_batch):
+def _checked_layout(model: ModelSpec, s: int, gpus: ArrayLike, tp: ArrayLike, pp: ArrayLike, cp: ArrayLike,
+                    interleave: ArrayLike, first_stage_layers: ArrayLike | None, last_stage_layers: ArrayLike | None,
+                    ep: ArrayLike, etp: ArrayLike, micro_batch: ArrayLike,
+                    global_batch: ArrayLike | None) -> tuple[dict[str, Any], tuple[np.ndarray, ...]]:
     """The validated layout as :func:`_stage_memory` reads it (``dp`` the ZeRO group d c,
     ``m`` the micro-batches per iteration or None), and the first, middle and last stages'
     layers."""
@@ -251,17 +259,19 @@ def _checked_layout(model, s, gpus, tp, pp, cp, interleave, first_stage_layers,
                 interleave=vv, seq_len=s), layers[:3]
 
 
-def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro_batch=1,
-                   global_batch=None, recompute="none", sequence_parallel=False,
-                   flash_attention=True, optimizer="adam", interleave=1, schedule="1f1b",
-                   finetune="full", lora_rank=16, lora_targets="all", seq_len=None,
-                   context_bytes=CONTEXT_BYTES, fragmentation=FRAGMENTATION,
-                   qlora_16bit_embeddings=True, first_stage_layers=None,
-                   last_stage_layers=None, precision="bf16",
-                   generation="hopper", ep=1, etp=1,
-                   moe_capacity_factor=1.0, recompute_modules=(), activation_precision=None,
-                   optimizer_moments="fp32", moe_probs_at="combine",
-                   stack="megatron", loss=None) -> MemoryBreakdown:
+def memory_per_gpu(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike = 1, pp: ArrayLike = 1, cp: ArrayLike = 1,
+                   zero_stage: ArrayLike = 0, micro_batch: ArrayLike = 1, global_batch: ArrayLike | None = None,
+                   recompute: ArrayLike = "none", sequence_parallel: ArrayLike = False,
+                   flash_attention: ArrayLike = True, optimizer: str = "adam", interleave: ArrayLike = 1,
+                   schedule: str = "1f1b", finetune: str = "full", lora_rank: ArrayLike = 16,
+                   lora_targets: str = "all", seq_len: int | None = None, context_bytes: ArrayLike = CONTEXT_BYTES,
+                   fragmentation: ArrayLike = FRAGMENTATION, qlora_16bit_embeddings: bool = True,
+                   first_stage_layers: ArrayLike | None = None, last_stage_layers: ArrayLike | None = None,
+                   precision: ArrayLike = "bf16", generation: ArrayLike = "hopper", ep: ArrayLike = 1,
+                   etp: ArrayLike = 1, moe_capacity_factor: ArrayLike = 1.0,
+                   recompute_modules: str | Sequence[str] | None = (), activation_precision: ArrayLike | None = None,
+                   optimizer_moments: str = "fp32", moe_probs_at: str = "combine", stack: str = "megatron",
+                   loss: str | None = None) -> MemoryBreakdown:
     r"""Peak memory per GPU of a training layout, by component: one function per term.
 
     For the first pipeline stage, the first middle one (r = 1: the most micro-batches in
@@ -362,7 +372,8 @@ def memory_per_gpu(model: ModelSpec, gpus, tp=1, pp=1, cp=1, zero_stage=0, micro
     return _peak_stage(first, last, _stage_memory(model, "middle", n_mid, 1, c), c["pp"])
 
 
-def seed_heuristic_memory_gb(model_size_b, num_gpus, tp_size, pp_size):
+def seed_heuristic_memory_gb(model_size_b: ArrayLike, num_gpus: ArrayLike, tp_size: ArrayLike,
+                             pp_size: ArrayLike) -> float | np.ndarray:
     r"""The ``estimate_memory`` heuristic of a cluster builder's guide [1], verbatim, for
     comparison. Not a model.
 

@@ -5,14 +5,16 @@ stage holds for its micro-batches in flight.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from ..arch import ModelSpec
 from .options import SCHEDULES, STAGES
 
 
-def inflight_layers(layers, pp, num_microbatches=None, interleave=1, stage="first",
-                    schedule="1f1b", stage_layers=None):
+def inflight_layers(layers: ArrayLike, pp: ArrayLike, num_microbatches: ArrayLike | None = None,
+                    interleave: ArrayLike = 1, stage: str = "first", schedule: str = "1f1b",
+                    stage_layers: ArrayLike | None = None) -> float | np.ndarray:
     r"""Layers' worth of activations a pipeline stage holds at its peak.
 
     1F1B: stage r holds min(p - r, m) micro-batches of its n_r layers (n_r = l/p on an
@@ -61,7 +63,7 @@ def inflight_layers(layers, pp, num_microbatches=None, interleave=1, stage="firs
     if num_microbatches is None:
         if schedule == "gpipe":
             raise v.InputError("num_microbatches", "num_microbatches is required for GPipe")
-        m = np.inf
+        m: float | np.ndarray = np.inf
     else:
         m = v.positive("num_microbatches", num_microbatches)
     vv = v.integer("interleave", interleave)
@@ -74,7 +76,8 @@ def inflight_layers(layers, pp, num_microbatches=None, interleave=1, stage="firs
     return v.result(np.where(vv > 1, inter, plain))
 
 
-def _stage_layers(layers, pp, first=None, last=None):
+def _stage_layers(layers: ArrayLike, pp: ArrayLike, first: ArrayLike | None = None,
+                  last: ArrayLike | None = None) -> tuple[np.ndarray, ...]:
     """(first, middle, last, ok, slots) without raising: see :func:`pipeline_stage_layers`.
 
     ``slots`` is True where the split is the automatic one (given or not): Megatron-Core's
@@ -112,7 +115,8 @@ def _stage_layers(layers, pp, first=None, last=None):
     return f, mid, l, ok | one, slots | one
 
 
-def _interleave_ok(pp, first, middle, last, slots, interleave):
+def _interleave_ok(pp: ArrayLike, first: np.ndarray, middle: np.ndarray, last: np.ndarray, slots: np.ndarray,
+                   interleave: ArrayLike) -> np.ndarray:
     """Where v virtual chunks per stage are allowed (Megatron-Core's rules).
 
     Explicit first/last (``num_layers_in_first/last_pipeline_stage``): every stage's layers
@@ -129,16 +133,16 @@ def _interleave_ok(pp, first, middle, last, slots, interleave):
     return (vv == 1) | np.where(slots, middle % vv == 0, each)
 
 
-def _allowed_ends(L, p, other, fixed_name):
+def _allowed_ends(L: int, p: int, other: int | None, fixed_name: str) -> str:
     """The values one end stage may take with the other fixed, as text for an error."""
     k = p - 2 if other is not None else p - 1
     o = 0 if other is None else other
     if k == 0:
-        ok = [L - o] if L - o >= 1 else []
+        ok: list[int | str] = [L - o] if L - o >= 1 else []
     else:
         # the end holds n = L - o - k j with j >= 1 layers on each middle stage
         j_max = (L - o - 1) // k
-        js = list(range(j_max, 0, -1))
+        js: list[int | None] = list(range(j_max, 0, -1))
         if len(js) > 12:
             js = js[:6] + [None] + js[-6:]
         ok = [L - o - k * j if j is not None else "..." for j in js]
@@ -146,7 +150,8 @@ def _allowed_ends(L, p, other, fixed_name):
     return f"{shown} (with {fixed_name}={o})" if other is not None else shown
 
 
-def _split_error(L, p, fst, lst, f, l, ok):
+def _split_error(L: int, p: np.ndarray, fst: np.ndarray | None, lst: np.ndarray | None, f: np.ndarray, l: np.ndarray,
+                 ok: np.ndarray) -> v.InputError:
     """The InputError for the first layout whose stages cannot hold the layers as asked."""
     shape = np.broadcast(p, f, l, ok).shape
     i = np.flatnonzero(~np.broadcast_to(ok, shape))[0]
@@ -176,7 +181,8 @@ def _split_error(L, p, fst, lst, f, l, ok):
                               f"{_allowed_ends(L, pi, other, oname)}")
 
 
-def _interleave_error(f, mid, l, slots, vv, inter_ok):
+def _interleave_error(f: np.ndarray, mid: np.ndarray, l: np.ndarray, slots: np.ndarray, vv: np.ndarray,
+                      inter_ok: np.ndarray) -> v.InputError:
     """The InputError for the first layout whose stages cannot split into v chunks."""
     shape = np.broadcast(vv, f, mid, l, slots).shape
     i = np.flatnonzero(~np.broadcast_to(inter_ok, shape))[0]
@@ -191,8 +197,9 @@ def _interleave_error(f, mid, l, slots, vv, inter_ok):
                                       f"{li}), got interleave={vi}")
 
 
-def pipeline_stage_layers(layers, pp, first_stage_layers=None, last_stage_layers=None,
-                          interleave=1):
+def pipeline_stage_layers(layers: ArrayLike, pp: ArrayLike, first_stage_layers: ArrayLike | None = None,
+                          last_stage_layers: ArrayLike | None = None,
+                          interleave: ArrayLike = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Transformer layers on the first, each middle, and the last pipeline stage.
 
     The first stage also holds the input embedding and the last the LM head (output
@@ -282,8 +289,9 @@ def pipeline_stage_layers(layers, pp, first_stage_layers=None, last_stage_layers
     return f, mid, l
 
 
-def check_layout(model: ModelSpec, gpus, tp, pp, cp, interleave, seq_len,
-                 first_stage_layers=None, last_stage_layers=None):
+def check_layout(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike, pp: ArrayLike, cp: ArrayLike,
+                 interleave: ArrayLike, seq_len: ArrayLike, first_stage_layers: ArrayLike | None = None,
+                 last_stage_layers: ArrayLike | None = None) -> tuple[np.ndarray, ...]:
     """Validate a parallel layout; raise InputError naming the first parameter at fault.
 
     Parameters
@@ -312,6 +320,7 @@ def check_layout(model: ModelSpec, gpus, tp, pp, cp, interleave, seq_len,
     pp = v.integer("pp", pp)
     cp = v.integer("cp", cp)
     vv = v.integer("interleave", interleave)
+    assert model.kv_heads is not None  # set in ModelSpec.__post_init__
     v.divides("tp", tp, "heads", model.heads)
     # TP shards KV heads, or replicates them when TP exceeds their number (Megatron GQA).
     kv_ok = (model.kv_heads % tp == 0) | (tp % model.kv_heads == 0)
@@ -325,10 +334,12 @@ def check_layout(model: ModelSpec, gpus, tp, pp, cp, interleave, seq_len,
     return gpus, tp, pp, cp, vv
 
 
-def stage_activation_bytes(model: ModelSpec, layer_bytes, stage_layers, seq_len, micro_batch=1,
-                           tp=1, cp=1, pp=1, num_microbatches=None, interleave=1,
-                           stage="first", schedule="1f1b", recompute_bytes=0.0,
-                           loss_bytes=4.0):
+def stage_activation_bytes(model: ModelSpec, layer_bytes: float | np.ndarray, stage_layers: float | np.ndarray,
+                           seq_len: float | np.ndarray, micro_batch: float | np.ndarray = 1,
+                           tp: float | np.ndarray = 1, cp: float | np.ndarray = 1, pp: ArrayLike = 1,
+                           num_microbatches: ArrayLike | None = None, interleave: ArrayLike = 1, stage: str = "first",
+                           schedule: str = "1f1b", recompute_bytes: ArrayLike = 0.0,
+                           loss_bytes: ArrayLike = 4.0) -> float | np.ndarray:
     r"""Activations a pipeline stage holds at its peak, per GPU.
 
     .. math::

@@ -5,6 +5,7 @@ the FSDP and ZeRO-3 working sets and FP8 weight copies, for one pipeline stage.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from .. import stacks as stacks_mod
@@ -23,7 +24,8 @@ from .options import (
 )
 
 
-def model_state_bytes(params, dp=1, zero_stage=0, optimizer="adam", optimizer_moments="fp32"):
+def model_state_bytes(params: ArrayLike, dp: ArrayLike = 1, zero_stage: ArrayLike = 0, optimizer: str = "adam",
+                      optimizer_moments: str = "fp32") -> tuple[float | np.ndarray, ...]:
     r"""Weights, gradients and optimizer states per GPU under ZeRO.
 
     .. math::
@@ -86,8 +88,10 @@ def model_state_bytes(params, dp=1, zero_stage=0, optimizer="adam", optimizer_mo
     return v.result(weights), v.result(grads), v.result(opt)
 
 
-def lora_parameter_count(layers, hidden, heads, rank, kv_heads=None, ffn_hidden=None,
-                         gated_ffn=False, head_dim=None, targets="all"):
+def lora_parameter_count(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike, rank: ArrayLike,
+                         kv_heads: ArrayLike | None = None, ffn_hidden: ArrayLike | None = None,
+                         gated_ffn: ArrayLike = False, head_dim: ArrayLike | None = None,
+                         targets: str = "all") -> float | np.ndarray:
     r"""Trainable LoRA adapter parameters.
 
     Each adapted matrix W (d_in x d_out) gains B A with A (r x d_in), B (d_out x r):
@@ -146,8 +150,10 @@ MEMORY_STACKS = stacks_mod.NAMES
 FSDP_ACCUMULATED_GRAD_BYTES = 4.0
 
 
-def pipelined_fsdp_bytes(stage_weight_bytes, pp=1, dp=1, zero_stage=3, stack="megatron",
-                         weight_bytes=2.0, grad_bytes=FSDP_ACCUMULATED_GRAD_BYTES):
+def pipelined_fsdp_bytes(stage_weight_bytes: ArrayLike, pp: ArrayLike = 1, dp: ArrayLike = 1,
+                         zero_stage: ArrayLike = 3, stack: str = "megatron", weight_bytes: float = 2.0,
+                         grad_bytes: float = FSDP_ACCUMULATED_GRAD_BYTES
+                         ) -> tuple[float | np.ndarray, float | np.ndarray]:
     r"""What PyTorch FSDP2 keeps unsharded through a pipelined step, per GPU.
 
     .. math::
@@ -204,8 +210,9 @@ def pipelined_fsdp_bytes(stage_weight_bytes, pp=1, dp=1, zero_stage=3, stack="me
     return v.result(mw), v.result(mg)
 
 
-def zero3_working_set_bytes(layer_params, dp=1, zero_stage=3, weight_bytes=2.0,
-                            grad_bytes=2.0, prefetch_layers=1):
+def zero3_working_set_bytes(layer_params: ArrayLike, dp: ArrayLike = 1, zero_stage: ArrayLike = 3,
+                            weight_bytes: ArrayLike = 2.0, grad_bytes: ArrayLike = 2.0,
+                            prefetch_layers: ArrayLike = 1) -> float | np.ndarray:
     r"""Unsharded buffers ZeRO-3 / FSDP holds beside its shards, per GPU.
 
     .. math:: M_{Z3} = \left[(1 + n_{pf})\, q_w + q_g\right] \Psi_{layer}
@@ -254,7 +261,8 @@ def zero3_working_set_bytes(layer_params, dp=1, zero_stage=3, weight_bytes=2.0,
 
 
 
-def stage_parameters(model: ModelSpec, stage_layers, pp=1, stage="first"):
+def stage_parameters(model: ModelSpec, stage_layers: ArrayLike, pp: ArrayLike = 1,
+                     stage: str = "first") -> float | np.ndarray:
     r"""Parameters a pipeline stage holds, before tensor or expert parallelism.
 
     .. math::
@@ -301,15 +309,18 @@ def stage_parameters(model: ModelSpec, stage_layers, pp=1, stage="first"):
                                     model.output_params) + final_norm)
 
 
-def _layer_params_per_gpu(model: ModelSpec, tp, ep, etp):
+def _layer_params_per_gpu(model: ModelSpec, tp: float | np.ndarray, ep: float | np.ndarray,
+                          etp: float | np.ndarray) -> float | np.ndarray:
     """One layer's parameters on a GPU: routed experts over e t_e, the rest over t."""
     return (model.layer_params - model.expert_layer_params) / tp \
         + model.expert_layer_params / (ep * etp)
 
 
-def stage_model_state_bytes(model: ModelSpec, stage_params, stage_layers, tp=1, dp=1, ep=1,
-                            etp=1, expert_dp=1, zero_stage=0, optimizer="adam",
-                            optimizer_moments="fp32"):
+def stage_model_state_bytes(model: ModelSpec, stage_params: ArrayLike, stage_layers: ArrayLike,
+                            tp: float | np.ndarray = 1, dp: ArrayLike = 1, ep: float | np.ndarray = 1,
+                            etp: float | np.ndarray = 1, expert_dp: ArrayLike = 1, zero_stage: ArrayLike = 0,
+                            optimizer: str = "adam",
+                            optimizer_moments: str = "fp32") -> tuple[float | np.ndarray, ...]:
     r"""Weights, gradients and optimizer states of a pipeline stage per GPU, full training.
 
     .. math::
@@ -360,10 +371,12 @@ def stage_model_state_bytes(model: ModelSpec, stage_params, stage_layers, tp=1, 
     return w + we, g + ge, o + oe, we
 
 
-def stage_adapter_state_bytes(model: ModelSpec, stage_params, stage_layers, tp=1, dp=1, ep=1,
-                              etp=1, zero_stage=0, optimizer="adam", optimizer_moments="fp32",
-                              finetune="lora", lora_rank=16, lora_targets="all",
-                              qlora_16bit_embeddings=True):
+def stage_adapter_state_bytes(model: ModelSpec, stage_params: ArrayLike, stage_layers: ArrayLike,
+                              tp: float | np.ndarray = 1, dp: float | np.ndarray = 1, ep: float | np.ndarray = 1,
+                              etp: float | np.ndarray = 1, zero_stage: ArrayLike = 0, optimizer: str = "adam",
+                              optimizer_moments: str = "fp32", finetune: str = "lora", lora_rank: ArrayLike = 16,
+                              lora_targets: str = "all",
+                              qlora_16bit_embeddings: bool = True) -> tuple[float | np.ndarray, ...]:
     r"""Weights, gradients and optimizer states of a pipeline stage per GPU, LoRA/QLoRA.
 
     The base model is frozen (no gradients or optimizer states); the adapters are trained:
@@ -424,8 +437,10 @@ def stage_adapter_state_bytes(model: ModelSpec, stage_params, stage_layers, tp=1
     return w_a + frozen / np.where(np.asarray(zero_stage) >= 3, dp, 1), g, o
 
 
-def stage_zero3_working_bytes(model: ModelSpec, stage_layers, tp=1, dp=1, ep=1, etp=1,
-                              zero_stage=0, optimizer="adam", finetune="full"):
+def stage_zero3_working_bytes(model: ModelSpec, stage_layers: ArrayLike, tp: float | np.ndarray = 1,
+                              dp: ArrayLike = 1, ep: float | np.ndarray = 1, etp: float | np.ndarray = 1,
+                              zero_stage: ArrayLike = 0, optimizer: str = "adam",
+                              finetune: str = "full") -> float | np.ndarray:
     r"""ZeRO-3 / FSDP working set of a pipeline stage per GPU.
 
     .. math:: M_{Z3} = \left[(1 + n_{pf})\, q_w + q_g\right] \Psi_{layer},\qquad
@@ -468,8 +483,9 @@ def stage_zero3_working_bytes(model: ModelSpec, stage_layers, tp=1, dp=1, ep=1, 
     return zero3_working_set_bytes(layer, dp, zero_stage, qw, qg)
 
 
-def stage_fp8_weight_bytes(model: ModelSpec, stage_layers, tp=1, ep=1, etp=1, zero_stage=0,
-                           precision="bf16", generation="hopper"):
+def stage_fp8_weight_bytes(model: ModelSpec, stage_layers: ArrayLike, tp: float | np.ndarray = 1,
+                           ep: float | np.ndarray = 1, etp: float | np.ndarray = 1, zero_stage: ArrayLike = 0,
+                           precision: ArrayLike = "bf16", generation: ArrayLike = "hopper") -> float | np.ndarray:
     r"""FP8/MXFP8 copies of a pipeline stage's GEMM weights per GPU, beside its BF16 weights.
 
     .. math:: W_8 = n'\, P_{mm}\, q_8,\qquad n' = \min(n, 1)\ \text{under ZeRO-3, else } n

@@ -5,9 +5,13 @@ generation and training stack, and the run's :class:`Options`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ... import _validate as v
 from .. import stacks as stacks_mod
+
+if TYPE_CHECKING:
+    from ..hardware import GPUSpec
 
 
 @dataclass(frozen=True)
@@ -141,7 +145,7 @@ PAIRED_CALIBRATION = {
 }
 
 
-def is_calibrated(gpu) -> bool:
+def is_calibrated(gpu: GPUSpec) -> bool:
     """Whether published training runs set the GPU's constants.
 
     Parameters
@@ -164,7 +168,7 @@ def is_calibrated(gpu) -> bool:
             or getattr(gpu, "generation", None) in CALIBRATION_BY_GENERATION)
 
 
-def calibration_note(gpu) -> str:
+def calibration_note(gpu: GPUSpec) -> str:
     """Where a GPU's e_max comes from, when not from runs the step model was validated on.
 
     Parameters
@@ -185,7 +189,7 @@ def calibration_note(gpu) -> str:
        llama2_70b_lora.
     """
     e = calibration_for(gpu).matmul_efficiency
-    how = PAIRED_CALIBRATION.get(getattr(gpu, "id", None))
+    how = PAIRED_CALIBRATION.get(getattr(gpu, "id", None))  # type: ignore[arg-type]  # None finds nothing
     if how:
         return f"GEMM efficiency {e:.2f} fitted to {how} (data/paired_runs.csv)"
     if not is_calibrated(gpu):
@@ -247,21 +251,21 @@ STACK_GEMM_SCALE: dict[str, float] = {
 }
 
 
-def _stack_calibration(gpu, stack):
+def _stack_calibration(gpu: GPUSpec, stack: str) -> Calibration:
     by_gen = CALIBRATION_BY_STACK.get(stack)
     if by_gen is None:
         base = calibration_for(gpu)
         scale = STACK_GEMM_SCALE.get(stack)
         return base if scale is None else \
             replace(base, matmul_efficiency=base.matmul_efficiency * scale)
-    own = by_gen.get(getattr(gpu, "generation", None))
+    own = by_gen.get(getattr(gpu, "generation", None))  # type: ignore[arg-type]  # None finds nothing
     if own is not None:
         return own
     return replace(calibration_for(gpu), elementwise_traffic=FSDP_ELEMENTWISE_TRAFFIC,
                    layer_host_overhead_s=FSDP_LAYER_HOST_OVERHEAD_S)
 
 
-def calibration_for(gpu, stack="megatron") -> Calibration:
+def calibration_for(gpu: GPUSpec, stack: str = "megatron") -> Calibration:
     """The constant set of a GPU on a training stack: for "megatron" the GPU's own
     (:data:`CALIBRATION_BY_GPU`) or its generation's (:data:`CALIBRATION_BY_GENERATION`); for
     "fsdp" its generation's in :data:`CALIBRATION_BY_STACK`; for another stack the megatron
@@ -293,10 +297,11 @@ def calibration_for(gpu, stack="megatron") -> Calibration:
     stack = v.choice("stack", stack, STACKS)
     if stack != "megatron":
         return _stack_calibration(gpu, stack)
-    own = CALIBRATION_BY_GPU.get(getattr(gpu, "id", None))
+    own = CALIBRATION_BY_GPU.get(getattr(gpu, "id", None))  # type: ignore[arg-type]  # None finds nothing
     if own is not None:
         return own
-    return CALIBRATION_BY_GENERATION.get(getattr(gpu, "generation", None),
+    # a None key finds nothing
+    return CALIBRATION_BY_GENERATION.get(getattr(gpu, "generation", None),  # type: ignore[arg-type]
                                          UNCALIBRATED_CALIBRATION)
 
 

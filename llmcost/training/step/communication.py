@@ -4,14 +4,22 @@ pipeline's bubble and point-to-point transfers, and data-parallel (ZeRO, FSDP) t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from .. import comm
 from .resolve import _Resolved
 
+if TYPE_CHECKING:
+    from ..arch import ModelSpec
+    from ..hardware import FabricSpec
 
-def pipeline_bubble_fraction(pp, num_microbatches, interleave=1):
+
+def pipeline_bubble_fraction(pp: ArrayLike, num_microbatches: ArrayLike,
+                             interleave: ArrayLike = 1) -> float | np.ndarray:
     r"""Idle share of the pipeline relative to the ideal time.
 
     .. math:: \beta = \frac{p - 1}{v\, m}
@@ -40,7 +48,8 @@ def pipeline_bubble_fraction(pp, num_microbatches, interleave=1):
     return v.result((p - 1) / (vv * m))
 
 
-def data_parallel_volume_bytes(params, zero_stage=0, grad_bytes=2.0):
+def data_parallel_volume_bytes(params: ArrayLike, zero_stage: ArrayLike = 0,
+                               grad_bytes: ArrayLike = 2.0) -> float | np.ndarray:
     r"""Bytes each GPU sends and receives per step for gradient synchronisation.
 
     .. math:: V = \begin{cases} 2\,\Psi\,g & \text{stages 0-2 (all-reduce, or reduce-scatter
@@ -73,8 +82,8 @@ def data_parallel_volume_bytes(params, zero_stage=0, grad_bytes=2.0):
     return v.result(np.where(z >= 3, 3.0, 2.0) * psi * g)
 
 
-def zero3_exposed_comm_s(gather_s, reduce_scatter_s, forward_s, backward_s, layers,
-                         num_microbatches):
+def zero3_exposed_comm_s(gather_s: ArrayLike, reduce_scatter_s: ArrayLike, forward_s: ArrayLike,
+                         backward_s: ArrayLike, layers: ArrayLike, num_microbatches: ArrayLike) -> float | np.ndarray:
     r"""Exposed time of ZeRO-3 / FSDP parameter all-gathers and gradient reduce-scatters.
 
     Every micro-batch, each layer's parameters are all-gathered before its forward and
@@ -131,7 +140,8 @@ def zero3_exposed_comm_s(gather_s, reduce_scatter_s, forward_s, backward_s, laye
     return v.result(m * per_mb)
 
 
-def _p2p_s(size_bytes, in_domain, scale_up, scale_out, nvlink_efficiency):
+def _p2p_s(size_bytes: ArrayLike, in_domain: ArrayLike, scale_up: FabricSpec, scale_out: FabricSpec,
+           nvlink_efficiency: ArrayLike) -> np.ndarray:
     # one point-to-point send over NVLink inside the scale-up domain, else over the fabric
     return np.where(in_domain,
                     comm.p2p_time_s(size_bytes, scale_up.bandwidth_gb_per_s_per_gpu,
@@ -140,13 +150,15 @@ def _p2p_s(size_bytes, in_domain, scale_up, scale_out, nvlink_efficiency):
                                     scale_out.latency_us, scale_out.efficiency))
 
 
-def _congestion(nodes, scale_out):
+def _congestion(nodes: ArrayLike, scale_out: FabricSpec) -> float | np.ndarray:
     return comm.congestion_factor(nodes, scale_out.congestion_per_doubling,
                                   scale_out.oversubscription)
 
 
-def tensor_parallel_comm_s(tokens, hidden, tp, recompute, domain_gpus, scale_up, scale_out,
-                           nvlink_efficiency, overlap=0.0):
+def tensor_parallel_comm_s(tokens: float | np.ndarray, hidden: float | np.ndarray, tp: float | np.ndarray,
+                           recompute: str | np.ndarray, domain_gpus: float | np.ndarray, scale_up: FabricSpec,
+                           scale_out: FabricSpec, nvlink_efficiency: ArrayLike,
+                           overlap: float | np.ndarray = 0.0) -> np.ndarray:
     r"""Exposed tensor-parallel collectives of one layer and one micro-batch.
 
     .. math:: T_{tp} = n_{tp}\, T_{AR}(2\, M h,\ t)\, (1 - \phi_{tp}),\qquad
@@ -199,8 +211,10 @@ def tensor_parallel_comm_s(tokens, hidden, tp, recompute, domain_gpus, scale_up,
     return n_tp * np.where(tp <= domain_gpus, t_ar_nvl, t_ar_net) * (1.0 - overlap)
 
 
-def context_parallel_comm_s(tokens, kv_heads, head_dim, tp, cp, attention_s, domain_gpus,
-                            scale_up, scale_out, nvlink_efficiency):
+def context_parallel_comm_s(tokens: float | np.ndarray, kv_heads: float | np.ndarray, head_dim: float | np.ndarray,
+                            tp: float | np.ndarray, cp: float | np.ndarray, attention_s: float | np.ndarray,
+                            domain_gpus: float | np.ndarray, scale_up: FabricSpec, scale_out: FabricSpec,
+                            nvlink_efficiency: ArrayLike) -> np.ndarray:
     r"""Context-parallel K/V ring not hidden behind the attention math, one layer and one
     micro-batch.
 
@@ -240,9 +254,12 @@ def context_parallel_comm_s(tokens, kv_heads, head_dim, tp, cp, attention_s, dom
     return np.maximum(0.0, 3.0 * (cp - 1) * t_link - attention_s)
 
 
-def expert_parallel_comm_s(tokens, hidden, top_k, tp, ep, etp, moe_layer_share, recomputed,
-                           domain_gpus, scale_up, scale_out, nvlink_efficiency,
-                           imbalance=1.0, overlap=0.0):
+def expert_parallel_comm_s(tokens: float | np.ndarray, hidden: float | np.ndarray, top_k: float | np.ndarray,
+                           tp: float | np.ndarray, ep: float | np.ndarray, etp: float | np.ndarray,
+                           moe_layer_share: float | np.ndarray, recomputed: float | np.ndarray,
+                           domain_gpus: float | np.ndarray, scale_up: FabricSpec, scale_out: FabricSpec,
+                           nvlink_efficiency: ArrayLike, imbalance: float | np.ndarray = 1.0,
+                           overlap: float | np.ndarray = 0.0) -> float | np.ndarray:
     r"""Exposed MoE token dispatch and combine of one layer (mean over dense and MoE layers)
     and one micro-batch, on the busiest expert rank.
 
@@ -295,8 +312,10 @@ def expert_parallel_comm_s(tokens, hidden, top_k, tp, ep, etp, moe_layer_share, 
     return moe_layer_share * n_a2a * t_a2a_one * (1.0 - overlap)
 
 
-def pipeline_p2p_s(tokens, hidden, tp, cp, dp, pp, interleave, domain_gpus, scale_up,
-                   scale_out, nvlink_efficiency):
+def pipeline_p2p_s(tokens: float | np.ndarray, hidden: float | np.ndarray, tp: float | np.ndarray,
+                   cp: float | np.ndarray, dp: float | np.ndarray, pp: float | np.ndarray,
+                   interleave: float | np.ndarray, domain_gpus: float | np.ndarray, scale_up: FabricSpec,
+                   scale_out: FabricSpec, nvlink_efficiency: ArrayLike) -> np.ndarray:
     r"""Pipeline activation sends of one micro-batch on the critical path.
 
     .. math:: T_{pp} = 2 v\, T_{p2p}(2 M h / t)\quad (p > 1;\ 0 \text{ otherwise})
@@ -331,7 +350,8 @@ def pipeline_p2p_s(tokens, hidden, tp, cp, dp, pp, interleave, domain_gpus, scal
     return np.where(pp > 1, 2.0 * interleave * t_one, 0.0)
 
 
-def pipeline_bubble_s(pp, interleave, microbatch_s):
+def pipeline_bubble_s(pp: float | np.ndarray, interleave: float | np.ndarray,
+                      microbatch_s: float | np.ndarray) -> float | np.ndarray:
     r"""Pipeline fill and drain per step.
 
     .. math:: T_{bubble} = \frac{p - 1}{v}\, t_{mb}
@@ -358,7 +378,9 @@ def pipeline_bubble_s(pp, interleave, microbatch_s):
     return (pp - 1) / interleave * microbatch_s
 
 
-def _dp_collectives_s(model, R: _Resolved, scale_up, scale_out, n_heavy, mid_heavier):
+def _dp_collectives_s(model: ModelSpec, R: _Resolved, scale_up: FabricSpec, scale_out: FabricSpec,
+                      n_heavy: float | np.ndarray,
+                      mid_heavier: ArrayLike) -> tuple[float | np.ndarray, float | np.ndarray, float | np.ndarray]:
     r"""The heaviest stage's data-parallel collectives: the gradient all-reduce of a step
     and one layer's ZeRO-3 parameter all-gather and gradient reduce-scatter.
 
@@ -421,9 +443,10 @@ def _dp_collectives_s(model, R: _Resolved, scale_up, scale_out, n_heavy, mid_hea
     return t_ar, t_gather, t_scatter
 
 
-def data_parallel_comm_s(allreduce_s, gather_s, reduce_scatter_s, zero_stage,
-                         num_microbatches, stage_compute_s, layer_compute_s, layers,
-                         overlap=0.0, recompute_factor=1.0):
+def data_parallel_comm_s(allreduce_s: float | np.ndarray, gather_s: ArrayLike, reduce_scatter_s: ArrayLike,
+                         zero_stage: float | np.ndarray, num_microbatches: float | np.ndarray,
+                         stage_compute_s: float | np.ndarray, layer_compute_s: float | np.ndarray, layers: ArrayLike,
+                         overlap: float | np.ndarray = 0.0, recompute_factor: float | np.ndarray = 1.0) -> np.ndarray:
     r"""Exposed data-parallel communication per step, by ZeRO stage.
 
     With phi the share that can overlap and W the compute it can hide behind,
@@ -480,7 +503,7 @@ def data_parallel_comm_s(allreduce_s, gather_s, reduce_scatter_s, zero_stage,
     backward = stage_compute_s * 2.0 / 3.0   # one micro-batch's backward on this stage
     forward = stage_compute_s / 3.0
 
-    def exposed(t, window):
+    def exposed(t: float | np.ndarray, window: float | np.ndarray) -> float | np.ndarray:
         return (1 - phi) * t + np.maximum(0.0, phi * t - window)
 
     half = allreduce_s / 2.0   # a reduce-scatter or an all-gather is half an all-reduce

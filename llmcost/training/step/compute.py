@@ -4,9 +4,10 @@ memory-bound time, the logits, FP8 weight casts and the optimizer step.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from ..attention import flash_attention_time_s, flash_fixed_elements_per_token, flash_score_elements_per_token
@@ -19,12 +20,17 @@ from ..memory import (
 )
 from ..precision import fp8_cast_bytes_per_layer, fp8_weight_cast_bytes, peak_tflops_by_part
 from ..recompute import recompute_flops_per_token
-from .calibration import DEFAULT_CALIBRATION
+from .calibration import DEFAULT_CALIBRATION, Calibration
 from .resolve import _Resolved
 
+if TYPE_CHECKING:
+    from ..arch import ModelSpec
+    from ..hardware import GPUSpec
 
-def gemm_efficiency(m, n, k, peak_tflops, hbm_tb_per_s, calibration=DEFAULT_CALIBRATION,
-                    operand_bytes=2.0, output_bytes=2.0):
+
+def gemm_efficiency(m: ArrayLike, n: ArrayLike, k: ArrayLike, peak_tflops: ArrayLike, hbm_tb_per_s: ArrayLike,
+                    calibration: Calibration = DEFAULT_CALIBRATION, operand_bytes: ArrayLike = 2.0,
+                    output_bytes: ArrayLike = 2.0) -> float | np.ndarray:
     r"""Achieved share of dense peak for an (M x K) by (K x N) GEMM: a roofline in series.
 
     .. math::
@@ -78,8 +84,9 @@ def gemm_efficiency(m, n, k, peak_tflops, hbm_tb_per_s, calibration=DEFAULT_CALI
                            + calibration.gemm_traffic * ridge / intensity))
 
 
-def matmul_efficiency(width, peak_tflops, hbm_tb_per_s, calibration=DEFAULT_CALIBRATION,
-                      rows=None):
+def matmul_efficiency(width: ArrayLike, peak_tflops: ArrayLike, hbm_tb_per_s: ArrayLike,
+                      calibration: Calibration = DEFAULT_CALIBRATION,
+                      rows: ArrayLike | None = None) -> float | np.ndarray:
     r"""Achieved share of dense peak for a BF16 GEMM of per-GPU width w and height M.
 
     :func:`gemm_efficiency` with N = K = w (a square shard) and M rows:
@@ -120,7 +127,8 @@ def matmul_efficiency(width, peak_tflops, hbm_tb_per_s, calibration=DEFAULT_CALI
     return gemm_efficiency(M, w, w, peak_tflops, hbm_tb_per_s, calibration)
 
 
-def attention_core_flops_per_token(seq_len, q_dim, causal=True, recompute="none"):
+def attention_core_flops_per_token(seq_len: ArrayLike, q_dim: ArrayLike, causal: ArrayLike = True,
+                                   recompute: ArrayLike = "none") -> float | np.ndarray:
     r"""Hardware FLOPs of the attention core (QK^T and AV) per token per layer, as fused
     (flash) attention executes them.
 
@@ -164,7 +172,9 @@ def attention_core_flops_per_token(seq_len, q_dim, causal=True, recompute="none"
     return v.result(4.0 * s * d * kappa * (3.5 + rho))
 
 
-def _layer_gemm_elements(tokens, h, d_q, d_kv, ffn, gated, tp):
+def _layer_gemm_elements(tokens: float | np.ndarray, h: float | np.ndarray, d_q: float | np.ndarray,
+                         d_kv: float | np.ndarray, ffn: float | np.ndarray, gated: ArrayLike,
+                         tp: float | np.ndarray) -> float | np.ndarray:
     # elements (M K + K N + M N) of one layer's forward GEMMs on one GPU: QKV, projection,
     # FC1 (gate and up when gated), FC2; the two backward GEMMs touch the same matrices
     n_qkv = d_q / tp + 2.0 * d_kv
@@ -175,11 +185,15 @@ def _layer_gemm_elements(tokens, h, d_q, d_kv, ffn, gated, tp):
             + (M * h + h * n_fc1 + M * n_fc1) + (M * k_fc2 + k_fc2 * h + M * h))
 
 
-def _moe_layer_gemm_elements(model, tokens, tp, ep, etp, imbalance):
+def _moe_layer_gemm_elements(model: ModelSpec, tokens: float | np.ndarray, tp: float | np.ndarray,
+                             ep: float | np.ndarray, etp: float | np.ndarray,
+                             imbalance: float | np.ndarray) -> float | np.ndarray:
     # one layer's forward GEMM elements on one GPU, the mean over dense and MoE layers:
     # attention projections (MLA: its five), then the dense FFN or the router, shared
     # experts and this rank's E/e experts, each a GEMM of M = e x (tokens/t) k x imbalance
     # / E rows (tokens are sequence-parallel shards inside the MoE block)
+    assert model.head_dim is not None and model.v_head_dim is not None and model.kv_heads is not None
+    assert model.ffn_hidden is not None  # (these four set in ModelSpec.__post_init__)
     h = model.hidden
     M = tokens
     if model.attention == "mla":
@@ -197,13 +211,14 @@ def _moe_layer_gemm_elements(model, tokens, tp, ep, etp, imbalance):
         attn = (M * h + h * n_qkv + M * n_qkv) + (M * d_q / tp + d_q / tp * h + M * h)
     kg1 = 2.0 if model.gated_ffn else 1.0
 
-    def ffn(rows, width):
+    def ffn(rows: float | np.ndarray, width: float | np.ndarray) -> float | np.ndarray:
         return (rows * h + h * kg1 * width + rows * kg1 * width) + \
             (rows * width + width * h + rows * h)
 
     dense = ffn(M, model.ffn_hidden / tp)
     if not model.is_moe:
         return attn + dense
+    assert model.moe_ffn_hidden is not None  # set in ModelSpec.__post_init__ for an MoE model
     E, k = model.moe_experts, model.moe_top_k
     Mt = M / tp
     rows = ep * Mt * k * imbalance / E
@@ -215,7 +230,9 @@ def _moe_layer_gemm_elements(model, tokens, tp, ep, etp, imbalance):
     return attn + (1.0 - share) * dense + share * (router + routed + shared)
 
 
-def optimizer_step_s(states_bytes, hbm_bytes_per_s, weight_cast_s=0.0, casts_per_step=1):
+def optimizer_step_s(states_bytes: float | np.ndarray, hbm_bytes_per_s: float | np.ndarray,
+                     weight_cast_s: float | np.ndarray = 0.0,
+                     casts_per_step: float | np.ndarray = 1) -> float | np.ndarray:
     r"""Optimizer step: every model state read and written once at HBM speed, plus FP8 weight
     casts.
 
@@ -260,13 +277,16 @@ class _LayerFlops(NamedTuple):
     on_rc: np.ndarray    # layouts that recompute them (not under full recomputation)
 
 
-def _layer_flops(model, s, rec, rec_attn, mods, imb) -> _LayerFlops:
+def _layer_flops(model: ModelSpec, s: int, rec: np.ndarray, rec_attn: np.ndarray, mods: tuple[str, ...],
+                 imb: float) -> _LayerFlops:
     # the model-FLOPs convention: 6 P_mm + 12 s d_q per token; HFU adds what recomputation
     # runs again
+    assert model.head_dim is not None and model.v_head_dim is not None and model.kv_heads is not None
+    assert model.ffn_hidden is not None  # (these four set in ModelSpec.__post_init__)
     h, L = model.hidden, model.layers
     p_mm = matmul_params_per_layer(h, model.heads, model.kv_heads, model.ffn_hidden,
                                    model.gated_ffn, model.head_dim)
-    d_q = model.heads * model.head_dim
+    d_q: float = model.heads * model.head_dim
     attn = 12.0 * s * d_q
     share = 0.0
     if not model._simple:
@@ -281,7 +301,7 @@ def _layer_flops(model, s, rec, rec_attn, mods, imb) -> _LayerFlops:
         win = model.attention_window if model.window_layers else 0
         scores = flash_score_elements_per_token(s, model.heads, win,
                                                 model.window_layers / L)
-        p_model = model.active_matmul_params_per_layer
+        p_model: float | np.ndarray = model.active_matmul_params_per_layer
         share = model.moe_layers / L
         kg = 3.0 if model.gated_ffn else 2.0
         routed = kg * h * (model.moe_ffn_hidden or 0) * model.moe_top_k
@@ -297,11 +317,13 @@ def _layer_flops(model, s, rec, rec_attn, mods, imb) -> _LayerFlops:
     layer_hw = np.where(rec == "full", layer_model * 4.0 / 3.0,
                         layer_model + np.where(rec_attn == "selective", attn, 0.0)
                         + np.where(on_rc, recompute_flops_per_token(model, rc_mods, s), 0.0))
-    return _LayerFlops(attn, p_mm, d_q, d_bar, scores, share, layer_model, layer_hw,
+    # one model, scalar inputs: p_mm and scores are numpy scalars, the float fields
+    return _LayerFlops(attn, p_mm, d_q, d_bar, scores, share, layer_model, layer_hw,  # type: ignore[arg-type]
                        rc_mods, on_rc)
 
 
-def _layer_matmul_s(model, gpu, R: _Resolved, F: _LayerFlops, tokens, rec_f, penalty):
+def _layer_matmul_s(model: ModelSpec, gpu: GPUSpec, R: _Resolved, F: _LayerFlops, tokens: float | np.ndarray,
+                    rec_f: float | np.ndarray, penalty: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""Matmul time of one layer and one micro-batch on one GPU: linear GEMMs and the
     attention core.
 
@@ -346,6 +368,7 @@ def _layer_matmul_s(model, gpu, R: _Resolved, F: _LayerFlops, tokens, rec_f, pen
     .. [2] NVIDIA Transformer Engine documentation, "Low precision training"; Micikevicius
        et al. 2022, arXiv:2209.05433, §4.
     """
+    assert model.kv_heads is not None and model.head_dim is not None and model.ffn_hidden is not None
     cal, tp, h, peak, hbm = R.cal, R.tp, model.hidden, R.peak, R.hbm
     gemm_flops = 6.0 * F.p_mm * rec_f * tokens / tp
     if model._simple:
@@ -386,7 +409,8 @@ def _layer_matmul_s(model, gpu, R: _Resolved, F: _LayerFlops, tokens, rec_f, pen
     return t_mm, t_attn
 
 
-def _layer_memory_bound_s(model, gpu, R: _Resolved, F: _LayerFlops, tokens, rec_f):
+def _layer_memory_bound_s(model: ModelSpec, gpu: GPUSpec, R: _Resolved, F: _LayerFlops, tokens: float | np.ndarray,
+                          rec_f: float | np.ndarray) -> float | np.ndarray:
     r"""Memory-bound and fixed time of one layer and one micro-batch on one GPU.
 
     .. math:: t_{elem} = \gamma\,\frac{A_{layer}}{B_{HBM}}\,\rho
@@ -431,7 +455,9 @@ def _layer_memory_bound_s(model, gpu, R: _Resolved, F: _LayerFlops, tokens, rec_
     act = activation_bytes_per_layer(s, b, h, model.heads, tp, cp, kv_a,
                                      model.ffn_hidden, model.gated_ffn, hd_a,
                                      model.dropout, R.sp, "none", R.flash)
+    assert model.ffn_hidden is not None  # set in ModelSpec.__post_init__
     if moe_on:
+        assert model.moe_ffn_hidden is not None  # set in ModelSpec.__post_init__ for an MoE model
         dense_inner = tokens * (6.0 if model.gated_ffn else 4.0) * model.ffn_hidden / tp
         moe_block = moe_ffn_activation_bytes(
             s, b, h, model.moe_experts, model.moe_top_k, model.moe_ffn_hidden,
@@ -458,8 +484,9 @@ def _layer_memory_bound_s(model, gpu, R: _Resolved, F: _LayerFlops, tokens, rec_
     return t_elem
 
 
-def logits_s(tokens, hidden, vocab, tp, peak_flops, hbm_bytes_per_s,
-             calibration=DEFAULT_CALIBRATION):
+def logits_s(tokens: float | np.ndarray, hidden: float | np.ndarray, vocab: float | np.ndarray,
+             tp: float | np.ndarray, peak_flops: float | np.ndarray, hbm_bytes_per_s: float | np.ndarray,
+             calibration: Calibration = DEFAULT_CALIBRATION) -> float | np.ndarray:
     r"""LM head of one micro-batch on the last pipeline stage: its GEMM and its softmax.
 
     .. math:: t_{logits} = \frac{6 V h M / t}{e_{max} F_{peak}}
@@ -497,7 +524,8 @@ def logits_s(tokens, hidden, vocab, tp, peak_flops, hbm_bytes_per_s,
         cal.elementwise_traffic * 4.0 * tokens * V / tp / hbm_bytes_per_s
 
 
-def _fp8_weight_cast_s(model, gpu, R: _Resolved, F: _LayerFlops, n_slow, memory_kwargs):
+def _fp8_weight_cast_s(model: ModelSpec, gpu: GPUSpec, R: _Resolved, F: _LayerFlops, n_slow: float | np.ndarray,
+                       memory_kwargs: Mapping[str, Any] | None) -> float | np.ndarray:
     # the pacing stage's weights quantized once (FP8 master copies are cast per step)
     w_bytes = OPTIMIZER_BYTES_PER_PARAM[(memory_kwargs or {}).get("optimizer", "adam")][0]
     w_local = n_slow * F.p_mm / R.tp if not model.is_moe else n_slow * (

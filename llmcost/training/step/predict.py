@@ -5,9 +5,10 @@ terms it reports (:data:`STEP_TERMS`) and :class:`StepPrediction`.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from ..arch import ModelSpec
@@ -84,26 +85,28 @@ class StepPrediction(NamedTuple):
     tokens_per_s: np.ndarray
     memory_bytes: np.ndarray
     fits: np.ndarray
-    scaling_efficiency: np.ndarray
+    scaling_efficiency: np.ndarray | None
     dp: np.ndarray
     num_microbatches: np.ndarray
     #: per-GPU memory by component (the ``memory_bytes`` total broken down)
     memory: MemoryBreakdown
     #: transformer layers on the first, each middle, and the last pipeline stage [-]
     #: (:func:`llmcost.training.memory.pipeline_stage_layers`)
-    first_stage_layers: np.ndarray = None
-    middle_stage_layers: np.ndarray = None
-    last_stage_layers: np.ndarray = None
+    first_stage_layers: np.ndarray | None = None
+    middle_stage_layers: np.ndarray | None = None
+    last_stage_layers: np.ndarray | None = None
     #: pipeline rank of the slowest stage, which sets the pace: 0, 1 (a middle stage) or p - 1
-    slowest_stage: np.ndarray = None
+    slowest_stage: np.ndarray | None = None
     #: MoE expert-parallel all-to-all (dispatch and combine) not hidden [s]; 0 for dense
-    ep_comm_s: np.ndarray = None
+    ep_comm_s: np.ndarray | None = None
 
     #: the fields of the step-time terms (:data:`STEP_TERMS`)
-    BREAKDOWN = tuple(STEP_TERMS)
+    # a class constant, not a field: NamedTuple allows it, mypy does not
+    BREAKDOWN = tuple(STEP_TERMS)  # type: ignore[misc]
 
 
-def _slowest_stage(layer_s, logits_s_, pp, n_first, n_mid, n_last):
+def _slowest_stage(layer_s: float | np.ndarray, logits_s_: float | np.ndarray, pp: np.ndarray, n_first: np.ndarray,
+                   n_mid: np.ndarray, n_last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     # the stage that paces every other: (its rank code 0 last / 1 first / 2 middle, its time
     # per micro-batch, its layers, its logits time); ties go to the last stage
     t_last = n_last * layer_s + logits_s_
@@ -116,7 +119,8 @@ def _slowest_stage(layer_s, logits_s_, pp, n_first, n_mid, n_last):
     return slow, np.max(times, axis=0), n_slow, logits_slow
 
 
-def _heaviest_stage(model, pp, n_mid, n_last):
+def _heaviest_stage(model: ModelSpec, pp: np.ndarray, n_mid: np.ndarray,
+                    n_last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # the stage with the most parameters, whose gradient reduction the step waits for: a
     # middle stage of n_mid layers, or the last with its LM head
     mid_heavier = (pp > 2) & (n_mid * model.layer_params
@@ -124,8 +128,9 @@ def _heaviest_stage(model, pp, n_mid, n_last):
     return np.where(mid_heavier, n_mid, n_last), mid_heavier
 
 
-def _ideal_step_s(model, gpu, scale_up, scale_out, R: _Resolved, step, memory_kwargs,
-                  first_stage_layers, last_stage_layers):
+def _ideal_step_s(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, R: _Resolved,
+                  step: np.ndarray, memory_kwargs: Mapping[str, Any] | None, first_stage_layers: ArrayLike | None,
+                  last_stage_layers: ArrayLike | None) -> np.ndarray:
     # the same layout if every scale-out link were as fast as NVLink (scaling efficiency)
     fast = replace(scale_out, bandwidth_gb_per_s_per_gpu=scale_up.bandwidth_gb_per_s_per_gpu,
                    latency_us=scale_up.latency_us, efficiency=R.cal.nvlink_efficiency,
@@ -143,14 +148,15 @@ def _ideal_step_s(model, gpu, scale_up, scale_out, R: _Resolved, step, memory_kw
                         etp=R.etp, recompute_modules=R.mods).step_time_s
 
 
-def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
-                 gpus, tp, pp, global_batch, cp=1, micro_batch=1, interleave=1,
-                 recompute="none", sequence_parallel=False, zero_stage=0,
-                 options: Options = Options(), calibration: Calibration | None = None,
-                 seq_len=None, memory_kwargs=None, with_scaling=True,
-                 flash_attention=None, tp_comm_overlap=None, first_stage_layers=None,
-                 last_stage_layers=None, precision=None, ep=1, etp=1,
-                 recompute_modules=()) -> StepPrediction:
+def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, gpus: ArrayLike,
+                 tp: ArrayLike, pp: ArrayLike, global_batch: ArrayLike, cp: ArrayLike = 1, micro_batch: ArrayLike = 1,
+                 interleave: ArrayLike = 1, recompute: ArrayLike = "none", sequence_parallel: ArrayLike = False,
+                 zero_stage: ArrayLike = 0, options: Options = Options(), calibration: Calibration | None = None,
+                 seq_len: int | None = None, memory_kwargs: Mapping[str, Any] | None = None,
+                 with_scaling: bool = True, flash_attention: ArrayLike | None = None,
+                 tp_comm_overlap: ArrayLike | None = None, first_stage_layers: ArrayLike | None = None,
+                 last_stage_layers: ArrayLike | None = None, precision: ArrayLike | None = None, ep: ArrayLike = 1,
+                 etp: ArrayLike = 1, recompute_modules: str | Sequence[str] | None = ()) -> StepPrediction:
     r"""Predict the step time of one or many layouts, with its breakdown and MFU/HFU.
 
     Per micro-batch, on the slowest pipeline stage (stage r holds n_r layers: l/p on an
@@ -249,6 +255,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     t_logits = logits_s(tokens, h, model.vocab, R.tp, R.peak, R.hbm, R.cal)
     t_tp = tensor_parallel_comm_s(tokens, h, R.tp, R.rec, node, *links, nvl,
                                   np.where(R.tpo, R.opt.tp_overlap, 0.0))
+    assert model.kv_heads is not None and model.head_dim is not None  # set in ModelSpec.__post_init__
     t_cp = context_parallel_comm_s(tokens, model.kv_heads, model.head_dim, R.tp, R.cp,
                                    t_attn, node, *links, nvl)
     t_ep = 0.0 if not model.is_moe else expert_parallel_comm_s(
@@ -280,7 +287,8 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     return _prediction(model, gpu, R, F, step, ideal, terms, slow)
 
 
-def _prediction(model, gpu, R: _Resolved, F: _LayerFlops, step, ideal, terms, slow):
+def _prediction(model: ModelSpec, gpu: GPUSpec, R: _Resolved, F: _LayerFlops, step: np.ndarray,
+                ideal: np.ndarray | None, terms: dict[str, Any], slow: np.ndarray) -> StepPrediction:
     # throughput, utilization and memory of the step, with the terms, as StepPrediction
     tokens_step = R.B * R.s
     head = 6.0 * model.vocab * model.hidden

@@ -4,9 +4,10 @@ the compute and communication terms to share.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from .. import stacks as stacks_mod
@@ -16,9 +17,14 @@ from ..precision import FP8_SCALINGS, check_precision
 from ..recompute import check_recompute_modules
 from .calibration import CUDA_GRAPH_MODES, STACKS, Calibration, Options, calibration_for
 
+if TYPE_CHECKING:
+    from ..arch import ModelSpec
+    from ..hardware import GPUSpec
 
-def _check(model, gpus, tp, pp, cp, micro_batch, global_batch, interleave, seq_len,
-           first_stage_layers=None, last_stage_layers=None):
+
+def _check(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike, pp: ArrayLike, cp: ArrayLike, micro_batch: ArrayLike,
+           global_batch: ArrayLike, interleave: ArrayLike, seq_len: int, first_stage_layers: ArrayLike | None = None,
+           last_stage_layers: ArrayLike | None = None) -> tuple[np.ndarray, ...]:
     gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, seq_len,
                                         first_stage_layers, last_stage_layers)
     b = v.integer("micro_batch", micro_batch)
@@ -77,10 +83,13 @@ class _Resolved(NamedTuple):
     node: int
 
 
-def _resolve(model, gpu, gpus, tp, pp, global_batch, cp, micro_batch, interleave, recompute,
-             sequence_parallel, zero_stage, options, calibration, seq_len, memory_kwargs,
-             flash_attention, tp_comm_overlap, first_stage_layers, last_stage_layers,
-             precision, ep, etp, recompute_modules) -> _Resolved:
+def _resolve(model: ModelSpec, gpu: GPUSpec, gpus: ArrayLike, tp: ArrayLike, pp: ArrayLike, global_batch: ArrayLike,
+             cp: ArrayLike, micro_batch: ArrayLike, interleave: ArrayLike, recompute: ArrayLike,
+             sequence_parallel: ArrayLike, zero_stage: ArrayLike, options: Options, calibration: Calibration | None,
+             seq_len: int | None, memory_kwargs: Mapping[str, Any] | None, flash_attention: ArrayLike | None,
+             tp_comm_overlap: ArrayLike | None, first_stage_layers: ArrayLike | None,
+             last_stage_layers: ArrayLike | None, precision: ArrayLike | None, ep: ArrayLike, etp: ArrayLike,
+             recompute_modules: str | Sequence[str] | None) -> _Resolved:
     # the checks run in this order so that the first bad input is the one named
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
     gpus, tp, pp, cp, b, B, vv, dp, m = _check(model, gpus, tp, pp, cp, micro_batch,
@@ -132,6 +141,7 @@ def _resolve(model, gpu, gpus, tp, pp, global_batch, cp, micro_batch, interleave
     # unit (a 4-GPU GB200 tray).
     return _Resolved(s, gpus, tp, pp, cp, b, B, vv, dp, m, n_first, n_mid, n_last, rec,
                      rec_attn, mods, sp, zero, opt, cal, flash, tpo, prec,
-                     bool(np.any(prec != "bf16")), imb, graphs, mem, ep, etp, edp,
+                     # imb: the checked 0-d array of one float, used as the float field
+                     bool(np.any(prec != "bf16")), imb, graphs, mem, ep, etp, edp,  # type: ignore[arg-type]
                      gpu.bf16_dense_tflops * 1e12, gpu.hbm_bandwidth_tb_per_s * 1e12,
                      gpu.scale_up_domain)
