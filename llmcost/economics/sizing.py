@@ -7,12 +7,15 @@ Looked up on first use, not imported here: ``planning`` sits above ``economics``
 it while ``economics`` loads would import upward.
 """
 
+from __future__ import annotations
+
 from importlib import import_module
+from typing import Any
 
 _MODULES = ("sizing", "sizes", "pipeline_batch", "ladder")
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     for m in _MODULES:
         module = import_module(f"llmcost.planning.{m}")
         if hasattr(module, name):
@@ -20,5 +23,5 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted({n for m in _MODULES for n in dir(import_module(f"llmcost.planning.{m}"))})

@@ -13,14 +13,19 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 from ..training.arch import ModelSpec
 from ..training.flops import chinchilla_optimal_tokens
 from ..training.memory import memory_per_gpu
+
+if TYPE_CHECKING:
+    from ..training.hardware import GPUSpec
 
 
 @dataclass(frozen=True)
@@ -94,11 +99,11 @@ ADAPT_ANSWER_TOKENS = 500
 FINETUNE_EPOCHS = 3
 
 
-def adapt_cost_usd(corpus_tokens, queries=ADAPT_QUERIES, prompt_tokens=ADAPT_PROMPT_TOKENS,
-                   answer_tokens=ADAPT_ANSWER_TOKENS,
-                   embed_usd_per_million=EMBED_USD_PER_MILLION_TOKENS,
-                   input_usd_per_million=HOSTED_INPUT_USD_PER_MILLION_TOKENS,
-                   output_usd_per_million=HOSTED_OUTPUT_USD_PER_MILLION_TOKENS):
+def adapt_cost_usd(corpus_tokens: ArrayLike, queries: ArrayLike = ADAPT_QUERIES,
+                   prompt_tokens: ArrayLike = ADAPT_PROMPT_TOKENS, answer_tokens: ArrayLike = ADAPT_ANSWER_TOKENS,
+                   embed_usd_per_million: ArrayLike = EMBED_USD_PER_MILLION_TOKENS,
+                   input_usd_per_million: ArrayLike = HOSTED_INPUT_USD_PER_MILLION_TOKENS,
+                   output_usd_per_million: ArrayLike = HOSTED_OUTPUT_USD_PER_MILLION_TOKENS) -> float | np.ndarray:
     r"""Cost of adapting by retrieval on a hosted model: embed the corpus once, answer queries.
 
     .. math:: \$ = \frac{D_c\, p_e + Q\,(T_{in}\, p_{in} + T_{out}\, p_{out})}{10^6}
@@ -136,15 +141,17 @@ def adapt_cost_usd(corpus_tokens, queries=ADAPT_QUERIES, prompt_tokens=ADAPT_PRO
     return v.result((Dc * pe + Q * (ti * pi + to * po)) / 1e6)
 
 
-def _billed(n, unit):
+def _billed(n: float, unit: int) -> int:
     return int(np.ceil(n / unit) * unit)
 
 
-def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e9,
-                    pretrain_tokens=None, pretrain_days=30.0, mfu: dict | None = None,
-                    lora_rank=16, seq_len=None, finetune_max_hours=24.0,
-                    billing_gpus: dict | None = None, corpus_tokens=None,
-                    adapt_queries=ADAPT_QUERIES, predict_mfu=None, rank_band=None) -> list[Rung]:
+def finetune_ladder(model: ModelSpec, gpus: GPUSpec | list[GPUSpec] | tuple[GPUSpec, ...],
+                    usd_per_gpu_hour: float | dict[str, float | None], finetune_tokens: float = 1e9,
+                    pretrain_tokens: float | None = None, pretrain_days: float = 30.0, mfu: dict | None = None,
+                    lora_rank: int = 16, seq_len: int | None = None, finetune_max_hours: float = 24.0,
+                    billing_gpus: dict | None = None, corpus_tokens: float | None = None,
+                    adapt_queries: int = ADAPT_QUERIES, predict_mfu: Callable[[GPUSpec, str, int], float] | None = None,
+                    rank_band: Callable[[GPUSpec, float], float] | None = None) -> list[Rung]:
     r"""The infrastructure overview's ladder [1], cheapest first: adapt, QLoRA, LoRA, full fine-tune, pretrain.
 
     Each GPU rung is priced on every GPU given a price and keeps the cheapest. QLoRA runs on
@@ -259,7 +266,7 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
             peak = g.bf16_dense_tflops * 1e12
             flops = FLOPS_PER_PARAM_TOKEN[method] * model.params * Dft
 
-            def mfu_on(k, g=g, method=method):
+            def mfu_on(k: int, g: GPUSpec = g, method: str = method) -> float:
                 if predict_mfu is None or method in (mfu or {}):
                     return u[method]
                 return float(v.fraction(f"predicted mfu[{method}]", predict_mfu(g, method, k)))
@@ -276,7 +283,8 @@ def finetune_ladder(model: ModelSpec, gpus, usd_per_gpu_hour, finetune_tokens=1e
             cost = gpu_hours * prices[g.id]
             band = float(rank_band(g, u_n)) if rank_band is not None else 0.0
             rank = slow_end_cost(cost, band)
-            if best is None or rank < best.rank_cost_usd:
+            # every rung built here has rank_cost_usd set (by _ranked)
+            if best is None or rank < best.rank_cost_usd:  # type: ignore[operator]
                 how = ("NF4 blocks, 16-bit embeddings and head" if method == "qlora" else
                        "ZeRO-3, full recomputation")
                 why = [f"whole {unit[g.id]}-GPU instances"] if _billed(n_min, unit[g.id]) > n_min \
@@ -304,7 +312,8 @@ def _ranked(rank_cost: float, band: float) -> dict:
                 band=float(band))
 
 
-def _ladder_prices(gpus, usd_per_gpu_hour) -> tuple[list, dict]:
+def _ladder_prices(gpus: GPUSpec | list[GPUSpec] | tuple[GPUSpec, ...],
+                   usd_per_gpu_hour: float | dict[str, float | None]) -> tuple[list, dict]:
     """The GPUs of the ladder that have a price, and GPU id -> $ per GPU-hour."""
     gpu_list = list(gpus) if isinstance(gpus, (list, tuple)) else [gpus]
     if not gpu_list:
@@ -323,7 +332,9 @@ def _ladder_prices(gpus, usd_per_gpu_hour) -> tuple[list, dict]:
     return priced, prices
 
 
-def _pretrain_rung(model, priced, prices, unit, tokens, days, mfu, rank_band=None) -> "Rung":
+def _pretrain_rung(model: ModelSpec, priced: list[GPUSpec], prices: dict[str, float], unit: dict[str, int],
+                   tokens: float, days: float, mfu: float,
+                   rank_band: Callable[[GPUSpec, float], float] | None = None) -> "Rung":
     """The ladder's last rung: pretraining on whole nodes of the cheapest priced GPU within
     ``days``, at ``mfu`` (ranked as :func:`finetune_ladder` ranks)."""
     best = None
@@ -336,12 +347,14 @@ def _pretrain_rung(model, priced, prices, unit, tokens, days, mfu, rank_band=Non
         cost = gpu_hours * prices[g.id]
         band = float(rank_band(g, mfu)) if rank_band is not None else 0.0
         rank = slow_end_cost(cost, band)
-        if best is None or rank < best.rank_cost_usd:
+        # every rung built here has rank_cost_usd set (by _ranked)
+        if best is None or rank < best.rank_cost_usd:  # type: ignore[operator]
             best = Rung(method="pretrain", gpu=g.id, gpus=n, hours=gpu_hours / n,
                         gpu_hours=gpu_hours, cost_usd=cost, flops=flops, tokens=tokens, mfu=mfu,
                         note=f"{tokens:.3g} tokens on {n:,} x {g.id} in about "
                              f"{gpu_hours / n / 24:.0f} days at MFU {mfu:.2f}", min_gpus=0,
                         usd_per_gpu_hour=prices[g.id], **_ranked(rank, band))
+    assert best is not None  # priced is never empty (_ladder_prices refuses that)
     return best
 
 
@@ -367,7 +380,7 @@ def cheapest_on_demand(prices: pd.DataFrame) -> dict:
     .. [1] ``data/prices.csv`` (instance price / its GPUs = price per GPU-hour).
     """
     from ..economics.offers import choose_offers
-    out = {}
+    out: dict[str, tuple[float, int, str]] = {}
     if prices is None or len(prices) == 0:
         return out
     for gpu in dict.fromkeys(prices["gpu"]):

@@ -16,8 +16,10 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 from ..training.arch import ModelSpec
@@ -40,7 +42,7 @@ PUBLISHED_BATCH_TOKENS = (
 
 
 
-def max_published_batch_tokens(params):
+def max_published_batch_tokens(params: ArrayLike) -> tuple[float | None, str]:
     """The largest published global batch for a model of up to 1.5x ``params``.
 
     Parameters
@@ -96,9 +98,9 @@ def _interleave_options(layers: int, p: int) -> list[int]:
     return list(range(2, per + 1))
 
 
-def batch_advice(model: ModelSpec, gpu: GPUSpec | None, pp, interleave, num_microbatches,
-                 micro_batch, dp, seq_len=None, max_batch_tokens=None,
-                 limit=BUBBLE_LIMIT) -> BatchAdvice:
+def batch_advice(model: ModelSpec, gpu: GPUSpec | None, pp: int, interleave: int, num_microbatches: int,
+                 micro_batch: int, dp: int, seq_len: int | None = None, max_batch_tokens: float | None = None,
+                 limit: float = BUBBLE_LIMIT) -> BatchAdvice:
     r"""Is the pipeline bubble of a layout above ``limit``, and what would fix it?
 
     .. math:: \beta = \frac{p - 1}{v\, m},\qquad B = m\, b\, d
@@ -147,15 +149,16 @@ def batch_advice(model: ModelSpec, gpu: GPUSpec | None, pp, interleave, num_micr
     d = int(v.integer("dp", dp))
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
     lim = float(v.in_range("limit", limit, 0, 1, low_inclusive=False, high_inclusive=False))
+    max_tok: float | None
     if max_batch_tokens is not None:
         max_tok, src = float(v.positive("max_batch_tokens", max_batch_tokens)), "given"
     else:
         max_tok, src = max_published_batch_tokens(model.params)
     B = m * b * d
     bubble = (p - 1) / (vv * m)
-    advice = dict(bubble_share=bubble, limit=lim, too_small=bubble > lim, num_microbatches=m,
-                  pp=p, interleave=vv, global_batch=B, max_batch_tokens=max_tok,
-                  max_batch_source=src)
+    advice: dict[str, Any] = dict(bubble_share=bubble, limit=lim, too_small=bubble > lim,
+                                  num_microbatches=m, pp=p, interleave=vv, global_batch=B,
+                                  max_batch_tokens=max_tok, max_batch_source=src)
     if bubble <= lim:
         return BatchAdvice(**advice, message=f"pipeline bubble (p-1)/(v m) = {p - 1}/({vv} x "
                                              f"{m}) = {bubble:.1%} of the ideal step, within "

@@ -19,9 +19,11 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import Any, Mapping, Sequence, SupportsInt
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 from ..training.arch import ModelSpec
@@ -60,7 +62,7 @@ class Plan:
     pareto: pd.DataFrame = field(default_factory=pd.DataFrame)
     note: str = ""                 # why nothing was evaluated, when evaluated == 0
 
-    def top(self, n=5) -> pd.DataFrame:
+    def top(self, n: int = 5) -> pd.DataFrame:
         """The best n fitting layouts, one per distinct (step time, memory)."""
         return distinct(self.layouts[self.layouts["fits"]]).head(n)
 
@@ -83,11 +85,11 @@ LAYOUT_COLUMNS = tuple(k for k in FRAME_LAYOUT_COLUMNS
                        if k not in (*RECIPE_COLUMNS, "middle_stage_layers"))
 
 
-def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, gpus,
+def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, gpus: ArrayLike,
          global_batch: int, space: Space = Space(), options: Options = Options(),
          calibration: Calibration | None = None, seq_len: int | None = None,
          usd_per_gpu_hour: float | None = None, heuristic: str = "none",
-         rank_by: str = "time", memory_kwargs=None, precision: str | None = None,
+         rank_by: str = "time", memory_kwargs: Mapping[str, Any] | None = None, precision: str | None = None,
          simplest_within: float = 0.0, memory_margin: float = 0.0) -> Plan:
     r"""Evaluate every valid layout in one vectorized call and rank them.
 
@@ -169,8 +171,10 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
                 pareto=pareto_front(df))
 
 
-def _predicted(model, gpu, scale_up, scale_out, L, global_batch, space, options, calibration,
-               seq_len, memory_kwargs, prec, usd_per_gpu_hour) -> pd.DataFrame:
+def _predicted(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
+               L: dict[str, np.ndarray], global_batch: ArrayLike, space: Space, options: Options,
+               calibration: Calibration | None, seq_len: int | None, memory_kwargs: Mapping[str, Any] | None,
+               prec: str, usd_per_gpu_hour: float | None) -> pd.DataFrame:
     """The frame of layouts ``L`` predicted under each memory recipe of ``space``, recipe
     after recipe (``global_batch``: one, or one per layout)."""
     frames = []
@@ -215,9 +219,9 @@ def _ranked(df: pd.DataFrame, key: str, simplest_within: float,
 
 
 def first_layouts(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
-                  pairs, space: Space = Space(), options: Options = Options(),
+                  pairs: Sequence[tuple[int, int]], space: Space = Space(), options: Options = Options(),
                   precision: str | None = None, simplest_within: float = 0.0,
-                  memory_margin: float = 0.0, memory_kwargs=None) -> list:
+                  memory_margin: float = 0.0, memory_kwargs: Mapping[str, Any] | None = None) -> list:
     """The layout :func:`plan` ranks first (by time) at each (gpus, global batch) pair, all
     pairs predicted together: one vectorized prediction per memory recipe, each pair's rows
     then ranked alone, in the order :func:`plan` gives them (the same frame, the same stable
@@ -256,7 +260,7 @@ def first_layouts(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_ou
     return out
 
 
-def parallel_dimensions(df) -> np.ndarray:
+def parallel_dimensions(df: pd.DataFrame | Mapping[str, np.ndarray]) -> np.ndarray:
     """How many ways a layout splits the work, the measure of its complexity [-]: one per
     size above 1 among TP, PP, interleaving, CP, EP and expert TP, plus one each for ZeRO-3
     (parameter gathers every layer), recomputation, modules recomputed by name and
@@ -270,7 +274,7 @@ def parallel_dimensions(df) -> np.ndarray:
     return n
 
 
-def memory_tight(memory_gb, capacity_gb, margin) -> np.ndarray:
+def memory_tight(memory_gb: ArrayLike, capacity_gb: ArrayLike, margin: ArrayLike) -> np.ndarray:
     """Whether a layout leaves less than ``margin`` of the GPU's memory free [bool]:
     memory_gb > (1 - margin) x capacity_gb (arrays broadcast)."""
     return np.asarray(memory_gb) > (1 - np.asarray(margin)) * np.asarray(capacity_gb)
@@ -289,7 +293,7 @@ def _simplest_first(df: pd.DataFrame, key: str, within: float,
     return pd.concat([head, df[~near]]).reset_index(drop=True)
 
 
-def _sizes_text(gpus) -> str:
+def _sizes_text(gpus: ArrayLike) -> str:
     g = np.unique(np.atleast_1d(gpus))
     return str(int(g[0])) if len(g) == 1 else f"{int(g[0])}-{int(g[-1])}"
 
@@ -299,7 +303,7 @@ def empty_layouts_frame() -> pd.DataFrame:
     # dtypes from Layout's annotations (strings here); dp and the micro-batches are ints
     types = {f.name: f.type for f in fields(Layout)}
     cols = {k: pd.Series(dtype={"bool": bool, "str": object, "tuple": object}.get(
-        types.get(k), int)) for k in FRAME_LAYOUT_COLUMNS}
+        types.get(k), int)) for k in FRAME_LAYOUT_COLUMNS}  # type: ignore[arg-type]  # None (dp...) finds int
     for k in ("step_time_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
               "tokens_per_s", *StepPrediction.BREAKDOWN, "memory_gb", "capacity_gb",
               "headroom_gb", "fits", "usd_per_million_tokens"):
@@ -313,7 +317,7 @@ def layouts_frame(L: dict, pred: StepPrediction, gpu: GPUSpec,
     (:data:`RECIPE_COLUMNS`, one value each for every row) as ``pred``."""
     n = len(L["tp"])
 
-    def col(x):
+    def col(x: ArrayLike) -> np.ndarray:
         return np.broadcast_to(np.asarray(x), (n,))
 
     df = pd.DataFrame({k: col(L[k]) for k in FRAME_LAYOUT_COLUMNS if k not in RECIPE_COLUMNS})
@@ -346,7 +350,7 @@ def pareto_front(df: pd.DataFrame) -> pd.DataFrame:
     return df.loc[keep].reset_index(drop=True)
 
 
-def stage_layers_summary(pp, first, middle, last) -> dict:
+def stage_layers_summary(pp: SupportsInt, first: SupportsInt, middle: SupportsInt, last: SupportsInt) -> dict:
     """Layers per stage as JSON: first, middle (per stage), middle_stages (count), last."""
     p = int(pp)
     return {"first": int(first), "middle": int(middle) if p > 2 else None,
@@ -365,7 +369,7 @@ def runners_up(layouts: pd.DataFrame, n: int = 2, rel: float = 1e-3) -> tuple[pd
     return distinct(f[slower]).head(n), ties
 
 
-def why_slower(best, other) -> str:
+def why_slower(best: pd.Series, other: pd.Series) -> str:
     """One sentence: by how much ``other`` is slower than ``best`` and which terms cause it."""
     dt = float(other["step_time_s"]) - float(best["step_time_s"])
     pct = dt / float(best["step_time_s"])

@@ -13,12 +13,19 @@ References
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Mapping
+
 import numpy as np
 
 from .. import _validate as v
 from ..training.memory import memory_per_gpu
 from ..training.step import predict_step
 from . import planner
+
+if TYPE_CHECKING:
+    from ..training.arch import ModelSpec
+    from ..training.hardware import FabricSpec, GPUSpec
+    from ..training.step import Options
 
 #: A size may move the global batch by at most this share to split it evenly [-].
 BATCH_TOLERANCE = 0.05
@@ -50,8 +57,9 @@ def candidate_sizes(gpus_per_node: int, max_nodes: int) -> np.ndarray:
     return nodes * node
 
 
-def _recipe_memory_gb(model, gpu, L, s, space, options, precision, mods, moments,
-                      memory_kwargs=None):
+def _recipe_memory_gb(model: ModelSpec, gpu: GPUSpec, L: dict[str, np.ndarray], s: int, space: planner.Space,
+                      options: Options, precision: str, mods: tuple[str, ...], moments: str,
+                      memory_kwargs: Mapping[str, Any] | None = None) -> np.ndarray:
     """Peak memory per GPU [GB] of the layouts ``L`` with one memory recipe."""
     mk = {**(memory_kwargs or {}), "optimizer_moments": moments}
     if model.is_moe:
@@ -69,8 +77,9 @@ def _recipe_memory_gb(model, gpu, L, s, space, options, precision, mods, moments
     return np.asarray(mem.total_bytes) / 1e9
 
 
-def _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space, options, precision,
-                         memory_kwargs=None):
+def _fitting_predictions(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
+                         L: dict[str, np.ndarray], s: int, space: planner.Space, options: Options, precision: str,
+                         memory_kwargs: Mapping[str, Any] | None = None) -> tuple[dict[str, np.ndarray] | None, int]:
     """Each layout of ``L`` with the first memory recipe it fits with, in the order of
     ``space.recompute_modules`` x ``space.optimizer_moments`` (none recomputed by name and
     FP32 moments first: for one layout the first that fits is the fastest and the simplest,
@@ -124,9 +133,10 @@ def _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space, options, 
     return {key: np.concatenate([q[key] for q in parts]) for key in parts[0]}, evaluated
 
 
-def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
-                    precision="bf16", simplest_within=0.0, memory_kwargs=None,
-                    memory_margin=0.0):
+def _evaluate_sizes(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, gpus: np.ndarray,
+                    B: int, s: int, space: planner.Space, options: Options, precision: str = "bf16",
+                    simplest_within: float = 0.0, memory_kwargs: Mapping[str, Any] | None = None,
+                    memory_margin: float = 0.0) -> tuple[dict[str, np.ndarray] | None, dict[str, Any]]:
     """Per size, the fastest fitting layout over the batches within BATCH_TOLERANCE of B.
 
     One vectorized pass: structural layouts (t, p, c, b, v) per size, the batches they
@@ -184,10 +194,11 @@ def _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
     L["dp"], L["num_microbatches"] = dp[ok], m[ok]
     if len(L["tp"]) == 0:
         return None, empty
-    L, evaluated = _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space, options,
-                                        precision, memory_kwargs)
-    if L is None:
+    fitted, evaluated = _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space, options,
+                                             precision, memory_kwargs)
+    if fitted is None:
         return None, dict(evaluated=evaluated)
+    L = fitted
     # the planner's order within a batch (step time, memory, cp, interleave, ZeRO, TP),
     # throughput across batches: the first row of each size is the plan's best there
     key = np.lexsort((L["tp"], L["zero_stage"], L["interleave"], L["cp"], L["memory_gb"],

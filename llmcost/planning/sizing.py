@@ -22,9 +22,11 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 from ..training.arch import ModelSpec
@@ -41,7 +43,7 @@ from .sizes import BATCH_TOLERANCE, _evaluate_sizes, candidate_sizes
 SECONDS_PER_DAY = 86400.0
 
 
-def days_from_efficiency(days_a, efficiency_a, efficiency_b):
+def days_from_efficiency(days_a: ArrayLike, efficiency_a: ArrayLike, efficiency_b: ArrayLike) -> float | np.ndarray:
     r"""Days on fabric B implied by days on A and the two scaling efficiencies (same job).
 
     .. math:: t_B = t_A\, \epsilon_A / \epsilon_B
@@ -69,7 +71,7 @@ def days_from_efficiency(days_a, efficiency_a, efficiency_b):
                     / v.fraction("efficiency_b", efficiency_b))
 
 
-def efficiency_from_days(days_a, efficiency_a, days_b):
+def efficiency_from_days(days_a: ArrayLike, efficiency_a: ArrayLike, days_b: ArrayLike) -> float | np.ndarray:
     r"""Efficiency on fabric B that days on A and on B imply (same job and GPUs).
 
     .. math:: \epsilon_B = \epsilon_A\, t_A / t_B
@@ -99,7 +101,8 @@ def efficiency_from_days(days_a, efficiency_a, days_b):
                     / v.positive("days_b", days_b))
 
 
-def memory_floor_gpus(model: ModelSpec, gpu: GPUSpec, candidates, seq_len=None, **mem_kw):
+def memory_floor_gpus(model: ModelSpec, gpu: GPUSpec, candidates: ArrayLike, seq_len: int | None = None,
+                      **mem_kw: Any) -> int | None:
     """Fewest GPUs (from ``candidates``) on which some layout fits in memory.
 
     Layouts tried: every TP up to a node and PP dividing the layers, ZeRO 1 and 3, full
@@ -125,6 +128,7 @@ def memory_floor_gpus(model: ModelSpec, gpu: GPUSpec, candidates, seq_len=None, 
     .. [1] Rajbhandari et al. 2019 (ZeRO-3 shards everything); Korthikanti et al. 2022.
     """
     c = np.unique(v.integer("candidates", candidates))
+    assert model.kv_heads is not None  # set in ModelSpec.__post_init__
     tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= gpu.scale_up_domain and model.heads % t == 0
            and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
     pps = [p for p in range(1, model.layers + 1) if model.layers % p == 0]
@@ -200,15 +204,17 @@ LAYOUT_KEYS = layout_columns({"cp": "dp"},
                                    "middle_stage_layers", "last_stage_layers", "ep", "etp"))
 
 
-def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
-                 scale_out: FabricSpec, target_days, global_batch_tokens=4_194_304,
-                 headroom=0.10, goodput=1.0, usd_per_gpu_hour: dict | None = None,
-                 data_stall=0.0,
-                 max_nodes=4096, options: Options = Options(flash_attention=True),
-                 seq_len=None, space: planner.Space = SIZING_SPACE, max_power_mw=None,
-                 power_kw_per_gpu=None, pue=DEFAULT_PUE, max_batch_tokens=None,
-                 precision=None, simplest_within=0.0, memory_kwargs=None,
-                 memory_margin=0.0, realized_ratio=1.0) -> Sizing:
+def size_cluster(model: ModelSpec, tokens: float | None, gpu: GPUSpec, scale_up: FabricSpec,
+                 scale_out: FabricSpec, target_days: float, global_batch_tokens: float = 4_194_304,
+                 headroom: float = 0.10, goodput: float | Callable[[np.ndarray], ArrayLike] = 1.0,
+                 usd_per_gpu_hour: dict | None = None,
+                 data_stall: float | Callable[[np.ndarray, np.ndarray], ArrayLike] = 0.0,
+                 max_nodes: int = 4096, options: Options = Options(flash_attention=True),
+                 seq_len: int | None = None, space: planner.Space = SIZING_SPACE, max_power_mw: float | None = None,
+                 power_kw_per_gpu: float | None = None, pue: float = DEFAULT_PUE,
+                 max_batch_tokens: float | None = None, precision: str | None = None, simplest_within: float = 0.0,
+                 memory_kwargs: Mapping[str, Any] | None = None, memory_margin: float = 0.0,
+                 realized_ratio: float = 1.0) -> Sizing:
     r"""GPUs and nodes needed to train ``tokens`` within ``target_days``.
 
     For every candidate size N (:func:`.candidate_sizes`) the layouts of ``space`` valid at
@@ -332,11 +338,11 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
     floor_meets = fits & in_power & (floor_days <= target)
     floor_gpus = int(gpus[np.argmax(floor_meets)]) if floor_meets.any() else None
 
-    def layout_at(i):
+    def layout_at(i: int) -> dict[str, Any]:
         return {k: (lay[k][i].item() if hasattr(lay[k][i], "item") else lay[k][i])
                 for k in LAYOUT_KEYS}
 
-    def advice_at(i):
+    def advice_at(i: int) -> BatchAdvice:
         L = layout_at(i)
         m = int(cols["global_batch"][i]) // (L["micro_batch"] * L["dp"])
         return batch_advice(model, gpu, L["pp"], L["interleave"], m, L["micro_batch"],
@@ -368,7 +374,8 @@ def size_cluster(model: ModelSpec, tokens, gpu: GPUSpec, scale_up: FabricSpec,
                            B, max_nodes, info, cap_gpus, space), floor_gpus=floor_gpus)
 
 
-def _size_columns(best, gpus, D, G, h, data_stall) -> tuple:
+def _size_columns(best: dict[str, np.ndarray] | None, gpus: np.ndarray, D: float, G: np.ndarray, h: float,
+                  data_stall: float | Callable[[np.ndarray, np.ndarray], ArrayLike]) -> tuple:
     """Per candidate size: days with the schedule headroom (the target's test), days to
     train without it (the review's figure), the best layout's figures and its layout (inf,
     NaN and None where nothing fits)."""
@@ -393,7 +400,7 @@ def _size_columns(best, gpus, D, G, h, data_stall) -> tuple:
     return days, train_days, cols, lay
 
 
-def _power_cap(gpu, max_power_mw, power_kw_per_gpu, pue) -> tuple:
+def _power_cap(gpu: GPUSpec, max_power_mw: float | None, power_kw_per_gpu: float | None, pue: float) -> tuple:
     """(the most GPUs within the power envelope or None, kW per GPU or None)."""
     cap_gpus, kw = None, None
     if max_power_mw is not None:
@@ -412,8 +419,9 @@ def _power_cap(gpu, max_power_mw, power_kw_per_gpu, pue) -> tuple:
     return cap_gpus, kw
 
 
-def _power_notes(cap_gpus, max_power_mw, kw, pue, node, gpus, days, fits, meets_any, meets,
-                 target) -> list:
+def _power_notes(cap_gpus: int, max_power_mw: float | None, kw: float, pue: float, node: int, gpus: np.ndarray,
+                 days: np.ndarray, fits: np.ndarray, meets_any: np.ndarray, meets: np.ndarray,
+                 target: float) -> list:
     """What the power envelope does to the sizing, in words."""
     if cap_gpus < gpus[0]:
         return [f"the power envelope ({max_power_mw:g} MW at {kw:g} kW per GPU and "
@@ -429,9 +437,12 @@ def _power_notes(cap_gpus, max_power_mw, kw, pue, node, gpus, days, fits, meets_
     return []
 
 
-def _nearest_sizing(model, gpu, gpus, days, train_days, fits, ok, cols, layout_at, advice_at,
-                    notes, floor, total_flops, D, table, target, h, B, max_nodes, info,
-                    cap_gpus, space) -> Sizing:
+def _nearest_sizing(model: ModelSpec, gpu: GPUSpec, gpus: np.ndarray, days: np.ndarray, train_days: np.ndarray,
+                    fits: np.ndarray, ok: np.ndarray, cols: dict[str, np.ndarray],
+                    layout_at: Callable[[int], dict[str, Any]], advice_at: Callable[[int], BatchAdvice],
+                    notes: list[str], floor: int | None, total_flops: float, D: float, table: pd.DataFrame,
+                    target: float, h: float, B: int, max_nodes: int, info: dict[str, Any], cap_gpus: int | None,
+                    space: planner.Space) -> Sizing:
     """No size meets the target: the nearest options (the fastest size, the fewest GPUs
     that fit), or why nothing fits."""
     if not ok.any():

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import _validate as v
 from ..training.arch import ModelSpec
@@ -80,6 +82,7 @@ def expert_parallel_sizes(model: ModelSpec, space: Space = Space()) -> tuple[lis
     if not model.is_moe:
         return [1], [1]
     E = model.moe_experts
+    assert model.moe_ffn_hidden is not None  # set in ModelSpec.__post_init__ for an MoE model
     eps = [e for e in (space.ep or [2**i for i in range(0, 12)]) if E % int(e) == 0]
     etps = [t for t in space.etp if model.moe_ffn_hidden % int(t) == 0]
     return eps, etps or [1]
@@ -96,7 +99,7 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small) | {n // d for d in small})
 
 
-def _split(model: ModelSpec, pp, space: Space):
+def _split(model: ModelSpec, pp: ArrayLike, space: Space) -> tuple[np.ndarray, ...]:
     """First, middle, last stage layers, valid, automatic (see memory._stage_layers)."""
     f = None if space.first_stage_layers is None else int(
         v.integer("first_stage_layers", space.first_stage_layers))
@@ -143,7 +146,7 @@ def pipeline_depths(model: ModelSpec, space: Space = Space()) -> list[int]:
     return [int(p) for p in cand[ok]]
 
 
-def interleave_valid(model: ModelSpec, pp, interleave, space: Space = Space()):
+def interleave_valid(model: ModelSpec, pp: ArrayLike, interleave: ArrayLike, space: Space = Space()) -> np.ndarray:
     """Where v virtual chunks suit pipeline depth p (arrays broadcast): v = 1, or p > 1 and
     v divides every stage's layers (Megatron-Core's rules, see
     :func:`llmcost.training.memory.pipeline_stage_layers`).
@@ -175,7 +178,7 @@ def interleave_valid(model: ModelSpec, pp, interleave, space: Space = Space()):
     return _interleave_valid(model, p, vv, space)
 
 
-def _interleave_valid(model, p, vv, space):
+def _interleave_valid(model: ModelSpec, p: np.ndarray, vv: np.ndarray, space: Space) -> np.ndarray:
     f, mid, l_, ok, slots = _split(model, np.maximum(p, 1), space)
     return ok & ((vv == 1) | ((p > 1) & _interleave_ok(p, f, mid, l_, slots, vv)))
 
@@ -184,7 +187,7 @@ def _interleaves(model: ModelSpec, space: Space) -> tuple:
     return space.interleave or tuple(_divisors(model.layers))
 
 
-def enumerate_layouts(model: ModelSpec, gpus, global_batch: int, gpus_per_node: int,
+def enumerate_layouts(model: ModelSpec, gpus: ArrayLike, global_batch: int, gpus_per_node: int,
                       space: Space = Space(), seq_len: int | None = None,
                       heuristic: str = "none") -> dict[str, np.ndarray]:
     """All valid layouts as flat arrays (one element per layout).
@@ -282,7 +285,8 @@ def layout_axes(model: ModelSpec, gpus_per_node: int, space: Space = Space(),
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
     node = int(v.integer("gpus_per_node", gpus_per_node))
     max_tp = node if space.max_tp is None else int(space.max_tp)
-    tps = space.tp or tuple(2**i for i in range(0, 12) if 2**i <= max_tp)
+    tps: Sequence[int] = space.tp or tuple(2**i for i in range(0, 12) if 2**i <= max_tp)
+    assert model.kv_heads is not None  # set in ModelSpec.__post_init__
     tps = [t for t in tps if model.heads % t == 0
            and (model.kv_heads % t == 0 or t % model.kv_heads == 0)]
     pps = pipeline_depths(model, space)
@@ -300,9 +304,11 @@ def layout_axes(model: ModelSpec, gpus_per_node: int, space: Space = Space(),
                 tp_comm_overlap=np.array(space.tp_comm_overlap, dtype=bool))
 
 
-def layout_valid(model: ModelSpec, gpus, tp, pp, cp, micro_batch, global_batch, interleave,
-                 sequence_parallel=False, tp_comm_overlap=False, gpus_per_node=8,
-                 heuristic="none", first_stage_layers=None, last_stage_layers=None):
+def layout_valid(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike, pp: ArrayLike, cp: ArrayLike,
+                 micro_batch: ArrayLike, global_batch: ArrayLike, interleave: ArrayLike,
+                 sequence_parallel: ArrayLike = False, tp_comm_overlap: ArrayLike = False, gpus_per_node: int = 8,
+                 heuristic: str = "none", first_stage_layers: int | None = None,
+                 last_stage_layers: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Which layouts obey the rules that tie dimensions together (arrays broadcast).
 
     .. math:: d = \frac{N}{t\,p\,c} \in \mathbb{N},\quad m = \frac{B}{b\,d} \in \mathbb{N},
@@ -351,7 +357,7 @@ def layout_valid(model: ModelSpec, gpus, tp, pp, cp, micro_batch, global_batch, 
     return ok, dp, m
 
 
-def grid_size(model: ModelSpec, gpus, gpus_per_node: int, space: Space = Space()) -> int:
+def grid_size(model: ModelSpec, gpus: ArrayLike, gpus_per_node: int, space: Space = Space()) -> int:
     """Candidates before the divisibility rules (the Cartesian grid)."""
     node = int(gpus_per_node)
     max_tp = node if space.max_tp is None else int(space.max_tp)

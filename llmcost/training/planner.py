@@ -4,12 +4,16 @@ Looked up on first use, not imported here: ``planning`` sits above ``training`` 
 layouts by the step model), and importing it while ``training`` loads would import upward.
 """
 
+from __future__ import annotations
 
-def __getattr__(name):
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
     from ..planning import planner
     return getattr(planner, name)
 
 
-def __dir__():
+def __dir__() -> list[str]:
     from ..planning import planner
     return dir(planner)

@@ -18,6 +18,7 @@ References
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 
@@ -34,7 +35,7 @@ STORAGE_GB_PER_S_PER_NODE = 2000.0 / 2048
 NODE_NETWORK_GB_PER_S = 50.0
 
 
-def checkpoint_size_bytes(params, optimizer="adam"):
+def checkpoint_size_bytes(params: ArrayLike, optimizer: str = "adam") -> float | np.ndarray:
     r"""Bytes of one full training checkpoint (model and optimizer states).
 
     .. math:: S = k\, P,\quad k = 2 + 4 + 4 + 4 = 14 \text{ for mixed-precision Adam}
@@ -59,8 +60,8 @@ def checkpoint_size_bytes(params, optimizer="adam"):
     return v.result(CHECKPOINT_BYTES_PER_PARAM[optimizer] * v.positive("params", params))
 
 
-def shared_tier_gb_per_s(nodes, per_node_gb_per_s=STORAGE_GB_PER_S_PER_NODE,
-                         total_gb_per_s=None):
+def shared_tier_gb_per_s(nodes: ArrayLike, per_node_gb_per_s: ArrayLike = STORAGE_GB_PER_S_PER_NODE,
+                         total_gb_per_s: ArrayLike | None = None) -> float | np.ndarray:
     r"""Aggregate bandwidth of the shared storage tier a job of n nodes gets.
 
     .. math:: B_{shared} = n\, b_{node} \quad\text{or the given total } B
@@ -96,10 +97,11 @@ def shared_tier_gb_per_s(nodes, per_node_gb_per_s=STORAGE_GB_PER_S_PER_NODE,
     return v.result(np.where(total > 0, total, n * b))
 
 
-def checkpoint_stall_s(size_bytes, mode="sync", nodes=1, shared_storage_gb_per_s=None,
-                       node_network_gb_per_s=NODE_NETWORK_GB_PER_S, local_write_gb_per_s=5.0,
-                       host_copy_gb_per_s=25.0, gpus_per_node=8,
-                       storage_gb_per_s_per_node=STORAGE_GB_PER_S_PER_NODE):
+def checkpoint_stall_s(size_bytes: ArrayLike, mode: str = "sync", nodes: ArrayLike = 1,
+                       shared_storage_gb_per_s: ArrayLike | None = None,
+                       node_network_gb_per_s: ArrayLike = NODE_NETWORK_GB_PER_S, local_write_gb_per_s: ArrayLike = 5.0,
+                       host_copy_gb_per_s: ArrayLike = 25.0, gpus_per_node: ArrayLike = 8,
+                       storage_gb_per_s_per_node: ArrayLike = STORAGE_GB_PER_S_PER_NODE) -> float | np.ndarray:
     r"""Time the training loop stops for one checkpoint, sharded over all nodes.
 
     .. math::
@@ -159,7 +161,7 @@ def checkpoint_stall_s(size_bytes, mode="sync", nodes=1, shared_storage_gb_per_s
     return v.result(S / (n * per_node * 1e9))
 
 
-def storage_bandwidth_for_stall_gb_per_s(size_bytes, target_stall_s):
+def storage_bandwidth_for_stall_gb_per_s(size_bytes: ArrayLike, target_stall_s: ArrayLike) -> float | np.ndarray:
     r"""Aggregate write bandwidth a synchronous checkpoint burst needs to stay under a stall.
 
     .. math:: B = S / t_{target}
@@ -185,7 +187,7 @@ def storage_bandwidth_for_stall_gb_per_s(size_bytes, target_stall_s):
                     v.positive("target_stall_s", target_stall_s) / 1e9)
 
 
-def young_interval_s(checkpoint_s, mtbf_s):
+def young_interval_s(checkpoint_s: ArrayLike, mtbf_s: ArrayLike) -> float | np.ndarray:
     r"""Young's optimal checkpoint interval.
 
     .. math:: \tau = \sqrt{2\,\delta\, M}
@@ -211,7 +213,8 @@ def young_interval_s(checkpoint_s, mtbf_s):
     return v.result(np.sqrt(2 * d * M))
 
 
-def daly_interval_s(checkpoint_s, mtbf_s):
+def daly_interval_s(checkpoint_s: ArrayLike, mtbf_s: ArrayLike) -> float | np.ndarray:
+
     r"""Daly's higher-order optimal checkpoint interval.
 
     .. math:: \tau = \sqrt{2\delta M}\left[1 + \frac{1}{3}\sqrt{\frac{\delta}{2M}}

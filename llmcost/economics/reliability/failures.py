@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 
@@ -40,7 +42,7 @@ KOKOLIS_GPUS_PER_NODE = 8
 FALLBACK_GENERATION = "hopper"
 
 
-def job_failures_per_day(gpus, failures_per_1000_gpu_days):
+def job_failures_per_day(gpus: ArrayLike, failures_per_1000_gpu_days: ArrayLike) -> float | np.ndarray:
     r"""Failure rate of a job spanning g GPUs: any GPU failing stops the job.
 
     .. math:: \lambda_{job} = \frac{g\, r_f}{1000}
@@ -68,7 +70,8 @@ def job_failures_per_day(gpus, failures_per_1000_gpu_days):
     return v.result(g * rf / 1000)
 
 
-def gpu_rate_from_node_rate(failures_per_1000_node_days, gpus_per_node=KOKOLIS_GPUS_PER_NODE):
+def gpu_rate_from_node_rate(failures_per_1000_node_days: ArrayLike,
+                            gpus_per_node: ArrayLike = KOKOLIS_GPUS_PER_NODE) -> float | np.ndarray:
     r"""Per-GPU failure rate from a per-node one (the node fails when any of its GPUs does).
 
     .. math:: r_{gpu} = r_{node} / g_{node}
@@ -110,7 +113,7 @@ class FailureRate:
 _FAILURE_COLUMNS = ("id", "failures_per_1000_gpu_days", "counts", "source")
 
 
-def _failure_row(row, note="") -> FailureRate:
+def _failure_row(row: pd.Series, note: str = "") -> FailureRate:
     deriv = row.get("notes", "")
     return FailureRate(id=str(row["id"]),
                        failures_per_1000_gpu_days=float(row["failures_per_1000_gpu_days"]),
@@ -118,7 +121,7 @@ def _failure_row(row, note="") -> FailureRate:
                        derivation="" if not isinstance(deriv, str) else deriv)
 
 
-def _check_failure_table(table) -> pd.DataFrame:
+def _check_failure_table(table: object) -> pd.DataFrame:
     if not isinstance(table, pd.DataFrame):
         raise v.InputError("table", "table must be the failure_rates DataFrame "
                                     "(llmcost.catalog.failure_rates())")
@@ -128,7 +131,7 @@ def _check_failure_table(table) -> pd.DataFrame:
     return table
 
 
-def failure_rate(preset_id, table) -> FailureRate:
+def failure_rate(preset_id: str, table: pd.DataFrame) -> FailureRate:
     r"""A failure-rate preset by id.
 
     Parameters
@@ -157,7 +160,7 @@ def failure_rate(preset_id, table) -> FailureRate:
     return _failure_row(hit.iloc[-1])
 
 
-def default_failure_rate(generation, table) -> FailureRate:
+def default_failure_rate(generation: str | None, table: pd.DataFrame) -> FailureRate:
     r"""The job-level failure rate a GPU generation defaults to.
 
     Each generation with a published job-level measurement has a row whose ``default_for``
@@ -201,7 +204,8 @@ def default_failure_rate(generation, table) -> FailureRate:
         f"per 1000 GPU-days)"))
 
 
-def mtbf_h(failures_per_day):
+def mtbf_h(failures_per_day: ArrayLike) -> float | np.ndarray:
+
     r"""Mean time between failures.
 
     .. math:: M = 24 / \lambda

@@ -19,8 +19,10 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from .checkpoints import NODE_NETWORK_GB_PER_S, STORAGE_GB_PER_S_PER_NODE, shared_tier_gb_per_s
@@ -77,7 +79,8 @@ INIT_S_PER_RANK = 5.0 / 2048
 DATALOADER_S = 8.0
 
 
-def detection_s(detector=DEFAULT_DETECTOR, hang_share=HANG_SHARE, localize_s=LOCALIZE_S):
+def detection_s(detector: str = DEFAULT_DETECTOR, hang_share: ArrayLike = HANG_SHARE,
+                localize_s: ArrayLike = LOCALIZE_S) -> float | np.ndarray:
     r"""Time from a failure to knowing which node to replace: seeing it, then localizing it.
 
     .. math:: t_{detect} = (1 - h)\, t_{crash} + h\, t_{hang} + t_{localize}
@@ -116,7 +119,7 @@ def detection_s(detector=DEFAULT_DETECTOR, hang_share=HANG_SHARE, localize_s=LOC
     return v.result((1 - h) * crash + h * hang + loc)
 
 
-def reschedule_s(gpus, policy=DEFAULT_RESCHEDULE):
+def reschedule_s(gpus: ArrayLike, policy: str = DEFAULT_RESCHEDULE) -> float | np.ndarray:
     r"""Time to put the job back on healthy nodes and start its processes.
 
     .. math:: t_{resched} = t_{2048} \left(\frac{g}{2048}\right)^{p}
@@ -150,8 +153,10 @@ def reschedule_s(gpus, policy=DEFAULT_RESCHEDULE):
     return v.result(t0 * (g / 2048.0) ** p)
 
 
-def checkpoint_load_s(size_bytes, nodes, read_gb_per_s_per_node=STORAGE_GB_PER_S_PER_NODE,
-                      tier_read_gb_per_s=None, node_network_gb_per_s=NODE_NETWORK_GB_PER_S):
+def checkpoint_load_s(size_bytes: ArrayLike, nodes: ArrayLike,
+                      read_gb_per_s_per_node: ArrayLike = STORAGE_GB_PER_S_PER_NODE,
+                      tier_read_gb_per_s: ArrayLike | None = None,
+                      node_network_gb_per_s: ArrayLike = NODE_NETWORK_GB_PER_S) -> float | np.ndarray:
     r"""Time to read the latest checkpoint back, every node reading its own shards.
 
     .. math:: t_{load} = \frac{S}{\min\left(B_{tier},\; n \min(b_{node}, B_{net})\right)}
@@ -194,7 +199,8 @@ def checkpoint_load_s(size_bytes, nodes, read_gb_per_s_per_node=STORAGE_GB_PER_S
     return v.result(S / (bw * 1e9))
 
 
-def warmup_s(gpus, init_s_per_rank=INIT_S_PER_RANK, dataloader_s=DATALOADER_S, compile_s=0.0):
+def warmup_s(gpus: ArrayLike, init_s_per_rank: ArrayLike = INIT_S_PER_RANK, dataloader_s: ArrayLike = DATALOADER_S,
+             compile_s: ArrayLike = 0.0) -> float | np.ndarray:
     r"""Time from restarted processes to the first training step: communicators, data loader,
     compilation.
 
@@ -250,12 +256,13 @@ class RestartTerms:
                 ("detect_s", "reschedule_s", "load_s", "warmup_s", "total_s")}
 
 
-def restart_terms(gpus, checkpoint_bytes, gpus_per_node=8,
-                  read_gb_per_s_per_node=STORAGE_GB_PER_S_PER_NODE, tier_read_gb_per_s=None,
-                  detector=DEFAULT_DETECTOR, reschedule=DEFAULT_RESCHEDULE,
-                  hang_share=HANG_SHARE, localize_s=LOCALIZE_S, init_s_per_rank=INIT_S_PER_RANK,
-                  dataloader_s=DATALOADER_S, compile_s=0.0,
-                  node_network_gb_per_s=NODE_NETWORK_GB_PER_S) -> RestartTerms:
+def restart_terms(gpus: ArrayLike, checkpoint_bytes: ArrayLike, gpus_per_node: ArrayLike = 8,
+                  read_gb_per_s_per_node: ArrayLike = STORAGE_GB_PER_S_PER_NODE,
+                  tier_read_gb_per_s: ArrayLike | None = None,
+                  detector: str = DEFAULT_DETECTOR, reschedule: str = DEFAULT_RESCHEDULE,
+                  hang_share: ArrayLike = HANG_SHARE, localize_s: ArrayLike = LOCALIZE_S,
+                  init_s_per_rank: ArrayLike = INIT_S_PER_RANK, dataloader_s: ArrayLike = DATALOADER_S,
+                  compile_s: ArrayLike = 0.0, node_network_gb_per_s: ArrayLike = NODE_NETWORK_GB_PER_S) -> RestartTerms:
     r"""The restart after one interruption as its four terms, at each GPU count.
 
     .. math:: R = t_{detect} + t_{resched}(g) + t_{load}(S, n) + t_{warm}(g),\qquad
@@ -312,7 +319,8 @@ def restart_terms(gpus, checkpoint_bytes, gpus_per_node=8,
                         warmup_s=v.result(w), total_s=v.result(d + r + load + w))
 
 
-def restart_time_s(gpus, checkpoint_bytes, **terms):
+def restart_time_s(gpus: ArrayLike, checkpoint_bytes: ArrayLike, **terms: Any) -> float | np.ndarray:
+
     r"""Restart per interruption, the sum of :func:`restart_terms` [s].
 
     .. math:: R = t_{detect} + t_{resched} + t_{load} + t_{warm}

@@ -15,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 
 
-def lost_hours_per_interruption(interval_s, checkpoint_s=0.0):
+def lost_hours_per_interruption(interval_s: ArrayLike, checkpoint_s: ArrayLike = 0.0) -> float | np.ndarray:
     r"""Billed job-hours of work one interruption (failure or preemption) throws away.
 
     Checkpoints every tau seconds of compute, each blocking delta: the run goes through
@@ -59,7 +60,8 @@ def lost_hours_per_interruption(interval_s, checkpoint_s=0.0):
     return v.result((tau + d) / 2 / 3600)
 
 
-def goodput(interval_s, checkpoint_s, mtbf_s, restart_s=0.0):
+def goodput(interval_s: ArrayLike, checkpoint_s: ArrayLike, mtbf_s: ArrayLike,
+            restart_s: ArrayLike = 0.0) -> float | np.ndarray:
     r"""Share of wall time that advances training, with checkpoints, failures and restarts.
 
     Daly's exponential-failure model: the expected wall time per unit of work is
@@ -109,7 +111,9 @@ class GoodputBreakdown:
     restart_share: np.ndarray
 
 
-def goodput_breakdown(interval_s, checkpoint_s, mtbf_s, restart_s=0.0) -> GoodputBreakdown:
+def goodput_breakdown(interval_s: ArrayLike, checkpoint_s: ArrayLike, mtbf_s: ArrayLike,
+                      restart_s: ArrayLike = 0.0) -> GoodputBreakdown:
+
     r"""Goodput and its losses split by cause; the shares add up to 1 exactly.
 
     Daly's expected wall time factors into the checkpoint overhead of a failure-free run and
@@ -153,5 +157,7 @@ def goodput_breakdown(interval_s, checkpoint_s, mtbf_s, restart_s=0.0) -> Goodpu
     rework = failure * (a / 2) / first
     restart = failure * R / first
     ckpt = d / a * inv_f
-    return GoodputBreakdown(goodput=g, checkpoint_share=v.result(ckpt),
+    # g is a float for scalar inputs, as v.result makes the other shares
+    return GoodputBreakdown(goodput=g, checkpoint_share=v.result(ckpt),  # type: ignore[arg-type]
+
                             rework_share=v.result(rework), restart_share=v.result(restart))

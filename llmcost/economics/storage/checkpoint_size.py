@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 
@@ -32,7 +33,7 @@ SAVE_STRATEGIES = ("fully-parallel", "one-replica")
 
 # --------------------------------------------------------------------------- helpers
 
-def _lookup(name, value, table):
+def _lookup(name: str, value: ArrayLike, table: dict[str, float]) -> np.ndarray:
     """Vectorized dict lookup for a name or an array of names (no per-element Python loop)."""
     arr = v.choices(name, value, tuple(table))
     keys = np.array(list(table))
@@ -43,7 +44,9 @@ def _lookup(name, value, table):
 
 # --------------------------------------------------------------------------- 1-2 checkpoint size
 
-def checkpoint_bytes_per_param(stack="megatron-dist-opt", optimizer="adam"):
+def checkpoint_bytes_per_param(stack: ArrayLike = "megatron-dist-opt",
+                               optimizer: ArrayLike = "adam") -> float | np.ndarray:
+
     r"""Bytes per parameter of a full training checkpoint (weights and optimizer state).
 
     .. math:: k = k_w(\text{stack}) + k_o(\text{optimizer})
@@ -75,7 +78,8 @@ def checkpoint_bytes_per_param(stack="megatron-dist-opt", optimizer="adam"):
                     _lookup("optimizer", optimizer, OPTIMIZER_STATE_BYTES))
 
 
-def checkpoint_size_bytes(params, stack="megatron-dist-opt", optimizer="adam"):
+def checkpoint_size_bytes(params: ArrayLike, stack: ArrayLike = "megatron-dist-opt",
+                          optimizer: ArrayLike = "adam") -> float | np.ndarray:
     r"""Bytes of one full training checkpoint.
 
     .. math:: S = k\, P
@@ -106,7 +110,8 @@ class CheckpointWriters:
     writer_nodes: np.ndarray   # nodes holding those ranks [-]
 
 
-def checkpoint_writers(gpus, model_parallel_size=1, gpus_per_node=8, save="fully-parallel"):
+def checkpoint_writers(gpus: ArrayLike, model_parallel_size: ArrayLike = 1, gpus_per_node: ArrayLike = 8,
+                       save: str = "fully-parallel") -> CheckpointWriters:
     r"""Ranks and nodes that write a checkpoint.
 
     .. math::
@@ -151,7 +156,8 @@ def checkpoint_writers(gpus, model_parallel_size=1, gpus_per_node=8, save="fully
     return CheckpointWriters(v.result(w.astype(float)), v.result(nodes.astype(float)))
 
 
-def bytes_per_writer(size_bytes, writers):
+def bytes_per_writer(size_bytes: ArrayLike, writers: ArrayLike) -> float | np.ndarray:
+
     r"""Checkpoint bytes each writer holds.
 
     .. math:: s_w = S / N_w

@@ -4,6 +4,7 @@ interval, rework and goodput by checkpoint mode, and the slowest writer of a sav
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from .. import reliability as rel
@@ -15,7 +16,7 @@ MODES = ("sync", "async", "peer-memory")
 Z_99 = 2.3263478740408408
 
 
-def _ndtri_upper(t, lower=None):
+def _ndtri_upper(t: ArrayLike, lower: ArrayLike | None = None) -> np.ndarray:
     """z with P(Z > z) = t, for t in (0, 1) (scipy.special.ndtri on the smaller tail, so
     t = 1e-9 keeps full precision; ``lower`` = 1 - t computed without cancellation)."""
     from scipy import special  # see slowest_writer_quantile_s
@@ -25,14 +26,15 @@ def _ndtri_upper(t, lower=None):
                     special.ndtri(np.clip(lower, 1e-300, 0.5)))
 
 
-def _sigma_from_ratio(p99_over_p50):
+def _sigma_from_ratio(p99_over_p50: ArrayLike) -> np.ndarray:
     r = v.in_range("p99_over_p50", p99_over_p50, 1.0, None)
     return np.log(r) / Z_99
 
 
 # --------------------------------------------------------------------------- 5 checkpoint timing
 
-def sync_stall_s(size_bytes, writer_nodes, tier_write_gb_per_s, node_write_gb_per_s):
+def sync_stall_s(size_bytes: ArrayLike, writer_nodes: ArrayLike, tier_write_gb_per_s: ArrayLike,
+                 node_write_gb_per_s: ArrayLike) -> float | np.ndarray:
     r"""Stall of a synchronous checkpoint: every shard reaches the shared tier first.
 
     .. math:: t_{sync} = \frac{S}{\min(B_{tier},\; n_w B_{node})}
@@ -68,8 +70,8 @@ def sync_stall_s(size_bytes, writer_nodes, tier_write_gb_per_s, node_write_gb_pe
                                   node_network_gb_per_s=node_write_gb_per_s)
 
 
-def local_stall_s(size_bytes, writer_nodes, host_copy_gb_per_s, gpus_per_node=8,
-                  local_write_gb_per_s=None):
+def local_stall_s(size_bytes: ArrayLike, writer_nodes: ArrayLike, host_copy_gb_per_s: ArrayLike,
+                  gpus_per_node: ArrayLike = 8, local_write_gb_per_s: ArrayLike | None = None) -> float | np.ndarray:
     r"""Stall of an asynchronous checkpoint: the copy to host memory (and local NVMe).
 
     .. math::
@@ -117,7 +119,8 @@ def local_stall_s(size_bytes, writer_nodes, host_copy_gb_per_s, gpus_per_node=8,
     return v.result(S / (n * g * B * 1e9))
 
 
-def upload_s(size_bytes, writer_nodes, tier_write_gb_per_s, node_network_gb_per_s):
+def upload_s(size_bytes: ArrayLike, writer_nodes: ArrayLike, tier_write_gb_per_s: ArrayLike,
+             node_network_gb_per_s: ArrayLike) -> float | np.ndarray:
     r"""Background upload of an asynchronous checkpoint to the shared or object tier.
 
     .. math:: U = \frac{S}{\min(B_{tier},\; n_w B_{net})}
@@ -149,7 +152,7 @@ def upload_s(size_bytes, writer_nodes, tier_write_gb_per_s, node_network_gb_per_
     return sync_stall_s(size_bytes, writer_nodes, tier_write_gb_per_s, node_network_gb_per_s)
 
 
-def durable_interval_s(interval_s, upload_s):
+def durable_interval_s(interval_s: ArrayLike, upload_s: ArrayLike) -> float | np.ndarray:
     r"""Compute time between durable checkpoints: never shorter than one upload.
 
     .. math:: \tau_d = \max(\tau,\; U)
@@ -179,7 +182,7 @@ def durable_interval_s(interval_s, upload_s):
     return v.result(np.maximum(tau, U))
 
 
-def recommended_interval_s(stall_s, mtbf_s, upload_s=0.0):
+def recommended_interval_s(stall_s: ArrayLike, mtbf_s: ArrayLike, upload_s: ArrayLike = 0.0) -> float | np.ndarray:
     r"""Daly's interval for the blocking part of a checkpoint, raised to the upload time.
 
     .. math:: \tau^* = \max\left(\tau_{Daly}(\delta, M),\; U\right)
@@ -206,8 +209,9 @@ def recommended_interval_s(stall_s, mtbf_s, upload_s=0.0):
     return durable_interval_s(rel.daly_interval_s(stall_s, mtbf_s), upload_s)
 
 
-def rework_s(mode, interval_s, stall_s, upload_s=0.0, peer_copy_s=0.0, peer_share=1.0,
-             remote_interval_s=None):
+def rework_s(mode: str, interval_s: ArrayLike, stall_s: ArrayLike, upload_s: ArrayLike = 0.0,
+             peer_copy_s: ArrayLike = 0.0, peer_share: ArrayLike = 1.0,
+             remote_interval_s: ArrayLike | None = None) -> float | np.ndarray:
     r"""Expected wall time lost per failure, counted back to the last copy that survives it.
 
     A failure at a uniformly random phase of the period P = tau + delta loses the time since
@@ -269,8 +273,9 @@ def rework_s(mode, interval_s, stall_s, upload_s=0.0, peer_copy_s=0.0, peer_shar
     return v.result(f * local + (1 - f) * remote)
 
 
-def checkpoint_goodput(mode, interval_s, stall_s, mtbf_s, restart_s=0.0, upload_s=0.0,
-                       peer_copy_s=0.0, peer_share=1.0, remote_interval_s=None):
+def checkpoint_goodput(mode: str, interval_s: ArrayLike, stall_s: ArrayLike, mtbf_s: ArrayLike,
+                       restart_s: ArrayLike = 0.0, upload_s: ArrayLike = 0.0, peer_copy_s: ArrayLike = 0.0,
+                       peer_share: ArrayLike = 1.0, remote_interval_s: ArrayLike | None = None) -> float | np.ndarray:
     r"""Goodput with sync, async or peer-memory checkpoints.
 
     Daly's expected wall time (Eq. 13-14) factors into the checkpoint overhead of a
@@ -326,7 +331,8 @@ def checkpoint_goodput(mode, interval_s, stall_s, mtbf_s, restart_s=0.0, upload_
 
 # --------------------------------------------------------------------------- 6 slowest writer
 
-def slowest_writer_quantile_s(p50_s, p99_over_p50, writers, quantile=0.5):
+def slowest_writer_quantile_s(p50_s: ArrayLike, p99_over_p50: ArrayLike, writers: ArrayLike,
+                              quantile: ArrayLike = 0.5) -> float | np.ndarray:
     r"""Quantile of the slowest of N writers' times, each lognormal with a given p99/p50.
 
     A synchronous save ends when its last shard lands. With per-writer times
@@ -371,7 +377,8 @@ def slowest_writer_quantile_s(p50_s, p99_over_p50, writers, quantile=0.5):
     return v.result(t50 * np.exp(s * z))
 
 
-def expected_slowest_writer_s(p50_s, p99_over_p50, writers):
+def expected_slowest_writer_s(p50_s: ArrayLike, p99_over_p50: ArrayLike, writers: ArrayLike) -> float | np.ndarray:
+
     r"""Expected time of the slowest of N lognormal writers (extreme-value approximation).
 
     The maximum of N standard normals is close to u_N + b_N G, G standard Gumbel, with

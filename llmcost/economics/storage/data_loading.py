@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 
@@ -16,7 +17,7 @@ S3_PUT_PER_PREFIX_PER_S = 3500.0
 
 # --------------------------------------------------------------------------- 3-4 data reads
 
-def token_bytes(vocab_size):
+def token_bytes(vocab_size: ArrayLike) -> float | np.ndarray:
     r"""Bytes per pre-tokenized token: the smallest unsigned integer that holds every id.
 
     .. math:: b = 2 \text{ if } V \le 2^{16} \text{ else } 4
@@ -51,8 +52,9 @@ class DataReadRate:
     average_gb_per_s: np.ndarray     # over the run (lower when later epochs hit a local cache)
 
 
-def data_read_rate_gb_per_s(tokens_per_s, nodes=1, bytes_per_token=2.0, read_amplification=1.0,
-                            epochs=1.0, local_cache=False):
+def data_read_rate_gb_per_s(tokens_per_s: ArrayLike, nodes: ArrayLike = 1, bytes_per_token: ArrayLike = 2.0,
+                            read_amplification: ArrayLike = 1.0, epochs: ArrayLike = 1.0,
+                            local_cache: ArrayLike = False) -> DataReadRate:
     r"""Read rate the training data puts on its storage tier.
 
     .. math::
@@ -102,7 +104,7 @@ def data_read_rate_gb_per_s(tokens_per_s, nodes=1, bytes_per_token=2.0, read_amp
     return DataReadRate(v.result(D), v.result(D / n), v.result(avg))
 
 
-def read_requests_per_s(read_rate_gb_per_s, request_bytes):
+def read_requests_per_s(read_rate_gb_per_s: ArrayLike, request_bytes: ArrayLike) -> float | np.ndarray:
     r"""Requests per second a read rate needs at a given read (block, object, range) size.
 
     .. math:: Q = D \cdot 10^9 / r
@@ -131,7 +133,8 @@ def read_requests_per_s(read_rate_gb_per_s, request_bytes):
     return v.result(D * 1e9 / v.positive("request_bytes", request_bytes))
 
 
-def prefixes_needed(requests_per_s, requests_per_prefix_per_s=S3_GET_PER_PREFIX_PER_S):
+def prefixes_needed(requests_per_s: ArrayLike,
+                    requests_per_prefix_per_s: ArrayLike = S3_GET_PER_PREFIX_PER_S) -> float | np.ndarray:
     r"""Prefixes (partitions) a request rate must be spread over to stay under the limit.
 
     .. math:: k = \max(1, \lceil Q / Q_{prefix} \rceil)
@@ -158,8 +161,10 @@ def prefixes_needed(requests_per_s, requests_per_prefix_per_s=S3_GET_PER_PREFIX_
     return v.result(np.maximum(1.0, np.ceil(Q / lim)))
 
 
-def data_stall_share(read_rate_gb_per_s, tier_read_gb_per_s, tier_requests_per_s=None,
-                     request_bytes=None, prefetch=True):
+def data_stall_share(read_rate_gb_per_s: ArrayLike, tier_read_gb_per_s: ArrayLike,
+                     tier_requests_per_s: ArrayLike | None = None, request_bytes: ArrayLike | None = None,
+                     prefetch: ArrayLike = True) -> float | np.ndarray:
+
     r"""Share of step time spent waiting for data when the tier cannot keep up.
 
     The tier delivers B_eff = min(B, Q r / 1e9) GB/s (bandwidth or request limit). With

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 
@@ -26,8 +27,9 @@ class NoticeCheck:
     fits: np.ndarray
 
 
-def checkpoint_on_notice(node_bytes, write_gb_per_s, notice_s=AWS_SPOT_NOTICE_S,
-                         detect_s=AWS_NOTICE_POLL_S):
+def checkpoint_on_notice(node_bytes: ArrayLike, write_gb_per_s: ArrayLike, notice_s: ArrayLike = AWS_SPOT_NOTICE_S,
+                         detect_s: ArrayLike = AWS_NOTICE_POLL_S) -> NoticeCheck:
+
     r"""Does a checkpoint written after a preemption notice finish before the node goes away?
 
     .. math:: t = t_{detect} + \frac{s_{node}}{B},\qquad \text{fits} \iff t \le t_{notice}

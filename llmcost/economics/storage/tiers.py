@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import _validate as v
 
@@ -14,7 +15,8 @@ _TIB_PER_TB = 1e12 / 2 ** 40
 
 # --------------------------------------------------------------------------- 7 tiers
 
-def tier_utilization(read_gb_per_s, write_gb_per_s, tier_read_gb_per_s, tier_write_gb_per_s):
+def tier_utilization(read_gb_per_s: ArrayLike, write_gb_per_s: ArrayLike, tier_read_gb_per_s: ArrayLike,
+                     tier_write_gb_per_s: ArrayLike) -> float | np.ndarray:
     r"""Share of a tier's time a read and a write load take together.
 
     .. math:: u = \frac{R}{B_r} + \frac{W}{B_w}
@@ -48,7 +50,8 @@ def tier_utilization(read_gb_per_s, write_gb_per_s, tier_read_gb_per_s, tier_wri
                     W / v.positive("tier_write_gb_per_s", tier_write_gb_per_s))
 
 
-def per_tib_provisioned_tb(capacity_tb, throughput_gb_per_s, gb_per_s_per_tib):
+def per_tib_provisioned_tb(capacity_tb: ArrayLike, throughput_gb_per_s: ArrayLike,
+                           gb_per_s_per_tib: ArrayLike) -> float | np.ndarray:
     r"""Capacity to provision on a tier whose throughput scales with capacity (FSx Lustre).
 
     .. math:: C = \max\left(C_{need},\; \frac{B_{need}}{\beta}\cdot\frac{2^{40}}{10^{12}}
@@ -106,7 +109,8 @@ class TierBill:
     usd_per_month: np.ndarray
 
 
-def _need(cap_need, cap, R, Wavg, Wburst, Br, Bw, usd):
+def _need(cap_need: np.ndarray, cap: float | np.ndarray, R: np.ndarray, Wavg: np.ndarray, Wburst: np.ndarray,
+          Br: np.ndarray, Bw: np.ndarray, usd: np.ndarray) -> TierNeed:
     ua = R / Br + Wavg / Bw
     ub = R / Br + Wburst / Bw
     ma, mb = ua <= 1, ub <= 1
@@ -119,13 +123,17 @@ def _need(cap_need, cap, R, Wavg, Wburst, Br, Bw, usd):
                     usd_per_month=v.result(usd))
 
 
-def tier_bill_of_materials(checkpoint_bytes, nodes, interval_s, burst_s, dataset_tb,
-                           data_read_gb_per_s, *, hot_tb_per_node, hot_read_gb_per_s,
-                           hot_write_gb_per_s, warm_tb, warm_read_gb_per_s, warm_write_gb_per_s,
-                           warm_usd_per_gb_month, cold_usd_per_gb_month, cold_put_per_s,
-                           cold_get_per_s, cold_part_bytes, read_request_bytes, mode="async",
-                           data_tier="warm", keep_local=1, keep_warm=2, archived=0,
-                           archive_every=1, hot_dataset_share=1.0, hot_usd_per_gb_month=0.0):
+def tier_bill_of_materials(checkpoint_bytes: ArrayLike, nodes: ArrayLike, interval_s: ArrayLike, burst_s: ArrayLike,
+                           dataset_tb: ArrayLike, data_read_gb_per_s: ArrayLike, *, hot_tb_per_node: ArrayLike,
+                           hot_read_gb_per_s: ArrayLike, hot_write_gb_per_s: ArrayLike, warm_tb: ArrayLike,
+                           warm_read_gb_per_s: ArrayLike, warm_write_gb_per_s: ArrayLike,
+                           warm_usd_per_gb_month: ArrayLike, cold_usd_per_gb_month: ArrayLike,
+                           cold_put_per_s: ArrayLike, cold_get_per_s: ArrayLike, cold_part_bytes: ArrayLike,
+                           read_request_bytes: ArrayLike, mode: str = "async", data_tier: str = "warm",
+                           keep_local: ArrayLike = 1, keep_warm: ArrayLike = 2, archived: ArrayLike = 0,
+                           archive_every: ArrayLike = 1, hot_dataset_share: ArrayLike = 1.0,
+                           hot_usd_per_gb_month: ArrayLike = 0.0) -> TierBill:
+
     r"""Capacity, bandwidth and monthly cost each storage tier needs, and whether it copes.
 
     Hot = node-local NVMe (per node), warm = parallel file system (aggregate), cold = object
