@@ -36,9 +36,11 @@ test-fast: install
 test-grid: install
 	LLMCOST_BUDGET=full $(PYTEST) -q -m "grid or hypothesis or sampled" --durations=25
 
-# pyflakes and pycodestyle errors (pyproject.toml [tool.ruff]); CI runs it before the tests
+# ruff (pyflakes, pycodestyle, import order: pyproject.toml [tool.ruff]) and mypy on the
+# formula layers, every function annotated ([tool.mypy]); CI runs it before the tests
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 bench: install
 	$(PY) benchmarks/run.py
