@@ -29,6 +29,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from .. import _validate as v
+from ..economics.reliability import days_to_train
 from ..training.arch import ModelSpec
 from ..training.flops import chinchilla_optimal_tokens
 from ..training.hardware import FabricSpec, GPUSpec
@@ -39,8 +40,6 @@ from ..training.step import Options
 from . import planner
 from .pipeline_batch import BatchAdvice, batch_advice
 from .sizes import BATCH_TOLERANCE, _evaluate_sizes, candidate_sizes
-
-SECONDS_PER_DAY = 86400.0
 
 
 def days_from_efficiency(days_a: ArrayLike, efficiency_a: ArrayLike, efficiency_b: ArrayLike) -> float | np.ndarray:
@@ -389,7 +388,7 @@ def _size_columns(best: dict[str, np.ndarray] | None, gpus: np.ndarray, D: float
         stall = data_stall(best["tokens_per_s"], gpus[i]) if callable(data_stall) else \
             np.full(len(i), float(data_stall))
         stall = v.fraction("data_stall", stall, allow_zero=True, allow_one=False)
-        train_days[i] = D / best["tokens_per_s"] / G[i] / (1 - stall) / SECONDS_PER_DAY
+        train_days[i] = days_to_train(D, best["tokens_per_s"], G[i] * (1 - stall))
         days[i] = train_days[i] * (1 + h)
         for k in ("mfu", "global_batch", "tokens_per_s", "memory_gb"):
             cols[k][i] = best[k]

@@ -9,10 +9,9 @@ of those runs' spread: the figure a reviewer signs and is later held to.
 from __future__ import annotations
 
 from ..economics import realized
+from ..economics.reliability import days_to_train
 from .results import ForecastResult, Inputs, PlanResult, PredictResult, ReliabilityResult
 from .stages import data_stall_at
-
-SECONDS_PER_DAY = 86400.0
 
 
 def forecast(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
@@ -35,7 +34,7 @@ def forecast(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
     if pr is None or pr.tokens_per_s <= 0:
         return ForecastResult(useful_share=useful, data_stall_share=stall, floor_days=None,
                               floor_gpu_hours=None, realized=ratio, days=None, gpu_hours=None)
-    floor_days = inp.scenario.tokens / pr.tokens_per_s / useful / SECONDS_PER_DAY
+    floor_days = float(days_to_train(inp.scenario.tokens, pr.tokens_per_s, useful))
     days = floor_days * ratio.value
     band = (floor_days * ratio.band[0], floor_days * ratio.band[1])
     per_day = 24.0 * pl.gpus

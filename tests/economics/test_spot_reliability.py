@@ -318,3 +318,14 @@ def test_cli_spot_refuses_too_many_runs(capsys):
     assert cli.main(["spot", "--discount", "0.6", "--preemptions-per-day", "2.4",
                      "--lost-hours-per-preemption", "1", "--monte-carlo-runs", "20000000"]) == 2
     assert "runs" in capsys.readouterr().err
+
+
+def test_days_to_train_is_tokens_over_useful_throughput():
+    # 1e12 tokens at 1e6 tokens/s is 1e6 s of training; half the wall time useful doubles it
+    assert rel.days_to_train(1e12, 1e6, 0.5) == pytest.approx(2e6 / 86400, rel=1e-15)
+    got = rel.days_to_train(np.array([1e12, 2e12]), 1e6, np.array([1.0, 0.8]))
+    np.testing.assert_allclose(got, [1e6 / 86400, 2e6 / 0.8 / 86400], rtol=1e-15)
+    for bad in (dict(tokens_per_s=0.0), dict(useful_share=0.0), dict(useful_share=1.2)):
+        with pytest.raises(InputError) as e:
+            rel.days_to_train(**{"tokens": 1e12, "tokens_per_s": 1e6, **bad})
+        assert e.value.param == next(iter(bad))

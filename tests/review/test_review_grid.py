@@ -96,6 +96,9 @@ def test_the_band_brackets_the_point(results):
             continue
         # the forecast is the floor x the group's median ratio, inside its prediction band
         assert e.days == pytest.approx(f.floor_days * f.realized.value, rel=1e-12)
+        # the floor: the tokens at the predicted throughput over the useful share, in days
+        d = r.scenario.tokens / r.predict.tokens_per_s / f.useful_share / 86400
+        assert f.floor_days == pytest.approx(d, rel=1e-12)
         lo, hi = f.days_band
         assert lo <= e.days <= hi
         for k, (c_lo, c_hi) in e.costs_usd_range.items():

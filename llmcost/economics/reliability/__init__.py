@@ -48,15 +48,22 @@ from .restart import (
     restart_time_s,
     warmup_s,
 )
-from .wall_time import GoodputBreakdown, goodput, goodput_breakdown, lost_hours_per_interruption
+from .wall_time import (
+    SECONDS_PER_DAY,
+    GoodputBreakdown,
+    days_to_train,
+    goodput,
+    goodput_breakdown,
+    lost_hours_per_interruption,
+)
 
 __all__ = [
     "CHECKPOINT_BYTES_PER_PARAM", "DATALOADER_S", "DEFAULT_DETECTOR", "DEFAULT_RESCHEDULE",
     "DETECTORS", "FALLBACK_GENERATION", "HANG_SHARE", "INIT_S_PER_RANK", "KOKOLIS_GPUS_PER_NODE",
     "LOCALIZE_S", "NODE_FAILURES_PER_1000_NODE_DAYS", "NODE_NETWORK_GB_PER_S",
-    "RESCHEDULE_FITS", "STORAGE_GB_PER_S_PER_NODE", "FailureRate", "GoodputBreakdown",
+    "RESCHEDULE_FITS", "SECONDS_PER_DAY", "STORAGE_GB_PER_S_PER_NODE", "FailureRate", "GoodputBreakdown",
     "RestartTerms", "checkpoint_load_s", "checkpoint_size_bytes", "checkpoint_stall_s",
-    "daly_interval_s", "default_failure_rate", "detection_s", "failure_rate", "goodput",
+    "daly_interval_s", "days_to_train", "default_failure_rate", "detection_s", "failure_rate", "goodput",
     "goodput_breakdown", "gpu_rate_from_node_rate", "job_failures_per_day",
     "lost_hours_per_interruption", "mtbf_h", "reschedule_s", "restart_terms", "restart_time_s",
     "shared_tier_gb_per_s", "storage_bandwidth_for_stall_gb_per_s", "warmup_s",

@@ -19,6 +19,43 @@ from numpy.typing import ArrayLike
 
 from ... import _validate as v
 
+#: seconds in a day [s]
+SECONDS_PER_DAY = 86400.0
+
+
+def days_to_train(tokens: ArrayLike, tokens_per_s: ArrayLike,
+                  useful_share: ArrayLike = 1.0) -> float | np.ndarray:
+    r"""Wall days to train D tokens at a throughput, when a share of the wall time trains.
+
+    .. math:: t = \frac{D}{\dot D\, u} \cdot \frac{1}{86400}
+
+    with u the useful share of wall time: goodput (:func:`goodput`) times the share the
+    data loader does not stall. The one days formula: the review's floor and every size of
+    ``llmcost.planning.sizing`` use it.
+
+    Parameters
+    ----------
+    tokens : float or array
+        D, training tokens [tokens].
+    tokens_per_s : float or array
+        :math:`\dot D`, the cluster's throughput while it trains [tokens/s].
+    useful_share : float or array
+        u, in (0, 1] [-].
+
+    Returns
+    -------
+    days : float or array
+        t [days].
+
+    References
+    ----------
+    .. [1] J. Daly, FGCS 22(3):303-312, 2006, Eq. 13-14 (wall time = compute time / goodput).
+    """
+    D = v.nonnegative("tokens", tokens)
+    rate = v.positive("tokens_per_s", tokens_per_s)
+    u = v.fraction("useful_share", useful_share)
+    return v.result(D / rate / u / SECONDS_PER_DAY)
+
 
 def lost_hours_per_interruption(interval_s: ArrayLike, checkpoint_s: ArrayLike = 0.0) -> float | np.ndarray:
     r"""Billed job-hours of work one interruption (failure or preemption) throws away.
