@@ -415,7 +415,34 @@ def read_json(text, name: str | None = None, op: str | None = None) -> NcclTests
     text, name, op
         As :func:`read_text`.
     """
-    text = _t.as_text(text, PARAM)
+    doc = _load_json(_t.as_text(text, PARAM))
+    if op is not None:
+        op = v.choice("nccl_op", op, OPS)
+    current = op or _op_of_file(name)
+    op_from = "given" if op else ("the file name" if current else "")
+    rank_ids, hosts, devices = [], [], []
+    if isinstance(doc.get("results"), list):                      # nccl-tests -J (2.17+)
+        args = doc.get("args")
+        if not current and isinstance(args, list) and args and isinstance(args[0], str):
+            current = _op_of_name(args[0])
+            op_from = "the command in the output" if current else ""
+        rank_ids, hosts, devices = _json_devices(doc)
+        rows = _results_rows(doc, current)
+    elif isinstance(doc.get("benchmark"), list):                  # nccl-tests PR 318
+        rows = _benchmark_rows(doc, current)
+    else:
+        raise v.InputError(PARAM, "expected nccl-tests JSON with a 'results' list "
+                                  "(-J) or a 'benchmark' list")
+    if not rows:
+        raise v.InputError(PARAM, "the JSON holds no result")
+    if len(rows) > MAX_ROWS:
+        raise v.InputError(PARAM, f"more than {MAX_ROWS:,} results")
+    rank_ids = [r for r in rank_ids if isinstance(r, int) and not isinstance(r, bool)]
+    return _result(rows, sorted(set(rank_ids)), hosts, devices, op_from)
+
+
+def _load_json(text: str) -> dict:
+    """The JSON object the text holds from its first ``{``; input errors name the line."""
     start = text.find("{")
     if start < 0:
         raise v.InputError(PARAM, "no JSON object found: expected nccl-tests -J output")
@@ -429,56 +456,57 @@ def read_json(text, name: str | None = None, op: str | None = None) -> NcclTests
         raise v.InputError(PARAM, f"not readable JSON ({str(e)[:80]})") from None
     if not isinstance(doc, dict):
         raise v.InputError(PARAM, f"expected a JSON object, got {type(doc).__name__}")
-    if op is not None:
-        op = v.choice("nccl_op", op, OPS)
-    current = op or _op_of_file(name)
-    op_from = "given" if op else ("the file name" if current else "")
-    rows, rank_ids, hosts, devices = [], [], [], []
-    if isinstance(doc.get("results"), list):                      # nccl-tests -J (2.17+)
-        args = doc.get("args")
-        if not current and isinstance(args, list) and args and isinstance(args[0], str):
-            current = _op_of_name(args[0])
-            op_from = "the command in the output" if current else ""
-        for d in doc.get("devices") or []:
-            if isinstance(d, dict):
-                rank_ids.append(d.get("rank"))
-                h = d.get("hostname")
-                if isinstance(h, str) and h not in hosts:
-                    hosts.append(h[:100])
-                if isinstance(d.get("device_info"), str):
-                    devices.append(d["device_info"][:100])
-        for i, rec in enumerate(doc["results"]):
-            where = f"results[{i}]"
+    return doc
+
+
+def _json_devices(doc: dict) -> tuple[list, list, list]:
+    """Rank ids, host names (first seen, each once) and device names of ``-J``'s devices."""
+    rank_ids: list = []
+    hosts: list = []
+    devices: list = []
+    for d in doc.get("devices") or []:
+        if isinstance(d, dict):
+            rank_ids.append(d.get("rank"))
+            h = d.get("hostname")
+            if isinstance(h, str) and h not in hosts:
+                hosts.append(h[:100])
+            if isinstance(d.get("device_info"), str):
+                devices.append(d["device_info"][:100])
+    return rank_ids, hosts, devices
+
+
+def _results_rows(doc: dict, op: str | None) -> list:
+    """Rows of ``-J``'s results list (nccl-tests 2.17+)."""
+    rows = []
+    for i, rec in enumerate(doc["results"]):
+        where = f"results[{i}]"
+        if not isinstance(rec, dict):
+            raise v.InputError(PARAM, f"{where}: expected an object")
+        oop, ip = rec.get("out_of_place") or {}, rec.get("in_place") or {}
+        rows.append(_json_row(op, rec.get("size"), rec.get("redop"),
+                              _num_field(oop, "time", where), _num_field(oop, "alg_bw", where),
+                              _num_field(oop, "bus_bw", where), _num_field(oop, "nwrong", where),
+                              _num_field(ip, "bus_bw", where), where))
+    return rows
+
+
+def _benchmark_rows(doc: dict, op: str | None) -> list:
+    """Rows of PR 318's benchmark list (one object per block, keyed by size)."""
+    rows = []
+    for j, block in enumerate(doc["benchmark"]):
+        if not isinstance(block, dict):
+            raise v.InputError(PARAM, f"benchmark[{j}]: expected an object")
+        for size, rec in block.items():
+            where = f"benchmark[{j}][{size[:20]!r}]"
             if not isinstance(rec, dict):
                 raise v.InputError(PARAM, f"{where}: expected an object")
-            oop, ip = rec.get("out_of_place") or {}, rec.get("in_place") or {}
-            rows.append(_json_row(current, rec.get("size"), rec.get("redop"),
-                                  _num_field(oop, "time", where), _num_field(oop, "alg_bw", where),
-                                  _num_field(oop, "bus_bw", where), _num_field(oop, "nwrong", where),
-                                  _num_field(ip, "bus_bw", where), where))
-    elif isinstance(doc.get("benchmark"), list):                  # nccl-tests PR 318
-        for j, block in enumerate(doc["benchmark"]):
-            if not isinstance(block, dict):
-                raise v.InputError(PARAM, f"benchmark[{j}]: expected an object")
-            for size, rec in block.items():
-                where = f"benchmark[{j}][{size[:20]!r}]"
-                if not isinstance(rec, dict):
-                    raise v.InputError(PARAM, f"{where}: expected an object")
-                rows.append(_json_row(current, size, rec.get("redop"),
-                                      _num_field(rec, "oop_time", where),
-                                      _num_field(rec, "oop_algbw", where),
-                                      _num_field(rec, "oop_busbw", where),
-                                      _num_field(rec, "oop_error", where),
-                                      _num_field(rec, "ip_busbw", where), where))
-    else:
-        raise v.InputError(PARAM, "expected nccl-tests JSON with a 'results' list "
-                                  "(-J) or a 'benchmark' list")
-    if not rows:
-        raise v.InputError(PARAM, "the JSON holds no result")
-    if len(rows) > MAX_ROWS:
-        raise v.InputError(PARAM, f"more than {MAX_ROWS:,} results")
-    rank_ids = [r for r in rank_ids if isinstance(r, int) and not isinstance(r, bool)]
-    return _result(rows, sorted(set(rank_ids)), hosts, devices, op_from)
+            rows.append(_json_row(op, size, rec.get("redop"),
+                                  _num_field(rec, "oop_time", where),
+                                  _num_field(rec, "oop_algbw", where),
+                                  _num_field(rec, "oop_busbw", where),
+                                  _num_field(rec, "oop_error", where),
+                                  _num_field(rec, "ip_busbw", where), where))
+    return rows
 
 
 def _refuse_constant(name):

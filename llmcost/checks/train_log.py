@@ -176,120 +176,188 @@ def read(text) -> TrainLog:
     TrainLog
     """
     text = _t.as_text(text, PARAM)
-    meg, nemo, tt, args, ckpt, data = [], [], [], {}, [], {}
-    ds, hf, hf_open, flags, built = [], {}, False, {}, None
-    nemo_cfg = {}
+    got = _Lines()
     for lineno, line in _t.lines(text):
-        if "batch-generator" in line and meg:
-            d = _MEG_DATA.search(line)
-            if d:
-                # the timers after an iteration line are that interval's; with min/max the
-                # slowest rank's, which the whole data-parallel group waits for
-                data[len(meg) - 1] = _num(d.group(2) or d.group(1), lineno,
-                                          "batch-generator (ms)", line) / 1e3
-            if "elapsed time per iteration (ms)" not in line:
-                continue
-        if "elapsed time per iteration (ms)" in line:
-            m, e = _MEG_ITER.search(line), _MEG_ELAPSED.search(line)
-            if not m or not e:
-                raise v.InputError(PARAM, f"line {lineno}: expected 'iteration N/ "
-                                          f"TOTAL' and 'elapsed time per iteration (ms): X' in {_t.short(line)}")
-            ms = _num(e.group(1), lineno,
-                      "elapsed time per iteration (ms)", line)
-            tf = _MEG_TFLOPS.search(line)
-            gb = _MEG_GBS.search(line)
-            ts = _MEG_TIME.search(line)
-            meg.append((int(m.group(1)), ms / 1e3,
-                        _stamp(ts.group(1)) if ts else np.nan,
-                        _num(gb.group(1), lineno, "global batch size", line) if gb else np.nan,
-                        np.nan,
-                        _num(tf.group(1), lineno, "throughput per GPU", line) if tf else np.nan,
-                        np.nan, np.nan))
-        elif "train_step_timing in s:" in line:
-            m, e = _NEMO_STEP.search(line) or _MEG_ITER.search(line), _NEMO_TIME.search(line)
-            if not m or not e:
-                raise v.InputError(PARAM, f"line {lineno}: expected 'global_step: N' or "
-                                          f"'iteration N/M' and 'train_step_timing in s: X' in "
-                                          f"{_t.short(line)}")
-            sec = _num(e.group(1), lineno, "train_step_timing in s", line)
-            gb = _NEMO_GBS.search(line)
-            nemo.append((int(m.group(1)), sec, np.nan,
-                         _num(gb.group(1), lineno, "global_batch_size", line) if gb else np.nan,
-                         np.nan, np.nan, np.nan, np.nan))
-        elif "train_step_timing in s=" in line:
-            e = _NEMO1_TIME.search(line)
-            m = _NEMO1_STEP.search(line) or _NEMO1_BAR.search(line)
-            if not e or not m:
-                raise v.InputError(PARAM, f"line {lineno}: expected 'global_step=N' and "
-                                          f"'train_step_timing in s=X' in {_t.short(line)}")
-            step = int(_num(m.group(1), lineno, "global_step", line))
-            nemo.append((step, _num(e.group(1), lineno, "train_step_timing in s", line),
-                         np.nan, np.nan, np.nan, np.nan, np.nan, np.nan))
-        elif "SamplesPerSec=" in line:
-            m = _DS_TIMER.search(line)
-            if not m:
-                raise v.InputError(PARAM, f"line {lineno}: expected DeepSpeed's 'E/STEP, "
-                                          f"SamplesPerSec=X' in {_t.short(line)}")
-            ts = _DS_TIME.search(line)
-            sps = _num(m.group(4) or m.group(3), lineno, "samples per second", line)
-            ds.append((int(m.group(2)), np.nan,
-                       _stamp(ts.group(1)) + int(ts.group(2)) / 1e3 if ts else np.nan,
-                       np.nan, np.nan, np.nan, np.nan, np.nan, sps))
-        elif "train_runtime" in line or hf_open:
-            for k, x in _HF_KEY.findall(line):
-                hf[k] = _num(x, lineno, k, line)
-            hf_open = "train_runtime" in line and "}" not in line or (hf_open and "}" not in line)
-        elif "tps:" in line and "step:" in line:
-            m = _TT_STEP.search(line)
-            if not m:
-                raise v.InputError(PARAM, f"line {lineno}: expected 'step: N ... tps: "
-                                          f"X' in {_t.short(line)}")
-            r = _TT_RANK.match(line)
-            rank = int(r.group(1)) if r else 0
-            step = int(m.group(1))
-            ts = _TT_TIME.search(line)
-            tf, mfu, mem = (_TT_TFLOPS.search(line), _TT_MFU.search(line), _TT_MEM.search(line))
-            row = (step, np.nan,
-                   _stamp(ts.group(1)) + int(ts.group(2)) / 1e3 if ts else np.nan, np.nan,
-                   _num(m.group(2), lineno, "tps", line),
-                   _num(tf.group(1), lineno, "tflops", line) if tf else np.nan,
-                   _num(mfu.group(1), lineno, "mfu", line) / 100 if mfu else np.nan,
-                   _num(mem.group(1), lineno, "memory", line) if mem else np.nan)
-            tt.append((rank,) + row)
-        elif "Finished saving the checkpoint" in line:
-            c = _TT_CKPT.search(line)
-            r = _TT_RANK.match(line)
-            if c and (r is None or r.group(1) == "0"):
-                ckpt.append(_num(c.group(1), lineno, "checkpoint seconds", line))
-        else:
-            a = _MEG_ARG.match(line)
-            if a:
-                args[a.group(1)] = int(a.group(2)[:12])
-            f = _MEG_FLAG.match(line)
-            if f:
-                flags[f.group(1)] = f.group(2) == "True"
-            b = _TT_BUILD.search(line)
-            if b and built is None:
-                built = (b.group(1), b.group(2))
-            c = _NEMO_CFG.match(line) if a is None and f is None else None
-            if c:
-                # the first value of a key: the model's, before any nested section repeats it
-                key, val = _NEMO_ARGS.get(c.group(1), c.group(1)), c.group(2)
-                if key == "activation":
-                    flags.setdefault("swiglu", val in ("swiglu", "fast-swiglu"))
-                elif val.isdigit():
-                    nemo_cfg.setdefault(key, int(val[:12]))
-            pv = _NEMO_VOCAB.search(line)
-            if pv:
-                nemo_cfg.setdefault("padded_vocab_size", int(pv.group(1)[:12]))
-        if max(len(meg), len(nemo)) > MAX_STEPS or len(tt) > 2 * MAX_STEPS:
+        _read_line(got, lineno, line)
+        if max(len(got.meg), len(got.nemo)) > MAX_STEPS or len(got.tt) > 2 * MAX_STEPS:
             raise v.InputError(PARAM, f"line {lineno}: more than {MAX_STEPS:,} steps")
-    tt_rows = _one_rank(tt)
-    hf_rows = []
+    out = _most_steps(got)
+    out = replace(out, checkpoint_s=np.array(got.ckpt, dtype=float))
+    if out.samples_per_s is None:
+        out = replace(out, samples_per_s=np.full(len(out.step), np.nan))
+    if got.nemo_cfg and not got.args.get("num_layers"):
+        return _with_nemo_config(out, got)
+    return _with_model(out, got.args, got.flags, got.built)
+
+
+@dataclass
+class _Lines:
+    """What a log's lines give, per format, while :func:`read` goes through them."""
+
+    meg: list = field(default_factory=list)     #: Megatron rows
+    nemo: list = field(default_factory=list)    #: NeMo 2 and NeMo 1.x rows
+    tt: list = field(default_factory=list)      #: torchtitan rows, rank first
+    ds: list = field(default_factory=list)      #: DeepSpeed rows, samples/s last
+    args: dict = field(default_factory=dict)    #: Megatron's argument dump
+    flags: dict = field(default_factory=dict)   #: Megatron's (or NeMo's) swiglu and GQA flags
+    nemo_cfg: dict = field(default_factory=dict)  #: NeMo's configuration
+    ckpt: list = field(default_factory=list)    #: checkpoint save times [s]
+    data: dict = field(default_factory=dict)    #: Megatron row index -> batch-generator time [s]
+    hf: dict = field(default_factory=dict)      #: Hugging Face Trainer metrics
+    hf_open: bool = False                       #: inside a metrics dict spread over lines
+    built: tuple | None = None                  #: torchtitan's (model, flavor)
+
+
+def _read_line(got: _Lines, lineno: int, line: str) -> None:
+    """Add what one line gives to ``got``, by the format the line is in."""
+    if "batch-generator" in line and got.meg:
+        _megatron_timers(got, lineno, line)
+        if "elapsed time per iteration (ms)" not in line:
+            return
+    if "elapsed time per iteration (ms)" in line:
+        got.meg.append(_megatron_row(lineno, line))
+    elif "train_step_timing in s:" in line:
+        got.nemo.append(_nemo2_row(lineno, line))
+    elif "train_step_timing in s=" in line:
+        got.nemo.append(_nemo1_row(lineno, line))
+    elif "SamplesPerSec=" in line:
+        got.ds.append(_deepspeed_row(lineno, line))
+    elif "train_runtime" in line or got.hf_open:
+        for k, x in _HF_KEY.findall(line):
+            got.hf[k] = _num(x, lineno, k, line)
+        got.hf_open = "train_runtime" in line and "}" not in line or (got.hf_open and "}" not in line)
+    elif "tps:" in line and "step:" in line:
+        got.tt.append(_torchtitan_row(lineno, line))
+    elif "Finished saving the checkpoint" in line:
+        c = _TT_CKPT.search(line)
+        r = _TT_RANK.match(line)
+        if c and (r is None or r.group(1) == "0"):
+            got.ckpt.append(_num(c.group(1), lineno, "checkpoint seconds", line))
+    else:
+        _config_line(got, line)
+
+
+def _megatron_timers(got: _Lines, lineno: int, line: str) -> None:
+    """Megatron's batch-generator timer, as the data wait of the last iteration line."""
+    d = _MEG_DATA.search(line)
+    if d:
+        # the timers after an iteration line are that interval's; with min/max the
+        # slowest rank's, which the whole data-parallel group waits for
+        got.data[len(got.meg) - 1] = _num(d.group(2) or d.group(1), lineno,
+                                          "batch-generator (ms)", line) / 1e3
+
+
+def _expected(lineno: int, line: str, what: str) -> v.InputError:
+    """The error for a step line without the fields its format has."""
+    return v.InputError(PARAM, f"line {lineno}: expected {what} in {_t.short(line)}")
+
+
+def _megatron_row(lineno: int, line: str) -> tuple:
+    """The row of a Megatron iteration line."""
+    m, e = _MEG_ITER.search(line), _MEG_ELAPSED.search(line)
+    if not m or not e:
+        raise _expected(lineno, line, "'iteration N/ TOTAL' and 'elapsed time per iteration (ms): X'")
+    ms = _num(e.group(1), lineno,
+              "elapsed time per iteration (ms)", line)
+    tf = _MEG_TFLOPS.search(line)
+    gb = _MEG_GBS.search(line)
+    ts = _MEG_TIME.search(line)
+    return (int(m.group(1)), ms / 1e3,
+            _stamp(ts.group(1)) if ts else np.nan,
+            _num(gb.group(1), lineno, "global batch size", line) if gb else np.nan,
+            np.nan,
+            _num(tf.group(1), lineno, "throughput per GPU", line) if tf else np.nan,
+            np.nan, np.nan)
+
+
+def _nemo2_row(lineno: int, line: str) -> tuple:
+    """The row of a NeMo 2 step line (``train_step_timing in s: X``)."""
+    m, e = _NEMO_STEP.search(line) or _MEG_ITER.search(line), _NEMO_TIME.search(line)
+    if not m or not e:
+        raise _expected(lineno, line, "'global_step: N' or 'iteration N/M' and 'train_step_timing in s: X'")
+    sec = _num(e.group(1), lineno, "train_step_timing in s", line)
+    gb = _NEMO_GBS.search(line)
+    return (int(m.group(1)), sec, np.nan,
+            _num(gb.group(1), lineno, "global_batch_size", line) if gb else np.nan,
+            np.nan, np.nan, np.nan, np.nan)
+
+
+def _nemo1_row(lineno: int, line: str) -> tuple:
+    """The row of a NeMo 1.x progress bar (``train_step_timing in s=X``)."""
+    e = _NEMO1_TIME.search(line)
+    m = _NEMO1_STEP.search(line) or _NEMO1_BAR.search(line)
+    if not e or not m:
+        raise _expected(lineno, line, "'global_step=N' and 'train_step_timing in s=X'")
+    step = int(_num(m.group(1), lineno, "global_step", line))
+    return (step, _num(e.group(1), lineno, "train_step_timing in s", line),
+            np.nan, np.nan, np.nan, np.nan, np.nan, np.nan)
+
+
+def _deepspeed_row(lineno: int, line: str) -> tuple:
+    """The row of a DeepSpeed ThroughputTimer line, samples per second last."""
+    m = _DS_TIMER.search(line)
+    if not m:
+        raise _expected(lineno, line, "DeepSpeed's 'E/STEP, SamplesPerSec=X'")
+    ts = _DS_TIME.search(line)
+    sps = _num(m.group(4) or m.group(3), lineno, "samples per second", line)
+    return (int(m.group(2)), np.nan,
+            _stamp(ts.group(1)) + int(ts.group(2)) / 1e3 if ts else np.nan,
+            np.nan, np.nan, np.nan, np.nan, np.nan, sps)
+
+
+def _torchtitan_row(lineno: int, line: str) -> tuple:
+    """The row of a torchtitan step line, the rank that printed it first."""
+    m = _TT_STEP.search(line)
+    if not m:
+        raise _expected(lineno, line, "'step: N ... tps: X'")
+    r = _TT_RANK.match(line)
+    rank = int(r.group(1)) if r else 0
+    step = int(m.group(1))
+    ts = _TT_TIME.search(line)
+    tf, mfu, mem = (_TT_TFLOPS.search(line), _TT_MFU.search(line), _TT_MEM.search(line))
+    row = (step, np.nan,
+           _stamp(ts.group(1)) + int(ts.group(2)) / 1e3 if ts else np.nan, np.nan,
+           _num(m.group(2), lineno, "tps", line),
+           _num(tf.group(1), lineno, "tflops", line) if tf else np.nan,
+           _num(mfu.group(1), lineno, "mfu", line) / 100 if mfu else np.nan,
+           _num(mem.group(1), lineno, "memory", line) if mem else np.nan)
+    return (rank,) + row
+
+
+def _config_line(got: _Lines, line: str) -> None:
+    """The model and layout a line gives: Megatron's argument dump, torchtitan's
+    ``Building``, NeMo's configuration and padded vocabulary."""
+    a = _MEG_ARG.match(line)
+    if a:
+        got.args[a.group(1)] = int(a.group(2)[:12])
+    f = _MEG_FLAG.match(line)
+    if f:
+        got.flags[f.group(1)] = f.group(2) == "True"
+    b = _TT_BUILD.search(line)
+    if b and got.built is None:
+        got.built = (b.group(1), b.group(2))
+    c = _NEMO_CFG.match(line) if a is None and f is None else None
+    if c:
+        # the first value of a key: the model's, before any nested section repeats it
+        key, val = _NEMO_ARGS.get(c.group(1), c.group(1)), c.group(2)
+        if key == "activation":
+            got.flags.setdefault("swiglu", val in ("swiglu", "fast-swiglu"))
+        elif val.isdigit():
+            got.nemo_cfg.setdefault(key, int(val[:12]))
+    pv = _NEMO_VOCAB.search(line)
+    if pv:
+        got.nemo_cfg.setdefault("padded_vocab_size", int(pv.group(1)[:12]))
+
+
+def _most_steps(got: _Lines) -> TrainLog:
+    """The log of the format with the most step rows (the first format on a tie)."""
+    tt_rows = _one_rank(got.tt)
+    hf, hf_rows = got.hf, []
     if "train_runtime" in hf and hf.get("train_steps_per_second", 0) > 0:
         steps = hf["train_runtime"] * hf["train_steps_per_second"]
         hf_rows = [(int(round(steps)), 1.0 / hf["train_steps_per_second"], np.nan, np.nan,
                     np.nan, np.nan, np.nan, np.nan, hf.get("train_samples_per_second", np.nan))]
+    meg, nemo, ds, args = got.meg, got.nemo, got.ds, got.args
     if not meg and not nemo and not tt_rows and not ds and not hf_rows:
         raise v.InputError(PARAM, "no step line found: expected Megatron lines "
                                   "('iteration N/ M | ... elapsed time per iteration (ms): X'), "
@@ -302,32 +370,31 @@ def read(text) -> TrainLog:
     if len(meg) == most:
         out = _log("megatron", meg, args)
         loading = np.full(len(meg), np.nan)
-        for i, x in data.items():
+        for i, x in got.data.items():
             loading[i] = x
-        out = replace(out, data_loading_s=loading)
-    elif len(nemo) == most:
-        out = _log("nemo", nemo, args)
-    elif len(tt_rows) == most:
-        out = _torchtitan(tt_rows, args)
-    elif len(ds) == most:
+        return replace(out, data_loading_s=loading)
+    if len(nemo) == most:
+        return _log("nemo", nemo, args)
+    if len(tt_rows) == most:
+        return _torchtitan(tt_rows, args)
+    if len(ds) == most:
         out = _timed(_log("deepspeed", [r[:8] for r in ds], args))
-        out = replace(out, samples_per_s=np.array([r[8] for r in ds], dtype=float))
-    else:
-        out = replace(_log("hf-trainer", [r[:8] for r in hf_rows], args),
-                      samples_per_s=np.array([r[8] for r in hf_rows], dtype=float))
-    out = replace(out, checkpoint_s=np.array(ckpt, dtype=float))
-    if out.samples_per_s is None:
-        out = replace(out, samples_per_s=np.full(len(out.step), np.nan))
-    if nemo_cfg and not args.get("num_layers"):
-        # NeMo's configuration where Megatron's argument dump is absent
-        if nemo_cfg.get("devices") and nemo_cfg.get("num_nodes"):
-            nemo_cfg["world_size"] = nemo_cfg["devices"] * nemo_cfg["num_nodes"]
-        if nemo_cfg.get("num_query_groups"):
-            flags.setdefault("group_query_attention", True)
-        keep = {k: x for k, x in nemo_cfg.items() if k not in ("devices", "num_nodes")}
-        out = replace(out, args={**out.args, **keep})
-        return _with_model(out, {**args, **keep}, flags, built, "NeMo's configuration")
-    return _with_model(out, args, flags, built)
+        return replace(out, samples_per_s=np.array([r[8] for r in ds], dtype=float))
+    return replace(_log("hf-trainer", [r[:8] for r in hf_rows], args),
+                   samples_per_s=np.array([r[8] for r in hf_rows], dtype=float))
+
+
+def _with_nemo_config(out: TrainLog, got: _Lines) -> TrainLog:
+    """The log with NeMo's configuration as its arguments and model, where Megatron's
+    argument dump is absent."""
+    nemo_cfg, flags = got.nemo_cfg, got.flags
+    if nemo_cfg.get("devices") and nemo_cfg.get("num_nodes"):
+        nemo_cfg["world_size"] = nemo_cfg["devices"] * nemo_cfg["num_nodes"]
+    if nemo_cfg.get("num_query_groups"):
+        flags.setdefault("group_query_attention", True)
+    keep = {k: x for k, x in nemo_cfg.items() if k not in ("devices", "num_nodes")}
+    out = replace(out, args={**out.args, **keep})
+    return _with_model(out, {**got.args, **keep}, flags, got.built, "NeMo's configuration")
 
 
 def _with_model(log: TrainLog, args: dict, flags: dict, built,

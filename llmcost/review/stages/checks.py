@@ -23,78 +23,22 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
     s = inp.scenario
     warnings = list(inp.warnings)
     if e is not None and "spot" in e.costs_usd and not inp.spot_covers(pl.gpus):
-        cap = inp.spot_capacity_gpus
-        warnings.append(
-            f"spot: capacity not documented at this size ({pl.gpus:,} GPUs"
-            + (f"; {inp.price_offers.get('spot', inp.price_offer)} documents {cap:,}" if cap
-               else f"; {inp.price_offers.get('spot') or 'the entered price'} documents none")
-            + "): costed, never named the cheapest way to pay")
+        warnings.append(_spot_capacity_note(inp, pl))
     if sized is not None:
         warnings += [n for n in sized.notes]
     warnings += list(pl.notes)
     flags = {}
-    if pl.layout is None:
-        given = given_layout(inp.scenario)
-        flags["days"] = Flag("days", "infeasible", "the given layout cannot run on these GPUs "
-                             "(see the warnings)" if given else
-                             "no layout splits the batch over these GPUs")
-    elif not pl.fits:
-        flags["fits"] = Flag("fits", "infeasible", f"{inp.model.id} does not fit in "
-                             f"{inp.gpu.id} memory on {pl.gpus:,} GPUs in any layout tried")
-        flags["days"] = Flag("days", "infeasible", "the layout does not fit in memory: these "
-                             "days assume memory the GPUs do not have")
-        flags["memory_gb_per_gpu"] = flags["fits"]
+    _layout_flags(inp, pl, flags)
     if pr is not None and pr.fabric_step_time_s_band is not None:
         warnings.append(fabric_assumption_note(inp.scale_out, pr, e))
     if pr is not None:
-        verdict = ut.assess_utilization(pr.mfu, precision=s.precision)
-        for f in verdict.findings:
-            warnings.append(f.message)
-            flags["mfu"] = Flag("mfu", "implausible", f.message)
-        # the bubble's fixes where the bubble is what limits MFU (a bubble the batch leaves
-        # is the batch's: its note says which batch fills the GPUs)
-        if pl.layout is not None and pl.layout.pp > 1 and pr.bubble_share > 0.10 and \
-                pr.mfu_limit is not None and pr.mfu_limit.limit == "bubble":
-            try:
-                adv = pipeline_batch.batch_advice(
-                    inp.model, inp.gpu, pl.layout.pp, pl.layout.interleave,
-                    pl.layout.num_microbatches, pl.layout.micro_batch, pl.layout.dp,
-                    inp.model.seq_len)
-                if adv.too_small:
-                    # the planner already searched fewer stages and deeper interleaving and
-                    # kept this layout as the fastest that fits: only the batch is the
-                    # reviewer's to change
-                    larger = [p for p in adv.proposals if p.startswith("a larger batch")]
-                    warnings.append(f"{adv.message}; the planner found no faster layout with "
-                                    "fewer stages or deeper interleaving that fits"
-                                    + (f"; {larger[0]}" if larger else ""))
-            except ValueError:
-                warnings.append(f"pipeline bubble {pr.bubble_share:.0%} of the step: too few "
-                                "micro-batches per replica for PP "
-                                f"{pl.layout.pp}; a larger global batch would shrink it")
+        _utilization_checks(inp, pl, pr, warnings, flags)
     if pr is not None and pl.layout is not None and pl.layout.ep > 1:
         note = a2a_note(float(pr.step.ep_comm_s), pr.step_time_s, a2a_overlap(s))
         if note:
             warnings.append(note)
-    if e is not None and e.band is not None and not e.band.calibrated:
-        _put(flags, Flag("days", "uncalibrated", e.band.reason))
-        warnings.append(f"step model: {e.band.reason}; days and dollars carry that band")
-    if e is not None and e.days is not None:
-        if e.days > 3650:
-            _put(flags, Flag("days", "implausible", f"{e.days:,.0f} days ({e.days / 365:,.0f} "
-                             "years): no one plans a run this long; add GPUs or cut tokens"))
-        # against the peak the GEMMs run at (FP8: twice the BF16 peak that MFU is stated on)
-        gemm_share = g_peak_ratio(inp.gpu, s.precision)
-        if e.effective_utilization is not None and e.effective_utilization * gemm_share > 0.6:
-            flags["effective_utilization"] = Flag("effective_utilization", "implausible",
-                                                  "above any published large run")
-    if e is not None and e.gpu_hours is not None and e.napkin_gpu_hours:
-        warnings.append(napkin_note(e))
-        ratio = e.gpu_hours / e.napkin_gpu_hours
-        if not 1 / napkin.NAPKIN_FLAG_RATIO <= ratio <= napkin.NAPKIN_FLAG_RATIO:
-            _put(flags, Flag("days", "implausible",
-                             f"{ratio:.2g}x the napkin (6 N D at 40% of the dense BF16 peak): "
-                             + napkin_note(e, lead=False)))
+    if e is not None:
+        _estimate_checks(inp, e, warnings, flags)
     if inp.batch is not None:
         warnings.append(batch_note(inp, pl))
     if pr is not None and pr.mfu_limit is not None:
@@ -121,6 +65,87 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
                         "run never finishes; spot is not costed")
     return warnings, flags
 
+
+def _spot_capacity_note(inp, pl) -> str:
+    """The warning that spot capacity is not documented at this many GPUs."""
+    cap = inp.spot_capacity_gpus
+    return (f"spot: capacity not documented at this size ({pl.gpus:,} GPUs"
+            + (f"; {inp.price_offers.get('spot', inp.price_offer)} documents {cap:,}" if cap
+               else f"; {inp.price_offers.get('spot') or 'the entered price'} documents none")
+            + "): costed, never named the cheapest way to pay")
+
+
+def _layout_flags(inp, pl, flags: dict) -> None:
+    """Flag the days (and memory) infeasible when no layout runs or the layout does not fit."""
+    if pl.layout is None:
+        given = given_layout(inp.scenario)
+        flags["days"] = Flag("days", "infeasible", "the given layout cannot run on these GPUs "
+                             "(see the warnings)" if given else
+                             "no layout splits the batch over these GPUs")
+    elif not pl.fits:
+        flags["fits"] = Flag("fits", "infeasible", f"{inp.model.id} does not fit in "
+                             f"{inp.gpu.id} memory on {pl.gpus:,} GPUs in any layout tried")
+        flags["days"] = Flag("days", "infeasible", "the layout does not fit in memory: these "
+                             "days assume memory the GPUs do not have")
+        flags["memory_gb_per_gpu"] = flags["fits"]
+
+
+def _utilization_checks(inp, pl, pr, warnings: list, flags: dict) -> None:
+    """MFU beyond what published runs reach, and the pipeline bubble's fixes."""
+    verdict = ut.assess_utilization(pr.mfu, precision=inp.scenario.precision)
+    for f in verdict.findings:
+        warnings.append(f.message)
+        flags["mfu"] = Flag("mfu", "implausible", f.message)
+    # the bubble's fixes where the bubble is what limits MFU (a bubble the batch leaves
+    # is the batch's: its note says which batch fills the GPUs)
+    if pl.layout is not None and pl.layout.pp > 1 and pr.bubble_share > 0.10 and \
+            pr.mfu_limit is not None and pr.mfu_limit.limit == "bubble":
+        _bubble_note(inp, pl, pr, warnings)
+
+
+def _bubble_note(inp, pl, pr, warnings: list) -> None:
+    """The batch that would shrink a pipeline bubble too large for the layout."""
+    try:
+        adv = pipeline_batch.batch_advice(
+            inp.model, inp.gpu, pl.layout.pp, pl.layout.interleave,
+            pl.layout.num_microbatches, pl.layout.micro_batch, pl.layout.dp,
+            inp.model.seq_len)
+        if adv.too_small:
+            # the planner already searched fewer stages and deeper interleaving and
+            # kept this layout as the fastest that fits: only the batch is the
+            # reviewer's to change
+            larger = [p for p in adv.proposals if p.startswith("a larger batch")]
+            warnings.append(f"{adv.message}; the planner found no faster layout with "
+                            "fewer stages or deeper interleaving that fits"
+                            + (f"; {larger[0]}" if larger else ""))
+    except ValueError:
+        warnings.append(f"pipeline bubble {pr.bubble_share:.0%} of the step: too few "
+                        "micro-batches per replica for PP "
+                        f"{pl.layout.pp}; a larger global batch would shrink it")
+
+
+def _estimate_checks(inp, e, warnings: list, flags: dict) -> None:
+    """The estimate's days and utilization: uncalibrated band, beyond plausible, far from
+    the napkin."""
+    if e.band is not None and not e.band.calibrated:
+        _put(flags, Flag("days", "uncalibrated", e.band.reason))
+        warnings.append(f"step model: {e.band.reason}; days and dollars carry that band")
+    if e.days is not None:
+        if e.days > 3650:
+            _put(flags, Flag("days", "implausible", f"{e.days:,.0f} days ({e.days / 365:,.0f} "
+                             "years): no one plans a run this long; add GPUs or cut tokens"))
+        # against the peak the GEMMs run at (FP8: twice the BF16 peak that MFU is stated on)
+        gemm_share = g_peak_ratio(inp.gpu, inp.scenario.precision)
+        if e.effective_utilization is not None and e.effective_utilization * gemm_share > 0.6:
+            flags["effective_utilization"] = Flag("effective_utilization", "implausible",
+                                                  "above any published large run")
+    if e.gpu_hours is not None and e.napkin_gpu_hours:
+        warnings.append(napkin_note(e))
+        ratio = e.gpu_hours / e.napkin_gpu_hours
+        if not 1 / napkin.NAPKIN_FLAG_RATIO <= ratio <= napkin.NAPKIN_FLAG_RATIO:
+            _put(flags, Flag("days", "implausible",
+                             f"{ratio:.2g}x the napkin (6 N D at 40% of the dense BF16 peak): "
+                             + napkin_note(e, lead=False)))
 
 
 
