@@ -336,7 +336,8 @@ def _result(rows, rank_ids, hosts, devices, op_from, notes=(), nics=None,
     if np.isfinite(max_err).any():
         notes.append("older nccl-tests 'error' column: the largest numerical error "
                      f"({np.nanmax(max_err):g}), not a count of wrong elements")
-    device = max(set(devices), key=devices.count) if devices else None
+    # the device most ranks print; at a tie the first printed (a set would order by hash)
+    device = max(dict.fromkeys(devices), key=devices.count) if devices else None
     return NcclTests(op=ops.astype(str), size_bytes=np.array(cols[1], dtype=float),
                      time_us=np.array(cols[3], dtype=float), algbw_gb_per_s=alg,
                      busbw_gb_per_s=bus, busbw_in_place_gb_per_s=np.array(cols[7], dtype=float),

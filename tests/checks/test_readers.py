@@ -47,6 +47,20 @@ def test_nccl_text_with_rank_lines_a3mega():
     assert np.all(r.wrong == 0)
 
 
+def test_device_at_a_tie_is_the_first_printed_whatever_the_hash_seed():
+    # half the ranks renamed: 8 print each device; the first printed wins, on every run
+    text = (DATA / "nccl_all_reduce_a3mega_h100_16.txt").read_text()
+    lines, seen = [], 0
+    for x in text.splitlines():
+        if "Rank " in x and seen < 8:
+            x, seen = x.replace("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"), seen + 1
+        lines.append(x)
+    assert nccl_tests.read("\n".join(lines)).device == "NVIDIA H100 PCIe"
+    flipped = [x.replace("NVIDIA H100 PCIe", "TMP").replace("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe")
+               .replace("TMP", "NVIDIA H100 80GB HBM3") for x in lines]
+    assert nccl_tests.read("\n".join(flipped)).device == "NVIDIA H100 80GB HBM3"
+
+
 def test_ranks_from_the_bus_bandwidth_factor():
     # 338.82 / 180.71 = 1.875 = 2 (n-1) / n with n = 16, as the Rank lines say
     text = (DATA / "nccl_all_reduce_a3mega_h100_16.txt").read_text()
