@@ -99,6 +99,25 @@ def bench_planner():
                  f"{P.evaluated / t:,.0f} layouts/s; {P.feasible:,} fit"))
 
 
+def bench_sizing():
+    from llmcost.planning import sizing
+    cat = catalog.default()
+    m, g = cat.model("llama3-405b"), cat.gpu("h100-sxm")
+    args = (m, 15e12, g, cat.fabric("nvlink4"), cat.fabric("ib-ndr"), 90)
+    result = {}
+
+    def run():
+        result["s"] = sizing.size_cluster(*args)
+
+    run()          # numpy's first calls and the catalog out of the timing
+    t = timed(run)
+    S = result["s"]
+    met = f"{S.gpus:,} GPUs meet it" if S.meets_target else \
+        f"not met (fastest {S.nearest.fastest_days:.0f} days)"
+    ROWS.append(("sizing by target days, Llama 3.1 405B, 15T tokens in 90 days", len(S.table), t,
+                 f"{len(S.table) / t:,.0f} sizes/s; {met}"))
+
+
 def bench_spot_monte_carlo():
     from llmcost.economics import spot
     n = 100_000
@@ -191,6 +210,7 @@ def bench_voila():
 def main():
     bench_memory_and_flops()
     bench_planner()
+    bench_sizing()
     bench_spot_monte_carlo()
     bench_review()
     bench_apps()

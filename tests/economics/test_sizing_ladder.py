@@ -2,7 +2,6 @@
 fine-tune ladder of seed 003 (each claim checked; where it does not hold, what is true)."""
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -121,16 +120,6 @@ def test_sizing_days_equal_a_fresh_plan_at_that_size(mid, tokens, days, gpu, up,
     # the table row of that size says the same
     row = S.table[S.table["gpus"] == n].iloc[0]
     assert row["days"] == pytest.approx(d, rel=1e-12)
-
-
-@pytest.mark.slow
-def test_sizing_is_fast_for_llama3_405b():
-    m = CAT.model("llama3-405b")
-    sizing.size_cluster(m, 15e12, H100, NVL4, NDR, 90)       # warm numpy up
-    t = time.perf_counter()
-    sizing.size_cluster(m, 15e12, H100, NVL4, NDR, 90)
-    # measured 0.1-0.2 s on the development machine; 2 s catches an explosion
-    assert time.perf_counter() - t < 2.0
 
 
 @pytest.mark.slow
