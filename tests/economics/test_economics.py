@@ -207,7 +207,9 @@ def test_size_cluster_meets_target_above_memory_floor():
     assert S.memory_floor_gpus == 16
 
 
-@pytest.mark.slow
+# random pairs of targets: make test-grid; make test checks the same invariant on a ladder of
+# eight targets (tests/economics/test_sizing_ladder.py)
+@pytest.mark.grid
 @settings(max_examples=8, deadline=None)
 @given(st.floats(5, 200), st.floats(5, 200))
 def test_more_days_never_need_more_gpus(d1, d2):
