@@ -114,6 +114,13 @@ def load_kwargs(row) -> dict:
     raise ValueError(f"{row['id']}: load_shape {shape!r} is not concurrency, rate or burst")
 
 
+def first_wave(row) -> int:
+    """Requests a point sends at once: every prompt of a burst, else the client's concurrency
+    (at most the prompts)."""
+    n = int(row["num_prompts"])
+    return n if row["load_shape"] == "burst" else min(int(row["concurrency"]), n)
+
+
 def ttft_floor_ms(row, cat) -> float:
     """The mean TTFT no engine can beat on a point's hardware [ms]
     (:func:`llmcost.serving.latency.mean_ttft_floor_s`: the first wave of prompts prefilled
@@ -125,10 +132,9 @@ def ttft_floor_ms(row, cat) -> float:
     m, g = cat.model(row["model"]), cat.gpu(row["gpu"])
     vocab = m.embedding_params + (0 if m.tied_embeddings else m.output_params)
     flops = 2.0 * max(m.active_params - vocab, 1)
-    n = int(row["num_prompts"])
-    wave = n if row["load_shape"] == "burst" else min(int(row["concurrency"]), n)
     peak = serving_predict.compute_peak_tflops(g, row["weights"]) * 1e12 * int(row["gpus"])
-    return float(latency.mean_ttft_floor_s(flops, float(row["isl"]), wave, n, peak)) * 1e3
+    return float(latency.mean_ttft_floor_s(flops, float(row["isl"]), first_wave(row),
+                                           int(row["num_prompts"]), peak)) * 1e3
 
 
 @lru_cache(maxsize=None)
@@ -143,17 +149,16 @@ def floor_draw_share(first_wave: int, quantile: float = FLOOR_QUANTILE, draws: i
     return float(np.quantile(sums, quantile) / sums.mean())
 
 
-def below_floor(row, cat) -> bool:
-    """The point's published mean TTFT is under :func:`ttft_floor_ms` at the
-    FLOOR_QUANTILE of the prompt lengths' draw (:func:`floor_draw_share`)."""
+def below_floor(row, cat, floor_ms: float | None = None) -> bool:
+    """The point's published mean TTFT is under :func:`ttft_floor_ms` (``floor_ms`` when the
+    caller has it) at the FLOOR_QUANTILE of the prompt lengths' draw
+    (:func:`floor_draw_share`)."""
     if _blank(row.get("ttft_ms")):
         return False
-    floor = ttft_floor_ms(row, cat)
+    floor = ttft_floor_ms(row, cat) if floor_ms is None else floor_ms
     if not np.isfinite(floor):
         return False
-    n = int(row["num_prompts"])
-    wave = n if row["load_shape"] == "burst" else min(int(row["concurrency"]), n)
-    return bool(float(row["ttft_ms"]) < floor_draw_share(wave) * floor)
+    return bool(float(row["ttft_ms"]) < floor_draw_share(first_wave(row)) * floor)
 
 
 def predict_point(row, cat, overrides=None) -> dict:
@@ -206,7 +211,7 @@ def errors_table(rows: pd.DataFrame, cat, predict_fn=predict_point) -> pd.DataFr
             line["status"] = "predicted"
             line["fits"] = pred["fits"]
         line["ttft_ms_floor"] = ttft_floor_ms(r, cat) if ok[i] else np.nan
-        line["below_floor"] = below_floor(r, cat) if ok[i] else False
+        line["below_floor"] = below_floor(r, cat, line["ttft_ms_floor"]) if ok[i] else False
         for k in METRICS:
             pub = float(r[k]) if not _blank(r[k]) else np.nan
             got = pred[k] if pred else np.nan
@@ -267,8 +272,9 @@ def _log_errors(rows, cat, eng_id, values, params):
     out = []
     for _, r in rows.iterrows():
         got = predict_point(r, cat, overrides=over)
+        low = below_floor(r, cat)
         for k in FIT_METRICS:
-            if k == "ttft_ms" and below_floor(r, cat):
+            if k == "ttft_ms" and low:
                 continue
             if not _blank(r[k]) and float(r[k]) > 0 and np.isfinite(got[k]) and got[k] > 0:
                 out.append(np.log(got[k] / float(r[k])))
