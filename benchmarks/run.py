@@ -186,7 +186,7 @@ def bench_apps(rounds=5):
     panel.timings.clear()
     for _ in range(rounds):
         for x in CHANGES["sizing"][1]:
-            for key in [k for k in chain._CACHE if k[0].sizing != "days"]:
+            for key in [k for k in chain._CACHE if k[1].sizing != "days"]:
                 del chain._CACHE[key]
             panel.set(gpus=x)
     t = np.array(panel.timings)

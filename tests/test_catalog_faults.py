@@ -129,7 +129,7 @@ def _cases():
                 cases.append((t, c, "0", "a zero"))
             if c in counts:
                 cases.append((t, c, "8.5", "a fractional count"))
-        for c in FLAGS.get(t, ()):
+        for c in sorted(FLAGS.get(t, ())):
             cases.append((t, c, "maybe", "a flag neither true nor false"))
         for c in ("id", "source", "as_of", *REQUIRED[t]):
             cases.append((t, c, "", "an empty required cell"))

@@ -147,9 +147,36 @@ _CACHE: "OrderedDict[tuple, Results]" = OrderedDict()
 _CACHE_SIZE = 64
 
 
+def resolved_key(s: Scenario, cat: catalog_mod.Catalog) -> Scenario:
+    """The scenario as the chain resolves it: a GPU, model or fabric alias as its catalog id,
+    ``fabric="auto"`` as the fabric it stands for when no price offer names one, a sequence
+    length equal to the catalog model's as the model's own. Two scenarios with one key give
+    the same figures, so they share one run of the chain (``llmcost size --gpu h100`` and the
+    review of ``gpu=h100-sxm``). A scenario whose ids do not resolve is its own key: the
+    chain refuses it in its own words."""
+    try:
+        g = cat.gpu(s.gpu)
+        kw: dict = {"gpu": g.id}
+        if s.model != "config":
+            m = cat.model(s.model)
+            kw["model"] = m.id
+            if s.seq_len == m.seq_len:
+                kw["seq_len"] = 0
+        if s.fabric == "auto":
+            if stages.offer_fabric_of(s, cat, g) is None:
+                kw["fabric"] = cat.fabric(g.scale_out_id("auto")).id
+        elif s.fabric != "custom":
+            kw["fabric"] = cat.fabric(s.fabric).id
+    except v.InputError:
+        return s
+    return replace(s, **kw)
+
+
 def evaluate(s: Scenario, cat: catalog_mod.Catalog | None = None) -> Results:
-    """All figures of a review for one Scenario (cached: the same Scenario and catalog give
-    the same Results object, so every view of a figure reads one computation)."""
+    """All figures of a review for one Scenario, cached on the resolved inputs
+    (:func:`resolved_key`): the same Scenario and catalog give the same Results object, and a
+    scenario that resolves alike shares its stages' results, so every view of a figure reads
+    one computation."""
     if not isinstance(s, Scenario):
         # Scenario.from_query returns (scenario, warnings): passing the pair is the usual slip
         hint = (" (Scenario.from_query returns (scenario, warnings): pass its first item)"
@@ -158,13 +185,29 @@ def evaluate(s: Scenario, cat: catalog_mod.Catalog | None = None) -> Results:
     if cat is not None and not isinstance(cat, catalog_mod.Catalog):
         raise v.InputError("cat", f"cat must be a Catalog or None, got {type(cat).__name__}")
     cat = catalog_mod.default() if cat is None else cat
-    key = (s, id(cat))
+    own = _cached(("scenario", s, id(cat)), cat)
+    if own is not None:
+        return own
+    # its own namespace: a scenario already canonical equals another's key, not its Results
+    key = ("resolved", resolved_key(s, cat), id(cat))
+    hit = _cached(key, cat)
+    if hit is None:
+        hit = DEFAULT_CHAIN.run(s, cat)
+        _store(key, hit)
+    res = hit if hit.scenario == s else hit.for_scenario(s)
+    _store(("scenario", s, id(cat)), res)
+    return res
+
+
+def _cached(key: tuple, cat: catalog_mod.Catalog) -> Results | None:
     hit = _CACHE.get(key)
-    if hit is not None and hit.inputs.catalog is cat:
-        _CACHE.move_to_end(key)
-        return hit
-    res = DEFAULT_CHAIN.run(s, cat)
+    if hit is None or hit.inputs.catalog is not cat:
+        return None
+    _CACHE.move_to_end(key)
+    return hit
+
+
+def _store(key: tuple, res: Results) -> None:
     _CACHE[key] = res
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
-    return res

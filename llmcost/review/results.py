@@ -6,7 +6,7 @@ these objects, computed once by its stage: the same number everywhere by constru
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -282,6 +282,12 @@ class Results:
     warnings: list = field(default_factory=list)
     flags: dict = field(default_factory=dict)      # headline key -> Flag
     _series: dict = field(default_factory=dict, repr=False)
+
+    def for_scenario(self, s: Scenario) -> "Results":
+        """These results for a scenario that resolves alike
+        (:func:`llmcost.review.chain.resolved_key`): every stage's result shared, the
+        scenario (and so the link and the scenario's own fields in the JSON) ``s``."""
+        return replace(self, scenario=s, inputs=replace(self.inputs, scenario=s), _series={})
 
     # ------------------------------------------------------------ views
     @property

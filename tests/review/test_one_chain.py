@@ -238,9 +238,36 @@ def test_one_scenario_runs_the_chain_once_and_sizes_once(capsys, monkeypatch):
     # a run no other test reviews first (the cache is the process's)
     q = "model=llama2-13b&tokens=7.7e11&gpu=h100-sxm&sizing=days&target_days=9"
     run(capsys, "review", "--query", q)
-    run(capsys, "size", "--model", "llama2-13b", "--tokens", "7.7e11", "--gpu", "h100-sxm",
-        "--days", "9")
+    # the GPU by its alias and the fabric "auto" stands for, named: one resolved run
+    run(capsys, "size", "--model", "llama2-13b", "--tokens", "7.7e11", "--gpu", "H100",
+        "--fabric", "ib-ndr", "--days", "9")
     run(capsys, "ladder", "--model", "llama2-13b", "--pretrain-tokens", "7.7e11", "--gpu",
-        "h100-sxm", "--pretrain-days", "9")
+        "h100", "--pretrain-days", "9")
     SizingApp(query=q)
     assert len(runs) == 1 and len(sizes) == 1, ([s.to_query() for s in runs], len(sizes))
+
+
+def test_scenarios_that_resolve_alike_share_one_run_each_with_its_own_link(monkeypatch):
+    runs = []
+    run_chain = chain.ReviewChain._run
+    monkeypatch.setattr(chain.ReviewChain, "_run",
+                        lambda self, s, cat: runs.append(s) or run_chain(self, s, cat))
+    monkeypatch.setattr(chain, "_CACHE", type(chain._CACHE)())
+    base = dict(model="llama3-8b", tokens=3e11, sizing="days", target_days=20.0)
+    # "h100" is the catalog's alias of h100-sxm; "auto" the GPU's usual fabric, ib-ndr; 8,192
+    # the model's own sequence length
+    alias = Scenario(**base, gpu="h100")
+    named = Scenario(**base, gpu="h100-sxm", fabric="ib-ndr", seq_len=8192)
+    a, b = evaluate(alias), evaluate(named)
+    assert len(runs) == 1
+    assert a.headline == b.headline and a.predict is b.predict and a.plan is b.plan
+    assert (a.scenario, b.scenario, b.inputs.scenario) == (alias, named, named)
+    assert a.to_json()["scenario"]["fabric"] == "auto"
+    assert b.to_json()["scenario"]["fabric"] == "ib-ndr"
+    assert evaluate(named) is b and evaluate(alias) is a
+    # fabric=auto with an offer sold on another fabric times on that fabric: a run of its own
+    offers = CAT.prices()
+    row = offers[(offers["gpu"] == "h100-sxm") & (offers["fabric"] != "ib-ndr")
+                 & offers["fabric"].isin(CAT.fabrics()["id"])].iloc[0]
+    c = evaluate(Scenario(**base, gpu="h100", price_offer=row["id"]))
+    assert len(runs) == 2 and c.inputs.scale_out.id == row["fabric"]
