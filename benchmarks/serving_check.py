@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from llmcost import catalog  # noqa: E402
 from llmcost.serving import engines, latency  # noqa: E402
 from llmcost.serving import predict as serving_predict  # noqa: E402
+from llmcost.serving.deployment import Deployment, Workload  # noqa: E402
 
 ROWS = ROOT / "data" / "serving_measurements.csv"
 #: the figures compared: published column = predicted key (the median TTFT where a source
@@ -180,10 +181,11 @@ def predict_point(row, cat, overrides=None) -> dict:
     ew = row.get("expert_weights")
     kv = row.get("kv")
     p = serving_predict.predict(
-        m, g, cat.fabric(g.scale_up), eng, isl=isl, osl=osl, tp=int(row["tp"]),
-        ep=1 if _blank(row.get("ep")) else int(row["ep"]), weights=row["weights"],
-        expert_weights=None if _blank(ew) else ew, kv=None if _blank(kv) else kv,
-        attention_dp=adp, **load_kwargs(row))
+        Deployment(m, g, cat.fabric(g.scale_up), tp=int(row["tp"]),
+                   ep=1 if _blank(row.get("ep")) else int(row["ep"]), weights=row["weights"],
+                   expert_weights=None if _blank(ew) else ew, kv=None if _blank(kv) else kv,
+                   attention_dp=adp, engine=row["engine"]),
+        Workload(isl=isl, osl=osl, **load_kwargs(row)), eng)
     p50 = np.nan if p.ttft_p50_s is None else float(np.asarray(p.ttft_p50_s)) * 1e3
     return {"ttft_ms": float(np.asarray(p.ttft_s)) * 1e3, "ttft_ms_p50": p50,
             "tpot_ms": float(np.asarray(p.tpot_s)) * 1e3,

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog as catalog_mod
+from .deployment import Deployment, Workload
 from .engines import Engine
 from .predict import predict
 
@@ -28,8 +29,9 @@ def predict_rows(rows: pd.DataFrame, eng: Engine, cat: catalog_mod.Catalog | Non
     for r in rows.itertuples():
         m, g = cat.model(r.model), cat.gpu(r.gpu)
         c = None if pd.isna(r.concurrency) or r.concurrency == "" else int(r.concurrency)
-        p = predict(m, g, cat.fabric(g.scale_up), eng, isl=int(r.isl), osl=int(r.osl),
-                    tp=int(r.tp), ep=int(r.ep), weights=r.weights, kv=r.kv, concurrency=c)
+        p = predict(Deployment(m, g, cat.fabric(g.scale_up), tp=int(r.tp), ep=int(r.ep),
+                               weights=r.weights, kv=r.kv, engine=eng.id),
+                    Workload(isl=int(r.isl), osl=int(r.osl), concurrency=c), eng)
         out.append({"id": r.id, "output_tokens_per_s_per_gpu": float(p.output_tokens_per_s_per_gpu),
                     "ttft_ms": float(p.ttft_s) * 1e3, "tpot_ms": float(p.tpot_s) * 1e3,
                     "latency_ms": float(p.latency_s) * 1e3,

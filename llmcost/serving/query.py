@@ -4,14 +4,18 @@ settings it used, what its constants are calibrated against and why its concurre
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
+
+import numpy as np
 
 from .. import _validate as v
 from .. import catalog as catalog_mod
 from ..training import hf_config
 from . import cost, engines
 from . import memory as mem
+from .deployment import Deployment, Search, Workload
 from .engines import ENGINES
 from .serve import option_prices, plan, serve
 
@@ -152,23 +156,23 @@ def answer(query: str, model_config: str | None = None, cat: catalog_mod.Catalog
     up = cat.fabric(gpu.scale_up)
     settings = {k: q[k] for k in engines.KEYS if k in q}
     kv = None if q.get("kv") in (None, "auto") else q["kv"]
-    common = dict(isl=q["isl"], osl=q["osl"], engine=q["engine"], weights=q["weights"],
-                  expert_weights=q.get("expert_weights"), kv=kv,
-                  attention_dp=None if "attention_dp" not in q else q["attention_dp"] == "1",
-                  requests=q.get("num_prompts"), settings=settings)
+    attention_dp = None if "attention_dp" not in q else q["attention_dp"] == "1"
     if q.get("expert_weights") and not m.is_moe:
         raise v.InputError("expert_weights", f"expert_weights applies to MoE models; {m.id} "
                                              "is dense")
+    base = Deployment(m, gpu, up, weights=q["weights"], expert_weights=q.get("expert_weights"),
+                      kv=kv, attention_dp=attention_dp, engine=q["engine"], settings=settings)
+    workload = Workload(isl=q["isl"], osl=q["osl"], requests=q.get("num_prompts"))
     limits = {k: q[k] for k in ("ttft_ms_max", "tpot_ms_max") if k in q}
     if "tp" in q and not limits:
-        out = serve(m, gpu, up, tp=q["tp"], ep=q["ep"], concurrency=q.get("concurrency"),
-                    **common)
+        out = serve(replace(base, tp=q["tp"], ep=q["ep"]),
+                    replace(workload, concurrency=q.get("concurrency")))
     else:
         if "tp" not in q and "ep" in given:
             raise v.InputError("ep", "ep needs tp: give the layout (tp=..&ep=..) or neither")
-        conc = [q["concurrency"]] if "concurrency" in q else None
+        conc = np.atleast_1d(q["concurrency"]) if "concurrency" in q else None
         tps = [q["tp"]] if "tp" in q else None
-        p = plan(m, gpu, up, tps=tps, concurrencies=conc, **limits, **common)
+        p = plan(base, replace(workload, concurrency=conc), Search(tps=tps, **limits))
         if not p["layouts"]:
             out = {"fits": False, "evaluated": p["evaluated"], "feasible": 0, "candidates": [],
                    "engine": p["engine"],
@@ -193,9 +197,8 @@ def answer(query: str, model_config: str | None = None, cat: catalog_mod.Catalog
                               option_prices(gpu, cat).items()}
         # the same traffic as an arrival rate: each instance's share, Poisson, simulated
         per = q["requests_per_s"] / max(gpus / out["tp"], 1.0)
-        at = serve(m, gpu, up, tp=out["tp"], ep=out["ep"], request_rate=per,
-                   requests=q.get("num_prompts"), **{k: x for k, x in common.items()
-                                                     if k != "requests"})
+        at = serve(replace(base, tp=out["tp"], ep=out["ep"]),
+                   replace(workload, request_rate=per))
         out["arrivals"] = {k: at[k] for k in (
             "load_shape", "ttft_ms", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms", "queue_ms",
             "running_batch", "achieved_requests_per_s", "saturation_requests_per_s")}
@@ -206,7 +209,7 @@ def answer(query: str, model_config: str | None = None, cat: catalog_mod.Catalog
     adp = out.get("attention_dp")
     out["engine_settings"] = engines.settings(
         q["engine"], gpu, out.get("tp", q.get("tp", 1)),
-        bool(adp) if adp is not None else bool(common["attention_dp"]), **settings)
+        bool(adp) if adp is not None else bool(attention_dp), **settings)
     out["calibration"] = engines.calibration(q["engine"])
     uncalibrated = engines.gpu_calibration_note(gpu.id)
     if uncalibrated:

@@ -27,6 +27,7 @@ References
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, NamedTuple, cast
 
 import numpy as np
@@ -180,12 +181,236 @@ def request_lengths(mean_tokens: int, n_requests: int, spread: float = 0.0,
     return np.random.default_rng(seed).permutation(x)
 
 
-def simulate(step_time_s: Callable, *, isl: int, osl: int, n_requests: int,
-             max_running: ArrayLike, token_budget: ArrayLike, kv_capacity_tokens: ArrayLike,
-             concurrency: ArrayLike | None = None, arrivals_s: ArrayLike | None = None,
-             length_spread: float | tuple[float, float] = 0.0) -> Simulated:
-    r"""Serve ``n_requests`` prompts of ``isl`` tokens, each answered with ``osl`` tokens, step
-    by step, for K configurations at once.
+@dataclass(frozen=True)
+class Requests:
+    """The prompts of a benchmark run: how many, how long, and when they are sent.
+
+    Parameters
+    ----------
+    isl, osl : int
+        Prompt and output tokens per request, their means when they spread [-].
+    n_requests : int
+        N, prompts the run sends [-].
+    concurrency : int or array or None
+        The client's cap on requests in flight (K,): request i is sent when request i - C
+        completes, the first C at once. None: ``arrivals_s`` sets the arrivals.
+    arrivals_s : array or None
+        (K, N) or (N,) arrival times [s] (a rate: :func:`poisson_arrivals_s`); None with no
+        ``concurrency``: a burst, every prompt at 0.
+    length_spread : float or (float, float)
+        Prompt and output lengths spread about their means (one for both, or each)
+        (:func:`request_lengths`) [-]: 0, every request alike (a closed loop of identical
+        requests stays in step, waves and all); a benchmark's random dataset spreads them.
+    """
+
+    isl: int
+    osl: int
+    n_requests: int
+    concurrency: ArrayLike | None = None
+    arrivals_s: ArrayLike | None = None
+    length_spread: float | tuple[float, float] = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "isl", int(v.integer("isl", self.isl)))
+        object.__setattr__(self, "osl", int(v.integer("osl", self.osl)))
+        object.__setattr__(self, "n_requests", int(v.integer("num_prompts", self.n_requests)))
+        if self.concurrency is not None:
+            object.__setattr__(self, "concurrency", v.integer("concurrency", self.concurrency))
+        if self.arrivals_s is not None:
+            object.__setattr__(self, "arrivals_s", np.asarray(self.arrivals_s, dtype=float))
+
+    def lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each request's prompt and output tokens (:func:`request_lengths`) [-], (N,)."""
+        spread = self.length_spread
+        # np.ndim 0: one spread for both lengths, else the pair
+        f_in, f_out = cast("tuple[float, float]", (spread, spread)
+                           if np.ndim(spread) == 0 else spread)
+        return (request_lengths(self.isl, self.n_requests, f_in, ARRIVAL_SEED),
+                request_lengths(self.osl, self.n_requests, f_out, ARRIVAL_SEED + 1))
+
+
+@dataclass(frozen=True)
+class Batching:
+    """An engine's limits on its steps, per configuration (scalars or (K,) arrays).
+
+    Parameters
+    ----------
+    max_running : int or array
+        Cap on running sequences (``max_num_seqs``) [-].
+    token_budget : int or array
+        Tokens one step may process (``max_num_batched_tokens``) [-].
+    kv_capacity_tokens : float or array
+        Tokens the KV cache holds [-].
+    """
+
+    max_running: ArrayLike
+    token_budget: ArrayLike
+    kv_capacity_tokens: ArrayLike
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "max_running", v.integer("max_num_seqs", self.max_running))
+        object.__setattr__(self, "token_budget",
+                           v.integer("max_num_batched_tokens", self.token_budget))
+        object.__setattr__(self, "kv_capacity_tokens",
+                           v.nonnegative("kv_capacity_tokens", self.kv_capacity_tokens))
+
+
+class _Step(NamedTuple):
+    """What one engine step runs, per configuration."""
+
+    #: (K, N): requests past their prefill, each decoding one token
+    decoding: np.ndarray
+    #: (K, N): requests still in their prompt
+    prefilling: np.ndarray
+    #: (K, N): prompt tokens of each request the step processes
+    alloc: np.ndarray
+    #: (K,): decoding sequences b and prompt tokens n_p
+    decodes: np.ndarray
+    prefill_tokens: np.ndarray
+
+
+class _Run:
+    """The clocks and per-request state of K configurations x N requests, advanced step by
+    step: admission, the step's batch, the clock and the client's closed loop."""
+
+    def __init__(self, requests: Requests, batching: Batching, shape: tuple) -> None:
+        k, n = (int(np.prod(shape)) if shape else 1), requests.n_requests
+
+        def flat(x: ArrayLike) -> np.ndarray:
+            return np.broadcast_to(np.asarray(x, dtype=float), shape).reshape(k).copy()
+
+        self.cap_seq = flat(batching.max_running)
+        self.budget = flat(batching.token_budget)
+        self.kv_cap = flat(batching.kv_capacity_tokens)
+        self.isl_i, self.osl_i = requests.lengths()
+        self.need_i = (self.isl_i + self.osl_i)[None, :]
+        self.k, self.n = k, n
+        self.conc: np.ndarray | None = None
+        if requests.concurrency is not None:
+            self.conc = flat(requests.concurrency).astype(int)
+            self.arrive = np.full((k, n), np.inf)
+            self.arrive[np.arange(n)[None, :] < self.conc[:, None]] = 0.0
+        else:
+            # no arrivals given: a burst, every prompt at once
+            arr = np.zeros(n) if requests.arrivals_s is None \
+                else np.asarray(requests.arrivals_s)
+            self.arrive = np.broadcast_to(arr.reshape((-1, n)) if arr.ndim > 1 else arr,
+                                          (k, n)).copy()
+        self.t = np.zeros(k)
+        self.pre_left = np.broadcast_to(self.isl_i, (k, n)).copy()
+        self.dec_left = np.broadcast_to(self.osl_i - 1.0, (k, n)).copy()
+        self.admitted = np.zeros((k, n), dtype=bool)
+        self.done = np.zeros((k, n), dtype=bool)
+        self.start = np.full((k, n), np.nan)   # the first step that runs a chunk of its prompt
+        self.first = np.full((k, n), np.nan)
+        self.finish = np.full((k, n), np.nan)
+        self.batch_time = np.zeros(k)
+        self.busy = np.zeros(k)
+        self.steps = np.zeros(k, dtype=int)
+        self.sent = np.minimum(self.conc, n) if self.conc is not None else None
+
+    def admit(self) -> None:
+        """Admission, FCFS: as many arrived waiting requests as the cap and the KV allow."""
+        running = self.admitted & ~self.done
+        waiting = ~self.admitted & (self.arrive <= self.t[:, None] + 1e-12)
+        room = self.cap_seq - running.sum(axis=1)
+        free = self.kv_cap - (running * self.need_i).sum(axis=1)
+        order = np.cumsum(waiting, axis=1)
+        # first come first served: a request that does not fit blocks those behind it
+        fits_kv = np.cumsum(waiting * self.need_i, axis=1) <= free[:, None]
+        fits_kv = np.minimum.accumulate(fits_kv | ~waiting, axis=1)
+        self.admitted |= waiting & (order <= np.maximum(room, 0)[:, None]) & fits_kv
+
+    def batch(self) -> _Step:
+        """The step's batch: every running request past its prefill decodes; the rest of the
+        token budget goes to prompt chunks in arrival order."""
+        running = self.admitted & ~self.done
+        decoding = running & (self.pre_left <= 0)
+        b = decoding.sum(axis=1).astype(float)
+        prefilling = running & (self.pre_left > 0)
+        left = np.where(prefilling, self.pre_left, 0.0)
+        room_tok = np.maximum(self.budget - b, 0.0)
+        before = np.cumsum(left, axis=1) - left
+        alloc = np.clip(room_tok[:, None] - before, 0.0, left)
+        return _Step(decoding, prefilling, alloc, b, alloc.sum(axis=1))
+
+    def jump_to_next_arrival(self, idle: np.ndarray) -> bool:
+        """Where nothing runs the clock jumps to the next arrival; whether any clock moved."""
+        nxt = np.where(~self.admitted, self.arrive, np.inf).min(axis=1)
+        jump = idle & np.isfinite(nxt)
+        self.t[jump] = np.maximum(self.t[jump], nxt[jump])
+        return bool(jump.any())
+
+    def repeats(self, step: _Step, work: np.ndarray, dt: np.ndarray) -> np.ndarray:
+        """Decode-only steps repeat unchanged until a request completes or one arrives: how
+        many run at once (the same steps, counted one by one)."""
+        repeat = np.ones(self.k)
+        only = work & (step.prefill_tokens == 0) & (step.decodes > 0)
+        if only.any():
+            to_done = np.where(step.decoding, self.dec_left, np.inf).min(axis=1)
+            nxt = np.where(~self.admitted & (self.arrive > self.t[:, None]), self.arrive,
+                           np.inf).min(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                to_arrival = np.floor((nxt - self.t) / np.where(dt > 0, dt, np.inf))
+            repeat = np.where(only, np.maximum(1.0, np.minimum(to_done, to_arrival)), 1.0)
+        return repeat
+
+    def advance(self, step: _Step, work: np.ndarray, dt: np.ndarray,
+                repeat: np.ndarray) -> None:
+        """Run the step ``repeat`` times: the clock, the prompts and decodes left, the first
+        tokens and completions."""
+        dt_all = dt * repeat
+        t0 = self.t.copy()
+        self.t = t = self.t + dt_all
+        self.steps += np.where(work, repeat, 0).astype(int)
+        self.batch_time += step.decodes * dt_all
+        self.busy += dt_all
+        began = (step.alloc > 0) & np.isnan(self.start)
+        self.start[began] = np.broadcast_to(t0[:, None], self.start.shape)[began]
+        self.pre_left = self.pre_left - step.alloc
+        got_first = step.prefilling & (self.pre_left <= 0) & np.isnan(self.first)
+        self.first[got_first] = np.broadcast_to(t[:, None], self.first.shape)[got_first]
+        self.dec_left = self.dec_left - step.decoding * repeat[:, None]
+        fin = (step.decoding & (self.dec_left <= 0)) | (got_first & (self.dec_left <= 0))
+        self.finish[fin] = np.broadcast_to(t[:, None], self.finish.shape)[fin]
+        self.done |= fin
+        if self.conc is not None:
+            self._release(fin.sum(axis=1))
+
+    def _release(self, completed: np.ndarray) -> None:
+        # the client sends the next request as one completes (closed loop): the f that
+        # completed this step release requests sent .. sent + f - 1, now
+        f, n = completed, self.n
+        assert self.sent is not None     # set with conc
+        idx = np.arange(n)[None, :]
+        rel = (idx >= self.sent[:, None]) & (idx < (self.sent + f)[:, None])
+        self.arrive[rel] = np.broadcast_to(self.t[:, None], self.arrive.shape)[rel]
+        self.sent = np.minimum(self.sent + f, n)
+
+    def summary(self, shape: tuple) -> Simulated:
+        """Means over the requests per configuration, in the configurations' shape."""
+        osl_i, k = self.osl_i, self.k
+        arrive_f = np.where(np.isfinite(self.arrive), self.arrive, np.nan)
+        ttft = self.first - arrive_f
+        tpot = np.where(osl_i > 1, (self.finish - self.first) / np.maximum(osl_i - 1.0, 1.0),
+                        np.nan)
+        lat = self.finish - arrive_f
+        queue = self.start - arrive_f
+        dur = np.nanmax(self.finish, axis=1) - np.nanmin(arrive_f, axis=1)
+        out = Simulated(
+            ttft_s=np.nanmean(ttft, axis=1), ttft_p50_s=np.nanmedian(ttft, axis=1),
+            ttft_p99_s=np.nanpercentile(ttft, 99, axis=1),
+            tpot_s=np.nanmean(tpot, axis=1) if np.any(osl_i > 1) else np.zeros(k),
+            latency_s=np.nanmean(lat, axis=1), queue_s=np.nanmean(queue, axis=1),
+            running_batch=self.batch_time / np.maximum(self.busy, 1e-300),
+            achieved_requests_per_s=self.done.sum(axis=1) / dur,
+            output_tokens_per_s=(self.done * osl_i).sum(axis=1) / dur, duration_s=dur,
+            steps=self.steps)
+        return Simulated(*(np.reshape(x, shape) if shape else x.reshape(()) for x in out))
+
+
+def simulate(step_time_s: Callable, requests: Requests, batching: Batching) -> Simulated:
+    r"""Serve a benchmark run's prompts step by step, for K configurations at once.
 
     A step decodes one token of every running request past its prefill (b of them) and gives
     the rest of the budget, B - b tokens, to prompt chunks in arrival order (n_p tokens); it
@@ -194,31 +419,19 @@ def simulate(step_time_s: Callable, *, isl: int, osl: int, n_requests: int,
     A request is admitted, first come first served, while fewer than ``max_running`` run and
     its ``isl + osl`` tokens fit in the KV cache beside those admitted.
 
+    .. math:: \tau_{step} = \tau(n_p, b), \qquad n_p \le B - b
+
     Parameters
     ----------
     step_time_s : callable
         ``step_time_s(prefill_tokens, decode_sequences) -> seconds``, arrays of shape (K,) in
         and out [s].
-    isl, osl : int
-        Prompt and output tokens per request [-].
-    n_requests : int
-        N, prompts the run sends [-].
-    max_running : int or array
-        Cap on running sequences (``max_num_seqs``) [-], (K,).
-    token_budget : int or array
-        Tokens one step may process (``max_num_batched_tokens``) [-], (K,).
-    kv_capacity_tokens : float or array
-        Tokens the KV cache holds [-], (K,).
-    concurrency : int or array or None
-        The client's cap on requests in flight (K,): request i is sent when request i - C
-        completes, the first C at once. None: ``arrivals_s`` sets the arrivals.
-    arrivals_s : array or None
-        (K, N) or (N,) arrival times [s] (a rate: :func:`poisson_arrivals_s`); None with no
-        ``concurrency``: a burst, every prompt at 0.
-    length_spread : float or (float, float)
-        Prompt and output lengths spread about their means (one for both, or each) (:func:`request_lengths`) [-]:
-        0, every request alike (a closed loop of identical requests stays in step, waves and
-        all); a benchmark's random dataset spreads them.
+    requests : Requests
+        The run's prompts: lengths, how many, and the client's concurrency or their arrival
+        times (neither: a burst).
+    batching : Batching
+        The engine's cap on running sequences, token budget per step and KV-cache capacity,
+        per configuration.
 
     Returns
     -------
@@ -229,134 +442,27 @@ def simulate(step_time_s: Callable, *, isl: int, osl: int, n_requests: int,
     ----------
     .. [1] Agrawal et al. 2024 §4; Kwon et al. 2023 §4.5; vLLM v1 scheduler.
     """
-    isl = int(v.integer("isl", isl))
-    osl = int(v.integer("osl", osl))
-    n = int(v.integer("num_prompts", n_requests))
-    arr = None if arrivals_s is None else np.asarray(arrivals_s, dtype=float)
-    lead = np.zeros(arr.shape[:-1]) if arr is not None and arr.ndim > 1 else np.asarray(1)
-    shape = np.broadcast(np.asarray(max_running), np.asarray(token_budget),
-                         np.asarray(kv_capacity_tokens), lead,
-                         np.asarray(1 if concurrency is None else concurrency)).shape
-    k = int(np.prod(shape)) if shape else 1
-
-    def flat(x: ArrayLike) -> np.ndarray:
-        return np.broadcast_to(np.asarray(x, dtype=float), shape).reshape(k).copy()
-
-    cap_seq = flat(v.integer("max_num_seqs", max_running))
-    budget = flat(v.integer("max_num_batched_tokens", token_budget))
-    kv_cap = flat(v.nonnegative("kv_capacity_tokens", kv_capacity_tokens))
-    # np.ndim 0: one spread for both lengths, else the pair
-    f_in, f_out = cast("tuple[float, float]", (length_spread, length_spread)
-                       if np.ndim(length_spread) == 0 else length_spread)
-    isl_i = request_lengths(isl, n, f_in, ARRIVAL_SEED)
-    osl_i = request_lengths(osl, n, f_out, ARRIVAL_SEED + 1)
-    need_i = (isl_i + osl_i)[None, :]
-    if concurrency is not None:
-        conc = flat(v.integer("concurrency", concurrency)).astype(int)
-        arrive = np.full((k, n), np.inf)
-        idx = np.arange(n)[None, :]
-        arrive[idx < conc[:, None]] = 0.0
-    else:
-        conc = None
-        # no arrivals given: a burst, every prompt at once
-        arr = np.zeros(n) if arr is None else arr
-        arrive = np.broadcast_to(arr.reshape((-1, n)) if arr.ndim > 1 else arr,
-                                 (k, n)).copy()
-
-    t = np.zeros(k)
-    pre_left = np.broadcast_to(isl_i, (k, n)).copy()
-    dec_left = np.broadcast_to(osl_i - 1.0, (k, n)).copy()
-    admitted = np.zeros((k, n), dtype=bool)
-    done = np.zeros((k, n), dtype=bool)
-    start = np.full((k, n), np.nan)      # the first step that runs a chunk of its prompt
-    first = np.full((k, n), np.nan)
-    finish = np.full((k, n), np.nan)
-    batch_time = np.zeros(k)
-    busy = np.zeros(k)
-    steps = np.zeros(k, dtype=int)
-    sent = np.minimum(conc, n) if conc is not None else None
+    arr, conc = requests.arrivals_s, requests.concurrency
+    lead = np.zeros(np.shape(arr)[:-1]) if arr is not None and np.ndim(arr) > 1 \
+        else np.asarray(1)
+    shape = np.broadcast(np.asarray(batching.max_running), np.asarray(batching.token_budget),
+                         np.asarray(batching.kv_capacity_tokens), lead,
+                         np.asarray(1 if conc is None else conc)).shape
+    run = _Run(requests, batching, shape)
     for _ in range(MAX_STEPS):
-        active = ~done.all(axis=1)
+        active = ~run.done.all(axis=1)
         if not active.any():
             break
-        running = admitted & ~done
-        # admission, FCFS: as many arrived waiting requests as the cap and the KV allow
-        waiting = ~admitted & (arrive <= t[:, None] + 1e-12)
-        room = cap_seq - running.sum(axis=1)
-        free = kv_cap - (running * need_i).sum(axis=1)
-        order = np.cumsum(waiting, axis=1)
-        # first come first served: a request that does not fit blocks those behind it
-        fits_kv = np.cumsum(waiting * need_i, axis=1) <= free[:, None]
-        fits_kv = np.minimum.accumulate(fits_kv | ~waiting, axis=1)
-        new = waiting & (order <= np.maximum(room, 0)[:, None]) & fits_kv
-        admitted |= new
-        running = admitted & ~done
-        decoding = running & (pre_left <= 0)
-        b = decoding.sum(axis=1).astype(float)
-        prefilling = running & (pre_left > 0)
-        left = np.where(prefilling, pre_left, 0.0)
-        room_tok = np.maximum(budget - b, 0.0)
-        before = np.cumsum(left, axis=1) - left
-        alloc = np.clip(room_tok[:, None] - before, 0.0, left)
-        n_p = alloc.sum(axis=1)
-        idle = active & (b == 0) & (n_p == 0)
+        run.admit()
+        step = run.batch()
+        idle = active & (step.decodes == 0) & (step.prefill_tokens == 0)
         if idle.any():
-            # nothing runs: the clock jumps to the next arrival
-            nxt = np.where(~admitted, arrive, np.inf).min(axis=1)
-            jump = idle & np.isfinite(nxt)
-            t[jump] = np.maximum(t[jump], nxt[jump])
+            jumped = run.jump_to_next_arrival(idle)
             if not (active & ~idle).any():
-                if not jump.any():
+                if not jumped:
                     break            # nothing can run: a request larger than the KV cache
                 continue
         work = active & ~idle
-        dt = np.where(work, step_time_s(n_p, b), 0.0)
-        # decode-only steps repeat unchanged until a request completes or one arrives: run
-        # them at once (the same steps, counted one by one)
-        repeat = np.ones(k)
-        only = work & (n_p == 0) & (b > 0)
-        if only.any():
-            to_done = np.where(decoding, dec_left, np.inf).min(axis=1)
-            nxt = np.where(~admitted & (arrive > t[:, None]), arrive, np.inf).min(axis=1)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                to_arrival = np.floor((nxt - t) / np.where(dt > 0, dt, np.inf))
-            repeat = np.where(only, np.maximum(1.0, np.minimum(to_done, to_arrival)), 1.0)
-        dt_all = dt * repeat
-        t0 = t.copy()
-        t = t + dt_all
-        steps += np.where(work, repeat, 0).astype(int)
-        batch_time += b * dt_all
-        busy += dt_all
-        began = (alloc > 0) & np.isnan(start)
-        start[began] = np.broadcast_to(t0[:, None], start.shape)[began]
-        pre_left = pre_left - alloc
-        got_first = prefilling & (pre_left <= 0) & np.isnan(first)
-        first[got_first] = np.broadcast_to(t[:, None], first.shape)[got_first]
-        dec_left = dec_left - decoding * repeat[:, None]
-        fin = (decoding & (dec_left <= 0)) | (got_first & (dec_left <= 0))
-        finish[fin] = np.broadcast_to(t[:, None], finish.shape)[fin]
-        done |= fin
-        if conc is not None:
-            # the client sends the next request as one completes (closed loop): the f that
-            # completed this step release requests sent .. sent + f - 1, now
-            f = fin.sum(axis=1)
-            assert sent is not None     # set with conc
-            idx = np.arange(n)[None, :]
-            rel = (idx >= sent[:, None]) & (idx < (sent + f)[:, None])
-            arrive[rel] = np.broadcast_to(t[:, None], arrive.shape)[rel]
-            sent = np.minimum(sent + f, n)
-    arrive_f = np.where(np.isfinite(arrive), arrive, np.nan)
-    ttft = first - arrive_f
-    tpot = np.where(osl_i > 1, (finish - first) / np.maximum(osl_i - 1.0, 1.0), np.nan)
-    lat = finish - arrive_f
-    queue = start - arrive_f
-    dur = np.nanmax(finish, axis=1) - np.nanmin(arrive_f, axis=1)
-    out = Simulated(
-        ttft_s=np.nanmean(ttft, axis=1), ttft_p50_s=np.nanmedian(ttft, axis=1),
-        ttft_p99_s=np.nanpercentile(ttft, 99, axis=1),
-        tpot_s=np.nanmean(tpot, axis=1) if np.any(osl_i > 1) else np.zeros(k),
-        latency_s=np.nanmean(lat, axis=1), queue_s=np.nanmean(queue, axis=1),
-        running_batch=batch_time / np.maximum(busy, 1e-300),
-        achieved_requests_per_s=done.sum(axis=1) / dur,
-        output_tokens_per_s=(done * osl_i).sum(axis=1) / dur, duration_s=dur, steps=steps)
-    return Simulated(*(np.reshape(x, shape) if shape else x.reshape(()) for x in out))
+        dt = np.where(work, step_time_s(step.prefill_tokens, step.decodes), 0.0)
+        run.advance(step, work, dt, run.repeats(step, work, dt))
+    return run.summary(shape)

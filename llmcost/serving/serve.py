@@ -3,7 +3,8 @@ under TTFT/TPOT limits, and $ per million tokens at each pricing option of the r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -12,11 +13,12 @@ from .. import _validate as v
 from .. import catalog as catalog_mod
 from ..economics import tco
 from . import cost, engines
+from .deployment import Deployment, Search, Workload
+from .engines import Engine
 from .predict import ServePrediction, predict
 
 if TYPE_CHECKING:
-    from ..training.arch import ModelSpec
-    from ..training.hardware import FabricSpec, GPUSpec
+    from ..training.hardware import GPUSpec
 
 #: concurrencies the planner tries [requests per instance]
 CONCURRENCIES = 2 ** np.arange(0, 13)
@@ -100,101 +102,155 @@ def _result(r: ServePrediction, i: int, isl: int, osl: int, prices: dict, tp: Ar
     return out
 
 
-def _adp(model: ModelSpec, engine: str, attention_dp: bool | None) -> bool:
-    """Whether attention runs data-parallel: as given, else the engine's default."""
-    return (engines.engine(engine).attention_dp_moe and model.is_moe) if attention_dp is None \
-        else bool(attention_dp)
-
-
-def serve(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, *, isl: int, osl: int, engine: str = "vllm",
-          tp: int = 1, ep: int = 1, weights: str = "bf16", expert_weights: str | None = None,
-          kv: str | None = None, concurrency: int | None = None, prices: dict | None = None,
-          attention_dp: bool | None = None, requests: int | None = None, settings: dict | None = None,
-          request_rate: float | None = None) -> dict:
-    """One layout's figures as the CLI's JSON (``concurrency`` None: the engine's maximum;
-    ``requests`` and ``request_rate``: a benchmark's load, simulated step by step).
-    ``settings``: the engine's scheduler keys (:data:`llmcost.serving.engines.KEYS`) over
-    its defaults for this GPU and TP."""
-    eng = engines.resolve(engine, gpu, tp, _adp(model, engine, attention_dp), **(settings or {}))
-    r = predict(model, gpu, scale_up, eng, isl=isl, osl=osl, tp=tp, ep=ep, weights=weights,
-                expert_weights=expert_weights, kv=kv, concurrency=concurrency,
-                attention_dp=attention_dp, requests=requests, request_rate=request_rate)
-    prices = option_prices(gpu) if prices is None else prices
-    out = _result(r, 0, isl, osl, prices, tp, ep)
-    out["engine"] = eng.id
-    out["notes"] = []
-    if request_rate is not None and request_rate > out["saturation_requests_per_s"]:
-        out["notes"].append(
-            f"{request_rate:g} requests/s arrive and the instance sustains at most "
+def _notes(out: dict, eng: Engine, r: ServePrediction, workload: Workload) -> list[str]:
+    """Why an answer's load cannot be served as asked: a rate beyond saturation, a
+    concurrency over the engine's cap or beyond the memory."""
+    notes = []
+    rate = workload.request_rate
+    if rate is not None and rate > out["saturation_requests_per_s"]:
+        notes.append(
+            f"{float(rate):g} requests/s arrive and the instance sustains at most "
             f"{out['saturation_requests_per_s']:.3g} (its {out['max_concurrency']:,} running "
             "sequences at once): the queue grows without bound, the longer the run the longer "
             "the wait")
     if not out["fits"]:
         cap = eng.max_batch * (out["tp"] if r.attention_dp else 1)
         key = engines.ENGINE_KEYS[eng.id]["max_num_seqs"]
-        out["notes"].append(
+        notes.append(
             f"{eng.id} runs at most {cap} sequences at once ({key} {eng.max_batch}; "
             f"max_num_seqs= sets it): {out['concurrency']} asked" if eng.max_batch and
             out["concurrency"] > cap and out["concurrency"] <= out["max_concurrency"] else
-            f"does not fit: {out['max_concurrency']} sequences of {isl + osl} tokens fit beside "
+            f"does not fit: {out['max_concurrency']} sequences of "
+            f"{workload.isl + workload.osl} tokens fit beside "
             f"{out['weights_gb_per_gpu']:.1f} GB of weights per GPU, {out['concurrency']} asked")
+    return notes
+
+
+def serve(deployment: Deployment, workload: Workload, prices: dict | None = None) -> dict:
+    """One layout's figures as the CLI's JSON.
+
+    Parameters
+    ----------
+    deployment : Deployment
+        Model, GPU, one layout (scalar tp and ep), formats, engine and its scheduler
+        settings over its defaults for this GPU and TP.
+    workload : Workload
+        Lengths and load (``concurrency`` None: the engine's maximum; ``requests`` and
+        ``request_rate``: a benchmark's load, simulated step by step).
+    prices : dict or None
+        USD per used GPU-hour by pricing option; None: :func:`option_prices`.
+
+    Returns
+    -------
+    dict
+        The figures (times [ms], memory [GB], throughput [tokens/s per GPU], $ per million
+        tokens [USD]), the engine and notes.
+
+    References
+    ----------
+    .. [1] :func:`llmcost.serving.predict.predict`; :func:`option_prices`.
+    """
+    eng = deployment.resolved_engine()
+    r = predict(deployment, workload, eng)
+    prices = option_prices(deployment.gpu) if prices is None else prices
+    out = _result(r, 0, workload.isl, workload.osl, prices, deployment.tp, deployment.ep)
+    out["engine"] = eng.id
+    out["notes"] = _notes(out, eng, r, workload)
     return out
 
 
-def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, *, isl: int, osl: int, engine: str = "vllm",
-         weights: str = "bf16", expert_weights: str | None = None, kv: str | None = None,
-         ttft_ms_max: float | None = None, tpot_ms_max: float | None = None,
-         tps: Sequence[int] | None = None, concurrencies: ArrayLike | None = None,
-         prices: dict | None = None, top: int = 5, attention_dp: bool | None = None,
-         requests: int | None = None, settings: dict | None = None) -> dict:
-    """The layouts (TP, EP) and concurrencies that maximise output tokens/s per GPU under
-    TTFT and TPOT limits, every candidate evaluated at once (arrays of layouts x
-    concurrencies). ``settings``: the engine's scheduler keys over its defaults (as
-    :func:`serve`)."""
-    engines.engine(engine)
-    dom = gpu.scale_up_domain
-    tps = [t for t in (tps or TPS) if t <= dom and model.heads % t == 0]
+def _layouts(deployment: Deployment, search: Search) -> tuple[np.ndarray, np.ndarray]:
+    """The layouts the planner tries: (tp, ep) columns, every TP of the search within the
+    GPU's scale-up domain that divides the heads, with ep 1, and ep = tp on MoE models."""
+    model, dom = deployment.model, deployment.gpu.scale_up_domain
+    tps = [t for t in (search.tps or TPS) if t <= dom and model.heads % t == 0]
     if not tps:
         raise v.InputError("tp", f"no tensor-parallel size divides the {model.heads} heads "
                                  f"of {model.id} within the {dom}-GPU NVLink domain")
     lay = [(t, e) for t in tps for e in ((1, t) if model.is_moe and t > 1 else (1,))]
-    tp = np.array([t for t, _ in lay])[:, None]
-    ep = np.array([e for _, e in lay])[:, None]
-    c = np.asarray(concurrencies if concurrencies is not None else CONCURRENCIES)[None, :]
-    # the engine's settings per layout (SGLang's memory share follows the TP)
-    eng = engines.resolve(engine, gpu, tp, _adp(model, engine, attention_dp),
-                          **(settings or {}))
-    if concurrencies is None:
-        # each layout's own most (memory and the engine's cap): with no latency limit the
-        # best point, which powers of two alone would miss (TP 4 at 245 in flight)
-        most = predict(model, gpu, scale_up, eng, isl=isl, osl=osl, tp=tp, ep=ep,
-                       weights=weights, expert_weights=expert_weights, kv=kv,
-                       attention_dp=attention_dp, requests=requests).concurrency
-        c = np.concatenate([np.broadcast_to(c, (len(lay), c.shape[1])),
+    return np.array([t for t, _ in lay])[:, None], np.array([e for _, e in lay])[:, None]
+
+
+def _candidates(deployment: Deployment, workload: Workload) -> np.ndarray:
+    """Concurrencies per layout: the workload's, else powers of two and each layout's own
+    most (memory and the engine's cap): with no latency limit the best point, which powers
+    of two alone would miss (TP 4 at 245 in flight)."""
+    given = workload.concurrency
+    c = np.atleast_1d(given if given is not None else CONCURRENCIES)[None, :]
+    if given is None:
+        n = np.shape(deployment.tp)[0]
+        most = predict(deployment, workload).concurrency
+        c = np.concatenate([np.broadcast_to(c, (n, c.shape[1])),
                             np.broadcast_to(np.asarray(most, dtype=int).reshape(-1, 1),
-                                            (len(lay), 1))], axis=1)
-    r = predict(model, gpu, scale_up, eng, isl=isl, osl=osl, tp=tp, ep=ep, weights=weights,
-                expert_weights=expert_weights, kv=kv, concurrency=c, attention_dp=attention_dp,
-                requests=requests)
-    ok = np.asarray(r.fits).copy()
-    if ttft_ms_max is not None:
-        ok &= r.ttft_s * 1e3 <= v.positive("ttft_ms_max", ttft_ms_max)
-    if tpot_ms_max is not None:
-        ok &= r.tpot_s * 1e3 <= v.positive("tpot_ms_max", tpot_ms_max)
-    x = np.where(ok, r.output_tokens_per_s_per_gpu, -np.inf)
-    order = np.argsort(-x, axis=None)
-    feasible = int(ok.sum())
-    prices = option_prices(gpu) if prices is None else prices
-    best = [_result(r, int(i), isl, osl, prices, tp, ep) for i in order[:min(top, feasible)]]
+                                            (n, 1))], axis=1)
+    return c
+
+
+def _front(r: ServePrediction, x: np.ndarray, tp: np.ndarray, ep: np.ndarray) -> list[dict]:
+    """The candidates on the Pareto front of TPOT against output tokens/s per GPU."""
     shape = x.shape
     tpb, epb = np.broadcast_to(tp, shape).ravel(), np.broadcast_to(ep, shape).ravel()
     cb = np.broadcast_to(r.concurrency, shape).ravel()
     tpot = np.broadcast_to(r.tpot_s, shape).ravel() * 1e3
     ttft = np.broadcast_to(r.ttft_s, shape).ravel() * 1e3
     xf = x.ravel()
-    front = [{"tp": int(tpb[i]), "ep": int(epb[i]), "concurrency": int(cb[i]),
-              "tpot_ms": float(tpot[i]), "ttft_ms": float(ttft[i]),
-              "output_tokens_per_s_per_gpu": float(xf[i])}
-             for i in pareto_front(tpot, xf)]
+    return [{"tp": int(tpb[i]), "ep": int(epb[i]), "concurrency": int(cb[i]),
+             "tpot_ms": float(tpot[i]), "ttft_ms": float(ttft[i]),
+             "output_tokens_per_s_per_gpu": float(xf[i])}
+            for i in pareto_front(tpot, xf)]
+
+
+def plan(deployment: Deployment, workload: Workload, search: Search | None = None,
+         prices: dict | None = None) -> dict:
+    """The layouts (TP, EP) and concurrencies that maximise output tokens/s per GPU under
+    TTFT and TPOT limits, every candidate evaluated at once (arrays of layouts x
+    concurrencies).
+
+    Parameters
+    ----------
+    deployment : Deployment
+        Model, GPU, formats, engine and its scheduler settings; the planner chooses the
+        layout, so its tp and ep stay 1 (the search's ``tps`` lists the TPs to try).
+    workload : Workload
+        Lengths and load; ``concurrency``: the concurrencies to try (None: powers of two and
+        each layout's most).
+    search : Search or None
+        The TPs to try, the TTFT and TPOT limits and how many layouts to list; None:
+        ``Search()``.
+    prices : dict or None
+        USD per used GPU-hour by pricing option; None: :func:`option_prices`.
+
+    Returns
+    -------
+    dict
+        ``layouts`` (the best, as :func:`serve` answers one), ``evaluated`` and ``feasible``
+        candidates [-], ``engine``, ``pareto`` (the front of TPOT [ms] against output
+        tokens/s per GPU).
+
+    References
+    ----------
+    .. [1] SemiAnalysis InferenceX (throughput per GPU against interactivity);
+       :func:`llmcost.serving.predict.predict`.
+    """
+    search = Search() if search is None else search
+    if np.any(np.asarray(deployment.tp) != 1) or np.any(np.asarray(deployment.ep) != 1):
+        raise v.InputError("tp", "plan chooses the layout: give the tensor-parallel sizes "
+                                 "to try as Search(tps=...), not the deployment's tp and ep")
+    tp, ep = _layouts(deployment, search)
+    # the engine's settings per layout (SGLang's memory share follows the TP)
+    deployment = replace(deployment, tp=tp, ep=ep)
+    c = _candidates(deployment, workload)
+    r = predict(deployment, replace(workload, concurrency=c))
+    ok = np.asarray(r.fits).copy()
+    if search.ttft_ms_max is not None:
+        ok &= r.ttft_s * 1e3 <= search.ttft_ms_max
+    if search.tpot_ms_max is not None:
+        ok &= r.tpot_s * 1e3 <= search.tpot_ms_max
+    x = np.where(ok, r.output_tokens_per_s_per_gpu, -np.inf)
+    order = np.argsort(-x, axis=None)
+    feasible = int(ok.sum())
+    prices = option_prices(deployment.gpu) if prices is None else prices
+    best = [_result(r, int(i), workload.isl, workload.osl, prices, tp, ep)
+            for i in order[:min(search.top, feasible)]]
     return {"layouts": best, "evaluated": int(x.size), "feasible": feasible,
-            "engine": eng.id, "pareto": front}
+            "engine": deployment.engine, "pareto": _front(r, x, tp, ep)}

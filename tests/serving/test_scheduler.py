@@ -9,6 +9,7 @@ from llmcost._validate import InputError
 from llmcost.serving import engines
 from llmcost.serving import predict as pr
 from llmcost.serving import scheduler as sc
+from llmcost.serving.deployment import Deployment, Workload
 
 CAT = catalog.default()
 #: a step: 10 ms fixed, 0.1 ms per prompt token, 1 ms per decoding sequence
@@ -21,8 +22,8 @@ def cost(n_p, b):
 
 def test_one_request_at_a_time():
     # C = 1: the prompt (100 tokens, within the budget) is one step, then o - 1 decode steps
-    r = sc.simulate(cost, isl=100, osl=11, n_requests=3, max_running=8, token_budget=8192,
-                    kv_capacity_tokens=10**6, concurrency=1)
+    r = sc.simulate(cost, sc.Requests(isl=100, osl=11, n_requests=3, concurrency=1),
+                    sc.Batching(max_running=8, token_budget=8192, kv_capacity_tokens=10**6))
     prefill = FIXED + 100 * PER_TOKEN
     decode = FIXED + PER_SEQ
     assert float(r.ttft_s) == pytest.approx(prefill)
@@ -36,8 +37,8 @@ def test_a_burst_runs_what_the_kv_cache_admits_and_queues_the_rest():
     # 8 prompts at once; the KV cache holds 4 requests of 100 + 11 tokens: two waves. Wave 1:
     # one prompt step of 400 tokens, then 10 decode steps of 4; wave 2 is admitted when wave 1
     # frees its KV, and runs the same
-    r = sc.simulate(cost, isl=100, osl=11, n_requests=8, max_running=256, token_budget=8192,
-                    kv_capacity_tokens=4 * 111)
+    r = sc.simulate(cost, sc.Requests(isl=100, osl=11, n_requests=8),
+                    sc.Batching(max_running=256, token_budget=8192, kv_capacity_tokens=4 * 111))
     prefill = FIXED + 400 * PER_TOKEN            # 0.05 s
     decode = FIXED + 4 * PER_SEQ                 # 0.014 s
     wave = prefill + 10 * decode                 # 0.19 s
@@ -52,8 +53,8 @@ def test_a_burst_runs_what_the_kv_cache_admits_and_queues_the_rest():
 def test_the_token_budget_chunks_prompts_behind_the_running_decodes():
     # budget 150 tokens: 2 prompts of 100 at once take two steps for the first (its 100 tokens
     # in step 1 beside 50 of the second) and the second finishes its prompt in step 2
-    r = sc.simulate(cost, isl=100, osl=2, n_requests=2, max_running=8, token_budget=150,
-                    kv_capacity_tokens=10**6)
+    r = sc.simulate(cost, sc.Requests(isl=100, osl=2, n_requests=2),
+                    sc.Batching(max_running=8, token_budget=150, kv_capacity_tokens=10**6))
     s1 = FIXED + 150 * PER_TOKEN                 # prompt 1 whole, 50 of prompt 2
     s2 = FIXED + 50 * PER_TOKEN + 1 * PER_SEQ    # rest of prompt 2 beside decode 1
     s3 = FIXED + 1 * PER_SEQ                     # decode of request 2
@@ -71,12 +72,13 @@ def test_a_rate_below_saturation_keeps_the_queue_short_and_above_it_the_queue_gr
     assert float(sc.saturation_requests_per_s(cost, isl=isl, osl=osl, running=cap,
                                               token_budget=8192)) == pytest.approx(sat)
     rates = np.array([0.3, 0.6, 0.9, 1.5]) * sat
-    small = sc.simulate(cost, isl=isl, osl=osl, n_requests=200, max_running=cap,
-                        token_budget=8192, kv_capacity_tokens=10**6,
-                        arrivals_s=sc.poisson_arrivals_s(rates, 200))
-    big = sc.simulate(cost, isl=isl, osl=osl, n_requests=400, max_running=cap,
-                      token_budget=8192, kv_capacity_tokens=10**6,
-                      arrivals_s=sc.poisson_arrivals_s(rates, 400))
+    batching = sc.Batching(max_running=cap, token_budget=8192, kv_capacity_tokens=10**6)
+    small = sc.simulate(cost, sc.Requests(isl=isl, osl=osl, n_requests=200,
+                                          arrivals_s=sc.poisson_arrivals_s(rates, 200)),
+                        batching)
+    big = sc.simulate(cost, sc.Requests(isl=isl, osl=osl, n_requests=400,
+                                        arrivals_s=sc.poisson_arrivals_s(rates, 400)),
+                      batching)
     # TTFT and the queue rise with the rate
     assert np.all(np.diff(small.ttft_s) > 0) and np.all(np.diff(small.queue_s) >= 0)
     # below saturation the wait does not grow with the run's length; above it, it does
@@ -88,9 +90,9 @@ def test_a_rate_below_saturation_keeps_the_queue_short_and_above_it_the_queue_gr
 
 def test_through_predict_a_rate_sweep_names_its_saturation():
     g = CAT.gpu("h100-sxm")
-    r = pr.predict(CAT.model("llama3-8b"), g, CAT.fabric(g.scale_up), engines.engine("vllm"),
-                   isl=1000, osl=200, request_rate=np.array([1.0, 4.0, 16.0, 64.0]),
-                   requests=300)
+    r = pr.predict(Deployment(CAT.model("llama3-8b"), g, CAT.fabric(g.scale_up)),
+                   Workload(isl=1000, osl=200, request_rate=np.array([1.0, 4.0, 16.0, 64.0]),
+                            requests=300), engines.engine("vllm"))
     assert r.load_shape == "rate"
     assert np.all(np.diff(r.ttft_s) > 0) and np.all(np.diff(r.queue_s) >= 0)
     sat = float(np.asarray(r.saturation_requests_per_s).flat[0])
@@ -104,8 +106,8 @@ def test_bad_load_inputs_name_their_key():
         sc.poisson_arrivals_s(0.0, 10)
     assert e.value.param == "request_rate"
     with pytest.raises(InputError) as e:
-        sc.simulate(cost, isl=10, osl=2, n_requests=0, max_running=1, token_budget=10,
-                    kv_capacity_tokens=100)
+        sc.simulate(cost, sc.Requests(isl=10, osl=2, n_requests=0),
+                    sc.Batching(max_running=1, token_budget=10, kv_capacity_tokens=100))
     assert e.value.param == "num_prompts"
 
 
@@ -116,8 +118,8 @@ def test_a_burst_of_500_long_prompts_runs_the_batch_vllm_admits():
     # max_num_seqs, so the burst decodes about R at a time, each step beside the prompt of a
     # request replacing a finished one: its TPOT is the steady loop's at concurrency R
     g, m, eng = CAT.gpu("h100-sxm"), CAT.model("qwen3-32b"), engines.engine("vllm")
-    kw = dict(isl=2000, osl=100, tp=1)
-    burst = pr.predict(m, g, CAT.fabric(g.scale_up), eng, requests=500, **kw)
+    d = Deployment(m, g, CAT.fabric(g.scale_up), tp=1)
+    burst = pr.predict(d, Workload(isl=2000, osl=100, requests=500), eng)
     assert burst.load_shape == "burst" and bool(burst.fits)
     r = int(burst.max_concurrency)
     assert 1 <= r < eng.max_batch
@@ -125,7 +127,7 @@ def test_a_burst_of_500_long_prompts_runs_the_batch_vllm_admits():
     kv_per_seq = float(burst.kv_bytes_per_token) * 2100
     assert r == int((eng.memory_fraction * g.memory_bytes - float(burst.weights_bytes_per_gpu)
                      - float(burst.activation_bytes_per_gpu)) // kv_per_seq)
-    steady = pr.predict(m, g, CAT.fabric(g.scale_up), eng, concurrency=r, **kw)
+    steady = pr.predict(d, Workload(isl=2000, osl=100, concurrency=r), eng)
     assert float(burst.tpot_s) == pytest.approx(float(steady.tpot_s), rel=0.15)
     # the decode batch: R running, less the step each spends on its prompt (1 of 100), the
     # start (the first R prompts, 4 to a step of 8,192 tokens, decode nothing) and the tail
@@ -151,8 +153,8 @@ def test_serve_names_the_rate_beyond_which_the_queue_grows():
     # one instance asked to take twice what it sustains
     from llmcost.serving.serve import serve
     g = CAT.gpu("h100-sxm")
-    hot = serve(CAT.model("llama3-8b"), g, CAT.fabric(g.scale_up), isl=1000, osl=200, tp=1,
-                request_rate=2 * s, requests=300)
+    hot = serve(Deployment(CAT.model("llama3-8b"), g, CAT.fabric(g.scale_up), tp=1),
+                Workload(isl=1000, osl=200, request_rate=2 * s, requests=300))
     assert hot["load_shape"] == "rate"
     assert any("grows without bound" in n and f"{hot['saturation_requests_per_s']:.3g}" in n
                for n in hot["notes"])
@@ -165,8 +167,8 @@ def test_ttft_percentiles_carry_the_request_overhead_the_mean_carries():
     eng = engines.resolve("sglang", CAT.gpu("h100-sxm"), 1)
     assert eng.request_overhead_s > 0.05
     m, g = CAT.model("llama3-8b"), CAT.gpu("h100-sxm")
-    p = pr.predict(m, g, CAT.fabric(g.scale_up), eng, isl=1000, osl=50, tp=1,
-                   concurrency=1, requests=4)
+    p = pr.predict(Deployment(m, g, CAT.fabric(g.scale_up), tp=1, engine="sglang"),
+                   Workload(isl=1000, osl=50, concurrency=1, requests=4), eng)
     assert float(p.ttft_p50_s) == pytest.approx(float(p.ttft_s), rel=1e-9)
     assert float(p.ttft_p99_s) == pytest.approx(float(p.ttft_s), rel=1e-9)
     assert float(p.ttft_s) > eng.request_overhead_s

@@ -3,6 +3,7 @@ the decode roofline at batch 1, the planner and $ per million tokens."""
 
 import inspect
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,14 +13,19 @@ from llmcost.serving import cost, engines, serve
 from llmcost.serving import latency as lat
 from llmcost.serving import memory as mem
 from llmcost.serving import predict as pr
+from llmcost.serving.deployment import Deployment, Search, Workload
 
 CAT = catalog.default()
+#: the keyword arguments of a Deployment (the rest are the Workload's)
+DEPLOYMENT_KEYS = ("tp", "ep", "weights", "expert_weights", "kv", "attention_dp")
 
 
 def _run(model_id, gpu_id, **kw):
     g = CAT.gpu(gpu_id)
-    return pr.predict(CAT.model(model_id), g, CAT.fabric(g.scale_up),
-                      engines.engine(kw.pop("engine", "vllm")), **kw)
+    eng = engines.engine(kw.pop("engine", "vllm"))
+    d = Deployment(CAT.model(model_id), g, CAT.fabric(g.scale_up), engine=eng.id,
+                   **{k: kw.pop(k) for k in DEPLOYMENT_KEYS if k in kw})
+    return pr.predict(d, Workload(**kw), eng)
 
 
 def test_closed_loop_at_concurrency_one():
@@ -100,8 +106,8 @@ def test_planner_meets_its_limits_and_looser_limits_never_lose():
     up = CAT.fabric(g.scale_up)
     best = []
     for tpot in (15.0, 30.0, 60.0):
-        p = serve.plan(m, g, up, isl=1000, osl=1000, weights="fp8", tpot_ms_max=tpot,
-                       ttft_ms_max=2000)
+        p = serve.plan(Deployment(m, g, up, weights="fp8"), Workload(isl=1000, osl=1000),
+                       Search(tpot_ms_max=tpot, ttft_ms_max=2000))
         assert p["feasible"] > 0
         top = p["layouts"][0]
         assert top["tpot_ms"] <= tpot and top["ttft_ms"] <= 2000 and top["fits"]
@@ -118,12 +124,13 @@ def test_with_no_limit_the_planner_serves_each_layouts_most():
     m, g = CAT.model("llama3-70b"), CAT.gpu("h100-sxm")
     up = CAT.fabric(g.scale_up)
     eng = engines.engine("vllm")
-    p = serve.plan(m, g, up, isl=1024, osl=1024)
+    p = serve.plan(Deployment(m, g, up), Workload(isl=1024, osl=1024))
     top = p["layouts"][0]
-    most = pr.predict(m, g, up, eng, isl=1024, osl=1024, tp=top["tp"], ep=1).concurrency
+    d = Deployment(m, g, up, tp=top["tp"], ep=1)
+    most = pr.predict(d, Workload(isl=1024, osl=1024), eng).concurrency
     assert top["concurrency"] == int(most) and top["concurrency"] not in serve.CONCURRENCIES
     for c in serve.CONCURRENCIES[serve.CONCURRENCIES < most]:
-        r = pr.predict(m, g, up, eng, isl=1024, osl=1024, tp=top["tp"], ep=1, concurrency=int(c))
+        r = pr.predict(d, Workload(isl=1024, osl=1024, concurrency=int(c)), eng)
         assert top["output_tokens_per_s_per_gpu"] >= float(r.output_tokens_per_s_per_gpu)
 
 
@@ -139,8 +146,8 @@ def test_usd_per_million_tokens_from_the_catalog_price():
 
 def test_serve_answer_prices_each_option():
     m, g = CAT.model("llama3-8b"), CAT.gpu("h100-sxm")
-    out = serve.serve(m, g, CAT.fabric(g.scale_up), isl=1000, osl=1000, weights="fp8",
-                      concurrency=32)
+    out = serve.serve(Deployment(m, g, CAT.fabric(g.scale_up), weights="fp8"),
+                      Workload(isl=1000, osl=1000, concurrency=32))
     x = out["output_tokens_per_s_per_gpu"]
     for option, p in serve.option_prices(g).items():
         assert out["usd_per_million_output_tokens"][option] == pytest.approx(p * 1e6 / 3600 / x)
@@ -158,8 +165,9 @@ def test_grid_catalog_models_gpus_formats_finite():
             g = CAT.gpu(gid)
             tps = [t for t in (1, 2, 4, 8) if t <= g.scale_up_domain and m.heads % t == 0]
             for fmt in ("bf16", "fp8", "int4", "fp4"):
-                r = pr.predict(m, g, CAT.fabric(g.scale_up), engines.engine("vllm"),
-                               isl=1024, osl=256, tp=np.array(tps), weights=fmt)
+                r = pr.predict(Deployment(m, g, CAT.fabric(g.scale_up), tp=np.array(tps),
+                                          weights=fmt), Workload(isl=1024, osl=256),
+                               engines.engine("vllm"))
                 for x in r[:8]:
                     assert np.all(np.isfinite(np.asarray(x, dtype=float)))
                 n += 1
@@ -185,10 +193,10 @@ def test_mla_attention_dp_multiplies_the_cache():
     # times; DP attention caches it once, at the price of replicating the 15.3e9 dense
     # weights (FP8: 15.3 GB more per GPU of the 141 GiB H200) -> between 4x and 8x sequences
     m, g = CAT.model("deepseek-v3"), CAT.gpu("h200")
-    kw = dict(isl=1000, osl=1000, tp=8, weights="fp8")
-    tp_ = pr.predict(m, g, CAT.fabric(g.scale_up), engines.engine("sglang"), **kw)
-    dp = pr.predict(m, g, CAT.fabric(g.scale_up), engines.engine("sglang"), attention_dp=True,
-                    **kw)
+    d = Deployment(m, g, CAT.fabric(g.scale_up), tp=8, weights="fp8", engine="sglang")
+    w, sglang = Workload(isl=1000, osl=1000), engines.engine("sglang")
+    tp_ = pr.predict(d, w, sglang)
+    dp = pr.predict(replace(d, attention_dp=True), w, sglang)
     assert not tp_.attention_dp and dp.attention_dp
     assert 4 < float(dp.max_concurrency / tp_.max_concurrency) < 8
     assert float(dp.weights_bytes_per_gpu - tp_.weights_bytes_per_gpu) == pytest.approx(
@@ -205,7 +213,8 @@ def test_pareto_front_by_hand():
 
 def test_plan_front_is_feasible_and_monotone():
     m, g = CAT.model("llama3-8b"), CAT.gpu("h100-sxm")
-    p = serve.plan(m, g, CAT.fabric(g.scale_up), isl=1000, osl=1000, weights="fp8")
+    p = serve.plan(Deployment(m, g, CAT.fabric(g.scale_up), weights="fp8"),
+                   Workload(isl=1000, osl=1000))
     f = p["pareto"]
     assert len(f) >= 3
     tpot = [q["tpot_ms"] for q in f]
@@ -218,8 +227,8 @@ def test_plan_moe_with_dp_attention_caps_running_sequences_per_gpu():
     # TensorRT-LLM runs MoE models with DP attention: its cap of 2048 running sequences is
     # per attention rank, so an 8-GPU instance may run 8 x 2048
     m, g = CAT.model("deepseek-v3"), CAT.gpu("b200")
-    p = serve.plan(m, g, CAT.fabric(g.scale_up), isl=1000, osl=1000, weights="fp4",
-                   engine="trtllm", tpot_ms_max=40)
+    p = serve.plan(Deployment(m, g, CAT.fabric(g.scale_up), weights="fp4", engine="trtllm"),
+                   Workload(isl=1000, osl=1000), Search(tpot_ms_max=40))
     assert p["feasible"] > 0
     for q in p["layouts"]:
         assert q["attention_dp"] and q["concurrency"] <= 2048 * q["tp"] and q["tpot_ms"] <= 40
