@@ -43,6 +43,8 @@ def test_optimizer_variants():
 
 # GPT-3 175B shapes (Korthikanti Table 3): a = 96, h = 12288, s = 2048, b = 1, t = 8.
 A_, H_, S_, B_, T_ = 96, 12288, 2048, 1, 8
+# its layer: MHA, FFN 4h, dropout
+GPT_LAYER = ModelSpec(layers=96, hidden=H_, heads=A_, vocab=50257, seq_len=S_)
 
 
 def _korthikanti(variant):
@@ -66,15 +68,16 @@ def _korthikanti(variant):
     ("full", 1, False, "full"),
 ])
 def test_korthikanti_table2(variant, tp, sp, recompute):
-    got = mem.activation_bytes_per_layer(S_, B_, H_, A_, tp=tp, sequence_parallel=sp,
-                                         recompute=recompute, dropout=True,
-                                         flash_attention=False)
+    got = mem.activation_bytes_per_layer(GPT_LAYER, S_, B_, tp=tp, options=mem.LayerOptions(
+        recompute, sequence_parallel=sp, flash_attention=False))
     assert got == pytest.approx(_korthikanti(variant), rel=1e-12)
 
 
 def test_flash_attention_drops_the_score_term():
-    no_flash = mem.activation_bytes_per_layer(S_, B_, H_, A_, tp=T_, flash_attention=False)
-    flash = mem.activation_bytes_per_layer(S_, B_, H_, A_, tp=T_, flash_attention=True)
+    no_flash = mem.activation_bytes_per_layer(GPT_LAYER, S_, B_, tp=T_, options=mem.LayerOptions(
+        flash_attention=False))
+    flash = mem.activation_bytes_per_layer(GPT_LAYER, S_, B_, tp=T_, options=mem.LayerOptions(
+        flash_attention=True))
     assert no_flash - flash == pytest.approx(S_ * B_ * H_ * 5 * A_ * S_ / (H_ * T_))
     assert flash == pytest.approx(_korthikanti("tp+selective"))
 
@@ -83,8 +86,8 @@ def test_eq5_first_stage_holds_all_layers():
     # Eq. 5: with 1F1B the first stage holds p micro-batches of L/p layers:
     # (s b h L / t)(34 + 5 a s / h) without SP; interleaving multiplies by 1 + (p-1)/(p v).
     L, p = 96, 8
-    per_layer = mem.activation_bytes_per_layer(S_, B_, H_, A_, tp=T_, sequence_parallel=True,
-                                               flash_attention=False)
+    per_layer = mem.activation_bytes_per_layer(GPT_LAYER, S_, B_, tp=T_, options=mem.LayerOptions(
+        sequence_parallel=True, flash_attention=False))
     held = mem.inflight_layers(L, p)
     assert held * per_layer == pytest.approx(S_ * B_ * H_ * L / T_ * (34 + 5 * A_ * S_ / H_))
     for vchunks in (2, 3, 4):
@@ -102,8 +105,9 @@ def test_gqa_and_gated_generalisation():
     h, a, kv, f, s = 4096, 32, 8, 14336, 4096
     d_kv = kv * h // a
     by_hand = s * (8 * h + 2 * (h + d_kv) + 2 * d_kv + 2 * h + 6 * f + 2 * a * s)
-    got = mem.activation_bytes_per_layer(s, 1, h, a, kv_heads=kv, ffn_hidden=f, gated_ffn=True,
-                                         dropout=False, flash_attention=False)
+    llama = ModelSpec(layers=32, hidden=h, heads=a, vocab=128256, seq_len=s, kv_heads=kv,
+                      ffn_hidden=f, gated_ffn=True, dropout=False)
+    got = mem.activation_bytes_per_layer(llama, options=mem.LayerOptions(flash_attention=False))
     assert got == pytest.approx(by_hand)
 
 

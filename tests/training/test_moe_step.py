@@ -14,7 +14,7 @@ from llmcost.apps.sizing_app import SizingApp
 from llmcost.cli import main
 from llmcost.scenario import Scenario
 from llmcost.training import comm, planner
-from llmcost.training.memory import memory_per_gpu, moe_ffn_activation_bytes
+from llmcost.training.memory import LayerOptions, memory_per_gpu, moe_ffn_activation_bytes
 from llmcost.training.step import Options, predict_step
 
 CAT = catalog.default()
@@ -49,11 +49,12 @@ def test_expert_states_shard_by_ep_and_their_optimizer_over_expert_dp():
 
 def test_moe_block_activations_by_hand():
     # Qwen3-30B-A3B: h 2048, E 128, k 8, f_e 768, no shared expert; s 4096, b 1, t = c = 1
-    got = moe_ffn_activation_bytes(4096, 1, 2048, 128, 8, 768)
+    qwen3 = CAT.model("qwen3-30b-a3b")
+    got = moe_ffn_activation_bytes(qwen3, 4096, 1)
     per_token = 4 * 128 + 8 * (4 * 2048 + 6 * 768)     # router probs + k (in, out, inner)
     assert got == 4096 * per_token
     # the busiest rank under imbalance 1.25 holds 1.25 x the routed copies
-    hot = moe_ffn_activation_bytes(4096, 1, 2048, 128, 8, 768, capacity_factor=1.25)
+    hot = moe_ffn_activation_bytes(qwen3, 4096, 1, options=LayerOptions(moe_capacity_factor=1.25))
     assert hot - got == pytest.approx(0.25 * 4096 * 8 * (4 * 2048 + 6 * 768))
 
 
