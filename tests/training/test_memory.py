@@ -131,8 +131,9 @@ def test_lora_counts_hu_et_al_table5():
     # (W_q, W_v) at r = 4, and (W_q, W_k, W_v, W_o) at r = 2: 96 x 8 x (12288 + 12288).
     one_matrix_r8 = 96 * 8 * (12288 + 12288)
     assert one_matrix_r8 / 1e6 == pytest.approx(18.87, abs=0.01)
-    assert mem.lora_parameter_count(96, 12288, 96, 4, targets="qv") == one_matrix_r8
-    assert mem.lora_parameter_count(96, 12288, 96, 2, targets="attention") == one_matrix_r8
+    gpt3 = ModelSpec(layers=96, hidden=12288, heads=96, vocab=50257, seq_len=2048)
+    assert mem.lora_parameter_count(gpt3, 4, targets="qv") == one_matrix_r8
+    assert mem.lora_parameter_count(gpt3, 2, targets="attention") == one_matrix_r8
 
 
 def test_qlora_double_quantisation_saving():
@@ -159,8 +160,7 @@ def test_lora_fits_one_node_qlora_one_card():
     blocks = m.layers * m.layer_params
     assert qlora.weights_bytes == pytest.approx(
         blocks * 4.127 / 8 + 2 * (m.params - blocks)
-        + 2 * mem.lora_parameter_count(m.layers, m.hidden, m.heads, 16, m.kv_heads,
-                                       m.ffn_hidden, True),
+        + 2 * mem.lora_parameter_count(m.with_(gated_ffn=True), 16),
         rel=1e-3)
     # everything in NF4 (the former default) would understate Llama 2 13B's 32000 x 5120 x 2
     # embedding and head by (2 - 4.127 / 8) bytes each: ~0.49 GB

@@ -75,15 +75,15 @@ def test_expert_layout_rules_name_the_parameter():
 
 def test_alltoall_alpha_beta_by_hand():
     # 8 ranks in one NVLink domain: 7/8 of S over NVLink at 450 GB/s x 0.77
-    t = comm.hierarchical_alltoall_time_s(1e9, 8, 8, 450, 50, 1, 4, 0.77, 0.9)
+    t = comm.hierarchical_alltoall_time_s(1e9, 8, 8, comm.Links.of(450, 50, 1, 4, 0.77, 0.9))
     assert t == pytest.approx(1e-6 + 7 / 8 * 1e9 / (450e9 * 0.77))
     # 64 ranks, 8 per node: 56/64 over the NIC at 50 GB/s x 0.9 is the slower path
-    t = comm.hierarchical_alltoall_time_s(1e9, 64, 8, 450, 50, 1, 4, 0.77, 0.9)
+    t = comm.hierarchical_alltoall_time_s(1e9, 64, 8, comm.Links.of(450, 50, 1, 4, 0.77, 0.9))
     assert t == pytest.approx(4e-6 + 56 / 64 * 1e9 / (50e9 * 0.9))
     # a GB200 NVL72 domain keeps EP 64 on NVLink
-    t72 = comm.hierarchical_alltoall_time_s(1e9, 64, 72, 900, 100, 1, 1, 0.77, 0.9)
+    t72 = comm.hierarchical_alltoall_time_s(1e9, 64, 72, comm.Links.of(900, 100, 1, 1, 0.77, 0.9))
     assert t72 == pytest.approx(1e-6 + 63 / 64 * 1e9 / (900e9 * 0.77))
-    assert comm.hierarchical_alltoall_time_s(1e9, 1, 8, 450, 50) == 0
+    assert comm.hierarchical_alltoall_time_s(1e9, 1, 8, comm.Links.of(450, 50)) == 0
 
 
 def _qwen3_30b(ep, **kw):
