@@ -154,16 +154,16 @@ def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gb
     args = (intra_gb_per_s, inter_gb_per_s, intra_latency_us, inter_latency_us, intra_efficiency,
             inter_efficiency, congestion)
     if op == "all_reduce":
-        t = comm.hierarchical_allreduce_time_s(s, n, k, *args)
+        t = comm.hierarchical_allreduce_time_s(s, n, k, comm.Links.of(*args[:-1]), congestion)
         # NCCL picks the faster of ring and tree: across nodes the tree's busbw can be higher
         ring = bus_bandwidth_factor(op, n) * s / np.where(np.asarray(t) > 0, t, np.inf) / 1e9
         tree = tree_allreduce_busbw_gb_per_s(s, n, k, *args)
         best = np.fmax(ring, tree)
         return v.result(np.where(s > 0, best, np.nan))
     elif op in ("all_gather", "reduce_scatter"):
-        t = comm.hierarchical_allgather_time_s(s, n, k, *args)
+        t = comm.hierarchical_allgather_time_s(s, n, k, comm.Links.of(*args[:-1]), congestion)
     elif op == "alltoall":
-        t = comm.hierarchical_alltoall_time_s(s, n, k, *args)
+        t = comm.hierarchical_alltoall_time_s(s, n, k, comm.Links.of(*args[:-1]), congestion)
     elif op == "sendrecv":
         across = n > k
         t = np.where(across,

@@ -241,11 +241,7 @@ class ModelSpec:
         Multi-token-prediction modules are not included (:attr:`mtp_params`)."""
         if not self._simple:
             return self._general_params()[0]
-        return int(flops.parameter_count(
-            self.layers, vocab=self.vocab, seq_len=self.seq_len,
-            tied_embeddings=self.tied_embeddings, position_embedding=self.position_embedding,
-            norm=self.norm, biases=self.biases, norms_per_layer=self.norms_per_layer,
-            embedding_norm=self.embedding_norm, **self.shape))
+        return flops.parameter_count(self)
 
     @property
     def active_params(self) -> int:

@@ -18,10 +18,13 @@ References
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import _validate as v
+from .hardware import FabricSpec
 
 US = 1e-6
 GBPS = 1e9
@@ -204,25 +207,81 @@ def congestion_factor(nodes: ArrayLike, per_doubling: ArrayLike = 0.0,
     return v.result(np.maximum(o, 1.0) * (1 + k * np.log2(np.maximum(n, 1))))
 
 
-def _two_level_args(size_bytes: ArrayLike, ranks: ArrayLike, local: tuple[str, ArrayLike], intra_gb_per_s: ArrayLike,
-                    inter_gb_per_s: ArrayLike, intra_latency_us: ArrayLike, inter_latency_us: ArrayLike,
-                    intra_efficiency: ArrayLike, inter_efficiency: ArrayLike,
+@dataclass(frozen=True, eq=False)
+class Links:
+    """The two levels a collective crosses: NVLink inside a scale-up domain of
+    ``domain_gpus`` GPUs, the scale-out fabric beyond. Checked once here; the collectives
+    that take the group do not check it again.
+
+    Parameters
+    ----------
+    scale_up : FabricSpec
+        The scale-up link (NVLink): B_i [GB/s per GPU per direction] and its latency [us];
+        its own efficiency is not read (``nvlink_efficiency`` is).
+    scale_out : FabricSpec
+        The fabric: B_o (per-GPU NIC) [GB/s per direction], latency [us], eta_o
+        (``efficiency``) [-] and its congestion constants (:meth:`congestion`).
+    domain_gpus : int or array
+        GPUs one NVLink domain joins [-].
+    nvlink_efficiency : float or array
+        eta_i, achievable share of the NVLink bandwidth [-].
+
+    Raises
+    ------
+    InputError
+        Naming the bandwidth, latency or efficiency out of range.
+    """
+
+    scale_up: FabricSpec
+    scale_out: FabricSpec
+    domain_gpus: int | np.ndarray = 8
+    nvlink_efficiency: float | np.ndarray = 1.0
+
+    def __post_init__(self) -> None:
+        up, out = self.scale_up, self.scale_out
+        v.positive("intra_gb_per_s", up.bandwidth_gb_per_s_per_gpu)
+        v.positive("inter_gb_per_s", out.bandwidth_gb_per_s_per_gpu)
+        v.nonnegative("intra_latency_us", up.latency_us)
+        v.nonnegative("inter_latency_us", out.latency_us)
+        v.fraction("intra_efficiency", self.nvlink_efficiency)
+        v.fraction("inter_efficiency", out.efficiency)
+        v.integer("domain_gpus", self.domain_gpus)
+
+    @classmethod
+    def of(cls, intra_gb_per_s: ArrayLike, inter_gb_per_s: ArrayLike, intra_latency_us: ArrayLike = 0.0,
+           inter_latency_us: ArrayLike = 0.0, intra_efficiency: ArrayLike = 1.0,
+           inter_efficiency: ArrayLike = 1.0) -> "Links":
+        """Links from the numbers alone (NVLink B_i, alpha_i, eta_i; fabric B_o, alpha_o,
+        eta_o; no congestion constants), for collectives whose ranks per node are given."""
+        up = FabricSpec("intra", "scale-up", "scale_up", intra_gb_per_s, intra_latency_us)  # type: ignore[arg-type]
+        out = FabricSpec("inter", "scale-out", "scale_out", inter_gb_per_s,  # type: ignore[arg-type]
+                         inter_latency_us, efficiency=inter_efficiency)  # type: ignore[arg-type]
+        return cls(up, out, nvlink_efficiency=np.asarray(intra_efficiency, float))
+
+    def congestion(self, nodes: ArrayLike) -> float | np.ndarray:
+        """c(n) of the fabric over ``nodes`` nodes [-] (:func:`congestion_factor`)."""
+        return congestion_factor(nodes, self.scale_out.congestion_per_doubling,
+                                 self.scale_out.oversubscription)
+
+    def _si(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        # eta_i B_i, eta_o B_o [bytes/s] and alpha_i, alpha_o [s]
+        up, out = self.scale_up, self.scale_out
+        bi = np.asarray(up.bandwidth_gb_per_s_per_gpu, float) * GBPS * np.asarray(self.nvlink_efficiency, float)
+        bo = np.asarray(out.bandwidth_gb_per_s_per_gpu, float) * GBPS * np.asarray(out.efficiency, float)
+        return bi, bo, np.asarray(up.latency_us, float) * US, np.asarray(out.latency_us, float) * US
+
+
+def _two_level_args(size_bytes: ArrayLike, ranks: ArrayLike, local: tuple[str, ArrayLike], links: Links,
                     congestion: ArrayLike) -> tuple[np.ndarray, ...]:
-    """Validated arguments of a collective over a scale-up domain and a fabric (SI units)."""
+    """Checked arguments of a collective over a scale-up domain and a fabric (SI units)."""
     s = v.nonnegative("size_bytes", size_bytes)
     N = v.integer("ranks", ranks)
     k = np.minimum(v.integer(local[0], local[1]), N)
-    bi = v.positive("intra_gb_per_s", intra_gb_per_s) * GBPS * v.fraction("intra_efficiency", intra_efficiency)
-    bo = v.positive("inter_gb_per_s", inter_gb_per_s) * GBPS * v.fraction("inter_efficiency", inter_efficiency)
-    ai = v.nonnegative("intra_latency_us", intra_latency_us) * US
-    ao = v.nonnegative("inter_latency_us", inter_latency_us) * US
+    bi, bo, ai, ao = links._si()
     return s, N, k, bi, bo, ai, ao, v.positive("congestion", congestion)
 
 
-def hierarchical_allreduce_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks_per_node: ArrayLike,
-                                  intra_gb_per_s: ArrayLike, inter_gb_per_s: ArrayLike,
-                                  intra_latency_us: ArrayLike = 0.0, inter_latency_us: ArrayLike = 0.0,
-                                  intra_efficiency: ArrayLike = 1.0, inter_efficiency: ArrayLike = 1.0,
+def hierarchical_allreduce_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks_per_node: ArrayLike, links: Links,
                                   congestion: ArrayLike = 1.0) -> float | np.ndarray:
     r"""All-reduce over ranks spread k per node across n nodes (NVLink in, fabric out).
 
@@ -242,11 +301,8 @@ def hierarchical_allreduce_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks
         N [-].
     ranks_per_node : int or array
         k [-], the ranks of this group inside one node.
-    intra_gb_per_s, inter_gb_per_s : float or array
-        B_i (NVLink), B_o (per-GPU NIC) [GB/s per direction].
-    intra_latency_us, inter_latency_us : float or array
-        [us].
-    intra_efficiency, inter_efficiency : float or array
+    links : Links
+        B_i (NVLink), B_o (per-GPU NIC) [GB/s per direction], their latencies [us] and
         eta_i, eta_o [-].
     congestion : float or array
         c(n) from :func:`congestion_factor` [-].
@@ -260,19 +316,15 @@ def hierarchical_allreduce_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks
     ----------
     .. [1] Jeaugey 2019 (NCCL rings across nodes, one per NIC); Patarasuk and Yuan 2009.
     """
-    s, N, k, bi, bo, ai, ao, c = _two_level_args(
-        size_bytes, ranks, ("ranks_per_node", ranks_per_node), intra_gb_per_s, inter_gb_per_s,
-        intra_latency_us, inter_latency_us, intra_efficiency, inter_efficiency, congestion)
+    s, N, k, bi, bo, ai, ao, c = _two_level_args(size_bytes, ranks, ("ranks_per_node", ranks_per_node),
+                                                 links, congestion)
     multi = N > k
     per_byte = np.maximum(1.0 / bi, np.where(multi, c / (k * bo), 0.0))
     alpha = np.where(multi, np.maximum(ai, ao), ai)
     return v.result(2 * (N - 1) * alpha + 2 * (N - 1) / N * s * per_byte)
 
 
-def hierarchical_allgather_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks_per_node: ArrayLike,
-                                  intra_gb_per_s: ArrayLike, inter_gb_per_s: ArrayLike,
-                                  intra_latency_us: ArrayLike = 0.0, inter_latency_us: ArrayLike = 0.0,
-                                  intra_efficiency: ArrayLike = 1.0, inter_efficiency: ArrayLike = 1.0,
+def hierarchical_allgather_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks_per_node: ArrayLike, links: Links,
                                   congestion: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Ring all-gather (or reduce-scatter) of S bytes in total over ranks spread k per node.
 
@@ -290,8 +342,7 @@ def hierarchical_allgather_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks
     ----------
     size_bytes : float or array
         S, the gathered (or reduced) buffer [bytes]; each rank holds S/N of it.
-    ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s, intra_latency_us, inter_latency_us,
-    intra_efficiency, inter_efficiency, congestion
+    ranks, ranks_per_node, links, congestion
         As :func:`hierarchical_allreduce_time_s`.
 
     Returns
@@ -305,16 +356,12 @@ def hierarchical_allgather_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks
     .. [2] NVIDIA, NCCL tests doc/PERFORMANCE.md (bus bandwidth of all-gather and
        reduce-scatter = algorithm bandwidth x (n-1)/n).
     """
-    return v.result(0.5 * hierarchical_allreduce_time_s(
-        size_bytes, ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s, intra_latency_us,
-        inter_latency_us, intra_efficiency, inter_efficiency, congestion))
+    return v.result(0.5 * hierarchical_allreduce_time_s(size_bytes, ranks, ranks_per_node, links,
+                                                         congestion))
 
 
 
-def hierarchical_alltoall_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks_per_domain: ArrayLike,
-                                 intra_gb_per_s: ArrayLike, inter_gb_per_s: ArrayLike,
-                                 intra_latency_us: ArrayLike = 0.0, inter_latency_us: ArrayLike = 0.0,
-                                 intra_efficiency: ArrayLike = 1.0, inter_efficiency: ArrayLike = 1.0,
+def hierarchical_alltoall_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks_per_domain: ArrayLike, links: Links,
                                  congestion: ArrayLike = 1.0) -> float | np.ndarray:
     r"""All-to-all of S bytes per rank over N ranks, k of them inside one scale-up domain.
 
@@ -337,8 +384,7 @@ def hierarchical_alltoall_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks_
         N, the expert-parallel group [-].
     ranks_per_domain : int or array
         k, the group's ranks inside one NVLink domain [-] (capped at N).
-    intra_gb_per_s, inter_gb_per_s, intra_latency_us, inter_latency_us, intra_efficiency,
-    inter_efficiency, congestion
+    links, congestion
         As :func:`hierarchical_allreduce_time_s`.
 
     Returns
@@ -352,9 +398,8 @@ def hierarchical_alltoall_time_s(size_bytes: ArrayLike, ranks: ArrayLike, ranks_
     .. [2] DeepSeek-V3 report, arXiv:2412.19437, §3.2.2 (dispatch over IB between nodes
        and NVLink inside them; node-limited routing keeps most traffic on NVLink).
     """
-    s, N, k, bi, bo, ai, ao, c = _two_level_args(
-        size_bytes, ranks, ("ranks_per_domain", ranks_per_domain), intra_gb_per_s, inter_gb_per_s,
-        intra_latency_us, inter_latency_us, intra_efficiency, inter_efficiency, congestion)
+    s, N, k, bi, bo, ai, ao, c = _two_level_args(size_bytes, ranks, ("ranks_per_domain", ranks_per_domain),
+                                                 links, congestion)
     t_in = np.where(k > 1, ai + (k - 1) / N * s / bi, 0.0)
     t_out = np.where(N > k, ao + (N - k) / N * s * c / bo, 0.0)
     return v.result(np.maximum(t_in, t_out))

@@ -22,12 +22,15 @@ References
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import _validate as v
+
+if TYPE_CHECKING:
+    from .arch import ModelSpec
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 BIAS_MODES = ("all", "qkv", "none")
@@ -96,12 +99,7 @@ def matmul_params_per_layer(hidden: ArrayLike, heads: ArrayLike, kv_heads: Array
     return v.result(attn + mlp)
 
 
-def parameter_count(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike, vocab: ArrayLike,
-                    seq_len: ArrayLike = 0, kv_heads: ArrayLike | None = None,
-                    ffn_hidden: ArrayLike | None = None, gated_ffn: ArrayLike = False,
-                    tied_embeddings: ArrayLike = True, position_embedding: str = "learned",
-                    norm: str = "layernorm", biases: str = "all", head_dim: ArrayLike | None = None,
-                    norms_per_layer: ArrayLike = 2, embedding_norm: ArrayLike = False) -> float | np.ndarray:
+def parameter_count(model: ModelSpec) -> int:
     r"""Total parameters of a decoder-only transformer from its architecture.
 
     .. math:: P = l\,(P_{mm} + P_{bias} + n_{norm} P_{norm}) + P_{norm}\,(1 + [\text{embedding norm}])
@@ -116,25 +114,18 @@ def parameter_count(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike, voca
 
     Parameters
     ----------
-    layers, hidden, heads, vocab : int or array
-        l, h, a, V [-].
-    seq_len : int or array
-        s [-]; counted only for learned position embeddings.
-    kv_heads, ffn_hidden, gated_ffn, head_dim
-        See :func:`matmul_params_per_layer`.
-    tied_embeddings : bool
-        Output projection shares the input embedding matrix.
-    position_embedding : {"learned", "rope", "none"}
-    norm : {"layernorm", "rmsnorm", "layernorm_nobias"}
-    biases : {"all", "qkv", "none"}
-    norms_per_layer : int or array
-        n_norm [-], 2 by default.
-    embedding_norm : bool
-        A norm on the word embeddings (BLOOM's ``word_embeddings_layernorm``).
+    model : ModelSpec
+        A dense model with grouped-query attention (MoE, MLA, QK-norm and sinks:
+        :attr:`llmcost.training.arch.ModelSpec.params`): l (``layers``), h, a, a_kv, d, f,
+        the FFN's gating, V, s (counted only for learned position embeddings),
+        ``tied_embeddings`` (the output projection shares the input embedding matrix),
+        ``position_embedding``, ``norm``, ``biases``, n_norm (``norms_per_layer``) and
+        ``embedding_norm`` (a norm on the word embeddings, BLOOM's
+        ``word_embeddings_layernorm``).
 
     Returns
     -------
-    params : int or array
+    params : int
         Parameter count [-].
 
     References
@@ -145,33 +136,28 @@ def parameter_count(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike, voca
        2022-07): 176,247,271,424 parameters, 70 layers, h = 14336, LayerNorm on the
        embeddings; BLOOM paper arXiv:2211.05100, §3.2.
     """
-    layers, hidden, heads, kv_heads, ffn_hidden, head_dim = _shape(
-        layers, hidden, heads, kv_heads, ffn_hidden, head_dim)
-    vocab = v.integer("vocab", vocab)
-    seq_len = v.integer("seq_len", seq_len, minimum=0)
-    gated = v.boolean("gated_ffn", gated_ffn)
-    tied = v.boolean("tied_embeddings", tied_embeddings)
-    v.choice("position_embedding", position_embedding, POSITION_EMBEDDINGS)
-    v.choice("norm", norm, NORMS)
-    v.choice("biases", biases, BIAS_MODES)
-
+    # the model's fields are checked by ModelSpec.__post_init__
+    layers, hidden, heads, vocab, seq_len = model.layers, model.hidden, model.heads, model.vocab, model.seq_len
+    kv_heads, ffn_hidden, head_dim = model.kv_heads, model.ffn_hidden, model.head_dim
+    assert kv_heads is not None and ffn_hidden is not None and head_dim is not None
+    gated, tied, biases, norm = model.gated_ffn, model.tied_embeddings, model.biases, model.norm
     q_dim = heads * head_dim
     kv_dim = kv_heads * head_dim
     mm = matmul_params_per_layer(hidden, heads, kv_heads, ffn_hidden, gated, head_dim)
     qkv_bias = q_dim + 2 * kv_dim
+    bias: int | np.ndarray
     if biases == "all":
         bias = qkv_bias + hidden + np.where(gated, 2, 1) * ffn_hidden + hidden
     elif biases == "qkv":
         bias = qkv_bias
     else:
         bias = 0
-    n_norms = v.integer("norms_per_layer", norms_per_layer, minimum=0)
-    emb_norm = v.boolean("embedding_norm", embedding_norm)
+    n_norms, emb_norm = model.norms_per_layer, model.embedding_norm
     per_norm = 2 * hidden if norm == "layernorm" else hidden
     per_layer = mm + bias + n_norms * per_norm
     embed = vocab * hidden * np.where(tied, 1, 2)
-    pos = seq_len * hidden if position_embedding == "learned" else 0
-    return v.result(layers * per_layer + per_norm * (1 + emb_norm) + embed + pos)
+    pos = seq_len * hidden if model.position_embedding == "learned" else 0
+    return int(layers * per_layer + per_norm * (1 + emb_norm) + embed + pos)
 
 
 def megatron_parameter_count(layers: ArrayLike, hidden: ArrayLike, vocab: ArrayLike,

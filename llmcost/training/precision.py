@@ -36,17 +36,18 @@ References
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import _validate as v
-from .flops import RECOMPUTE_MODES
 from .hardware import GPUSpec
+from .layer_options import PRECISIONS, LayerOptions
 
-#: GEMM precisions a layout may ask for.
-PRECISIONS = ("bf16", "fp8", "mxfp8")
+if TYPE_CHECKING:
+    from .arch import ModelSpec
+
 #: per-tensor FP8 scaling recipes: "current" (amax of this tensor, an extra read; Megatron-
 #: Bridge "FP8-CS") or "delayed" (amax history, fused into the cast).
 FP8_SCALINGS = ("current", "delayed")
@@ -205,33 +206,21 @@ def _saved_input_bytes(prec: np.ndarray) -> np.ndarray:
     return np.where(prec == "mxfp8", 1.0 + 1.0 / MX_BLOCK, 1.0)
 
 
-def _layer_dims(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, heads: ArrayLike, tp: ArrayLike,
-                cp: ArrayLike, kv_heads: ArrayLike | None, ffn_hidden: ArrayLike | None, gated_ffn: ArrayLike,
-                head_dim: ArrayLike | None, sequence_parallel: ArrayLike) -> tuple[np.ndarray, ...]:
-    """Validated per-layer dimensions (s, b, h, a, t, c, a_kv, f, d, gated, sp) with the
-    defaults a_kv = a, f = 4h, d = h / a: the one argument check of the activation and
-    FP8-traffic formulas (here and in :mod:`llmcost.training.memory`)."""
-    s = v.integer("seq_len", seq_len)
-    b = v.integer("micro_batch", micro_batch)
-    h = v.integer("hidden", hidden)
-    a = v.integer("heads", heads)
-    t = v.integer("tp", tp)
-    c = v.integer("cp", cp)
-    kv = a if kv_heads is None else v.integer("kv_heads", kv_heads)
-    f = 4 * h if ffn_hidden is None else v.integer("ffn_hidden", ffn_hidden)
-    d = h // a if head_dim is None else v.integer("head_dim", head_dim)
-    gated = v.boolean("gated_ffn", gated_ffn)
-    sp = v.boolean("sequence_parallel", sequence_parallel)
-    return s, b, h, a, t, c, kv, f, d, gated, sp
+def _check_shard(model: ModelSpec, seq_len: ArrayLike | None, micro_batch: ArrayLike, tp: ArrayLike,
+                 cp: ArrayLike) -> tuple[np.ndarray | int, np.ndarray, np.ndarray, np.ndarray]:
+    """The checked tokens of one micro-batch and parallel sizes (s, b, t, c), s the model's
+    by default: the one argument check of the per-layer activation and FP8-traffic formulas
+    (here and in :mod:`llmcost.training.memory`); the model and the options are checked by
+    their own groups."""
+    s = model.seq_len if seq_len is None else v.integer("seq_len", seq_len)
+    return (s, v.integer("micro_batch", micro_batch), v.integer("tp", tp), v.integer("cp", cp))
 
 
-def _dims(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, heads: ArrayLike, tp: ArrayLike,
-          cp: ArrayLike, kv_heads: ArrayLike | None, ffn_hidden: ArrayLike | None, gated_ffn: ArrayLike,
-          head_dim: ArrayLike | None, sequence_parallel: ArrayLike) -> tuple[np.ndarray, ...]:
-    s, b, h, a, t, c, kv, f, d, gated, sp = _layer_dims(
-        seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gated_ffn,
-        head_dim, sequence_parallel)
-    v.divides("kv_heads", kv, "heads", a)
+def _dims(model: ModelSpec, s: float | np.ndarray, b: float | np.ndarray, t: float | np.ndarray,
+          c: float | np.ndarray, sp: ArrayLike) -> tuple[np.ndarray | float, ...]:
+    h, a, f = model.hidden, model.heads, model.ffn_hidden
+    assert model.kv_heads is not None and model.head_dim is not None and f is not None
+    kv, d = model.kv_heads, model.head_dim
     tokens = s / c * b
     d_q = a * d
     # beyond t = kv_heads Megatron replicates KV heads: one head's K and V per GPU
@@ -239,14 +228,11 @@ def _dims(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, heads: 
     # norm outputs (QKV and FFN-up inputs) and row-parallel outputs are full width on every
     # TP rank, or sharded over t with sequence parallelism
     wide = h / np.where(sp, t, 1)
-    return tokens, h, f, t, d_q, d_kv_gpu, gated, wide
+    return tokens, h, f, t, d_q, d_kv_gpu, model.gated_ffn, wide
 
 
-def fp8_cast_bytes_per_layer(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, heads: ArrayLike,
-                             tp: ArrayLike = 1, cp: ArrayLike = 1, kv_heads: ArrayLike | None = None,
-                             ffn_hidden: ArrayLike | None = None, gated_ffn: ArrayLike = False,
-                             head_dim: ArrayLike | None = None, sequence_parallel: ArrayLike = False,
-                             recompute: ArrayLike = "none", precision: ArrayLike = "fp8",
+def fp8_cast_bytes_per_layer(model: ModelSpec, seq_len: ArrayLike | None = None, micro_batch: ArrayLike = 1,
+                             tp: ArrayLike = 1, cp: ArrayLike = 1, options: LayerOptions | None = None,
                              generation: ArrayLike = "hopper", scaling: str = "current") -> float | np.ndarray:
     r"""HBM traffic of quantizing GEMM operands, per layer and micro-batch, on one GPU.
 
@@ -281,19 +267,18 @@ def fp8_cast_bytes_per_layer(seq_len: ArrayLike, micro_batch: ArrayLike, hidden:
 
     Parameters
     ----------
-    seq_len, micro_batch : int or array
-        s [tokens], b [sequences].
-    hidden, heads : int or array
-        h, a [-].
+    model : ModelSpec
+        h, a, a_kv, d, f and the FFN's gating.
+    seq_len : int or array, optional
+        s [tokens]; default the model's.
+    micro_batch : int or array
+        b [sequences].
     tp, cp : int or array
         Tensor- and context-parallel sizes t, c [-].
-    kv_heads, ffn_hidden, gated_ffn, head_dim
-        See :func:`llmcost.training.flops.matmul_params_per_layer`.
-    sequence_parallel : bool or array
-    recompute : {"none", "selective", "full"} or array of these names
-        Selective recomputation repeats only core attention (no linear layer).
-    precision : {"bf16", "fp8", "mxfp8"} or array of these names
-        "bf16" gives 0.
+    options : LayerOptions, optional
+        ``sequence_parallel``; ``recompute`` (selective recomputation repeats only core
+        attention, no linear layer); ``precision``, "bf16" giving 0. None: FP8 with the
+        other defaults, ``LayerOptions(precision="fp8")``.
     generation : str or array of str
         GPU generation ("hopper", "blackwell", ...).
     scaling : {"current", "delayed"}
@@ -312,11 +297,10 @@ def fp8_cast_bytes_per_layer(seq_len: ArrayLike, micro_batch: ArrayLike, hidden:
     .. [3] Williams et al., "Roofline", CACM 52(4), 2009 (memory-bound time = bytes / bandwidth).
     """
     v.choice("scaling", scaling, FP8_SCALINGS)
-    prec = v.choices("precision", precision, PRECISIONS)
-    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
+    opts = LayerOptions(precision="fp8") if options is None else options
+    prec, rec = np.asarray(opts.precision), np.asarray(opts.recompute)
     tokens, h, f, t, d_q, d_kv, gated, wide = _dims(
-        seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gated_ffn,
-        head_dim, sequence_parallel)
+        model, *_check_shard(model, seq_len, micro_batch, tp, cp), opts.sequence_parallel)
     fwd = 2.0 * wide + (d_q + f) / t
     bwd = d_q / t + 2.0 * d_kv + np.where(gated, 2.0, 1.0) * f / t + 2.0 * wide
     elements = tokens * (fwd * np.where(rec == "full", 2.0, 1.0) + bwd)
@@ -409,13 +393,9 @@ def fp8_weight_copy_bytes(gemm_params: ArrayLike, precision: ArrayLike = "fp8",
     return v.result(p * quantized_copy_bytes_per_element(precision, generation))
 
 
-def fp8_activation_saving_bytes_per_layer(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike,
-                                          heads: ArrayLike, tp: ArrayLike = 1, cp: ArrayLike = 1,
-                                          kv_heads: ArrayLike | None = None, ffn_hidden: ArrayLike | None = None,
-                                          gated_ffn: ArrayLike = False, head_dim: ArrayLike | None = None,
-                                          sequence_parallel: ArrayLike = False, recompute: ArrayLike = "none",
-                                          flash_attention: ArrayLike = False,
-                                          precision: ArrayLike = "fp8") -> float | np.ndarray:
+def fp8_activation_saving_bytes_per_layer(model: ModelSpec, seq_len: ArrayLike | None = None,
+                                          micro_batch: ArrayLike = 1, tp: ArrayLike = 1, cp: ArrayLike = 1,
+                                          options: LayerOptions | None = None) -> float | np.ndarray:
     r"""Activation bytes per layer that FP8 linear layers save (or add) against BF16.
 
     Korthikanti's per-layer count ([2] §4.1; :func:`llmcost.training.memory.
@@ -446,19 +426,18 @@ def fp8_activation_saving_bytes_per_layer(seq_len: ArrayLike, micro_batch: Array
 
     Parameters
     ----------
-    seq_len, micro_batch : int or array
-        s [tokens], b [sequences].
-    hidden, heads : int or array
-        h, a [-].
+    model : ModelSpec
+        h, a, d and f (the FFN-down input is f wide, gated or not).
+    seq_len : int or array, optional
+        s [tokens]; default the model's.
+    micro_batch : int or array
+        b [sequences].
     tp, cp : int or array
         t, c [-].
-    kv_heads, ffn_hidden, gated_ffn, head_dim
-        See :func:`llmcost.training.flops.matmul_params_per_layer`.
-    sequence_parallel : bool or array
-    recompute : {"none", "selective", "full"} or array of these names
-    flash_attention : bool or array
-        Fused attention that keeps its BF16 output for backward.
-    precision : {"bf16", "fp8", "mxfp8"} or array of these names
+    options : LayerOptions, optional
+        ``sequence_parallel``, ``recompute``, ``flash_attention`` (fused attention that
+        keeps its BF16 output for backward) and ``precision``. None: FP8 with the other
+        defaults, ``LayerOptions(precision="fp8")``.
 
     Returns
     -------
@@ -474,13 +453,10 @@ def fp8_activation_saving_bytes_per_layer(seq_len: ArrayLike, micro_batch: Array
     .. [3] T. Dao, "FlashAttention-2", arXiv:2307.08691, Algorithm 2 (the backward pass
        reads the output O).
     """
-    prec = v.choices("precision", precision, PRECISIONS)
-    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
-    flash = v.boolean("flash_attention", flash_attention)
+    opts = LayerOptions(precision="fp8") if options is None else options
+    prec, rec, flash = np.asarray(opts.precision), np.asarray(opts.recompute), np.asarray(opts.flash_attention)
     tokens, h, f, t, d_q, _, _, wide = _dims(
-        seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, False, head_dim,
-        sequence_parallel)
-    v.boolean("gated_ffn", gated_ffn)  # the FFN-down input is f wide either way
+        model, *_check_shard(model, seq_len, micro_batch, tp, cp), opts.sequence_parallel)
     q = _saved_input_bytes(prec)
     gain = BF16_BYTES - q
     proj = np.where(flash, -q, gain) * d_q / t

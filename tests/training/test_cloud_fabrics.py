@@ -58,8 +58,8 @@ def test_tcpxo_constants_reproduce_the_published_two_node_all_gather():
     measured_us = np.array([166.6, 204.6, 284.0, 447.4, 808.3, 1522.1, 2892.3, 5532.7, 10863,
                             21481, 42713])
     f = catalog.fabric("gcp-a3-mega-tcpxo")
-    t = comm.hierarchical_allgather_time_s(size, 16, 8, 450, f.bandwidth_gb_per_s_per_gpu, 1.0,
-                                           f.latency_us, 1.0, f.efficiency, 1.0)
+    t = comm.hierarchical_allgather_time_s(size, 16, 8, comm.Links.of(
+        450, f.bandwidth_gb_per_s_per_gpu, 1.0, f.latency_us, 1.0, f.efficiency), 1.0)
     np.testing.assert_allclose(t * 1e6, measured_us, rtol=0.05)
     # the plateau alone: busbw 188.54 GB/s at 8 GiB of 8 NICs x 25 GB/s
     assert f.efficiency == pytest.approx(188.54 / 200, abs=0.01)
@@ -81,8 +81,8 @@ def test_p4d_constants_from_the_published_two_node_all_reduce():
     f = catalog.fabric("aws-efa-p4d")
     assert f.efficiency == pytest.approx(eta, abs=0.01)
     # 8-byte all-reduce ~161 us = 2(n-1) alpha in the model's hierarchical all-reduce
-    t8 = comm.hierarchical_allreduce_time_s(8, n, 8, 300, f.bandwidth_gb_per_s_per_gpu, 1.0,
-                                            f.latency_us, 1.0, f.efficiency, 1.0)
+    t8 = comm.hierarchical_allreduce_time_s(8, n, 8, comm.Links.of(
+        300, f.bandwidth_gb_per_s_per_gpu, 1.0, f.latency_us, 1.0, f.efficiency), 1.0)
     assert t8 * 1e6 == pytest.approx(161, rel=0.05)
 
 

@@ -33,10 +33,11 @@ def test_tree_latency_is_logarithmic():
 def test_hierarchical_is_nic_bound_across_nodes():
     # 8 GPUs per node, 16 nodes: each NIC carries S/8 around the inter-node ring.
     S, N, k = 8e9, 128, 8
-    t = comm.hierarchical_allreduce_time_s(S, N, k, intra_gb_per_s=300, inter_gb_per_s=25)
+    t = comm.hierarchical_allreduce_time_s(S, N, k, comm.Links.of(intra_gb_per_s=300,
+                                                                  inter_gb_per_s=25))
     assert t == pytest.approx(2 * (N - 1) / N * S / (k * 25e9))
     # within one node the ring runs at NVLink speed
-    assert comm.hierarchical_allreduce_time_s(S, 8, 8, 300, 25) == pytest.approx(
+    assert comm.hierarchical_allreduce_time_s(S, 8, 8, comm.Links.of(300, 25)) == pytest.approx(
         comm.ring_allreduce_time_s(S, 8, 300))
 
 

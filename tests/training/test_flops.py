@@ -5,6 +5,7 @@ import pytest
 
 from llmcost import InputError, catalog
 from llmcost.training import flops as fl
+from llmcost.training.arch import ModelSpec
 from llmcost.utilization import mfu
 
 # Narayanan et al. 2021 (arXiv:2104.04473), Table 1: params (B), heads, h, layers, TP, PP,
@@ -37,7 +38,7 @@ def test_megatron_eq2_reproduces_table1_parameters(row):
 @pytest.mark.parametrize("row", TABLE1, ids=[f"{r[0]}B" for r in TABLE1])
 def test_general_count_equals_eq2_plus_final_norm(row):
     _, heads, h, l = row[:4]
-    general = fl.parameter_count(l, h, heads, V, seq_len=S)
+    general = fl.parameter_count(ModelSpec(layers=l, hidden=h, heads=heads, vocab=V, seq_len=S))
     # Eq. 2 counts 13h per layer of biases and LayerNorms and omits the final LayerNorm (2h).
     assert general - fl.megatron_parameter_count(l, h, V, S) == pytest.approx(2 * h, abs=1e-3)
 
@@ -106,9 +107,10 @@ def test_catalog_models_match_published_counts(model_id):
 def test_llama3_405b_from_architecture():
     # arXiv:2407.21783 Table 3: 126 layers, d 16384, 128 heads, 8 KV heads, FFN 53248,
     # vocab 128256; untied embeddings, RMSNorm, no biases.
-    p = fl.parameter_count(126, 16384, 128, 128256, kv_heads=8, ffn_hidden=53248,
-                           gated_ffn=True, tied_embeddings=False, position_embedding="rope",
-                           norm="rmsnorm", biases="none")
+    p = fl.parameter_count(ModelSpec(
+        layers=126, hidden=16384, heads=128, vocab=128256, seq_len=8192, kv_heads=8,
+        ffn_hidden=53248, gated_ffn=True, tied_embeddings=False, position_embedding="rope",
+        norm="rmsnorm", biases="none"))
     assert p == pytest.approx(405e9, rel=0.01)
     # by hand: per layer 2*16384^2 + 2*16384*1024 + 3*16384*53248 + 2*16384
     per_layer = 2 * 16384**2 + 2 * 16384 * 1024 + 3 * 16384 * 53248 + 2 * 16384

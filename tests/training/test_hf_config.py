@@ -236,11 +236,12 @@ def test_sequence_length_default_and_explicit():
 def test_alibi_and_norm_variants_are_named_choices():
     assert "alibi" in fl.POSITION_EMBEDDINGS and "layernorm_nobias" in fl.NORMS
     # one shared norm per layer takes one norm of 2h off each layer (LayerNorm with bias)
-    two = fl.parameter_count(4, 64, 4, 100, position_embedding="alibi")
-    one = fl.parameter_count(4, 64, 4, 100, position_embedding="alibi", norms_per_layer=1)
+    small = ModelSpec(layers=4, hidden=64, heads=4, vocab=100, seq_len=16)
+    two = fl.parameter_count(small.with_(position_embedding="alibi"))
+    one = fl.parameter_count(small.with_(position_embedding="alibi", norms_per_layer=1))
     assert two - one == 4 * 2 * 64
-    assert fl.parameter_count(4, 64, 4, 100, embedding_norm=True) - fl.parameter_count(
-        4, 64, 4, 100) == 2 * 64
+    assert fl.parameter_count(small.with_(embedding_norm=True)) - fl.parameter_count(
+        small) == 2 * 64
 
 
 # ---------------------------------------------------------------------------- bad input

@@ -43,6 +43,8 @@ def test_optimizer_variants():
 
 # GPT-3 175B shapes (Korthikanti Table 3): a = 96, h = 12288, s = 2048, b = 1, t = 8.
 A_, H_, S_, B_, T_ = 96, 12288, 2048, 1, 8
+# its layer: MHA, FFN 4h, dropout
+GPT_LAYER = ModelSpec(layers=96, hidden=H_, heads=A_, vocab=50257, seq_len=S_)
 
 
 def _korthikanti(variant):
@@ -66,15 +68,16 @@ def _korthikanti(variant):
     ("full", 1, False, "full"),
 ])
 def test_korthikanti_table2(variant, tp, sp, recompute):
-    got = mem.activation_bytes_per_layer(S_, B_, H_, A_, tp=tp, sequence_parallel=sp,
-                                         recompute=recompute, dropout=True,
-                                         flash_attention=False)
+    got = mem.activation_bytes_per_layer(GPT_LAYER, S_, B_, tp=tp, options=mem.LayerOptions(
+        recompute, sequence_parallel=sp, flash_attention=False))
     assert got == pytest.approx(_korthikanti(variant), rel=1e-12)
 
 
 def test_flash_attention_drops_the_score_term():
-    no_flash = mem.activation_bytes_per_layer(S_, B_, H_, A_, tp=T_, flash_attention=False)
-    flash = mem.activation_bytes_per_layer(S_, B_, H_, A_, tp=T_, flash_attention=True)
+    no_flash = mem.activation_bytes_per_layer(GPT_LAYER, S_, B_, tp=T_, options=mem.LayerOptions(
+        flash_attention=False))
+    flash = mem.activation_bytes_per_layer(GPT_LAYER, S_, B_, tp=T_, options=mem.LayerOptions(
+        flash_attention=True))
     assert no_flash - flash == pytest.approx(S_ * B_ * H_ * 5 * A_ * S_ / (H_ * T_))
     assert flash == pytest.approx(_korthikanti("tp+selective"))
 
@@ -83,8 +86,8 @@ def test_eq5_first_stage_holds_all_layers():
     # Eq. 5: with 1F1B the first stage holds p micro-batches of L/p layers:
     # (s b h L / t)(34 + 5 a s / h) without SP; interleaving multiplies by 1 + (p-1)/(p v).
     L, p = 96, 8
-    per_layer = mem.activation_bytes_per_layer(S_, B_, H_, A_, tp=T_, sequence_parallel=True,
-                                               flash_attention=False)
+    per_layer = mem.activation_bytes_per_layer(GPT_LAYER, S_, B_, tp=T_, options=mem.LayerOptions(
+        sequence_parallel=True, flash_attention=False))
     held = mem.inflight_layers(L, p)
     assert held * per_layer == pytest.approx(S_ * B_ * H_ * L / T_ * (34 + 5 * A_ * S_ / H_))
     for vchunks in (2, 3, 4):
@@ -102,8 +105,9 @@ def test_gqa_and_gated_generalisation():
     h, a, kv, f, s = 4096, 32, 8, 14336, 4096
     d_kv = kv * h // a
     by_hand = s * (8 * h + 2 * (h + d_kv) + 2 * d_kv + 2 * h + 6 * f + 2 * a * s)
-    got = mem.activation_bytes_per_layer(s, 1, h, a, kv_heads=kv, ffn_hidden=f, gated_ffn=True,
-                                         dropout=False, flash_attention=False)
+    llama = ModelSpec(layers=32, hidden=h, heads=a, vocab=128256, seq_len=s, kv_heads=kv,
+                      ffn_hidden=f, gated_ffn=True, dropout=False)
+    got = mem.activation_bytes_per_layer(llama, options=mem.LayerOptions(flash_attention=False))
     assert got == pytest.approx(by_hand)
 
 
@@ -127,8 +131,9 @@ def test_lora_counts_hu_et_al_table5():
     # (W_q, W_v) at r = 4, and (W_q, W_k, W_v, W_o) at r = 2: 96 x 8 x (12288 + 12288).
     one_matrix_r8 = 96 * 8 * (12288 + 12288)
     assert one_matrix_r8 / 1e6 == pytest.approx(18.87, abs=0.01)
-    assert mem.lora_parameter_count(96, 12288, 96, 4, targets="qv") == one_matrix_r8
-    assert mem.lora_parameter_count(96, 12288, 96, 2, targets="attention") == one_matrix_r8
+    gpt3 = ModelSpec(layers=96, hidden=12288, heads=96, vocab=50257, seq_len=2048)
+    assert mem.lora_parameter_count(gpt3, 4, targets="qv") == one_matrix_r8
+    assert mem.lora_parameter_count(gpt3, 2, targets="attention") == one_matrix_r8
 
 
 def test_qlora_double_quantisation_saving():
@@ -155,8 +160,7 @@ def test_lora_fits_one_node_qlora_one_card():
     blocks = m.layers * m.layer_params
     assert qlora.weights_bytes == pytest.approx(
         blocks * 4.127 / 8 + 2 * (m.params - blocks)
-        + 2 * mem.lora_parameter_count(m.layers, m.hidden, m.heads, 16, m.kv_heads,
-                                       m.ffn_hidden, True),
+        + 2 * mem.lora_parameter_count(m.with_(gated_ffn=True), 16),
         rel=1e-3)
     # everything in NF4 (the former default) would understate Llama 2 13B's 32000 x 5120 x 2
     # embedding and head by (2 - 4.127 / 8) bytes each: ~0.49 GB

@@ -11,6 +11,7 @@ from llmcost import catalog
 from llmcost._validate import InputError
 from llmcost.cli import main
 from llmcost.training import memory as mem
+from llmcost.training.arch import ModelSpec
 from llmcost.training.precision import fp8_activation_saving_bytes_per_layer
 from llmcost.training.recompute import RECOMPUTE_MODULES, check_recompute_modules, recompute_flops_per_token
 from llmcost.training.step import Options, predict_step
@@ -25,8 +26,12 @@ GIB = 2 ** 30
 H, A, RQ, RKV, DN, DR, DV = 7168, 128, 1536, 512, 128, 64, 128
 E, K, FE, FS = 256, 8, 2048, 2048
 S = 4096
-MLA = (S, 1, H, A, RQ, RKV, DN, DR, DV)
-MOE = (S, 1, H, E, K, FE, FS)
+# DeepSeek-V3 carries these shapes (MLA attention, MoE FFN, no dropout, gated FFN)
+MLA = MOE = (DSV3, S, 1)
+LayerOptions = mem.LayerOptions
+# a Llama 3 70B layer (h 8192, 64 heads, 8 KV heads, f 28672, gated, no dropout)
+L70_LAYER = ModelSpec(layers=80, hidden=8192, heads=64, vocab=128256, seq_len=8192, kv_heads=8,
+                      ffn_hidden=28672, gated_ffn=True, head_dim=128, dropout=False)
 
 #: DeepSeek-V3's recipe, as Megatron-Core 2025 names it
 RECIPE_MODULES = ("layernorm", "mla_up_proj")
@@ -69,55 +74,60 @@ def test_mla_block_and_its_up_projection_by_hand():
     # mla_up_proj frees the normed latents and Q, K, V: 2 x 2048 + 2 x 128 x 512 = 135,168
     # bytes per token, 554 MB per layer of 4,096 tokens
     freed = mem.mla_attention_activation_bytes(*MLA) - mem.mla_attention_activation_bytes(
-        *MLA, recompute_modules=("mla_up_proj",))
+        *MLA, options=LayerOptions(recompute_modules=("mla_up_proj",)))
     assert freed == S * (2 * (RQ + RKV) + 2 * A * (2 * (DN + DR) + DV)) == 553_648_128
     # TP 4 with SP: the heads split over t, the latents over the sequence shard; FP8 cache:
     # the normed latents at 1 byte
-    kw = dict(tp=4, sequence_parallel=True, linear_input_bytes=1.0)
-    freed = mem.mla_attention_activation_bytes(*MLA, **kw) - mem.mla_attention_activation_bytes(
-        *MLA, recompute_modules="mla_up_proj", **kw)
+    kw = dict(sequence_parallel=True, linear_input_bytes=1.0)
+    freed = (mem.mla_attention_activation_bytes(*MLA, tp=4, options=LayerOptions(**kw))
+             - mem.mla_attention_activation_bytes(*MLA, tp=4, options=LayerOptions(
+                 recompute_modules="mla_up_proj", **kw)))
     assert freed == pytest.approx(S * ((RQ + RKV) / 4 + 2 * A * (2 * (DN + DR) + DV) / 4))
     # full recomputation keeps the layer input, named modules or not
-    full = mem.mla_attention_activation_bytes(*MLA, recompute="full",
-                                              recompute_modules=("mla_up_proj",))
+    full = mem.mla_attention_activation_bytes(*MLA, options=LayerOptions(
+        "full", recompute_modules=("mla_up_proj",)))
     assert full == S * 2 * H
 
 
 def test_layernorm_frees_the_norm_outputs():
     # dense GQA layer (Llama 3 70B: h 8192, 64 heads, 8 KV heads, f 28672, gated), TP 8 + SP,
     # FP8 cache: the two norm outputs, 1 byte x h / t each
-    args = (8192, 1, 8192, 64, 8, 1, 8, 28672, True, 128, False, True)
+    args = (L70_LAYER, 8192, 1, 8, 1)
+    kw = dict(flash_attention=False, sequence_parallel=True)
     for q in (2.0, 1.0):
-        freed = (mem.activation_bytes_per_layer(*args, linear_input_bytes=q)
-                 - mem.activation_bytes_per_layer(*args, recompute_modules=("layernorm",),
-                                                  linear_input_bytes=q))
+        freed = (mem.activation_bytes_per_layer(*args, LayerOptions(linear_input_bytes=q, **kw))
+                 - mem.activation_bytes_per_layer(*args, LayerOptions(
+                     recompute_modules=("layernorm",), linear_input_bytes=q, **kw)))
         assert freed == pytest.approx(8192 * 2 * q * 8192 / 8)
     # MLA: the one norm output the down-projections read, q h / t^SP
     freed = mem.mla_attention_activation_bytes(*MLA) - mem.mla_attention_activation_bytes(
-        *MLA, recompute_modules=("layernorm",))
+        *MLA, options=LayerOptions(recompute_modules=("layernorm",)))
     assert freed == S * 2 * H
 
 
 def test_mlp_and_core_attn_on_a_dense_layer():
-    args = (8192, 1, 8192, 64, 8, 1, 8, 28672, True, 128, False, True)
+    args = (L70_LAYER, 8192, 1, 8, 1)
+    kw = dict(flash_attention=False, sequence_parallel=True)
     # mlp: the fc1 output (gate and up, 2 x 2f) and the fc2 input (q f), over t
     for q in (2.0, 1.0):
-        freed = (mem.activation_bytes_per_layer(*args, linear_input_bytes=q)
-                 - mem.activation_bytes_per_layer(*args, recompute_modules="mlp",
-                                                  linear_input_bytes=q))
+        freed = (mem.activation_bytes_per_layer(*args, LayerOptions(linear_input_bytes=q, **kw))
+                 - mem.activation_bytes_per_layer(*args, LayerOptions(
+                     recompute_modules="mlp", linear_input_bytes=q, **kw)))
         assert freed == pytest.approx(8192 * (4 + q) * 28672 / 8)
     # core_attn is selective recomputation: unfused attention without dropout frees the
     # softmax output, 2 a s / t per token
-    unfused = (2048, 1, 2048, 16, 1, 1, None, None, False, None, False, False, "none", False)
-    freed = (mem.activation_bytes_per_layer(*unfused)
-             - mem.activation_bytes_per_layer(*unfused, recompute_modules=("core_attn",)))
+    small = ModelSpec(layers=1, hidden=2048, heads=16, vocab=32000, seq_len=2048, dropout=False)
+    unfused = LayerOptions("none", flash_attention=False)
+    core = LayerOptions("none", ("core_attn",), flash_attention=False)
+    freed = (mem.activation_bytes_per_layer(small, options=unfused)
+             - mem.activation_bytes_per_layer(small, options=core))
     assert freed == 2048 * 2 * 16 * 2048
-    assert mem.activation_bytes_per_layer(*unfused, recompute_modules=("core_attn",)) == \
-        mem.activation_bytes_per_layer(*unfused[:-2], "selective", False)
+    assert mem.activation_bytes_per_layer(small, options=core) == \
+        mem.activation_bytes_per_layer(small, options=LayerOptions("selective",
+                                                                   flash_attention=False))
     # with flash attention there are no scores to free
-    flash = unfused[:-1] + (True,)
-    assert mem.activation_bytes_per_layer(*flash, recompute_modules=("core_attn",)) == \
-        mem.activation_bytes_per_layer(*flash)
+    assert mem.activation_bytes_per_layer(small, options=LayerOptions(
+        recompute_modules=("core_attn",))) == mem.activation_bytes_per_layer(small)
 
 
 def test_moe_modules_by_hand():
@@ -128,38 +138,47 @@ def test_moe_modules_by_hand():
     base = mem.moe_ffn_activation_bytes(*MOE)
     assert base == S * (4 * E + K * per_copy + 6 * FS)
     # moe_act: the fc2 inputs of the k copies
-    assert base - mem.moe_ffn_activation_bytes(*MOE, recompute_modules=("moe_act",)) == \
+    assert base - mem.moe_ffn_activation_bytes(*MOE, options=LayerOptions(
+        recompute_modules=("moe_act",))) == \
         S * K * 2 * FE
     # shared_experts: their fc1 output and fc2 input
-    assert base - mem.moe_ffn_activation_bytes(*MOE, recompute_modules=("shared_experts",)) == \
+    assert base - mem.moe_ffn_activation_bytes(*MOE, options=LayerOptions(
+        recompute_modules=("shared_experts",))) == \
         S * 6 * FS
     # moe: the whole block (its input, the norm output, is counted with the dense FFN's part)
-    assert mem.moe_ffn_activation_bytes(*MOE, recompute_modules=("moe", "shared_experts")) == 0
+    assert mem.moe_ffn_activation_bytes(*MOE, options=LayerOptions(
+        recompute_modules=("moe", "shared_experts"))) == 0
     # probabilities in the activation: each copy keeps a 4-byte probability instead of its
     # 2h output
-    act = mem.moe_ffn_activation_bytes(*MOE, probs_at="activation")
+    act = mem.moe_ffn_activation_bytes(*MOE, options=LayerOptions(moe_probs_at="activation"))
     assert base - act == S * K * (2 * H - 4)
     # capacity factor 1.25: the busiest rank holds 1.25 x the copies
-    hot = mem.moe_ffn_activation_bytes(*MOE, capacity_factor=1.25, probs_at="activation")
+    hot = mem.moe_ffn_activation_bytes(*MOE, options=LayerOptions(moe_capacity_factor=1.25,
+                                                                  moe_probs_at="activation"))
     assert hot - act == pytest.approx(0.25 * S * K * (2 * H + 6 * FE + 4))
     with pytest.raises(InputError) as e:
-        mem.moe_ffn_activation_bytes(*MOE, probs_at="router")
-    assert e.value.param == "probs_at"
+        mem.moe_ffn_activation_bytes(*MOE, options=LayerOptions(moe_probs_at="router"))
+    assert e.value.param == "moe_probs_at"
+    # the block needs a model with experts; a dense model is named
+    with pytest.raises(InputError) as e:
+        mem.moe_ffn_activation_bytes(L70_LAYER)
+    assert e.value.param == "model"
 
 
 def test_fp8_moe_block_keeps_the_routers_bf16_input():
     # q = 1: per copy fc1 input h and fc2 input f_e; shared fc2 input f_s; and the pre-FFN
     # norm output, counted q h with the dense FFN's part, is also kept by the router in BF16:
     # 2h + q h (shared fc1's copy) - q h
-    fp8 = mem.moe_ffn_activation_bytes(*MOE, linear_input_bytes=1.0)
+    q1 = dict(linear_input_bytes=1.0, sequence_parallel=True)
+    fp8 = mem.moe_ffn_activation_bytes(*MOE, options=LayerOptions(**q1))
     per_copy = H + 4 * FE + FE + 2 * H
     assert fp8 == S * (4 * E + K * per_copy + 5 * FS + 2 * H)
     # layernorm recomputation frees the router's copy too
-    assert fp8 - mem.moe_ffn_activation_bytes(*MOE, linear_input_bytes=1.0,
-                                              recompute_modules=("layernorm",)) == S * 2 * H
+    assert fp8 - mem.moe_ffn_activation_bytes(*MOE, options=LayerOptions(
+        recompute_modules=("layernorm",), **q1)) == S * 2 * H
     # the whole block recomputed: its checkpoint keeps the BF16 input, 2h, in place of q h
-    assert mem.moe_ffn_activation_bytes(*MOE, linear_input_bytes=1.0,
-                                        recompute_modules=("moe",)) == S * (2 * H - H)
+    assert mem.moe_ffn_activation_bytes(*MOE, options=LayerOptions(
+        recompute_modules=("moe",), **q1)) == S * (2 * H - H)
 
 
 # ------------------------------------------------------------------ FP8 caching, counted once
@@ -170,12 +189,10 @@ def test_fp8_caching_of_a_dense_layer_is_the_precision_models_saving_once():
     # minus the projection's copy beside flash attention's BF16 output), and memory_per_gpu
     # subtracts it once
     m = CAT.model("llama3-8b")
-    args = (8192, 1, m.hidden, m.heads, 2, 1, m.kv_heads, m.ffn_hidden, True, m.head_dim, False,
-            True, "none", True)
-    bf, f8 = (mem.activation_bytes_per_layer(*args, linear_input_bytes=q) for q in (2.0, 1.0))
+    bf, f8 = (mem.activation_bytes_per_layer(m, 8192, 1, 2, 1, LayerOptions(
+        sequence_parallel=True, linear_input_bytes=q)) for q in (2.0, 1.0))
     assert bf - f8 == pytest.approx(fp8_activation_saving_bytes_per_layer(
-        8192, 1, m.hidden, m.heads, 2, 1, m.kv_heads, m.ffn_hidden, True, m.head_dim, True,
-        "none", True, "fp8"), rel=1e-12)
+        m, 8192, 1, 2, 1, LayerOptions(sequence_parallel=True, precision="fp8")), rel=1e-12)
     kw = dict(gpus=16, tp=2, pp=1, zero_stage=1, sequence_parallel=True, seq_len=8192)
     default, explicit, kept = (mem.memory_per_gpu(m, precision="fp8", activation_precision=a, **kw)
                                for a in (None, "fp8", "bf16"))
@@ -199,7 +216,8 @@ def test_fp8_caching_of_deepseek_v3_layers_by_hand():
     dense = attn + H + 18432
     moe = attn - H + K * (H + FE) + FS
     assert (dense, moe) == (18_432, 61_440)
-    bf, f8 = (mem.layer_activation_bytes(DSV3, S, linear_input_bytes=q) for q in (2.0, 1.0))
+    bf, f8 = (mem.layer_activation_bytes(DSV3, S, options=LayerOptions(linear_input_bytes=q))
+              for q in (2.0, 1.0))
     assert bf - f8 == pytest.approx(S * (3 * dense + 58 * moe) / 61, rel=1e-12)
 
 
@@ -354,18 +372,18 @@ def test_op_sac_memory_by_hand():
     # (2,048), the flash output 2 d_q and its FP32 log-sum-exp per head 4a (8,320), the gate
     # 2f (28,672), the down projection's output 2h (8,192): 63,616 bytes, against 139,264
     # without recomputation
-    kw = dict(seq_len=8192, micro_batch=1, recompute="none")
-    op = mem.layer_activation_bytes(L8, recompute_modules=("op_sac",), **kw)
+    kw = dict(seq_len=8192, micro_batch=1)
+    op = mem.layer_activation_bytes(L8, options=LayerOptions(recompute_modules=("op_sac",)), **kw)
     assert op / 8192 == 8192 + 8192 + 2048 + 8320 + 28672 + 8192 == 63_616
     assert mem.layer_activation_bytes(L8, **kw) / 8192 == 139_264
     # TP 2 with sequence parallelism: the input and both reduce-scatter outputs are h/t,
     # K/V heads split over t, the rest over t; the down projection's mm output is still h
-    tp = mem.layer_activation_bytes(L8, recompute_modules="op_sac", tp=2,
-                                    sequence_parallel=True, **kw)
+    tp = mem.layer_activation_bytes(L8, tp=2, options=LayerOptions(
+        recompute_modules="op_sac", sequence_parallel=True), **kw)
     assert tp / 8192 == 4096 + 4096 + 1024 + 4160 + 14336 + 8192 + 8192 == 44_096
     # full recomputation overrides it (the layer's input only)
-    full = mem.layer_activation_bytes(L8, seq_len=8192, recompute="full",
-                                      recompute_modules=("op_sac",))
+    full = mem.layer_activation_bytes(L8, seq_len=8192, options=LayerOptions(
+        "full", recompute_modules=("op_sac",)))
     assert full / 8192 == 8192
 
 

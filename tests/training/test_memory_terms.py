@@ -153,13 +153,13 @@ def test_single_stage_holds_both_the_embedding_mask_and_the_logits():
     # with full recomputation the layer being recomputed rebuilds its activations after the
     # loss's logits are gone, so the larger of the two counts
     b = mem.memory_per_gpu(g, gpus=8, tp=8, pp=1, zero_stage=3, recompute="none")
-    layer = mem.layer_activation_bytes(g, 2048, 1, 8, 1, 1, False, "none", True, (),
-                                       mem.cached_linear_input_bytes("bf16"))
+    layer = mem.layer_activation_bytes(g, 2048, 1, 8, 1, 1, mem.LayerOptions(
+        "none", (), True, False, linear_input_bytes=mem.cached_linear_input_bytes("bf16")))
     assert b.activations_bytes == pytest.approx(96 * layer + mask + logits, rel=1e-12)
     assert mask > 3e6    # the part the stage missed when it took the larger end alone
     b = mem.memory_per_gpu(g, gpus=8, tp=8, pp=1, zero_stage=3, recompute="full")
-    kept = mem.layer_activation_bytes(g, 2048, 1, 8, 1, 1, False, "full", True, (),
-                                      mem.cached_linear_input_bytes("bf16"))
+    kept = mem.layer_activation_bytes(g, 2048, 1, 8, 1, 1, mem.LayerOptions(
+        "full", (), True, False, linear_input_bytes=mem.cached_linear_input_bytes("bf16")))
     rebuilt = layer - kept
     assert rebuilt > logits    # GPT-3's layer (s b h (10 + 24/t) + masks) beats the logits
     assert b.activations_bytes == pytest.approx(96 * kept + mask + rebuilt, rel=1e-12)
@@ -201,8 +201,8 @@ def test_total_is_the_sum_of_the_terms_at_the_first_stage(model, kw):
     w, g, o, ew = mem.stage_model_state_bytes(m, p, n, tp, d, ep, 1, kw["gpus"] // (pp * ep),
                                               kw["zero_stage"])
     q = mem.cached_linear_input_bytes(kw["precision"])
-    layer = mem.layer_activation_bytes(m, None, 1, tp, 1, 1, False, kw.get("recompute", "none"),
-                                       True, (), q)
+    layer = mem.layer_activation_bytes(m, None, 1, tp, 1, 1, mem.LayerOptions(
+        kw.get("recompute", "none"), (), True, False, linear_input_bytes=q))
     m_b = None if "global_batch" not in kw else kw["global_batch"] / d
     act = mem.stage_activation_bytes(m, layer, n, m.seq_len, 1, tp, 1, pp, m_b)
     z3 = mem.stage_zero3_working_bytes(m, n, tp, d, ep, 1, kw["zero_stage"])
@@ -236,10 +236,11 @@ def test_full_recompute_rebuilds_one_layer_at_a_time():
     # recomputation its input 2 s b h / t; the difference is added once, on every stage
     m = catalog.model("llama3-70b")
     q = mem.cached_linear_input_bytes("bf16")
-    kw = dict(seq_len=8192, micro_batch=1, tp=8, cp=1, etp=1, sequence_parallel=True,
-              flash_attention=True, recompute_modules=(), linear_input_bytes=q)
-    none = mem.layer_activation_bytes(m, recompute="none", **kw)
-    full = mem.layer_activation_bytes(m, recompute="full", **kw)
+    kw = dict(seq_len=8192, micro_batch=1, tp=8, cp=1, etp=1)
+    layer = dict(sequence_parallel=True, flash_attention=True, recompute_modules=(),
+                 linear_input_bytes=q)
+    none = mem.layer_activation_bytes(m, **kw, options=mem.LayerOptions("none", **layer))
+    full = mem.layer_activation_bytes(m, **kw, options=mem.LayerOptions("full", **layer))
     assert full == pytest.approx(2 * 8192 * 8192 / 8)
     rc = mem.recompute_working_bytes(none, full, np.array(["none", "selective", "full"]))
     np.testing.assert_allclose(rc, [0.0, 0.0, none - full])

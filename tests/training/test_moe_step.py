@@ -14,7 +14,7 @@ from llmcost.apps.sizing_app import SizingApp
 from llmcost.cli import main
 from llmcost.scenario import Scenario
 from llmcost.training import comm, planner
-from llmcost.training.memory import memory_per_gpu, moe_ffn_activation_bytes
+from llmcost.training.memory import LayerOptions, memory_per_gpu, moe_ffn_activation_bytes
 from llmcost.training.step import Options, predict_step
 
 CAT = catalog.default()
@@ -49,11 +49,12 @@ def test_expert_states_shard_by_ep_and_their_optimizer_over_expert_dp():
 
 def test_moe_block_activations_by_hand():
     # Qwen3-30B-A3B: h 2048, E 128, k 8, f_e 768, no shared expert; s 4096, b 1, t = c = 1
-    got = moe_ffn_activation_bytes(4096, 1, 2048, 128, 8, 768)
+    qwen3 = CAT.model("qwen3-30b-a3b")
+    got = moe_ffn_activation_bytes(qwen3, 4096, 1)
     per_token = 4 * 128 + 8 * (4 * 2048 + 6 * 768)     # router probs + k (in, out, inner)
     assert got == 4096 * per_token
     # the busiest rank under imbalance 1.25 holds 1.25 x the routed copies
-    hot = moe_ffn_activation_bytes(4096, 1, 2048, 128, 8, 768, capacity_factor=1.25)
+    hot = moe_ffn_activation_bytes(qwen3, 4096, 1, options=LayerOptions(moe_capacity_factor=1.25))
     assert hot - got == pytest.approx(0.25 * 4096 * 8 * (4 * 2048 + 6 * 768))
 
 
@@ -74,15 +75,15 @@ def test_expert_layout_rules_name_the_parameter():
 
 def test_alltoall_alpha_beta_by_hand():
     # 8 ranks in one NVLink domain: 7/8 of S over NVLink at 450 GB/s x 0.77
-    t = comm.hierarchical_alltoall_time_s(1e9, 8, 8, 450, 50, 1, 4, 0.77, 0.9)
+    t = comm.hierarchical_alltoall_time_s(1e9, 8, 8, comm.Links.of(450, 50, 1, 4, 0.77, 0.9))
     assert t == pytest.approx(1e-6 + 7 / 8 * 1e9 / (450e9 * 0.77))
     # 64 ranks, 8 per node: 56/64 over the NIC at 50 GB/s x 0.9 is the slower path
-    t = comm.hierarchical_alltoall_time_s(1e9, 64, 8, 450, 50, 1, 4, 0.77, 0.9)
+    t = comm.hierarchical_alltoall_time_s(1e9, 64, 8, comm.Links.of(450, 50, 1, 4, 0.77, 0.9))
     assert t == pytest.approx(4e-6 + 56 / 64 * 1e9 / (50e9 * 0.9))
     # a GB200 NVL72 domain keeps EP 64 on NVLink
-    t72 = comm.hierarchical_alltoall_time_s(1e9, 64, 72, 900, 100, 1, 1, 0.77, 0.9)
+    t72 = comm.hierarchical_alltoall_time_s(1e9, 64, 72, comm.Links.of(900, 100, 1, 1, 0.77, 0.9))
     assert t72 == pytest.approx(1e-6 + 63 / 64 * 1e9 / (900e9 * 0.77))
-    assert comm.hierarchical_alltoall_time_s(1e9, 1, 8, 450, 50) == 0
+    assert comm.hierarchical_alltoall_time_s(1e9, 1, 8, comm.Links.of(450, 50)) == 0
 
 
 def _qwen3_30b(ep, **kw):

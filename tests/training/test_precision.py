@@ -14,8 +14,16 @@ import pytest
 from llmcost import InputError, catalog
 from llmcost import utilization as ut
 from llmcost.training import precision as pr
+from llmcost.training.arch import ModelSpec
+from llmcost.training.layer_options import LayerOptions
 
-L70 = dict(hidden=8192, heads=64, kv_heads=8, ffn_hidden=28672, gated_ffn=True)
+L70 = ModelSpec(layers=80, hidden=8192, heads=64, vocab=128256, seq_len=8192, kv_heads=8,
+                ffn_hidden=28672, gated_ffn=True)
+
+
+def fp8_options(**kw):
+    """FP8 layer options (another precision where ``kw`` names one)."""
+    return LayerOptions(**{"precision": "fp8", **kw})
 P_MM_70B = 855_638_016
 
 
@@ -110,30 +118,35 @@ def test_cast_traffic_llama70b_layer_tp8_by_hand():
     # Bytes per element, H100 FP8 current scaling: read 2 + amax read 2 + write 1 + 1 = 6
     #   -> 843,055,104 bytes (0.25 ms at 3.35 TB/s).
     elements = 140_509_184
-    kw = dict(seq_len=8192, micro_batch=1, tp=8, sequence_parallel=True, **L70)
-    assert pr.fp8_cast_bytes_per_layer(**kw, precision="fp8") == elements * 6 == 843_055_104
+    kw = dict(seq_len=8192, micro_batch=1, tp=8)
+    sp = fp8_options(sequence_parallel=True)
+    assert pr.fp8_cast_bytes_per_layer(L70, **kw, options=sp) == elements * 6 == 843_055_104
     # delayed scaling: no amax pass, 4 bytes per element
-    assert pr.fp8_cast_bytes_per_layer(**kw, scaling="delayed") == elements * 4
+    assert pr.fp8_cast_bytes_per_layer(L70, **kw, options=sp, scaling="delayed") == elements * 4
     # B200 per-tensor FP8 (FP8-CS): 2 + 2 + 1 = 5; MXFP8: 2 + 2 x 33/32 = 4.0625
-    assert pr.fp8_cast_bytes_per_layer(**kw, generation="blackwell") == elements * 5
-    assert pr.fp8_cast_bytes_per_layer(**kw, precision="mxfp8",
+    assert pr.fp8_cast_bytes_per_layer(L70, **kw, options=sp,
+                                       generation="blackwell") == elements * 5
+    assert pr.fp8_cast_bytes_per_layer(L70, **kw, options=fp8_options(precision="mxfp8",
+                                                              sequence_parallel=True),
                                        generation="blackwell") == 570_818_560
-    assert pr.fp8_cast_bytes_per_layer(**kw, precision="bf16") == 0
+    assert pr.fp8_cast_bytes_per_layer(L70, **kw, options=fp8_options(precision="bf16",
+                                                              sequence_parallel=True)) == 0
 
 
 def test_cast_traffic_without_sp_and_with_full_recompute():
-    kw = dict(seq_len=8192, micro_batch=1, tp=8, **L70)
+    kw = dict(seq_len=8192, micro_batch=1, tp=8)
     # no SP: the norm outputs and row-parallel dY are full width (8192) on every rank:
     #   forward 8192 + 1024 + 8192 + 3584 = 20992; backward 1280 + 8192 + 7168 + 8192 = 24832
     #   (20992 + 24832) x 8192 x 6 = 2,252,341,248
-    assert pr.fp8_cast_bytes_per_layer(**kw) == 2_252_341_248
+    assert pr.fp8_cast_bytes_per_layer(L70, **kw) == 2_252_341_248
     # full recompute with SP: the forward casts run twice:
     #   (2 x 6656 + 10496) x 8192 x 6 = 1,170,210,816
-    out = pr.fp8_cast_bytes_per_layer(**kw, sequence_parallel=True,
-                                      recompute=np.array(["none", "selective", "full"]))
+    out = pr.fp8_cast_bytes_per_layer(L70, **kw, options=fp8_options(
+        sequence_parallel=True, recompute=np.array(["none", "selective", "full"])))
     np.testing.assert_array_equal(out, [843_055_104, 843_055_104, 1_170_210_816])
     # context parallelism splits the tokens: CP2 halves the traffic
-    assert pr.fp8_cast_bytes_per_layer(**kw, sequence_parallel=True, cp=2) == 843_055_104 / 2
+    assert pr.fp8_cast_bytes_per_layer(L70, **kw, cp=2, options=fp8_options(
+        sequence_parallel=True)) == 843_055_104 / 2
 
 
 def test_weight_cast_per_step_llama70b_layer():
@@ -151,23 +164,25 @@ def test_weight_cast_per_step_llama70b_layer():
 # ------------------------------------------------------------------ activation memory
 
 def test_activation_saving_llama70b_layer_tp8_by_hand():
-    kw = dict(seq_len=8192, micro_batch=1, tp=8, sequence_parallel=True, **L70)
+    kw = dict(seq_len=8192, micro_batch=1, tp=8)
+    sp = dict(sequence_parallel=True)
     # per token, FP8 saves 1 byte on each GEMM input element (2 -> 1):
     #   QKV and FFN-up inputs 2h/t = 2048, FFN-down input f/t = 3584;
     #   with flash attention the projection input (= attention output, kept in BF16 by
     #   FlashAttention) gains an FP8 copy: -d_q/t = -1024.
     #   (2048 + 3584 - 1024) x 8192 = 4608 x 8192 = 37,748,736 bytes (37.7 MB per layer)
-    assert pr.fp8_activation_saving_bytes_per_layer(**kw, flash_attention=True) == 37_748_736
+    assert pr.fp8_activation_saving_bytes_per_layer(L70, **kw, options=fp8_options(**sp)) == 37_748_736
     # without flash attention the projection input is saved only by the linear layer:
     #   (2048 + 3584 + 1024) x 8192 = 54,525,952
-    assert pr.fp8_activation_saving_bytes_per_layer(**kw) == 54_525_952
+    assert pr.fp8_activation_saving_bytes_per_layer(L70, **kw, options=fp8_options(
+        flash_attention=False, **sp)) == 54_525_952
     # MXFP8 keeps 33/32 bytes: (31/32)(2048 + 3584) - (33/32) 1024 = 4400 per token
     #   -> 36,044,800
-    assert pr.fp8_activation_saving_bytes_per_layer(**kw, flash_attention=True,
-                                                    precision="mxfp8") == 36_044_800
-    out = pr.fp8_activation_saving_bytes_per_layer(
-        **kw, flash_attention=True, recompute=np.array(["none", "selective", "full"]),
-        precision=np.array([["fp8"], ["bf16"]]))
+    assert pr.fp8_activation_saving_bytes_per_layer(L70, **kw, options=fp8_options(
+        precision="mxfp8", **sp)) == 36_044_800
+    out = pr.fp8_activation_saving_bytes_per_layer(L70, **kw, options=LayerOptions(
+        recompute=np.array(["none", "selective", "full"]),
+        precision=np.array([["fp8"], ["bf16"]]), **sp))
     np.testing.assert_array_equal(out, [[37_748_736, 37_748_736, 0], [0, 0, 0]])
 
 
@@ -175,7 +190,8 @@ def test_activation_saving_is_half_korthikanti_gemm_inputs():
     # Korthikanti §4.1, GPT layout, t = 1: the GEMM inputs among the 34 sbh are the QKV
     # input 2sbh, projection input 2sbh, fc1 input 2sbh and fc2 input 8sbh = 14 sbh;
     # FP8 halves them: 7 sbh. GPT-3 175B, s = 2048, b = 1: 7 x 2048 x 12288 = 176,160,768.
-    out = pr.fp8_activation_saving_bytes_per_layer(2048, 1, 12288, 96)
+    gpt3 = ModelSpec(layers=96, hidden=12288, heads=96, vocab=50257, seq_len=2048)
+    out = pr.fp8_activation_saving_bytes_per_layer(gpt3, options=fp8_options(flash_attention=False))
     assert out == 7 * 2048 * 12288 == 176_160_768
 
 
@@ -201,7 +217,7 @@ def test_fp8_speedup_on_h100_is_well_below_2x(gpus):
     fp8 = pr.peak_tflops_by_part(h100, "fp8")
     hbm = h100.hbm_bandwidth_tb_per_s * 1e12
     t_bf16 = (gemm / bf16.gemm_tflops + attn / bf16.other_tflops) * T / t / 1e12
-    casts = pr.fp8_cast_bytes_per_layer(8192, 1, tp=t, sequence_parallel=True, **L70)
+    casts = pr.fp8_cast_bytes_per_layer(L70, 8192, 1, tp=t, options=fp8_options(sequence_parallel=True))
     weights = pr.fp8_weight_cast_bytes(P_MM_70B / t, "fp8")
     t_fp8 = ((gemm / fp8.gemm_tflops + attn / fp8.other_tflops) * T / t / 1e12
              + casts / hbm + weights / m / hbm)
@@ -217,8 +233,8 @@ def test_fp8_speedup_on_h100_is_well_below_2x(gpus):
     hbm_b = b200.hbm_bandwidth_tb_per_s * 1e12
     tb = (gemm / bf.gemm_tflops + attn / bf.other_tflops) * T / t / 1e12
     tm = ((gemm / mx.gemm_tflops + attn / mx.other_tflops) * T / t / 1e12
-          + pr.fp8_cast_bytes_per_layer(8192, 1, tp=t, sequence_parallel=True,
-                                        precision="mxfp8", generation="blackwell", **L70) / hbm_b)
+          + pr.fp8_cast_bytes_per_layer(L70, 8192, 1, tp=t, options=fp8_options(
+              precision="mxfp8", sequence_parallel=True), generation="blackwell") / hbm_b)
     assert 1.0 < tb / tm < 118 / 67
 
 
@@ -267,14 +283,18 @@ def test_utilization_refuses_precision_the_gpu_lacks(gpus):
 # ------------------------------------------------------------------ input errors, docstrings
 
 @pytest.mark.parametrize("call,param", [
-    (lambda: pr.fp8_cast_bytes_per_layer(8192, 1, 8192, 64, scaling="lazy"), "scaling"),
-    (lambda: pr.fp8_cast_bytes_per_layer(8192, 0, 8192, 64), "micro_batch"),
-    (lambda: pr.fp8_cast_bytes_per_layer(8192, 1, 8192, 64, kv_heads=5), "kv_heads"),
+    (lambda: pr.fp8_cast_bytes_per_layer(L70, scaling="lazy"), "scaling"),
+    (lambda: pr.fp8_cast_bytes_per_layer(L70, 8192, 0), "micro_batch"),
+    (lambda: pr.fp8_cast_bytes_per_layer(L70.with_(kv_heads=5)), "kv_heads"),
+    (lambda: pr.fp8_cast_bytes_per_layer(L70, options=fp8_options(recompute="some")), "recompute"),
+    (lambda: pr.fp8_cast_bytes_per_layer(L70, options=fp8_options(precision="fp4")), "precision"),
     (lambda: pr.fp8_weight_cast_bytes(-1.0), "gemm_params"),
     (lambda: pr.fp8_weight_cast_bytes(1.0, weight_bytes=0), "weight_bytes"),
     (lambda: pr.fp8_weight_copy_bytes(1.0, "int8"), "precision"),
     (lambda: pr.quantized_copy_bytes_per_element("fp8", 9), "generation"),
-    (lambda: pr.fp8_activation_saving_bytes_per_layer(8192, 1, 8192, 64, tp=0), "tp"),
+    (lambda: pr.fp8_activation_saving_bytes_per_layer(L70, 8192, 1, tp=0), "tp"),
+    (lambda: pr.fp8_activation_saving_bytes_per_layer(L70, options=fp8_options(
+        flash_attention="yes")), "flash_attention"),
 ])
 def test_bad_input_names_the_parameter(call, param):
     with pytest.raises(InputError) as e:

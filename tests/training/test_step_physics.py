@@ -74,7 +74,7 @@ def test_hierarchical_allgather_alpha_beta_by_hand():
     # 16 ranks, 8 per node over 2 nodes; 1 GB; NVLink 450 GB/s x 0.77, NIC 50 GB/s x 0.9;
     # per byte max(1/(346.5e9), 1/(8 * 45e9)) = 1/346.5e9; (N-1)/N S = 0.9375e9 bytes
     # -> 2.7056 ms; latency (N-1) max(1, 5) us = 75 us: 2.7806 ms
-    t = comm.hierarchical_allgather_time_s(1e9, 16, 8, 450, 50, 1, 5, 0.77, 0.9)
+    t = comm.hierarchical_allgather_time_s(1e9, 16, 8, comm.Links.of(450, 50, 1, 5, 0.77, 0.9))
     assert float(t) == pytest.approx(0.9375e9 / 346.5e9 + 15 * 5e-6, rel=1e-9)
 
 

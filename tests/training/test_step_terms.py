@@ -7,6 +7,8 @@ import pytest
 from llmcost.cli import main
 from llmcost.training import planner
 from llmcost.training import step as st
+from llmcost.training.arch import ModelSpec
+from llmcost.training.comm import Links
 from llmcost.training.hardware import FabricSpec
 
 # round numbers so every figure below can be checked on paper: NVLink 400 GB/s per
@@ -14,6 +16,7 @@ from llmcost.training.hardware import FabricSpec
 UP = FabricSpec("up", "test NVLink", "scale_up", 400.0, 2.0)
 OUT = FabricSpec("out", "test fabric", "scale_out", 50.0, 10.0, efficiency=0.9)
 NVL = 0.8
+LINKS = Links(UP, OUT, 8, NVL)
 
 
 def test_tensor_parallel_four_ring_allreduces_per_layer_six_with_full_recompute():
@@ -22,13 +25,13 @@ def test_tensor_parallel_four_ring_allreduces_per_layer_six_with_full_recompute(
     # two all-reduces forward, two backward)
     S = 2 * 4096 * 8192
     ring = 2 * 7 * 2e-6 + 2 * 7 / 8 * S / (0.8 * 400e9)
-    got = st.tensor_parallel_comm_s(4096, 8192, 8, np.array(["none", "full"]), 8, UP, OUT, NVL)
+    got = st.tensor_parallel_comm_s(4096, 8192, 8, np.array(["none", "full"]), LINKS)
     assert got == pytest.approx([4 * ring, 6 * ring], rel=1e-12)
     # 80% hidden behind the GEMMs (TP communication overlap) leaves a fifth
-    hidden = st.tensor_parallel_comm_s(4096, 8192, 8, "none", 8, UP, OUT, NVL, overlap=0.8)
+    hidden = st.tensor_parallel_comm_s(4096, 8192, 8, "none", LINKS, overlap=0.8)
     assert hidden == pytest.approx(0.2 * 4 * ring, rel=1e-12)
     # t = 1 has no collective
-    assert st.tensor_parallel_comm_s(4096, 8192, 1, "full", 8, UP, OUT, NVL) == 0.0
+    assert st.tensor_parallel_comm_s(4096, 8192, 1, "full", LINKS) == 0.0
 
 
 def test_context_parallel_ring_is_three_passes_of_kv_less_the_attention_it_hides_behind():
@@ -38,13 +41,13 @@ def test_context_parallel_ring_is_three_passes_of_kv_less_the_attention_it_hides
     kv = 8192 * 2.0 * 8 * 128 / 2 * 2.0
     link = 2e-6 + kv / (0.8 * 400e9)
     ring = 3.0 * 3 * link
-    assert st.context_parallel_comm_s(8192, 8, 128, 2, 4, 0.0, 8, UP, OUT, NVL) \
+    assert st.context_parallel_comm_s(8192, 8, 128, 2, 4, 0.0, LINKS) \
         == pytest.approx(ring, rel=1e-12)
-    assert st.context_parallel_comm_s(8192, 8, 128, 2, 4, ring / 2, 8, UP, OUT, NVL) \
+    assert st.context_parallel_comm_s(8192, 8, 128, 2, 4, ring / 2, LINKS) \
         == pytest.approx(ring / 2, rel=1e-12)
-    assert st.context_parallel_comm_s(8192, 8, 128, 2, 4, 2 * ring, 8, UP, OUT, NVL) == 0.0
+    assert st.context_parallel_comm_s(8192, 8, 128, 2, 4, 2 * ring, LINKS) == 0.0
     # c = 1: no ring
-    assert st.context_parallel_comm_s(8192, 8, 128, 2, 1, 0.0, 8, UP, OUT, NVL) == 0.0
+    assert st.context_parallel_comm_s(8192, 8, 128, 2, 1, 0.0, LINKS) == 0.0
 
 
 def test_expert_all_to_all_inside_and_across_the_domain():
@@ -53,14 +56,16 @@ def test_expert_all_to_all_inside_and_across_the_domain():
     # NVLink; 4 all-to-alls (dispatch, combine; forward, backward), all layers MoE
     S = 4096 * 8 * 2048 * 2.0 * 1.25
     one = 2e-6 + 7 / 8 * S / (0.8 * 400e9)
-    got = st.expert_parallel_comm_s(4096, 2048, 8, 1, 8, 1, 1.0, False, 8, UP, OUT, NVL,
-                                    imbalance=1.25)
+    moe = ModelSpec(layers=2, hidden=2048, heads=16, vocab=32000, seq_len=4096, moe_experts=16,
+                    moe_top_k=8, moe_ffn_hidden=768)
+    got = st.expert_parallel_comm_s(4096, moe, 8, 1, False, LINKS, imbalance=1.25)
     assert got == pytest.approx(4 * one, rel=1e-12)
     # EP 16 over two domains: 8/16 of S leaves through the NIC, slower than the 7/16 on
     # NVLink; recomputed (6 all-to-alls), half the layers MoE, 71% hidden (1F1B overlap)
     across = 10e-6 + 8 / 16 * S / (0.9 * 50e9)
-    got = st.expert_parallel_comm_s(4096, 2048, 8, 1, 16, 1, 0.5, True, 8, UP, OUT, NVL,
-                                    imbalance=1.25, overlap=0.71)
+    half_moe = moe.with_(moe_dense_layers=1)
+    got = st.expert_parallel_comm_s(4096, half_moe, 16, 1, True, LINKS, imbalance=1.25,
+                                    overlap=0.71)
     assert got == pytest.approx(0.5 * 6 * across * 0.29, rel=1e-12)
 
 
@@ -68,13 +73,13 @@ def test_pipeline_sends_scatter_over_tp_and_cross_nodes_when_stages_sit_apart():
     # 2 v sends of M h 2 / t bytes per micro-batch (Megatron's scatter/gather, §4.1)
     msg = 4096 * 8192 * 2.0 / 8
     # d t c = 8 ranks between neighbours: the next stage is on another 8-GPU node
-    got = st.pipeline_p2p_s(4096, 8192, 8, 1, 1, 4, 2, 8, UP, OUT, NVL)
+    got = st.pipeline_p2p_s(4096, 8192, 8, 1, 1, 4, 2, LINKS)
     assert got == pytest.approx(2 * 2 * (10e-6 + msg / (0.9 * 50e9)), rel=1e-12)
     # t = 2, d = 2: 4 ranks apart, inside the node
     msg2 = 4096 * 8192 * 2.0 / 2
-    got = st.pipeline_p2p_s(4096, 8192, 2, 1, 2, 4, 1, 8, UP, OUT, NVL)
+    got = st.pipeline_p2p_s(4096, 8192, 2, 1, 2, 4, 1, LINKS)
     assert got == pytest.approx(2 * (2e-6 + msg2 / (0.8 * 400e9)), rel=1e-12)
-    assert st.pipeline_p2p_s(4096, 8192, 8, 1, 1, 1, 1, 8, UP, OUT, NVL) == 0.0
+    assert st.pipeline_p2p_s(4096, 8192, 8, 1, 1, 1, 1, LINKS) == 0.0
 
 
 def test_bubble_is_megatrons_fraction_of_the_ideal_time():
@@ -92,15 +97,15 @@ def test_data_parallel_exposure_by_zero_stage():
     zero = np.array([0, 1, 2])
     # nothing overlapped: ZeRO 0-1 pay T once, ZeRO-2 m reduce-scatters (T/2 each) + one
     # all-gather (T/2)
-    got = st.data_parallel_comm_s(T, 0.0, 0.0, zero, m, tmb, 1.0, 10, overlap=0.0)
+    got = st.data_parallel_comm_s(st.DataParallelCollectives(T, 0.0, 0.0), zero, m, tmb, 1.0, 10, overlap=0.0)
     assert got == pytest.approx([2.0, 2.0, 4 * 1.0 + 1.0])
     # 90% overlappable: ZeRO 0-1 hide 1.8 s behind the 2 s backward, 0.2 s stays; ZeRO-2's
     # 4 reduce-scatters (3.6 s overlappable) hide behind 3 x 3 + 2 s, its gather (0.9 s)
     # behind the 1 s forward
-    got = st.data_parallel_comm_s(T, 0.0, 0.0, zero, m, tmb, 1.0, 10, overlap=0.9)
+    got = st.data_parallel_comm_s(st.DataParallelCollectives(T, 0.0, 0.0), zero, m, tmb, 1.0, 10, overlap=0.9)
     assert got == pytest.approx([0.2, 0.2, 0.4 + 0.1])
     # ZeRO-3: zero3_exposed_comm_s with a layer's forward = a third of its compute
-    got = st.data_parallel_comm_s(T, 0.05, 0.05, 3, m, tmb, 0.3, 10, overlap=0.9)
+    got = st.data_parallel_comm_s(st.DataParallelCollectives(T, 0.05, 0.05), 3, m, tmb, 0.3, 10, overlap=0.9)
     assert got == pytest.approx(st.zero3_exposed_comm_s(0.05, 0.05, 0.1, 0.2, 10, m), rel=1e-12)
 
 

@@ -28,6 +28,7 @@ References
 
 from __future__ import annotations
 
+from ..layer_options import LayerOptions
 from ..recompute import RECOMPUTE_MODULES, check_recompute_modules
 from .activations import (
     activation_bytes_per_layer,
@@ -94,6 +95,7 @@ from .states import (
 )
 
 __all__ = [
+    "LayerOptions",
     "RECOMPUTE_MODULES",
     "check_recompute_modules",
     "GB",

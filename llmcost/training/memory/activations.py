@@ -4,20 +4,27 @@ MLA attention, gated FFNs, per-operator checkpointing, cached linear inputs.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ... import _validate as v
-from ..flops import RECOMPUTE_MODES
-from ..precision import PRECISIONS, _layer_dims, _saved_input_bytes
+from ..layer_options import LayerOptions, _unpack
+from ..precision import PRECISIONS, _check_shard, _saved_input_bytes
 from ..recompute import check_recompute_modules
 from .options import ACTIVATION_PRECISIONS
 
+if TYPE_CHECKING:
+    from ..arch import ModelSpec
 
-def _linear_input_bytes(linear_input_bytes: ArrayLike) -> np.ndarray:
-    return v.in_range("linear_input_bytes", linear_input_bytes, 0.5, 4.0)
+_DEFAULT_OPTIONS = LayerOptions()
+
+
+def _model_modules(model: ModelSpec, options: LayerOptions) -> tuple[str, ...]:
+    """The options' named modules, checked against what the model has."""
+    return check_recompute_modules(options.recompute_modules, model.attention, model.is_moe,
+                                   model.moe_shared_ffn_hidden > 0)
 
 
 def _gqa_attention_block(s: float | np.ndarray, h: float | np.ndarray, a: float | np.ndarray, t: float | np.ndarray,
@@ -44,13 +51,9 @@ def _ffn_block(h: float | np.ndarray, f: float | np.ndarray, t: float | np.ndarr
     return norm + (np.where(gated, 4.0, 2.0) * f + lin * f) / t
 
 
-def activation_bytes_per_layer(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, heads: ArrayLike,
-                               tp: ArrayLike = 1, cp: ArrayLike = 1, kv_heads: ArrayLike | None = None,
-                               ffn_hidden: ArrayLike | None = None, gated_ffn: ArrayLike = False,
-                               head_dim: ArrayLike | None = None, dropout: ArrayLike = True,
-                               sequence_parallel: ArrayLike = False, recompute: ArrayLike = "none",
-                               flash_attention: ArrayLike = False, recompute_modules: str | Sequence[str] | None = (),
-                               linear_input_bytes: ArrayLike = 2.0) -> float | np.ndarray:
+def activation_bytes_per_layer(model: ModelSpec, seq_len: ArrayLike | None = None, micro_batch: ArrayLike = 1,
+                               tp: ArrayLike = 1, cp: ArrayLike = 1,
+                               options: LayerOptions = _DEFAULT_OPTIONS) -> float | np.ndarray:
     r"""Activation memory one transformer layer keeps for its backward pass, per GPU.
 
     Per token and layer, with 16-bit activations and 1-byte dropout masks (Korthikanti §4.1):
@@ -92,28 +95,22 @@ def activation_bytes_per_layer(seq_len: ArrayLike, micro_batch: ArrayLike, hidde
 
     Parameters
     ----------
-    seq_len, micro_batch : int or array
-        s [tokens], b [sequences].
-    hidden, heads : int or array
-        h, a [-].
+    model : ModelSpec
+        h, a, a_kv and d (:attr:`~llmcost.training.arch.ModelSpec.attention_shape`), f, the
+        FFN's gating and ``dropout`` (after attention and FFN and on the attention scores;
+        GPT-3/Megatron: yes, Llama-class pretraining: no). Every layer is counted as a
+        dense GQA layer (:func:`layer_activation_bytes` adds MLA and MoE blocks).
+    seq_len : int or array, optional
+        s [tokens]; default the model's.
+    micro_batch : int or array
+        b [sequences].
     tp, cp : int or array
         Tensor- and context-parallel sizes t, c [-]; context parallelism splits the sequence.
-    kv_heads, ffn_hidden, gated_ffn, head_dim
-        See :func:`llmcost.training.flops.matmul_params_per_layer`.
-    dropout : bool
-        Dropout after attention and FFN and on the attention scores (GPT-3/Megatron: yes;
-        Llama-class pretraining: no).
-    sequence_parallel : bool or array
-        Megatron sequence parallelism shards the norm/dropout region over t.
-    recompute : {"none", "selective", "full"} or array of these names
-    flash_attention : bool or array
-        Fused attention that never stores the s x s scores (drops A).
-    recompute_modules : str or sequence of str
-        Named modules recomputed in the backward ("core_attn", "layernorm", "mlp" here; the
-        MLA/MoE names are refused for this dense layer). Ignored where ``recompute="full"``.
-    linear_input_bytes : float or array
-        q, bytes per cached element of a linear layer's input [bytes]: 2 (BF16), 1 (FP8),
-        1 + 1/32 (MXFP8).
+    options : LayerOptions
+        ``sequence_parallel`` (shards the norm/dropout region over t), ``recompute``,
+        ``flash_attention`` (drops A), ``recompute_modules`` ("core_attn", "layernorm",
+        "mlp" act here; checked against the model, ignored where ``recompute="full"``) and
+        ``linear_input_bytes`` q (2 BF16, 1 FP8, 1 + 1/32 MXFP8 [bytes]).
 
     Returns
     -------
@@ -129,15 +126,18 @@ def activation_bytes_per_layer(seq_len: ArrayLike, micro_batch: ArrayLike, hidde
     .. [3] Transformer Engine docs, "Low precision training: Performance Considerations"
        (Handling transposes, Memory usage).
     """
-    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
-    mods = check_recompute_modules(recompute_modules)
-    s, b, h, a, t, c, kv, f, d, gated, sp = _layer_dims(
-        seq_len, micro_batch, hidden, heads, tp, cp, kv_heads, ffn_hidden, gated_ffn,
-        head_dim, sequence_parallel)
-    drop = v.boolean("dropout", dropout)
-    flash = v.boolean("flash_attention", flash_attention)
-    lin = _linear_input_bytes(linear_input_bytes)
+    _model_modules(model, options)
+    return v.result(_dense_layer_bytes(model, *_check_shard(model, seq_len, micro_batch, tp, cp),
+                                       options))
 
+
+def _dense_layer_bytes(model: ModelSpec, s: float | np.ndarray, b: float | np.ndarray, t: float | np.ndarray,
+                       c: float | np.ndarray, options: LayerOptions) -> float | np.ndarray:
+    """:func:`activation_bytes_per_layer` of checked sizes."""
+    rec, mods, flash, sp, lin = _unpack(options)
+    h, a, f, gated, drop = model.hidden, model.heads, model.ffn_hidden, model.gated_ffn, model.dropout
+    kv, d = model.attention_shape
+    assert f is not None  # set in ModelSpec.__post_init__
     d_q = a * d
     # Beyond t = kv_heads, Megatron replicates KV heads: each GPU keeps one head's K and V.
     d_kv_gpu = kv * d / np.minimum(t, kv)
@@ -147,17 +147,12 @@ def activation_bytes_per_layer(seq_len: ArrayLike, micro_batch: ArrayLike, hidde
                                       mods, lin)
                  + _ffn_block(h, f, t, sp_div, drop, gated, mods, lin))
     per_token = np.where(rec == "full", 2.0 * h / sp_div, per_token)
-    return v.result(tokens * per_token)
+    return tokens * per_token
 
 
-def mla_attention_activation_bytes(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, heads: ArrayLike,
-                                   q_lora_rank: ArrayLike, kv_lora_rank: ArrayLike, qk_head_dim: ArrayLike,
-                                   qk_rope_head_dim: ArrayLike, v_head_dim: ArrayLike, tp: ArrayLike = 1,
-                                   cp: ArrayLike = 1, dropout: ArrayLike = False,
-                                   sequence_parallel: ArrayLike = False, recompute: ArrayLike = "none",
-                                   flash_attention: ArrayLike = True,
-                                   recompute_modules: str | Sequence[str] | None = (),
-                                   linear_input_bytes: ArrayLike = 2.0) -> float | np.ndarray:
+def mla_attention_activation_bytes(model: ModelSpec, seq_len: ArrayLike | None = None, micro_batch: ArrayLike = 1,
+                                   tp: ArrayLike = 1, cp: ArrayLike = 1,
+                                   options: LayerOptions = _DEFAULT_OPTIONS) -> float | np.ndarray:
     r"""Activation memory of one multi-head latent attention block (DeepSeek-V2/V3), per GPU:
     the attention half of a layer, in the accounting of :func:`activation_bytes_per_layer`.
 
@@ -193,24 +188,20 @@ def mla_attention_activation_bytes(seq_len: ArrayLike, micro_batch: ArrayLike, h
 
     Parameters
     ----------
-    seq_len, micro_batch : int or array
-        s [tokens], b [sequences].
-    hidden, heads : int or array
-        h, a [-].
-    q_lora_rank, kv_lora_rank : int or array
-        r_q (0: no query compression), r_kv [-].
-    qk_head_dim, qk_rope_head_dim, v_head_dim : int or array
-        d_n, d_r, d_v [-].
+    model : ModelSpec
+        A model with ``attention="mla"``: h, a, r_q (``q_lora_rank``, 0: no query
+        compression), r_kv (``kv_lora_rank``), d_n (``head_dim``), d_r
+        (``qk_rope_head_dim``), d_v (``v_head_dim``) and ``dropout``.
+    seq_len : int or array, optional
+        s [tokens]; default the model's.
+    micro_batch : int or array
+        b [sequences].
     tp, cp : int or array
         t, c [-].
-    dropout : bool
-    sequence_parallel : bool or array
-    recompute : {"none", "selective", "full"} or array of these names
-    flash_attention : bool or array
-    recompute_modules : str or sequence of str
-        "core_attn", "layernorm", "mla_up_proj" act here.
-    linear_input_bytes : float or array
-        q [bytes] (:func:`activation_bytes_per_layer`).
+    options : LayerOptions
+        ``sequence_parallel``, ``recompute``, ``flash_attention``, ``recompute_modules``
+        ("core_attn", "layernorm", "mla_up_proj" act here) and ``linear_input_bytes`` q
+        [bytes] (:func:`activation_bytes_per_layer`).
 
     Returns
     -------
@@ -226,24 +217,24 @@ def mla_attention_activation_bytes(seq_len: ArrayLike, micro_batch: ArrayLike, h
        RoPE; ``CheckpointWithoutOutput`` for "mla_up_proj").
     .. [3] Korthikanti et al. 2022, arXiv:2205.05198, §4.1 (per-tensor accounting).
     """
-    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
-    mods = check_recompute_modules(recompute_modules, attention="mla")
-    s = v.integer("seq_len", seq_len)
-    b = v.integer("micro_batch", micro_batch)
-    h = v.integer("hidden", hidden)
-    a = v.integer("heads", heads)
-    rq = v.integer("q_lora_rank", q_lora_rank, minimum=0)
-    rkv = v.integer("kv_lora_rank", kv_lora_rank)
-    dn = v.integer("qk_head_dim", qk_head_dim)
-    dr = v.integer("qk_rope_head_dim", qk_rope_head_dim, minimum=0)
-    dv = v.integer("v_head_dim", v_head_dim)
-    t = v.integer("tp", tp)
-    c = v.integer("cp", cp)
-    drop = v.boolean("dropout", dropout)
-    sp_div = np.where(v.boolean("sequence_parallel", sequence_parallel), t, 1)
-    flash = v.boolean("flash_attention", flash_attention)
-    lin = _linear_input_bytes(linear_input_bytes)
+    if model.attention != "mla":
+        raise v.InputError("model", f"mla_attention_activation_bytes needs a model with "
+                                    f"attention='mla'; {model.id} has {model.attention!r}: use "
+                                    f"activation_bytes_per_layer")
+    _model_modules(model, options)
+    return v.result(_mla_block_bytes(model, *_check_shard(model, seq_len, micro_batch, tp, cp),
+                                     options))
 
+
+def _mla_block_bytes(model: ModelSpec, s: float | np.ndarray, b: float | np.ndarray, t: float | np.ndarray,
+                     c: float | np.ndarray, options: LayerOptions) -> float | np.ndarray:
+    """:func:`mla_attention_activation_bytes` of checked sizes."""
+    rec, mods, flash, _, lin = _unpack(options)
+    h, a, drop = model.hidden, model.heads, model.dropout
+    rq, rkv, dn, dr, dv = (model.q_lora_rank, model.kv_lora_rank, model.head_dim,
+                           model.qk_rope_head_dim, model.v_head_dim)
+    assert dn is not None and dv is not None  # set in ModelSpec.__post_init__
+    sp_div = np.where(options.sequence_parallel, t, 1)
     norm = (2.0 * h + h * drop + lin * h * ("layernorm" not in mods)) / sp_div
     latents = 2.0 * (rq + rkv + dr) / sp_div
     up = 0.0 if "mla_up_proj" in mods else (lin * (rq + rkv) / sp_div
@@ -253,7 +244,7 @@ def mla_attention_activation_bytes(seq_len: ArrayLike, micro_batch: ArrayLike, h
     scores = np.where(drop, 5.0, 2.0) * a * s / t
     scores = np.where((rec == "none") & ~flash & ("core_attn" not in mods), scores, 0.0)
     per_token = np.where(rec == "full", 2.0 * h / sp_div, norm + latents + up + out + scores)
-    return v.result(s / c * b * per_token)
+    return s / c * b * per_token
 
 
 def op_sac_bytes_per_token(hidden: float | np.ndarray, heads: float | np.ndarray, d_q: float | np.ndarray,

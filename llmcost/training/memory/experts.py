@@ -4,16 +4,14 @@ it needs.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from ..arch import ModelSpec
-from ..recompute import check_recompute_modules
-from .activations import _linear_input_bytes
-from .options import MOE_PROBS_AT
+from ..layer_options import LayerOptions, _unpack
+from ..precision import _check_shard
+from .activations import _DEFAULT_OPTIONS, _model_modules
 
 
 def check_expert_layout(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike, pp: ArrayLike, cp: ArrayLike,
@@ -56,12 +54,9 @@ def check_expert_layout(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike, pp: Ar
     return e, te, np.asarray(gpus) // (np.asarray(pp) * e * te)
 
 
-def moe_ffn_activation_bytes(seq_len: ArrayLike, micro_batch: ArrayLike, hidden: ArrayLike, experts: ArrayLike,
-                             top_k: ArrayLike, expert_ffn_hidden: ArrayLike, shared_ffn_hidden: ArrayLike = 0,
-                             tp: ArrayLike = 1, cp: ArrayLike = 1, etp: ArrayLike = 1, gated: ArrayLike = True,
-                             capacity_factor: ArrayLike = 1.0, recompute_modules: str | Sequence[str] | None = (),
-                             linear_input_bytes: ArrayLike = 2.0, probs_at: str = "combine",
-                             sequence_parallel: ArrayLike = True) -> float | np.ndarray:
+def moe_ffn_activation_bytes(model: ModelSpec, seq_len: ArrayLike | None = None, micro_batch: ArrayLike = 1,
+                             tp: ArrayLike = 1, cp: ArrayLike = 1, etp: ArrayLike = 1,
+                             options: LayerOptions = _DEFAULT_OPTIONS) -> float | np.ndarray:
     r"""Activation memory of one MoE feed-forward block per GPU (what replaces a dense FFN's
     inner activations).
 
@@ -97,25 +92,22 @@ def moe_ffn_activation_bytes(seq_len: ArrayLike, micro_batch: ArrayLike, hidden:
 
     Parameters
     ----------
-    seq_len, micro_batch : int or array
-        s [tokens], b [sequences].
-    hidden, experts, top_k, expert_ffn_hidden : int or array
-        h, E, k, f_e [-].
-    shared_ffn_hidden : int or array
-        f_s [-].
+    model : ModelSpec
+        A mixture-of-experts model: h, E (``moe_experts``), k (``moe_top_k``), f_e
+        (``moe_ffn_hidden``), f_s (``moe_shared_ffn_hidden``) and the FFN's gating.
+    seq_len : int or array, optional
+        s [tokens]; default the model's.
+    micro_batch : int or array
+        b [sequences].
     tp, cp, etp : int or array
         t, c, t_e [-].
-    gated : bool
-    capacity_factor : float or array
-        c_f >= 1: tokens the busiest expert rank holds over the mean [-].
-    recompute_modules : str or sequence of str
-        Named modules recomputed ("layernorm", "moe_act", "shared_experts", "moe" act here).
-    linear_input_bytes : float or array
-        q [bytes] (:func:`activation_bytes_per_layer`).
-    probs_at : {"combine", "activation"}
-        Where the router's probabilities scale the experts' work (:data:`MOE_PROBS_AT`).
-    sequence_parallel : bool or array
-        Whether the norm output the router keeps is sharded over t (as the routed tokens are).
+    options : LayerOptions
+        ``moe_capacity_factor`` c_f >= 1 (tokens the busiest expert rank holds over the
+        mean [-]); ``recompute_modules`` ("layernorm", "moe_act", "shared_experts", "moe" act
+        here); ``linear_input_bytes`` q [bytes] (:func:`activation_bytes_per_layer`);
+        ``moe_probs_at``, where the router's probabilities scale the experts' work;
+        ``sequence_parallel``, whether the norm output the router keeps is sharded over t
+        (as the routed tokens are).
 
     Returns
     -------
@@ -136,25 +128,27 @@ def moe_ffn_activation_bytes(seq_len: ArrayLike, micro_batch: ArrayLike, hidden:
        (``router_gating_linear`` keeps its input).
     .. [3] DeepSeek-AI, arXiv:2412.19437, §3.3.3 (FP8 dispatch of the up-projection input).
     """
-    mods = check_recompute_modules(recompute_modules, moe=True, shared_experts=True)
-    v.choice("probs_at", probs_at, MOE_PROBS_AT)
-    s = v.integer("seq_len", seq_len)
-    b = v.integer("micro_batch", micro_batch)
-    h = v.integer("hidden", hidden)
-    E = v.integer("moe_experts", experts)
-    k = v.integer("moe_top_k", top_k)
-    fe = v.integer("moe_ffn_hidden", expert_ffn_hidden)
-    fs = v.integer("moe_shared_ffn_hidden", shared_ffn_hidden, minimum=0)
-    t = v.integer("tp", tp)
-    c = v.integer("cp", cp)
-    te = v.integer("etp", etp)
-    cf = v.in_range("capacity_factor", capacity_factor, 1.0, 16.0)
-    lin = _linear_input_bytes(linear_input_bytes)
-    sp_div = np.where(v.boolean("sequence_parallel", sequence_parallel), t, 1)
-    act_in = np.where(v.boolean("gated", gated), 4.0, 2.0)
+    if not model.is_moe:
+        raise v.InputError("model", f"moe_ffn_activation_bytes needs a mixture-of-experts "
+                                    f"model; {model.id} is dense: use activation_bytes_per_layer")
+    _model_modules(model, options)
+    s, b, t, c = _check_shard(model, seq_len, micro_batch, tp, cp)
+    return v.result(_moe_block_bytes(model, s, b, t, c, v.integer("etp", etp), options))
+
+
+def _moe_block_bytes(model: ModelSpec, s: float | np.ndarray, b: float | np.ndarray, t: float | np.ndarray,
+                     c: float | np.ndarray, te: float | np.ndarray, options: LayerOptions) -> float | np.ndarray:
+    """:func:`moe_ffn_activation_bytes` of checked sizes."""
+    _, mods, _, _, lin = _unpack(options)
+    cf = np.asarray(options.moe_capacity_factor)
+    h, E, k, fe, fs = (model.hidden, model.moe_experts, model.moe_top_k, model.moe_ffn_hidden,
+                       model.moe_shared_ffn_hidden)
+    assert fe is not None  # set in ModelSpec.__post_init__ for an MoE model
+    sp_div = np.where(options.sequence_parallel, t, 1)
+    act_in = np.where(model.gated_ffn, 4.0, 2.0)
     tokens = s * b / c
     whole = "moe" in mods
-    combine = 2.0 * h if probs_at == "combine" else 4.0
+    combine = 2.0 * h if options.moe_probs_at == "combine" else 4.0
     copy = lin * h + (act_in * fe + lin * fe * ("moe_act" not in mods)) / te + combine
     routed = 0.0 if whole else tokens / t * (4.0 * E + k * cf * copy)
     shared_kept = not whole and "shared_experts" not in mods
@@ -162,4 +156,4 @@ def moe_ffn_activation_bytes(seq_len: ArrayLike, micro_batch: ArrayLike, hidden:
     # the FFN input beyond the dense FFN's q h: the router's BF16 copy (with q < 2)
     fc1_copy = np.where(fs > 0, lin * h, 0.0) * shared_kept
     router = np.where(lin < 2.0, 2.0 * h + fc1_copy - lin * h, 0.0) * ("layernorm" not in mods)
-    return v.result(routed + shared + tokens * router / sp_div)
+    return routed + shared + tokens * router / sp_div

@@ -12,24 +12,23 @@ from numpy.typing import ArrayLike
 from ... import _validate as v
 from ..arch import ModelSpec
 from ..flops import RECOMPUTE_MODES
-from ..recompute import check_recompute_modules
+from ..layer_options import LayerOptions, _unpack
+from ..precision import _check_shard
 from .activations import (
+    _DEFAULT_OPTIONS,
+    _dense_layer_bytes,
     _ffn_block,
     _gqa_attention_block,
-    _linear_input_bytes,
-    activation_bytes_per_layer,
-    mla_attention_activation_bytes,
+    _mla_block_bytes,
+    _model_modules,
     op_sac_bytes_per_token,
 )
-from .experts import moe_ffn_activation_bytes
+from .experts import _moe_block_bytes
 
 
 def layer_activation_bytes(model: ModelSpec, seq_len: ArrayLike | None = None, micro_batch: ArrayLike = 1,
                            tp: ArrayLike = 1, cp: ArrayLike = 1, etp: ArrayLike = 1,
-                           sequence_parallel: ArrayLike = False, recompute: ArrayLike = "none",
-                           flash_attention: ArrayLike = True, recompute_modules: str | Sequence[str] | None = (),
-                           linear_input_bytes: ArrayLike = 2.0, moe_capacity_factor: ArrayLike = 1.0,
-                           moe_probs_at: str = "combine") -> float | np.ndarray:
+                           options: LayerOptions = _DEFAULT_OPTIONS) -> float | np.ndarray:
     r"""Activation bytes one layer of a model keeps per micro-batch, the mean over its layers.
 
     .. math:: \bar M = \frac{(l - l_m)\,(M_{attn} + M_{FFN}) + l_m\,(M_{attn} + M_{norm}
@@ -49,16 +48,12 @@ def layer_activation_bytes(model: ModelSpec, seq_len: ArrayLike | None = None, m
         s [tokens]; default the model's.
     micro_batch, tp, cp, etp : int or array
         b [sequences]; t, c, t_e [-].
-    sequence_parallel, flash_attention : bool or array
-    recompute : {"none", "selective", "full"} or array of these names
-    recompute_modules : str or sequence of str
-        Named modules recomputed (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`),
-        checked against the model.
-    linear_input_bytes : float or array
-        q, bytes per cached linear-input element [bytes].
-    moe_capacity_factor : float or array
-        c_f [-] (:func:`moe_ffn_activation_bytes`).
-    moe_probs_at : {"combine", "activation"}
+    options : LayerOptions
+        ``sequence_parallel``, ``flash_attention``, ``recompute``, ``recompute_modules``
+        (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`, checked against the model),
+        ``linear_input_bytes`` q (bytes per cached linear-input element [bytes]),
+        ``moe_capacity_factor`` c_f [-] and ``moe_probs_at``
+        (:func:`moe_ffn_activation_bytes`).
 
     Returns
     -------
@@ -70,33 +65,20 @@ def layer_activation_bytes(model: ModelSpec, seq_len: ArrayLike | None = None, m
     .. [1] Korthikanti et al. 2022, arXiv:2205.05198, §4.1, Table 2.
     .. [2] DeepSeek-AI, arXiv:2412.19437, §2.1, §3.2.3, §3.3.3.
     """
-    mods = check_recompute_modules(recompute_modules, model.attention, model.is_moe,
-                                   model.moe_shared_ffn_hidden > 0)
-    s = model.seq_len if seq_len is None else v.integer("seq_len", seq_len)
-    b = v.integer("micro_batch", micro_batch)
-    t = v.integer("tp", tp)
-    c = v.integer("cp", cp)
-    rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
-    sp = v.boolean("sequence_parallel", sequence_parallel)
-    flash = v.boolean("flash_attention", flash_attention)
-    lin = _linear_input_bytes(linear_input_bytes)
+    mods = _model_modules(model, options)
+    s, b, t, c = _check_shard(model, seq_len, micro_batch, tp, cp)
+    te = v.integer("etp", etp)
+    rec, _, flash, sp, lin = _unpack(options)
     h = model.hidden
     # set in ModelSpec.__post_init__
     assert model.ffn_hidden is not None and model.head_dim is not None and model.v_head_dim is not None
-    dense_mods = tuple(m for m in mods if m in ("core_attn", "layernorm", "mlp"))
     kv_act, hd_act = model.attention_shape
-    dense = activation_bytes_per_layer(s, b, h, model.heads, t, c, kv_act, model.ffn_hidden,
-                                       model.gated_ffn, hd_act, model.dropout, sp, rec, flash,
-                                       dense_mods, lin)
+    dense = _dense_layer_bytes(model, s, b, t, c, options)
     tokens = s / c * b
     sp_div = np.where(sp, t, 1)
     drop = float(model.dropout)
     if model.attention == "mla":
-        attn_mods = tuple(m for m in mods if m in ("core_attn", "layernorm", "mla_up_proj"))
-        attn = mla_attention_activation_bytes(
-            s, b, h, model.heads, model.q_lora_rank, model.kv_lora_rank, model.head_dim,
-            model.qk_rope_head_dim, model.v_head_dim, t, c, model.dropout, sp, rec, flash,
-            attn_mods, lin)
+        attn = _mla_block_bytes(model, s, b, t, c, options)
         dense = attn + tokens * _ffn_block(h, model.ffn_hidden, t, sp_div, drop,
                                            model.gated_ffn, mods, lin)
     else:
@@ -106,13 +88,7 @@ def layer_activation_bytes(model: ModelSpec, seq_len: ArrayLike | None = None, m
                                              flash, rec, mods, lin)
     per_layer = dense
     if model.is_moe:
-        assert model.moe_ffn_hidden is not None  # set in ModelSpec.__post_init__ for an MoE model
-        moe_mods = tuple(m for m in mods if m in ("layernorm", "moe_act", "shared_experts",
-                                                  "moe"))
-        block = moe_ffn_activation_bytes(
-            s, b, h, model.moe_experts, model.moe_top_k, model.moe_ffn_hidden,
-            model.moe_shared_ffn_hidden, t, c, etp, model.gated_ffn, moe_capacity_factor,
-            moe_mods, lin, moe_probs_at, sp)
+        block = _moe_block_bytes(model, s, b, t, c, te, options)
         moe_layer = attn + tokens * _ffn_block(h, model.ffn_hidden, t, sp_div, drop,
                                                model.gated_ffn, mods, lin, inner=False) + block
         share = model.moe_layers / model.layers

@@ -4,6 +4,8 @@ stages) and the bytes per parameter they imply.
 
 from __future__ import annotations
 
+from ..layer_options import MOE_PROBS_AT as MOE_PROBS_AT
+
 GB = 1e9
 
 #: bytes per parameter (weights, gradients, optimizer states) by optimizer, mixed precision.
@@ -28,10 +30,6 @@ FP32_MOMENTS = {"adam": 2, "adam-8bit": 0, "sgd": 1, "adam-fp32": 2}
 OPTIMIZER_MOMENTS = ("fp32", "bf16")
 #: cached inputs of the linear layers: "bf16", or "fp8" (quantized, as FP8 GEMMs save them)
 ACTIVATION_PRECISIONS = ("bf16", "fp8")
-#: where an MoE layer applies the router's probabilities: on the expert outputs in the
-#: combine (which then keeps them for the probabilities' gradient) or inside the expert
-#: activation function (Megatron-Core from commit 2659630 on: the combine keeps nothing)
-MOE_PROBS_AT = ("combine", "activation")
 ZERO_STAGES = (0, 1, 2, 3)
 FINETUNE_MODES = ("full", "lora", "qlora")
 LORA_TARGETS = ("qv", "attention", "all")

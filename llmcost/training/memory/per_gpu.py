@@ -4,6 +4,7 @@ component for the most loaded pipeline stage, and a quick seed heuristic.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -12,6 +13,7 @@ from numpy.typing import ArrayLike
 from ... import _validate as v
 from .. import stacks as stacks_mod
 from ..arch import ModelSpec
+from ..layer_options import LayerOptions
 from ..precision import PRECISIONS
 from ..recompute import check_recompute_modules
 from .activations import cached_linear_input_bytes
@@ -349,17 +351,17 @@ def memory_per_gpu(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike = 1, pp: Arr
     c, (n_first, n_mid, n_last) = _checked_layout(model, s, gpus, tp, pp, cp, interleave,
                                                    first_stage_layers, last_stage_layers, ep,
                                                    etp, micro_batch, global_batch)
+    layer_options = LayerOptions(recompute, mods, flash_attention, sequence_parallel,
+                                 linear_input_bytes=lin, moe_capacity_factor=moe_capacity_factor,
+                                 moe_probs_at=moe_probs_at)
     c["layer_bytes"] = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"],
-                                              c["etp"], sequence_parallel, recompute,
-                                              flash_attention, mods, lin, moe_capacity_factor,
-                                              moe_probs_at)
+                                              c["etp"], layer_options)
     c["recompute_bytes"] = 0.0
     if np.any(rebuilds_whole_layers(recompute, mods)):
         # the layer with nothing recomputed: what a layer-wide recompute rebuilds against
         # (a second activation count, paid only when some layout rebuilds whole layers)
         none = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"], c["etp"],
-                                      sequence_parallel, "none", flash_attention, (), lin,
-                                      moe_capacity_factor, moe_probs_at)
+                                      replace(layer_options, recompute="none", recompute_modules=()))
         c["recompute_bytes"] = recompute_working_bytes(none, c["layer_bytes"], recompute, mods)
     c.update(stack=v.choice("stack", stack, MEMORY_STACKS))
     c.update(loss_bytes=loss_bytes_per_logit(STACK_LOSS[c["stack"]] if loss is None else loss))

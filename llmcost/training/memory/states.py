@@ -88,10 +88,7 @@ def model_state_bytes(params: ArrayLike, dp: ArrayLike = 1, zero_stage: ArrayLik
     return v.result(weights), v.result(grads), v.result(opt)
 
 
-def lora_parameter_count(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike, rank: ArrayLike,
-                         kv_heads: ArrayLike | None = None, ffn_hidden: ArrayLike | None = None,
-                         gated_ffn: ArrayLike = False, head_dim: ArrayLike | None = None,
-                         targets: str = "all") -> float | np.ndarray:
+def lora_parameter_count(model: ModelSpec, rank: ArrayLike, targets: str = "all") -> float | np.ndarray:
     r"""Trainable LoRA adapter parameters.
 
     Each adapted matrix W (d_in x d_out) gains B A with A (r x d_in), B (d_out x r):
@@ -103,12 +100,10 @@ def lora_parameter_count(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike,
 
     Parameters
     ----------
-    layers, hidden, heads : int or array
-        l, h, a [-].
+    model : ModelSpec
+        l (``layers``), h, a, a_kv, d, f and the FFN's gating.
     rank : int or array
         r [-].
-    kv_heads, ffn_hidden, gated_ffn, head_dim
-        See :func:`llmcost.training.flops.matmul_params_per_layer`.
     targets : {"qv", "attention", "all"}
 
     Returns
@@ -122,15 +117,14 @@ def lora_parameter_count(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike,
     .. [2] Dettmers et al. 2023, arXiv:2305.14314, §4 (LoRA on all linear layers).
     """
     v.choice("targets", targets, LORA_TARGETS)
-    l = v.integer("layers", layers)
-    h = v.integer("hidden", hidden)
-    a = v.integer("heads", heads)
     r = v.integer("rank", rank)
-    kv = a if kv_heads is None else v.integer("kv_heads", kv_heads)
-    f = 4 * h if ffn_hidden is None else v.integer("ffn_hidden", ffn_hidden)
-    d = h // a if head_dim is None else v.integer("head_dim", head_dim)
-    gated = v.boolean("gated_ffn", gated_ffn)
+    # the model's fields are checked by ModelSpec.__post_init__
+    l, h, a, kv, f, d = (model.layers, model.hidden, model.heads, model.kv_heads, model.ffn_hidden,
+                         model.head_dim)
+    assert kv is not None and f is not None and d is not None
+    gated = model.gated_ffn
     d_q, d_kv = a * d, kv * d
+    per_layer: int | np.ndarray
     if targets == "qv":
         per_layer = (h + d_q) + (h + d_kv)
     else:
@@ -421,9 +415,7 @@ def stage_adapter_state_bytes(model: ModelSpec, stage_params: ArrayLike, stage_l
     .. [2] Dettmers et al. 2023, arXiv:2305.14314, §3.
     """
     v.choice("finetune", finetune, tuple(FROZEN_BYTES_PER_PARAM))
-    adapters = lora_parameter_count(model.layers, model.hidden, model.heads, lora_rank,
-                                    model.kv_heads, model.ffn_hidden, model.gated_ffn,
-                                    model.head_dim, lora_targets)
+    adapters = lora_parameter_count(model, lora_rank, lora_targets)
     n = np.asarray(stage_layers)
     experts = n * model.expert_layer_params
     psi = (np.asarray(stage_params) - experts) / tp + experts / (ep * etp)

@@ -60,6 +60,7 @@ from .calibration import (
     is_calibrated,
 )
 from .communication import (
+    DataParallelCollectives,
     context_parallel_comm_s,
     data_parallel_comm_s,
     data_parallel_volume_bytes,
@@ -115,6 +116,7 @@ __all__ = [
     "data_parallel_volume_bytes",
     "zero3_exposed_comm_s",
     "tensor_parallel_comm_s",
+    "DataParallelCollectives",
     "context_parallel_comm_s",
     "expert_parallel_comm_s",
     "pipeline_p2p_s",

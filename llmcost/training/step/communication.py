@@ -4,18 +4,18 @@ pipeline's bubble and point-to-point transfers, and data-parallel (ZeRO, FSDP) t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from .. import comm
+from ..comm import Links
 from .resolve import _Resolved
 
 if TYPE_CHECKING:
     from ..arch import ModelSpec
-    from ..hardware import FabricSpec
 
 
 def pipeline_bubble_fraction(pp: ArrayLike, num_microbatches: ArrayLike,
@@ -140,24 +140,18 @@ def zero3_exposed_comm_s(gather_s: ArrayLike, reduce_scatter_s: ArrayLike, forwa
     return v.result(m * per_mb)
 
 
-def _p2p_s(size_bytes: ArrayLike, in_domain: ArrayLike, scale_up: FabricSpec, scale_out: FabricSpec,
-           nvlink_efficiency: ArrayLike) -> np.ndarray:
+def _p2p_s(size_bytes: ArrayLike, in_domain: ArrayLike, links: Links) -> np.ndarray:
     # one point-to-point send over NVLink inside the scale-up domain, else over the fabric
+    up, out = links.scale_up, links.scale_out
     return np.where(in_domain,
-                    comm.p2p_time_s(size_bytes, scale_up.bandwidth_gb_per_s_per_gpu,
-                                    scale_up.latency_us, nvlink_efficiency),
-                    comm.p2p_time_s(size_bytes, scale_out.bandwidth_gb_per_s_per_gpu,
-                                    scale_out.latency_us, scale_out.efficiency))
-
-
-def _congestion(nodes: ArrayLike, scale_out: FabricSpec) -> float | np.ndarray:
-    return comm.congestion_factor(nodes, scale_out.congestion_per_doubling,
-                                  scale_out.oversubscription)
+                    comm.p2p_time_s(size_bytes, up.bandwidth_gb_per_s_per_gpu, up.latency_us,
+                                    links.nvlink_efficiency),
+                    comm.p2p_time_s(size_bytes, out.bandwidth_gb_per_s_per_gpu, out.latency_us,
+                                    out.efficiency))
 
 
 def tensor_parallel_comm_s(tokens: float | np.ndarray, hidden: float | np.ndarray, tp: float | np.ndarray,
-                           recompute: str | np.ndarray, domain_gpus: float | np.ndarray, scale_up: FabricSpec,
-                           scale_out: FabricSpec, nvlink_efficiency: ArrayLike,
+                           recompute: str | np.ndarray, links: Links,
                            overlap: float | np.ndarray = 0.0) -> np.ndarray:
     r"""Exposed tensor-parallel collectives of one layer and one micro-batch.
 
@@ -179,11 +173,9 @@ def tensor_parallel_comm_s(tokens: float | np.ndarray, hidden: float | np.ndarra
     tp : int or array
         t [-].
     recompute : {"none", "selective", "full"} or array of these names
-    domain_gpus : int
-        GPUs one NVLink domain joins [-].
-    scale_up, scale_out : FabricSpec
-    nvlink_efficiency : float
-        Achievable share of NVLink bandwidth [-].
+    links : Links
+        NVLink inside the scale-up domain of ``domain_gpus`` GPUs at ``nvlink_efficiency``,
+        the scale-out fabric beyond.
     overlap : float or array
         phi_tp, share hidden behind GEMMs (0 with TP communication overlap off) [-].
 
@@ -201,20 +193,18 @@ def tensor_parallel_comm_s(tokens: float | np.ndarray, hidden: float | np.ndarra
     """
     n_tp = 4.0 + 2.0 * (recompute == "full")
     tp_bytes = tokens * hidden * 2.0
-    t_ar_nvl = comm.ring_allreduce_time_s(tp_bytes, tp, scale_up.bandwidth_gb_per_s_per_gpu,
-                                          scale_up.latency_us, nvlink_efficiency)
+    domain_gpus = links.domain_gpus
+    t_ar_nvl = comm.ring_allreduce_time_s(tp_bytes, tp, links.scale_up.bandwidth_gb_per_s_per_gpu,
+                                          links.scale_up.latency_us, links.nvlink_efficiency)
     t_ar_net = comm.hierarchical_allreduce_time_s(
-        tp_bytes, tp, np.minimum(tp, domain_gpus), scale_up.bandwidth_gb_per_s_per_gpu,
-        scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
-        nvlink_efficiency, scale_out.efficiency,
-        _congestion(np.maximum(tp // domain_gpus, 1), scale_out))
+        tp_bytes, tp, np.minimum(tp, domain_gpus), links,
+        links.congestion(np.maximum(tp // domain_gpus, 1)))
     return n_tp * np.where(tp <= domain_gpus, t_ar_nvl, t_ar_net) * (1.0 - overlap)
 
 
 def context_parallel_comm_s(tokens: float | np.ndarray, kv_heads: float | np.ndarray, head_dim: float | np.ndarray,
                             tp: float | np.ndarray, cp: float | np.ndarray, attention_s: float | np.ndarray,
-                            domain_gpus: float | np.ndarray, scale_up: FabricSpec, scale_out: FabricSpec,
-                            nvlink_efficiency: ArrayLike) -> np.ndarray:
+                            links: Links) -> np.ndarray:
     r"""Context-parallel K/V ring not hidden behind the attention math, one layer and one
     micro-batch.
 
@@ -235,9 +225,9 @@ def context_parallel_comm_s(tokens: float | np.ndarray, kv_heads: float | np.nda
         t, c [-].
     attention_s : float or array
         t_attn, the attention core's time that hides the ring [s].
-    domain_gpus : int
-    scale_up, scale_out : FabricSpec
-    nvlink_efficiency : float
+    links : Links
+        NVLink inside the scale-up domain of ``domain_gpus`` GPUs at ``nvlink_efficiency``,
+        the scale-out fabric beyond.
 
     Returns
     -------
@@ -250,15 +240,13 @@ def context_parallel_comm_s(tokens: float | np.ndarray, kv_heads: float | np.nda
        §3 (blocks passed around a ring, overlapped with blockwise attention).
     """
     kv_bytes = tokens * 2.0 * kv_heads * head_dim / np.minimum(tp, kv_heads) * 2.0
-    t_link = _p2p_s(kv_bytes, tp * cp <= domain_gpus, scale_up, scale_out, nvlink_efficiency)
+    t_link = _p2p_s(kv_bytes, tp * cp <= links.domain_gpus, links)
     return np.maximum(0.0, 3.0 * (cp - 1) * t_link - attention_s)
 
 
-def expert_parallel_comm_s(tokens: float | np.ndarray, hidden: float | np.ndarray, top_k: float | np.ndarray,
-                           tp: float | np.ndarray, ep: float | np.ndarray, etp: float | np.ndarray,
-                           moe_layer_share: float | np.ndarray, recomputed: float | np.ndarray,
-                           domain_gpus: float | np.ndarray, scale_up: FabricSpec, scale_out: FabricSpec,
-                           nvlink_efficiency: ArrayLike, imbalance: float | np.ndarray = 1.0,
+def expert_parallel_comm_s(rank_tokens: float | np.ndarray, model: ModelSpec, ep: float | np.ndarray,
+                           etp: float | np.ndarray, recomputed: float | np.ndarray, links: Links,
+                           imbalance: float | np.ndarray = 1.0,
                            overlap: float | np.ndarray = 0.0) -> float | np.ndarray:
     r"""Exposed MoE token dispatch and combine of one layer (mean over dense and MoE layers)
     and one micro-batch, on the busiest expert rank.
@@ -266,25 +254,25 @@ def expert_parallel_comm_s(tokens: float | np.ndarray, hidden: float | np.ndarra
     .. math:: T_{ep} = \sigma\, n_{a2a}\, T_{A2A}\!\left(\frac{M}{t} k h \cdot 2\,\iota,\
               e\right)(1 - \phi_{a2a}),\qquad n_{a2a} = 4 \text{ (6 recomputed)}
 
-    with sigma the share of MoE layers, iota the load imbalance and the all-to-all over the
+    with sigma = l_m / l the share of MoE layers, iota the load imbalance and the all-to-all over the
     EP group on NVLink inside the scale-up domain (domain / t_e ranks of it), the fabric
     beyond (:func:`llmcost.training.comm.hierarchical_alltoall_time_s`).
 
     Parameters
     ----------
-    tokens : float or array
-        M, tokens per micro-batch on the GPU, b s / c [-].
-    hidden, top_k : int
-        h, k [-].
-    tp, ep, etp : int or array
-        t, e, t_e [-].
-    moe_layer_share : float
-        sigma, MoE layers over all layers [-].
+    rank_tokens : float or array
+        M / t, the tokens one tensor-parallel rank routes per micro-batch (its
+        sequence-parallel shard of b s / c) [-].
+    model : ModelSpec
+        A mixture-of-experts model: h, k (``moe_top_k``) and sigma (its MoE layers over all
+        layers).
+    ep, etp : int or array
+        e, t_e [-].
     recomputed : bool or array
         The forward's all-to-alls run again (full recomputation or the "moe" module).
-    domain_gpus : int
-    scale_up, scale_out : FabricSpec
-    nvlink_efficiency : float
+    links : Links
+        NVLink inside the scale-up domain of ``domain_gpus`` GPUs at ``nvlink_efficiency``,
+        the scale-out fabric beyond.
     imbalance : float
         iota, tokens of the busiest rank over the mean [-].
     overlap : float
@@ -301,21 +289,17 @@ def expert_parallel_comm_s(tokens: float | np.ndarray, hidden: float | np.ndarra
        all-to-alls); DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, §3.2
        (overlapping them: DualPipe).
     """
-    a2a_bytes = tokens / tp * top_k * hidden * 2.0 * imbalance
-    ep_in_domain = np.maximum(domain_gpus // etp, 1)
+    a2a_bytes = rank_tokens * model.moe_top_k * model.hidden * 2.0 * imbalance
+    ep_in_domain = np.maximum(links.domain_gpus // etp, 1)
     t_a2a_one = comm.hierarchical_alltoall_time_s(
-        a2a_bytes, ep, ep_in_domain, scale_up.bandwidth_gb_per_s_per_gpu,
-        scale_out.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, scale_out.latency_us,
-        nvlink_efficiency, scale_out.efficiency,
-        _congestion(np.maximum(-(-ep // ep_in_domain), 1), scale_out))
+        a2a_bytes, ep, ep_in_domain, links, links.congestion(np.maximum(-(-ep // ep_in_domain), 1)))
     n_a2a = 4.0 + 2.0 * recomputed
-    return moe_layer_share * n_a2a * t_a2a_one * (1.0 - overlap)
+    return model.moe_layers / model.layers * n_a2a * t_a2a_one * (1.0 - overlap)
 
 
 def pipeline_p2p_s(tokens: float | np.ndarray, hidden: float | np.ndarray, tp: float | np.ndarray,
                    cp: float | np.ndarray, dp: float | np.ndarray, pp: float | np.ndarray,
-                   interleave: float | np.ndarray, domain_gpus: float | np.ndarray, scale_up: FabricSpec,
-                   scale_out: FabricSpec, nvlink_efficiency: ArrayLike) -> np.ndarray:
+                   interleave: float | np.ndarray, links: Links) -> np.ndarray:
     r"""Pipeline activation sends of one micro-batch on the critical path.
 
     .. math:: T_{pp} = 2 v\, T_{p2p}(2 M h / t)\quad (p > 1;\ 0 \text{ otherwise})
@@ -331,9 +315,9 @@ def pipeline_p2p_s(tokens: float | np.ndarray, hidden: float | np.ndarray, tp: f
     hidden : int
     tp, cp, dp, pp, interleave : int or array
         t, c, d, p, v [-].
-    domain_gpus : int
-    scale_up, scale_out : FabricSpec
-    nvlink_efficiency : float
+    links : Links
+        NVLink inside the scale-up domain of ``domain_gpus`` GPUs at ``nvlink_efficiency``,
+        the scale-out fabric beyond.
 
     Returns
     -------
@@ -345,8 +329,7 @@ def pipeline_p2p_s(tokens: float | np.ndarray, hidden: float | np.ndarray, tp: f
     .. [1] Narayanan et al. 2021, arXiv:2104.04473, §4.1 (scatter/gather optimization).
     """
     p2p_bytes = tokens * hidden * 2.0 / tp
-    t_one = _p2p_s(p2p_bytes, tp * cp * dp < domain_gpus, scale_up, scale_out,
-                   nvlink_efficiency)
+    t_one = _p2p_s(p2p_bytes, tp * cp * dp < links.domain_gpus, links)
     return np.where(pp > 1, 2.0 * interleave * t_one, 0.0)
 
 
@@ -378,9 +361,18 @@ def pipeline_bubble_s(pp: float | np.ndarray, interleave: float | np.ndarray,
     return (pp - 1) / interleave * microbatch_s
 
 
-def _dp_collectives_s(model: ModelSpec, R: _Resolved, scale_up: FabricSpec, scale_out: FabricSpec,
-                      n_heavy: float | np.ndarray,
-                      mid_heavier: ArrayLike) -> tuple[float | np.ndarray, float | np.ndarray, float | np.ndarray]:
+class DataParallelCollectives(NamedTuple):
+    """The heaviest stage's data-parallel collectives [s]: the gradient all-reduce of a step
+    (T_AR) and one layer's ZeRO-3 parameter all-gather (T_AG) and gradient reduce-scatter
+    (T_RS)."""
+
+    allreduce_s: float | np.ndarray
+    gather_s: float | np.ndarray
+    reduce_scatter_s: float | np.ndarray
+
+
+def _dp_collectives_s(model: ModelSpec, R: _Resolved, links: Links, n_heavy: float | np.ndarray,
+                      mid_heavier: ArrayLike) -> DataParallelCollectives:
     r"""The heaviest stage's data-parallel collectives: the gradient all-reduce of a step
     and one layer's ZeRO-3 parameter all-gather and gradient reduce-scatter.
 
@@ -396,7 +388,7 @@ def _dp_collectives_s(model: ModelSpec, R: _Resolved, scale_up: FabricSpec, scal
     ----------
     model : ModelSpec
     R : _Resolved
-    scale_up, scale_out : FabricSpec
+    links : Links
     n_heavy : int or array
         Layers on the stage with the most parameters [-].
     mid_heavier : bool or array
@@ -404,7 +396,7 @@ def _dp_collectives_s(model: ModelSpec, R: _Resolved, scale_up: FabricSpec, scal
 
     Returns
     -------
-    allreduce_s, gather_s, reduce_scatter_s : float or array
+    collectives : DataParallelCollectives
         T_AR per step; T_AG and T_RS of one layer [s].
 
     References
@@ -414,7 +406,7 @@ def _dp_collectives_s(model: ModelSpec, R: _Resolved, scale_up: FabricSpec, scal
     .. [2] Narayanan et al. 2021, arXiv:2104.04473, §3.2 (data-parallel all-reduce per
        pipeline stage).
     """
-    up, out, cal, opt, node, tp = scale_up, scale_out, R.cal, R.opt, R.node, R.tp
+    opt, node, tp = R.opt, R.node, R.tp
     L, h = model.layers, model.hidden
     expert_layer = model.expert_layer_params
     stage_params = (n_heavy * (model.layer_params - expert_layer) + np.where(
@@ -422,9 +414,7 @@ def _dp_collectives_s(model: ModelSpec, R: _Resolved, scale_up: FabricSpec, scal
         np.where(mid_heavier, 0, model.vocab * h))) / tp
     group = R.dp * R.cp
     per_node = np.minimum(group, np.maximum(node // np.minimum(tp, node), 1))
-    links = (up.bandwidth_gb_per_s_per_gpu, out.bandwidth_gb_per_s_per_gpu, up.latency_us,
-             out.latency_us, cal.nvlink_efficiency, out.efficiency)
-    comm_args = (group, per_node, *links, _congestion(np.maximum(group // per_node, 1), out))
+    comm_args = (group, per_node, links, links.congestion(np.maximum(group // per_node, 1)))
     t_ar = comm.hierarchical_allreduce_time_s(stage_params * opt.grad_bytes, *comm_args)
     # one layer's share (embedding and LM head spread over the layers)
     unit_params = stage_params / n_heavy
@@ -433,18 +423,18 @@ def _dp_collectives_s(model: ModelSpec, R: _Resolved, scale_up: FabricSpec, scal
     if model.is_moe:
         ep, etp, edp = R.ep, R.etp, R.edp
         e_node = np.minimum(edp, np.maximum(node // np.minimum(ep * etp, node), 1))
-        e_args = (edp, e_node, *links, _congestion(np.maximum(edp // e_node, 1), out))
+        e_args = (edp, e_node, links, links.congestion(np.maximum(edp // e_node, 1)))
         t_ar = t_ar + comm.hierarchical_allreduce_time_s(
             n_heavy * expert_layer / (ep * etp) * opt.grad_bytes, *e_args)
         e_unit = expert_layer / (ep * etp)
         t_gather = t_gather + comm.hierarchical_allgather_time_s(2.0 * e_unit, *e_args)
         t_scatter = t_scatter + comm.hierarchical_allgather_time_s(opt.grad_bytes * e_unit,
                                                                    *e_args)
-    return t_ar, t_gather, t_scatter
+    return DataParallelCollectives(t_ar, t_gather, t_scatter)
 
 
-def data_parallel_comm_s(allreduce_s: float | np.ndarray, gather_s: ArrayLike, reduce_scatter_s: ArrayLike,
-                         zero_stage: float | np.ndarray, num_microbatches: float | np.ndarray,
+def data_parallel_comm_s(collectives: DataParallelCollectives, zero_stage: float | np.ndarray,
+                         num_microbatches: float | np.ndarray,
                          stage_compute_s: float | np.ndarray, layer_compute_s: float | np.ndarray, layers: ArrayLike,
                          overlap: float | np.ndarray = 0.0, recompute_factor: float | np.ndarray = 1.0) -> np.ndarray:
     r"""Exposed data-parallel communication per step, by ZeRO stage.
@@ -470,10 +460,9 @@ def data_parallel_comm_s(allreduce_s: float | np.ndarray, gather_s: ArrayLike, r
 
     Parameters
     ----------
-    allreduce_s : float or array
-        T_AR, the stage's gradient all-reduce [s].
-    gather_s, reduce_scatter_s : float or array
-        One layer's ZeRO-3 parameter all-gather and gradient reduce-scatter [s].
+    collectives : DataParallelCollectives
+        T_AR, the stage's gradient all-reduce, and one layer's ZeRO-3 parameter all-gather
+        and gradient reduce-scatter [s].
     zero_stage : int or array
         0-3.
     num_microbatches : int or array
@@ -499,6 +488,7 @@ def data_parallel_comm_s(allreduce_s: float | np.ndarray, gather_s: ArrayLike, r
     .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §7.2.
     .. [2] Zhao et al. 2023, arXiv:2304.11277, §3.3-3.4.
     """
+    allreduce_s, gather_s, reduce_scatter_s = collectives
     m, phi = num_microbatches, overlap
     backward = stage_compute_s * 2.0 / 3.0   # one micro-batch's backward on this stage
     forward = stage_compute_s / 3.0

@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 from ... import _validate as v
 from ..attention import flash_attention_time_s, flash_fixed_elements_per_token, flash_score_elements_per_token
 from ..flops import RECOMPUTE_MODES, matmul_params_per_layer
+from ..layer_options import LayerOptions
 from ..memory import (
     OPTIMIZER_BYTES_PER_PARAM,
     activation_bytes_per_layer,
@@ -450,18 +451,15 @@ def _layer_memory_bound_s(model: ModelSpec, gpu: GPUSpec, R: _Resolved, F: _Laye
        (activation bytes per layer).
     """
     cal, opt, s, b, tp, cp, hbm = R.cal, R.opt, R.s, R.b, R.tp, R.cp, R.hbm
-    h, moe_on = model.hidden, model.is_moe
-    kv_a, hd_a = model.attention_shape
-    act = activation_bytes_per_layer(s, b, h, model.heads, tp, cp, kv_a,
-                                     model.ffn_hidden, model.gated_ffn, hd_a,
-                                     model.dropout, R.sp, "none", R.flash)
+    moe_on = model.is_moe
+    plain = LayerOptions(flash_attention=R.flash, sequence_parallel=R.sp)
+    act = activation_bytes_per_layer(model, s, b, tp, cp, plain)
     assert model.ffn_hidden is not None  # set in ModelSpec.__post_init__
     if moe_on:
         assert model.moe_ffn_hidden is not None  # set in ModelSpec.__post_init__ for an MoE model
         dense_inner = tokens * (6.0 if model.gated_ffn else 4.0) * model.ffn_hidden / tp
-        moe_block = moe_ffn_activation_bytes(
-            s, b, h, model.moe_experts, model.moe_top_k, model.moe_ffn_hidden,
-            model.moe_shared_ffn_hidden, tp, cp, R.etp, model.gated_ffn, R.imb)
+        moe_block = moe_ffn_activation_bytes(model, s, b, tp, cp, R.etp,
+                                             LayerOptions(moe_capacity_factor=R.imb))
         act = act + F.share * (moe_block - dense_inner)
     t_elem = cal.elementwise_traffic * act * rec_f / hbm
     host = 0.0 if R.graphs == "full" else 1.0
@@ -470,12 +468,12 @@ def _layer_memory_bound_s(model: ModelSpec, gpu: GPUSpec, R: _Resolved, F: _Laye
     t_elem = t_elem + cal.layer_host_overhead_s * rec_f
     if R.fp8:
         t_elem = t_elem + fp8_cast_bytes_per_layer(
-            s, b, h, model.heads, tp, cp, model.kv_heads, model.ffn_hidden, model.gated_ffn,
-            model.head_dim, R.sp, R.rec, R.prec, gpu.generation, opt.fp8_scaling) / hbm
+            model, s, b, tp, cp, LayerOptions(R.rec, sequence_parallel=R.sp, precision=R.prec),
+            gpu.generation, opt.fp8_scaling) / hbm
     if F.rc_mods:
         imb = R.imb if moe_on else 1.0
-        kept = [layer_activation_bytes(model, s, b, tp, cp, R.etp, R.sp, "none", R.flash, x,
-                                       2.0, imb) for x in ((), F.rc_mods)]
+        kept = [layer_activation_bytes(model, s, b, tp, cp, R.etp, LayerOptions(
+            "none", x, R.flash, R.sp, moe_capacity_factor=imb)) for x in ((), F.rc_mods)]
         t_elem = t_elem + np.where(F.on_rc, cal.elementwise_traffic / 3.0 * (kept[0] - kept[1])
                                    / hbm, 0.0)
         if moe_on and "moe" in F.rc_mods:

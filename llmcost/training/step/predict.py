@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from ..arch import ModelSpec
+from ..comm import Links
 from ..hardware import FabricSpec, GPUSpec
 from ..memory import MemoryBreakdown
 from .calibration import Calibration, Options
@@ -245,7 +246,7 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
                  memory_kwargs, flash_attention, tp_comm_overlap, first_stage_layers,
                  last_stage_layers, precision, ep, etp, recompute_modules)
     F = _layer_flops(model, R.s, R.rec, R.rec_attn, R.mods, R.imb)
-    h, node, nvl, links = model.hidden, R.node, R.cal.nvlink_efficiency, (scale_up, scale_out)
+    h, links = model.hidden, Links(scale_up, scale_out, R.node, R.cal.nvlink_efficiency)
     tokens = R.b * R.s / R.cp
     rec_f = np.where(R.rec == "full", 4.0 / 3.0, 1.0)
     penalty = np.where(R.tpo, 1.0 - R.opt.tp_overlap_gemm_penalty, 1.0)
@@ -253,25 +254,22 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     t_mm, t_attn = _layer_matmul_s(model, gpu, R, F, tokens, rec_f, penalty)
     t_layer = t_mm + _layer_memory_bound_s(model, gpu, R, F, tokens, rec_f)
     t_logits = logits_s(tokens, h, model.vocab, R.tp, R.peak, R.hbm, R.cal)
-    t_tp = tensor_parallel_comm_s(tokens, h, R.tp, R.rec, node, *links, nvl,
-                                  np.where(R.tpo, R.opt.tp_overlap, 0.0))
+    t_tp = tensor_parallel_comm_s(tokens, h, R.tp, R.rec, links, np.where(R.tpo, R.opt.tp_overlap, 0.0))
     assert model.kv_heads is not None and model.head_dim is not None  # set in ModelSpec.__post_init__
-    t_cp = context_parallel_comm_s(tokens, model.kv_heads, model.head_dim, R.tp, R.cp,
-                                   t_attn, node, *links, nvl)
+    t_cp = context_parallel_comm_s(tokens, model.kv_heads, model.head_dim, R.tp, R.cp, t_attn, links)
     t_ep = 0.0 if not model.is_moe else expert_parallel_comm_s(
-        tokens, h, model.moe_top_k, R.tp, R.ep, R.etp, F.share,
-        (R.rec == "full") | (F.on_rc & ("moe" in F.rc_mods)), node, *links, nvl, R.imb,
-        R.opt.moe_a2a_overlap)
+        tokens / R.tp, model, R.ep, R.etp, (R.rec == "full") | (F.on_rc & ("moe" in F.rc_mods)),
+        links, R.imb, R.opt.moe_a2a_overlap)
     # per micro-batch on the slowest stage, then per step
     slow, t_stage, n_slow, logits_slow = _slowest_stage(
         t_layer + t_tp + t_cp + t_ep, t_logits, R.pp, R.n_first, R.n_mid, R.n_last)
-    t_p2p_mb = pipeline_p2p_s(tokens, h, R.tp, R.cp, R.dp, R.pp, R.vv, node, *links, nvl)
+    t_p2p_mb = pipeline_p2p_s(tokens, h, R.tp, R.cp, R.dp, R.pp, R.vv, links)
     t_mb = t_stage + t_p2p_mb
     bubble = pipeline_bubble_s(R.pp, R.vv, t_mb)
     n_heavy, mid_heavier = _heaviest_stage(model, R.pp, R.n_mid, R.n_last)
     stage_compute = n_heavy * t_layer + np.where(R.pp == 1, t_logits, 0.0)
     t_dp = data_parallel_comm_s(
-        *_dp_collectives_s(model, R, scale_up, scale_out, n_heavy, mid_heavier), R.zero, R.m,
+        _dp_collectives_s(model, R, links, n_heavy, mid_heavier), R.zero, R.m,
         stage_compute, t_layer, n_heavy, R.opt.dp_overlap, rec_f)
     states = R.mem.weights_bytes + R.mem.grads_bytes + R.mem.optimizer_bytes
     t_opt = optimizer_step_s(states, R.hbm) if not R.fp8 else optimizer_step_s(
