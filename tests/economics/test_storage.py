@@ -153,7 +153,8 @@ def test_sync_stall_reuses_reliability_and_takes_the_narrower_pipe():
     S = 987.7e9
     # tier-bound: 32 nodes x 50 GB/s > 20 GB/s -> 987.7 / 20 = 49.4 s
     assert sto.sync_stall_s(S, 32, 20.0, 50.0) == pytest.approx(49.385)
-    assert sto.sync_stall_s(S, 32, 20.0, 50.0) == rel.checkpoint_stall_s(S, "sync", 32, 20.0, 50.0)
+    assert sto.sync_stall_s(S, 32, 20.0, 50.0) == rel.checkpoint_stall_s(
+        S, "sync", 32, rel.CheckpointStorage(20.0, node_network_gb_per_s=50.0))
     # node-bound: one writer node at 12.5 GB/s -> 79.0 s
     assert sto.sync_stall_s(S, 1, 100.0, 12.5) == pytest.approx(79.016)
     assert sto.upload_s(S, 1, 100.0, 12.5) == sto.sync_stall_s(S, 1, 100.0, 12.5)
@@ -165,8 +166,8 @@ def test_local_stall_host_memory_or_nvme():
     assert sto.local_stall_s(S, 32, 25.0) == pytest.approx(987.7 / (32 * 8 * 25))
     # to NVMe at 5 GB/s per node: 987.7 / (32 x 5) = 6.17 s, reliability's async model
     assert sto.local_stall_s(S, 32, 25.0, 8, 5.0) == pytest.approx(987.7 / 160)
-    assert sto.local_stall_s(S, 32, 25.0, 8, 5.0) == rel.checkpoint_stall_s(S, "async", 32,
-                                                                           local_write_gb_per_s=5.0)
+    assert sto.local_stall_s(S, 32, 25.0, 8, 5.0) == rel.checkpoint_stall_s(
+        S, "async", 32, rel.CheckpointStorage(local_write_gb_per_s=5.0))
 
 
 def test_async_rework_monte_carlo():

@@ -65,9 +65,9 @@ def sync_stall_s(size_bytes: ArrayLike, writer_nodes: ArrayLike, tier_write_gb_p
     .. [2] Llama Team 2024, arXiv:2407.21783, Sec. 3.3.1 (checkpoint bursts saturate the
        storage fabric).
     """
-    return rel.checkpoint_stall_s(size_bytes, "sync", nodes=writer_nodes,
-                                  shared_storage_gb_per_s=tier_write_gb_per_s,
-                                  node_network_gb_per_s=node_write_gb_per_s)
+    return rel.checkpoint_stall_s(size_bytes, "sync", writer_nodes, rel.CheckpointStorage(
+        shared_storage_gb_per_s=v.positive("tier_write_gb_per_s", tier_write_gb_per_s),
+        node_network_gb_per_s=v.as_float("node_network_gb_per_s", node_write_gb_per_s)))
 
 
 def local_stall_s(size_bytes: ArrayLike, writer_nodes: ArrayLike, host_copy_gb_per_s: ArrayLike,
@@ -108,10 +108,10 @@ def local_stall_s(size_bytes: ArrayLike, writer_nodes: ArrayLike, host_copy_gb_p
        Language Models", HPDC 2024 (host-memory staging).
     """
     if local_write_gb_per_s is not None:
-        return rel.checkpoint_stall_s(size_bytes, "async", nodes=writer_nodes,
-                                      local_write_gb_per_s=local_write_gb_per_s,
-                                      host_copy_gb_per_s=host_copy_gb_per_s,
-                                      gpus_per_node=gpus_per_node)
+        return rel.checkpoint_stall_s(size_bytes, "async", writer_nodes, rel.CheckpointStorage(
+            local_write_gb_per_s=v.as_float("local_write_gb_per_s", local_write_gb_per_s),
+            host_copy_gb_per_s=v.as_float("host_copy_gb_per_s", host_copy_gb_per_s),
+            gpus_per_node=v.as_float("gpus_per_node", gpus_per_node)))
     S = v.positive("size_bytes", size_bytes)
     n = v.positive("writer_nodes", writer_nodes)
     g = v.positive("gpus_per_node", gpus_per_node)
