@@ -307,7 +307,7 @@ def goodput_series(results: Results, points: int = 200) -> pd.DataFrame:
         t = terms[mode]
         good = storage.checkpoint_goodput(mode, taus, t["stall_s"], M, r.restart_h * 3600,
                                           t["upload_s"],
-                                          peer_copy_s=t["peer_copy_s"], peer_share=1.0)
+                                          storage.PeerCopies(t["peer_copy_s"], peer_share=1.0))
         parts.append(pd.DataFrame({"interval_s": taus, "mode": mode,
                                    "goodput": np.asarray(good, float), **t,
                                    "chosen_mode": mode == s.checkpoint_mode}))
