@@ -127,15 +127,12 @@ def check_nccl(res: NcclTests, gpu, scale_up, scale_out, nodes=None, gpus_per_no
         else:
             cong = comm.congestion_factor(n_nodes, out_fab.congestion_per_doubling,
                                           out_fab.oversubscription)
-            exp = expect.expected_busbw_gb_per_s(
-                op, res.size_bytes[m], ranks, k, scale_up.bandwidth_gb_per_s_per_gpu,
-                out_fab.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, out_fab.latency_us,
-                eff_i, out_fab.efficiency, cong)
+            links = expect.TwoLevelLinks(
+                scale_up.bandwidth_gb_per_s_per_gpu, out_fab.bandwidth_gb_per_s_per_gpu,
+                scale_up.latency_us, out_fab.latency_us, eff_i, out_fab.efficiency, cong)
+            exp = expect.expected_busbw_gb_per_s(op, res.size_bytes[m], ranks, k, links)
             exp = np.broadcast_to(np.asarray(exp, float), res.size_bytes[m].shape)
-            top = float(expect.expected_busbw_gb_per_s(
-                op, expect.ASYMPTOTE_BYTES, ranks, k, scale_up.bandwidth_gb_per_s_per_gpu,
-                out_fab.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, out_fab.latency_us,
-                eff_i, out_fab.efficiency, cong))
+            top = float(expect.expected_busbw_gb_per_s(op, expect.ASYMPTOTE_BYTES, ranks, k, links))
         if np.isfinite(exp).any() and top > 0:
             share = expect.share_of_expected(op, res.size_bytes[m], res.time_us[m],
                                              res.busbw_gb_per_s[m], exp, ranks)
@@ -259,10 +256,11 @@ def check_steps(log: TrainLog, results) -> tuple[dict, list]:
         "warn", "the scenario's layout does not fit in memory",
         f"the review's layout for {model.id} on {gpus} {gpu.id} does not fit: its predicted MFU "
         "describes a run that cannot happen; give the run's layout (tp=, pp=, ...) in --query")]
+    prediction = (fnd.PredictedMfu(predicted, steps["predicted_mfu_band"], steps["band_reason"])
+                  if predicted else None)
     return steps, found + fnd.step_findings(
-        log.step, log.step_time_s, log.time_s, mfu, predicted, median_s,
-        fpt * tokens_per_s / gpus / 1e12 if tokens_per_s else None, steps["log_tflops_per_gpu"],
-        steps["predicted_mfu_band"], steps["band_reason"]) + fnd.checkpoint_findings(
+        log, median_s, mfu, prediction, fpt * tokens_per_s / gpus / 1e12 if tokens_per_s else None,
+        steps["log_tflops_per_gpu"]) + fnd.checkpoint_findings(
         log.checkpoint_s, median_s) + fnd.data_loading_findings(log.data_loading_s,
                                                                 log.step_time_s)
 
@@ -418,8 +416,7 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=No
         if scenario is None or not model_given:
             out["steps"] = measured_steps(log)
             out["findings"].append(fnd.finding("warn", "MFU not judged", NO_MODEL))
-            out["findings"] += fnd.step_findings(
-                log.step, log.step_time_s, log.time_s, None, None, out["steps"]["median_step_s"])
+            out["findings"] += fnd.step_findings(log, out["steps"]["median_step_s"])
             out["findings"] += fnd.checkpoint_findings(log.checkpoint_s,
                                                        out["steps"]["median_step_s"])
             out["findings"] += fnd.data_loading_findings(log.data_loading_s, log.step_time_s)

@@ -29,8 +29,8 @@ def test_expected_8_gpu_h100_all_reduce(cat):
     gpu = cat.gpu("h100-sxm")
     up = cat.fabric(gpu.scale_up)
     eta = calibration_for(gpu).nvlink_efficiency
-    got = expect.expected_busbw_gb_per_s("all_reduce", 8 * GIB, 8, 8, up.bandwidth_gb_per_s_per_gpu,
-                                         50, up.latency_us, 1, eta, 0.9)
+    links = expect.TwoLevelLinks(up.bandwidth_gb_per_s_per_gpu, 50, up.latency_us, 1, eta, 0.9)
+    got = expect.expected_busbw_gb_per_s("all_reduce", 8 * GIB, 8, 8, links)
     # ring: t = 2 (n-1) alpha + 2 (n-1)/n S / (eta B); busbw = 2 (n-1)/n S / t
     t = 14 * up.latency_us * 1e-6 + 1.75 * 8 * GIB / (eta * 450e9)
     assert got == pytest.approx(1.75 * 8 * GIB / t / 1e9, rel=1e-12)
@@ -43,7 +43,7 @@ def test_expected_two_nodes_is_the_nics():
     # 16 ranks, 8 per node over 8 x 50 GB/s at 0.9, congestion 1 + 0.26 log2(2). Ring: each
     # NIC carries 2(N-1)/N S/k, busbw = k eta B_o / c; tree (NCCL's choice at large sizes):
     # each node sends S once through its k NICs, busbw = 2(N-1)/N k eta B_o / c
-    args = (16, 8, 450, 50, 1, 1, 0.77, 0.9, 1.26)
+    args = (16, 8, expect.TwoLevelLinks(450, 50, 1, 1, 0.77, 0.9, 1.26))
     ring = 8 * 50 * 0.9 / 1.26
     assert expect.expected_busbw_gb_per_s("all_reduce", 16 * GIB, *args) == pytest.approx(
         2 * 15 / 16 * ring, rel=1e-3)
@@ -53,13 +53,14 @@ def test_expected_two_nodes_is_the_nics():
     # all-gather has no tree: the ring's k eta B_o / c
     assert expect.expected_busbw_gb_per_s("all_gather", 16 * GIB, *args) == pytest.approx(
         ring, rel=1e-3)
-    assert np.isnan(expect.expected_busbw_gb_per_s("broadcast", GIB, 8, 8, 450, 50))
+    assert np.isnan(expect.expected_busbw_gb_per_s("broadcast", GIB, 8, 8, expect.TwoLevelLinks(450, 50)))
 
 
 def _h100_all_reduce(busbw_share):
     """8 x H100 all-reduce rows at a share of the expectation (derived, not measured)."""
     sizes = np.array([2 ** k for k in range(20, 34)], float)
-    exp = expect.expected_busbw_gb_per_s("all_reduce", sizes, 8, 8, 450, 50, 1, 1, 0.77, 0.9)
+    exp = expect.expected_busbw_gb_per_s("all_reduce", sizes, 8, 8,
+                                         expect.TwoLevelLinks(450, 50, 1, 1, 0.77, 0.9))
     return sizes, busbw_share * exp, exp
 
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from llmcost import InputError, catalog
 from llmcost.economics import reliability as rel
 from llmcost.economics import sizing, spot, tco
-from llmcost.economics.waterfall import run_waterfall
+from llmcost.economics.waterfall import RunLosses, run_waterfall
 
 CAT = catalog.default()
 
@@ -232,9 +232,9 @@ def test_more_days_never_need_more_gpus(d1, d2):
 # ------------------------------------------------------------------ waterfall
 
 def test_waterfall_multiplies_down_to_effective():
-    w = run_waterfall(989.4, 0.6, 0.8, data_stall_share=0.05, checkpoint_share=0.01,
-                      failure_share=0.02, preemption_share=0.0, flops_per_token=6 * 70e9,
-                      usd_per_gpu_hour=6.88)
+    losses = RunLosses(data_stall_share=0.05, checkpoint_share=0.01, failure_share=0.02,
+                       preemption_share=0.0)
+    w = run_waterfall(989.4, 0.6, 0.8, losses, flops_per_token=6 * 70e9, usd_per_gpu_hour=6.88)
     final = 989.4 * 0.6 * 0.8 * 0.95 * (1 - 0.03)
     assert w["tflops_per_gpu"].iloc[-1] == pytest.approx(final)
     assert w["tflops_per_gpu"].is_monotonic_decreasing or (np.diff(w["tflops_per_gpu"]) <= 0).all()

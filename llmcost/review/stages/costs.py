@@ -9,7 +9,7 @@ from dataclasses import replace
 from ... import _validate as v
 from ...economics import napkin, spot, tco
 from ...economics import reliability as rel
-from ...economics.waterfall import waterfall_from_step
+from ...economics.waterfall import RunLosses, waterfall_from_step
 from ...scenario import Scenario
 from ...training import stacks
 from ...training.step import calibration_note
@@ -145,9 +145,9 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
             costs_range = {k: (float(lo[k]), float(hi[k])) for k in costs}
     wf = eff = None
     if pr is not None:
-        wf = waterfall_from_step(pr.step, g.bf16_dense_tflops, data_stall_share=stall_share,
-                                 checkpoint_share=r.checkpoint_share,
-                                 failure_share=r.rework_share + r.restart_share,
+        wf = waterfall_from_step(pr.step, g.bf16_dense_tflops,
+                                 RunLosses(data_stall_share=stall_share, checkpoint_share=r.checkpoint_share,
+                                           failure_share=r.rework_share + r.restart_share),
                                  flops_per_token=inp.model.flops_per_token("none"),
                                  usd_per_gpu_hour=(inp.prices.on_demand
                                                    if inp.prices and inp.prices.on_demand else None))
