@@ -89,8 +89,8 @@ def test_wrong_results_alert():
 def _check_file(cat, name, gpu, fabric, **placement):
     r = nccl_tests.read((DATA / name).read_text(), name=name)
     g = cat.gpu(gpu)
-    return chk.check(r, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=cat.fabric(fabric),
-                     **placement)
+    return chk.check(chk.Measured(r), hardware=chk.NcclHardware(g, cat.fabric(g.scale_up), cat.fabric(fabric)),
+                     placement=chk.Placement(**placement))
 
 
 @pytest.mark.parametrize("name, gpu, fabric", [
@@ -116,7 +116,8 @@ def test_healthy_clusters_get_no_alert(cat, name, gpu, fabric):
     share = 0.45 * top["busbw_gb_per_s"] / top["expected_busbw_gb_per_s"]
     r = nccl_tests.read((DATA / name).read_text(), name=name)
     slow = type(r)(**{**r.__dict__, "busbw_gb_per_s": 0.45 * r.busbw_gb_per_s})
-    out = chk.check(slow, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=f, nodes=2)
+    out = chk.check(chk.Measured(slow), hardware=chk.NcclHardware(g, cat.fabric(g.scale_up), f),
+                    placement=chk.Placement(nodes=2))
     assert out["findings"][0]["level"] == ("alert" if share < 0.5 else "warn")
 
 
@@ -147,8 +148,8 @@ TITAN_Q = "model=llama3-8b&gpu=h100-sxm&gpus=8&seq_len=8192&global_batch_tokens=
 
 def _check_log(cat, name, query):
     s, _ = Scenario.from_query(query, cat, strict=True)
-    return chk.check(log=train_log.read((DATA / name).read_text()), scenario=s, query=query,
-                     cat=cat)
+    return chk.check(chk.Measured(log=train_log.read((DATA / name).read_text())), scenario=s,
+                     query=query, cat=cat)
 
 
 def test_torchtitan_mfu_is_ours_and_agrees_with_the_log(cat):
@@ -241,7 +242,7 @@ def test_restart_and_gap_from_a_log_logged_twice(cat):
     text = (DATA / "torchtitan_llama3_8b_h100.log").read_text()
     again = text.replace("22:3", "23:3")                      # the same steps an hour later
     s, _ = Scenario.from_query(TITAN_Q, cat, strict=True)
-    out = chk.check(log=train_log.read(text + again), scenario=s, query=TITAN_Q, cat=cat)
+    out = chk.check(chk.Measured(log=train_log.read(text + again)), scenario=s, query=TITAN_Q, cat=cat)
     f = {x["what"]: x for x in out["findings"]}
     assert f["restart"]["level"] == "alert"
     assert "step 200 logged after step 250: 51 steps" in f["restart"]["evidence"]
