@@ -189,9 +189,9 @@ def scaling_series(results: Results, fabrics=("ib-ndr", "roce-400")) -> pd.DataF
 def finetune_ladder(results: Results):
     """The fine-tune ladder for the review's model: its pretraining rung is this review's run
     (the days, GPUs and on-demand dollars the page shows)."""
-    from .ladder import ladder
+    from .ladder import Pretraining, ladder
     s, inp = results.scenario, results.inputs
-    return ladder(inp.model, inp.catalog, s.finetune_tokens, s.tokens, pretrain=results)
+    return ladder(inp.model, inp.catalog, s.finetune_tokens, Pretraining(s.tokens, review=results))
 
 
 #: the sizing plot's days axis stops here: a size that needs more than a century is
