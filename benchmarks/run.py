@@ -124,11 +124,12 @@ def bench_spot_monte_carlo():
     out = {}
 
     def run():
-        out["mc"] = spot.spot_monte_carlo(0.6, 2.4, 24 * 18, checkpoint_interval_h=3.0,
-                                          restart_h=0.25, runs=n)
+        out["mc"] = spot.spot_monte_carlo(spot.SpotMarket(0.6, 2.4), 24 * 18, checkpoint_interval_h=3.0,
+                                          failures=spot.RunFailures(restart_h=0.25), runs=n)
 
     t = timed(run)
-    closed = float(spot.spot_net_savings(0.6, 2.4, 1.5, restart_h=0.25).spot_cost_share)
+    closed = float(spot.spot_net_savings(spot.SpotMarket(0.6, 2.4), 1.5,
+                                         spot.RunFailures(restart_h=0.25)).spot_cost_share)
     err = out["mc"].cost_share.mean() / closed - 1
     ROWS.append(("spot Monte Carlo, 100,000 runs in one pass", n, t,
                  f"{n / t:,.0f} runs/s; mean vs closed form {err:+.2%}"))

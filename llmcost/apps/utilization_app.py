@@ -149,10 +149,10 @@ class UtilizationApp(Panel):
         from ..checks import train_log
         texts = self.check_texts
         try:
-            out = chk.check_texts(texts.get("nccl_tests"), texts.get("train_log"),
-                                  texts.get("dcgm"), scenario=self.check_scenario(),
+            out = chk.check_texts(chk.Pasted(texts.get("nccl_tests"), texts.get("train_log"),
+                                             texts.get("dcgm")), scenario=self.check_scenario(),
                                   query=self.check_query(), cat=self.catalog,
-                                  **self.check_placement_values())
+                                  placement=chk.Placement(**self.check_placement_values()))
             log = train_log.read(texts["train_log"][1]) if "train_log" in texts else None
         except (ValueError, ArithmeticError) as e:
             which = ", ".join(n for n, _ in texts.values())

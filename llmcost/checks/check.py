@@ -5,7 +5,8 @@ the JSON object ``llmcost check --json`` prints (keys: ``collectives``, ``steps`
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 from urllib.parse import parse_qsl
 
 import numpy as np
@@ -127,15 +128,12 @@ def check_nccl(res: NcclTests, gpu, scale_up, scale_out, nodes=None, gpus_per_no
         else:
             cong = comm.congestion_factor(n_nodes, out_fab.congestion_per_doubling,
                                           out_fab.oversubscription)
-            exp = expect.expected_busbw_gb_per_s(
-                op, res.size_bytes[m], ranks, k, scale_up.bandwidth_gb_per_s_per_gpu,
-                out_fab.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, out_fab.latency_us,
-                eff_i, out_fab.efficiency, cong)
+            links = expect.TwoLevelLinks(
+                scale_up.bandwidth_gb_per_s_per_gpu, out_fab.bandwidth_gb_per_s_per_gpu,
+                scale_up.latency_us, out_fab.latency_us, eff_i, out_fab.efficiency, cong)
+            exp = expect.expected_busbw_gb_per_s(op, res.size_bytes[m], ranks, k, links)
             exp = np.broadcast_to(np.asarray(exp, float), res.size_bytes[m].shape)
-            top = float(expect.expected_busbw_gb_per_s(
-                op, expect.ASYMPTOTE_BYTES, ranks, k, scale_up.bandwidth_gb_per_s_per_gpu,
-                out_fab.bandwidth_gb_per_s_per_gpu, scale_up.latency_us, out_fab.latency_us,
-                eff_i, out_fab.efficiency, cong))
+            top = float(expect.expected_busbw_gb_per_s(op, expect.ASYMPTOTE_BYTES, ranks, k, links))
         if np.isfinite(exp).any() and top > 0:
             share = expect.share_of_expected(op, res.size_bytes[m], res.time_us[m],
                                              res.busbw_gb_per_s[m], exp, ranks)
@@ -259,10 +257,11 @@ def check_steps(log: TrainLog, results) -> tuple[dict, list]:
         "warn", "the scenario's layout does not fit in memory",
         f"the review's layout for {model.id} on {gpus} {gpu.id} does not fit: its predicted MFU "
         "describes a run that cannot happen; give the run's layout (tp=, pp=, ...) in --query")]
+    prediction = (fnd.PredictedMfu(predicted, steps["predicted_mfu_band"], steps["band_reason"])
+                  if predicted else None)
     return steps, found + fnd.step_findings(
-        log.step, log.step_time_s, log.time_s, mfu, predicted, median_s,
-        fpt * tokens_per_s / gpus / 1e12 if tokens_per_s else None, steps["log_tflops_per_gpu"],
-        steps["predicted_mfu_band"], steps["band_reason"]) + fnd.checkpoint_findings(
+        log, median_s, mfu, prediction, fpt * tokens_per_s / gpus / 1e12 if tokens_per_s else None,
+        steps["log_tflops_per_gpu"]) + fnd.checkpoint_findings(
         log.checkpoint_s, median_s) + fnd.data_loading_findings(log.data_loading_s,
                                                                 log.step_time_s)
 
@@ -311,9 +310,78 @@ PLACEMENT_KEYS = {"nodes": "nodes", "gpus_per_node": "GPUs per node",
                   "nics_per_node": "NICs per node"}
 
 
-def check_texts(nccl=None, train_log=None, dcgm=None, *, scenario=None, query=None,
-                model_given=None, hardware=None, nccl_op=None, nodes=None,
-                gpus_per_node=None, nics_per_node=None, cat=None) -> dict:
+@dataclass(frozen=True)
+class Placement:
+    """Where nccl-tests' ranks ran, as a user gives it where the output does not show it
+    (the Rank lines' hosts win); each value None or a whole number in [1, 1,000,000],
+    checked once here.
+
+    Attributes
+    ----------
+    nodes : int, optional
+        Nodes of the run [-].
+    gpus_per_node : int, optional
+        Ranks on each node [-].
+    nics_per_node : int, optional
+        NICs per node [-] (default: from NCCL_IB_HCA / NET/IB lines, else one per GPU).
+    """
+
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    nics_per_node: int | None = None
+
+    def __post_init__(self) -> None:
+        for key in PLACEMENT_KEYS:
+            x = getattr(self, key)
+            if x is not None:
+                object.__setattr__(self, key, int(v.integer(key, x, 1, 1_000_000)))
+
+
+@dataclass(frozen=True)
+class NcclHardware:
+    """The hardware an nccl-tests run ran on: its GPU (GPUSpec) and the scale-up and
+    scale-out fabrics (FabricSpec; the scale-out bandwidth per GPU is one NIC per GPU)."""
+
+    gpu: Any
+    scale_up: Any
+    scale_out: Any
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a cluster measured, as read: nccl-tests output (NcclTests), a training log
+    (TrainLog) and DCGM samples (DcgmSamples); any may be None."""
+
+    nccl: NcclTests | None = None
+    log: TrainLog | None = None
+    dcgm: Any = None
+
+
+@dataclass(frozen=True)
+class Pasted:
+    """What a user pasted or uploaded, each a (name, text) pair or None, and the collective
+    where neither the nccl-tests output nor its name says it."""
+
+    nccl: tuple[str, str] | None = None
+    train_log: tuple[str, str] | None = None
+    dcgm: tuple[str, str] | None = None
+    nccl_op: str | None = None
+
+    def read(self) -> Measured:
+        """The texts read (:func:`llmcost.checks.nccl_tests.read`, :func:`~llmcost.checks.train_log.read`,
+        :func:`~llmcost.checks.dcgm.read`)."""
+        from . import nccl_tests
+        from . import train_log as log_mod
+        return Measured(
+            nccl=nccl_tests.read(self.nccl[1], name=self.nccl[0], op=self.nccl_op)
+            if self.nccl is not None else None,
+            log=log_mod.read(self.train_log[1]) if self.train_log is not None else None,
+            dcgm=dcgm_mod.read(self.dcgm[1]) if self.dcgm is not None else None)
+
+
+def check_texts(pasted: Pasted, *, scenario=None, query=None, model_given=None,
+                hardware: NcclHardware | None = None, placement: Placement | None = None,
+                cat=None) -> dict:
     """The check of what a user pasted or uploaded: what ``llmcost check`` and the cluster
     check page both run, so that the same texts and inputs give one answer.
 
@@ -324,20 +392,19 @@ def check_texts(nccl=None, train_log=None, dcgm=None, *, scenario=None, query=No
 
     Parameters
     ----------
-    nccl, train_log, dcgm : (str, str), optional
-        (name, text) of nccl-tests output, a training log and DCGM samples.
+    pasted : Pasted
+        (name, text) of nccl-tests output, a training log and DCGM samples, and the
+        collective where neither the output nor its name says it.
     scenario : Scenario, optional
         The run's scenario (its hardware, and the model when ``model_given``).
     query : str, optional
         The query the scenario came from (the keys it sets are not taken from the log).
     model_given : bool, optional
         Whether the scenario's model was given (default: ``model`` in ``query``).
-    hardware : (GPUSpec, FabricSpec, FabricSpec), optional
+    hardware : NcclHardware, optional
         The nccl-tests run's GPU, scale-up and scale-out fabric (default: the scenario's).
-    nccl_op : str, optional
-        The collective, where neither the output nor its name says it.
-    nodes, gpus_per_node, nics_per_node : int, optional
-        The nccl-tests placement [-], each >= 1, where the output does not show it.
+    placement : Placement, optional
+        The nccl-tests placement [-], where the output does not show it.
     cat : Catalog, optional
 
     Returns
@@ -345,40 +412,27 @@ def check_texts(nccl=None, train_log=None, dcgm=None, *, scenario=None, query=No
     dict
         :func:`check`'s answer.
     """
-    from . import dcgm as dcgm_mod
-    from . import nccl_tests
-    from . import train_log as log_mod
-    if nccl is None and train_log is None and dcgm is None:
+    if pasted.nccl is None and pasted.train_log is None and pasted.dcgm is None:
         raise v.InputError("nccl_tests", "give nccl-tests output, a training log and/or DCGM "
                                          "samples")
-    given = {"nodes": nodes, "gpus_per_node": gpus_per_node, "nics_per_node": nics_per_node}
-    for key, x in given.items():
-        if x is not None:
-            given[key] = int(v.integer(key, x, 1, 1_000_000))
-    res = nccl_tests.read(nccl[1], name=nccl[0], op=nccl_op) if nccl is not None else None
-    log = log_mod.read(train_log[1]) if train_log is not None else None
-    samples = dcgm_mod.read(dcgm[1]) if dcgm is not None else None
-    gpu, up, out = hardware if hardware is not None else (None, None, None)
+    measured = pasted.read()
     if model_given is None:
         model_given = scenario is not None and (
             "model" in typed_keys(query) or scenario.model == "config")
-    return check(res, log, dcgm=samples, gpu=gpu, scale_up=up, scale_out=out,
-                 scenario=scenario, query=query, cat=cat, model_given=model_given,
-                 placement_from_scenario=False, **given)
+    return check(measured, hardware=hardware, scenario=scenario, query=query, cat=cat,
+                 placement=placement, model_given=model_given, placement_from_scenario=False)
 
 
-def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=None, gpu=None,
-          scale_up=None, scale_out=None, scenario=None, query: str | None = None,
-          cat=None, nodes=None, gpus_per_node=None, nics_per_node=None,
+def check(measured: Measured, *, hardware: NcclHardware | None = None, scenario=None,
+          query: str | None = None, cat=None, placement: Placement | None = None,
           model_given: bool | None = None, placement_from_scenario: bool = True) -> dict:
     """The check as one JSON-ready dict.
 
     Parameters
     ----------
-    nccl : NcclTests, optional
-    log : TrainLog, optional
-    dcgm : llmcost.checks.dcgm.DcgmSamples, optional
-    gpu, scale_up, scale_out : optional
+    measured : Measured
+        nccl-tests output, a training log and/or DCGM samples, as read.
+    hardware : NcclHardware, optional
         Hardware of the nccl-tests run (default: the scenario's).
     scenario : Scenario, optional
         What the log runs (model, GPU, GPUs, layout). Without one, or without a model
@@ -386,7 +440,8 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=No
         alone are reported and a finding asks for the model.
     query : str, optional
         The query the scenario came from: the keys it sets are not taken from the log.
-    nodes, gpus_per_node, nics_per_node : int, optional
+    cat : Catalog, optional
+    placement : Placement, optional
         The nccl-tests placement where the output does not show it.
     model_given : bool, optional
         The scenario's model was given (``model=`` or a config); default: ``model`` in the
@@ -397,70 +452,18 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=No
         given, take the scenario GPU's node size as GPUs per node (with a note). The CLI
         passes False: there the placement is asked for.
     """
+    nccl, log, dcgm = measured.nccl, measured.log, measured.dcgm
     if nccl is None and log is None and dcgm is None:
         raise v.InputError("nccl_tests", "give --nccl-tests FILE, --train-log FILE and/or "
                                          "--dcgm FILE")
+    place = Placement() if placement is None else placement
     out = {"collectives": [], "steps": None, "dcgm": None, "findings": [], "assumptions": [],
            "notes": []}
     results = None
     if log is not None:
-        if model_given is None:
-            model_given = scenario is not None and (
-                query is None or "model" in typed_keys(query) or scenario.model == "config")
-        if scenario is not None and not model_given and log.model_config:
-            scenario = replace(scenario, model="config", model_config=log.model_config)
-            out["notes"].append(f"model from the log: {log.model_from}")
-            model_given = True
-        elif scenario is not None and not model_given and log.model_id:
-            scenario = replace(scenario, model=log.model_id)
-            out["notes"].append(f"model from the log: {log.model_id} ({log.model_from})")
-            model_given = True
-        if scenario is None or not model_given:
-            out["steps"] = measured_steps(log)
-            out["findings"].append(fnd.finding("warn", "MFU not judged", NO_MODEL))
-            out["findings"] += fnd.step_findings(
-                log.step, log.step_time_s, log.time_s, None, None, out["steps"]["median_step_s"])
-            out["findings"] += fnd.checkpoint_findings(log.checkpoint_s,
-                                                       out["steps"]["median_step_s"])
-            out["findings"] += fnd.data_loading_findings(log.data_loading_s, log.step_time_s)
-        else:
-            from ..review import evaluate
-            scenario, taken = scenario_from_log(
-                scenario, log, typed_keys(query),
-                lambda s: evaluate(s, cat).inputs.model.seq_len)
-            if taken:
-                out["notes"].append("from the log: " + ", ".join(
-                    f"{k}={x}" for k, x in taken.items() if k != "batch"))
-            results = evaluate(scenario, cat)
-            out["steps"], f = check_steps(log, results)
-            out["findings"] += f
-            layout = (results.plan.layout.to_dict()["description"] if results.plan.layout
-                      else "none fits")
-            out["assumptions"].append(
-                f"MFU: the review's model FLOPs per token over GPUs x dense BF16 peak "
-                f"({results.inputs.gpu.bf16_dense_tflops:g} TFLOP/s), predicted for the "
-                f"scenario's layout ({layout})")
+        scenario, results = _check_log(out, log, scenario, query, cat, model_given)
     if nccl is not None:
-        if gpu is None:
-            if scenario is None:
-                raise v.InputError("gpu", "nccl-tests needs the hardware: --gpu and --fabric, "
-                                          "or --query")
-            if results is None:
-                from ..review import evaluate
-                results = evaluate(scenario, cat)
-            gpu, scale_up, scale_out = (results.inputs.gpu, results.inputs.scale_up,
-                                        results.inputs.scale_out)
-            if (placement_from_scenario and not nodes and not gpus_per_node
-                    and not nccl.nodes):
-                gpus_per_node = int(gpu.gpus_per_node)
-                out["notes"].append(f"placement assumed from the scenario's GPU: "
-                                    f"{gpus_per_node} GPUs per node ({gpu.id}); not shown "
-                                    "by the output")
-        rows, f, notes = check_nccl(nccl, gpu, scale_up, scale_out, nodes=nodes,
-                                    gpus_per_node=gpus_per_node, nics_per_node=nics_per_node)
-        out["collectives"], out["findings"] = rows, f + out["findings"]
-        out["notes"] += notes
-        out["assumptions"].append(NCCL_ASSUMPTIONS)
+        _check_collectives(out, nccl, hardware, scenario, results, cat, place, placement_from_scenario)
     if dcgm is not None:
         out["dcgm"] = {"model": dcgm.model, "metrics": dcgm_mod.summary(dcgm)}
         out["findings"] += fnd.dcgm_findings(out["dcgm"]["metrics"])
@@ -469,3 +472,72 @@ def check(nccl: NcclTests | None = None, log: TrainLog | None = None, *, dcgm=No
     rank = {"alert": 0, "warn": 1, "ok": 2}
     out["findings"].sort(key=lambda f: rank.get(f["level"], 3))
     return out
+
+
+def _check_log(out: dict, log: TrainLog, scenario, query, cat, model_given):
+    """The log's part of :func:`check`, into ``out``: the model taken from the log where none
+    was given, the steps judged against the review (or measured alone without a model).
+    Returns the scenario (with what the log states) and the review (None without a model)."""
+    if model_given is None:
+        model_given = scenario is not None and (
+            query is None or "model" in typed_keys(query) or scenario.model == "config")
+    if scenario is not None and not model_given and log.model_config:
+        scenario = replace(scenario, model="config", model_config=log.model_config)
+        out["notes"].append(f"model from the log: {log.model_from}")
+        model_given = True
+    elif scenario is not None and not model_given and log.model_id:
+        scenario = replace(scenario, model=log.model_id)
+        out["notes"].append(f"model from the log: {log.model_id} ({log.model_from})")
+        model_given = True
+    if scenario is None or not model_given:
+        out["steps"] = measured_steps(log)
+        out["findings"].append(fnd.finding("warn", "MFU not judged", NO_MODEL))
+        out["findings"] += fnd.step_findings(log, out["steps"]["median_step_s"])
+        out["findings"] += fnd.checkpoint_findings(log.checkpoint_s,
+                                                   out["steps"]["median_step_s"])
+        out["findings"] += fnd.data_loading_findings(log.data_loading_s, log.step_time_s)
+        return scenario, None
+    from ..review import evaluate
+    scenario, taken = scenario_from_log(
+        scenario, log, typed_keys(query),
+        lambda s: evaluate(s, cat).inputs.model.seq_len)
+    if taken:
+        out["notes"].append("from the log: " + ", ".join(
+            f"{k}={x}" for k, x in taken.items() if k != "batch"))
+    results = evaluate(scenario, cat)
+    out["steps"], f = check_steps(log, results)
+    out["findings"] += f
+    layout = (results.plan.layout.to_dict()["description"] if results.plan.layout
+              else "none fits")
+    out["assumptions"].append(
+        f"MFU: the review's model FLOPs per token over GPUs x dense BF16 peak "
+        f"({results.inputs.gpu.bf16_dense_tflops:g} TFLOP/s), predicted for the "
+        f"scenario's layout ({layout})")
+    return scenario, results
+
+
+def _check_collectives(out: dict, nccl: NcclTests, hardware: NcclHardware | None, scenario, results,
+                       cat, place: Placement, placement_from_scenario: bool) -> None:
+    """The nccl-tests part of :func:`check`, into ``out``: the hardware (given, else the
+    scenario's, with its node size as GPUs per node where asked and nothing shows one) and
+    each collective against its expectation."""
+    if hardware is None:
+        if scenario is None:
+            raise v.InputError("gpu", "nccl-tests needs the hardware: --gpu and --fabric, "
+                                      "or --query")
+        if results is None:
+            from ..review import evaluate
+            results = evaluate(scenario, cat)
+        hardware = NcclHardware(results.inputs.gpu, results.inputs.scale_up, results.inputs.scale_out)
+        if (placement_from_scenario and not place.nodes and not place.gpus_per_node
+                and not nccl.nodes):
+            place = replace(place, gpus_per_node=int(hardware.gpu.gpus_per_node))
+            out["notes"].append(f"placement assumed from the scenario's GPU: "
+                                f"{place.gpus_per_node} GPUs per node ({hardware.gpu.id}); not "
+                                "shown by the output")
+    rows, f, notes = check_nccl(nccl, hardware.gpu, hardware.scale_up, hardware.scale_out,
+                                nodes=place.nodes, gpus_per_node=place.gpus_per_node,
+                                nics_per_node=place.nics_per_node)
+    out["collectives"], out["findings"] = rows, f + out["findings"]
+    out["notes"] += notes
+    out["assumptions"].append(NCCL_ASSUMPTIONS)

@@ -18,6 +18,8 @@ References
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import _validate as v
@@ -57,9 +59,47 @@ def bus_bandwidth_factor(op: str, ranks):
     return v.result(np.ones_like(n, dtype=float))
 
 
-def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s,
-                                  intra_latency_us=0.0, inter_latency_us=0.0,
-                                  intra_efficiency=1.0, inter_efficiency=1.0, congestion=1.0):
+@dataclass(frozen=True, eq=False)
+class TwoLevelLinks:
+    """The links a collective runs over: inside a node (NVLink or PCIe) and across nodes
+    (one NIC per GPU), each value checked once here (scalars or arrays that broadcast).
+
+    Attributes
+    ----------
+    intra_gb_per_s, inter_gb_per_s : float or array
+        B_i (NVLink per GPU), B_o (NIC per GPU) [GB/s per direction].
+    intra_latency_us, inter_latency_us : float or array
+        [us].
+    intra_efficiency, inter_efficiency : float or array
+        eta_i, eta_o [-].
+    congestion : float or array
+        c(n) from :func:`llmcost.training.comm.congestion_factor` [-].
+    """
+
+    intra_gb_per_s: float | np.ndarray
+    inter_gb_per_s: float | np.ndarray
+    intra_latency_us: float | np.ndarray = 0.0
+    inter_latency_us: float | np.ndarray = 0.0
+    intra_efficiency: float | np.ndarray = 1.0
+    inter_efficiency: float | np.ndarray = 1.0
+    congestion: float | np.ndarray = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("intra_gb_per_s", "inter_gb_per_s", "congestion"):
+            object.__setattr__(self, name, v.positive(name, getattr(self, name)))
+        for name in ("intra_latency_us", "inter_latency_us"):
+            object.__setattr__(self, name, v.nonnegative(name, getattr(self, name)))
+        for name in ("intra_efficiency", "inter_efficiency"):
+            object.__setattr__(self, name, v.fraction(name, getattr(self, name)))
+
+    def comm_args(self) -> tuple:
+        """The links in the order :mod:`llmcost.training.comm`'s two-level collectives take
+        them (after size, ranks and ranks per node)."""
+        return (self.intra_gb_per_s, self.inter_gb_per_s, self.intra_latency_us, self.inter_latency_us,
+                self.intra_efficiency, self.inter_efficiency, self.congestion)
+
+
+def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, links: TwoLevelLinks):
     r"""Bus bandwidth of NCCL's tree all-reduce across nodes (double binary tree between
     nodes, a chain inside each): every node sends and receives S once per direction through
     its k NICs, so nccl-tests' busbw reads 2(N-1)/N times the node's bandwidth.
@@ -71,9 +111,9 @@ def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, intra_gb_pe
 
     Parameters
     ----------
-    size_bytes, ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s, intra_latency_us,
-    inter_latency_us, intra_efficiency, inter_efficiency, congestion
-        As :func:`expected_busbw_gb_per_s`.
+    size_bytes, ranks, ranks_per_node, links
+        S [bytes], N [-], k [-] and the links (B [GB/s], latencies [us], eta and c [-]), as
+        :func:`expected_busbw_gb_per_s`.
 
     Returns
     -------
@@ -90,13 +130,10 @@ def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, intra_gb_pe
     s = v.nonnegative("size_bytes", size_bytes)
     n = v.integer("ranks", ranks, minimum=2)
     k = np.minimum(v.integer("ranks_per_node", ranks_per_node), n)
-    bi = v.positive("intra_gb_per_s", intra_gb_per_s) * 1e9 * v.fraction("intra_efficiency",
-                                                                  intra_efficiency)
-    bo = v.positive("inter_gb_per_s", inter_gb_per_s) * 1e9 * v.fraction("inter_efficiency",
-                                                                  inter_efficiency)
-    alpha = np.maximum(v.nonnegative("intra_latency_us", intra_latency_us),
-                       v.nonnegative("inter_latency_us", inter_latency_us)) * 1e-6
-    c = v.positive("congestion", congestion)
+    bi = links.intra_gb_per_s * 1e9 * links.intra_efficiency
+    bo = links.inter_gb_per_s * 1e9 * links.inter_efficiency
+    alpha = np.maximum(links.intra_latency_us, links.inter_latency_us) * 1e-6
+    c = links.congestion
     t = 2 * (n - 1) * alpha + s * np.maximum(1.0 / bi, c / (k * bo))
     with np.errstate(divide="ignore", invalid="ignore"):
         bw = np.where((n > k) & (t > 0), 2.0 * (n - 1) / n * s / np.where(t > 0, t, 1.0) / 1e9,
@@ -104,9 +141,7 @@ def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, intra_gb_pe
     return v.result(bw)
 
 
-def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gb_per_s, inter_gb_per_s,
-                            intra_latency_us=0.0, inter_latency_us=0.0, intra_efficiency=1.0,
-                            inter_efficiency=1.0, congestion=1.0):
+def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, links: TwoLevelLinks):
     r"""Expected nccl-tests bus bandwidth of one collective.
 
     .. math:: \mathrm{busbw} = f(op, N)\,\frac{S}{t(op, S, N, k)}
@@ -130,14 +165,8 @@ def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gb
         N [-].
     ranks_per_node : int or array
         k, ranks inside one NVLink domain [-].
-    intra_gb_per_s, inter_gb_per_s : float or array
-        B_i (NVLink per GPU), B_o (NIC per GPU) [GB/s per direction].
-    intra_latency_us, inter_latency_us : float or array
-        [us].
-    intra_efficiency, inter_efficiency : float or array
-        eta_i, eta_o [-].
-    congestion : float or array
-        c(n) from :func:`llmcost.training.comm.congestion_factor` [-].
+    links : TwoLevelLinks
+        B_i, B_o [GB/s per direction], latencies [us], eta_i, eta_o and c(n) [-].
 
     Returns
     -------
@@ -151,13 +180,12 @@ def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gb
     s = v.nonnegative("size_bytes", size_bytes)
     n = v.integer("ranks", ranks, minimum=2)
     k = np.minimum(v.integer("ranks_per_node", ranks_per_node), n)
-    args = (intra_gb_per_s, inter_gb_per_s, intra_latency_us, inter_latency_us, intra_efficiency,
-            inter_efficiency, congestion)
+    args = links.comm_args()
     if op == "all_reduce":
         t = comm.hierarchical_allreduce_time_s(s, n, k, comm.Links.of(*args[:-1]), congestion)
         # NCCL picks the faster of ring and tree: across nodes the tree's busbw can be higher
         ring = bus_bandwidth_factor(op, n) * s / np.where(np.asarray(t) > 0, t, np.inf) / 1e9
-        tree = tree_allreduce_busbw_gb_per_s(s, n, k, *args)
+        tree = tree_allreduce_busbw_gb_per_s(s, n, k, links)
         best = np.fmax(ring, tree)
         return v.result(np.where(s > 0, best, np.nan))
     elif op in ("all_gather", "reduce_scatter"):
@@ -167,9 +195,9 @@ def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, intra_gb
     elif op == "sendrecv":
         across = n > k
         t = np.where(across,
-                     comm.p2p_time_s(s, inter_gb_per_s, inter_latency_us, inter_efficiency)
-                     * np.asarray(congestion, float),
-                     comm.p2p_time_s(s, intra_gb_per_s, intra_latency_us, intra_efficiency))
+                     comm.p2p_time_s(s, links.inter_gb_per_s, links.inter_latency_us, links.inter_efficiency)
+                     * np.asarray(links.congestion, float),
+                     comm.p2p_time_s(s, links.intra_gb_per_s, links.intra_latency_us, links.intra_efficiency))
     else:
         return v.result(np.full(np.broadcast(s, n).shape, np.nan))
     t = np.asarray(t, float)

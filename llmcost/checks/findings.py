@@ -5,7 +5,11 @@ A finding is ``{"level": "ok" | "warn" | "alert", "what": ..., "evidence": ...}`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from .. import _validate as v
 
 #: collectives the expectation models (as llmcost.checks.expect.MODELLED)
 MODELLED = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
@@ -172,12 +176,37 @@ def busbw_findings(op: str, size_bytes, busbw, expected, wrong, ranks, max_error
     return out
 
 
-def step_findings(step, step_time_s, time_s, mfu, predicted_mfu, median_step_s,
-                  model_tflops_per_gpu=None, log_tflops_per_gpu=None, mfu_band=None,
-                  band_reason=None) -> list:
-    """Findings for a training log: MFU against prediction, tail, restarts and gaps."""
-    step, st, t = (np.asarray(step, float), np.asarray(step_time_s, float),
-                   np.asarray(time_s, float))
+@dataclass(frozen=True)
+class PredictedMfu:
+    """The step model's MFU for the run a log shows, and its band (checked once here).
+
+    Attributes
+    ----------
+    mfu : float
+        Predicted MFU [-].
+    band : (float, float), optional
+        The step model's own band around it on published runs of this kind [-].
+    band_reason : str, optional
+        What the band rests on, as the finding states it.
+    """
+
+    mfu: float
+    band: tuple | None = None
+    band_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.band is not None:
+            if len(self.band) != 2:
+                raise v.InputError("band", f"band must be (low, high), got {self.band!r}")
+            object.__setattr__(self, "band", tuple(self.band))
+
+
+def step_findings(log, median_step_s, mfu=None, predicted: PredictedMfu | None = None,
+                  model_tflops_per_gpu=None, log_tflops_per_gpu=None) -> list:
+    """Findings for a training log (its ``step``, ``step_time_s`` and ``time_s`` series):
+    MFU against prediction, tail, restarts and gaps."""
+    step, st, t = (np.asarray(log.step, float), np.asarray(log.step_time_s, float),
+                   np.asarray(log.time_s, float))
     out = []
     if model_tflops_per_gpu and log_tflops_per_gpu:
         r = model_tflops_per_gpu / log_tflops_per_gpu
@@ -192,7 +221,8 @@ def step_findings(step, step_time_s, time_s, mfu, predicted_mfu, median_step_s,
                            "the scenario's model FLOPs per token x the measured tokens/s "
                            "exceed the GPUs' dense peak: the sequence length, GPU count or "
                            "model is not the run's; no MFU is reported"))
-    elif mfu is not None and predicted_mfu:
+    elif mfu is not None and predicted is not None:
+        predicted_mfu, mfu_band = predicted.mfu, predicted.band
         share = mfu / predicted_mfu
         ev = f"MFU {mfu:.3f} = {share:.2f} x the predicted {predicted_mfu:.3f}"
         if share < MFU_ALERT_SHARE:
@@ -201,7 +231,7 @@ def step_findings(step, step_time_s, time_s, mfu, predicted_mfu, median_step_s,
             # the band is the step model's own error on published runs of this kind
             out.append(finding("warn", "MFU below the prediction band",
                                f"{ev}; band {mfu_band[0]:.3f}-{mfu_band[1]:.3f} "
-                               f"({band_reason})"))
+                               f"({predicted.band_reason})"))
         else:
             out.append(finding("ok", "MFU within reach of the prediction", ev))
     good = st[np.isfinite(st)]

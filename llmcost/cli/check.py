@@ -47,14 +47,15 @@ def cmd_check(a) -> dict:
             notes.append("check reads scenario A of a compare link")
     hardware = None
     if a.nccl_tests is not None and a.gpu is not None:
-        hardware = _hardware(a)
+        hardware = chk.NcclHardware(*_hardware(a))
     elif a.nccl_tests is not None and query is None:
         raise v.InputError("gpu", "--nccl-tests needs the hardware: --gpu [--fabric], or "
                                   "--query \"gpu=..&fabric=..\"")
-    res = chk.check_texts(texts["nccl_tests"], texts["train_log"], texts["dcgm"],
+    res = chk.check_texts(chk.Pasted(texts["nccl_tests"], texts["train_log"], texts["dcgm"],
+                                     a.nccl_op),
                           scenario=scenario, query=query, model_given=model_given,
-                          hardware=hardware, nccl_op=a.nccl_op, nodes=a.nodes,
-                          gpus_per_node=a.gpus_per_node, nics_per_node=a.nics_per_node,
+                          hardware=hardware,
+                          placement=chk.Placement(a.nodes, a.gpus_per_node, a.nics_per_node),
                           cat=catalog.default())
     res["warnings"] = notes
     return res

@@ -10,13 +10,13 @@ from .common import _add_model_args, _model_from_args
 
 
 def cmd_ladder(a) -> dict:
-    from ..review.ladder import ladder
+    from ..review.ladder import Pretraining, ladder
     if a.tokens is not None:
         raise v.InputError("tokens", f"--tokens {a.tokens:g}: ladder takes "
                                      "--finetune-tokens (fine-tune tokens, epochs included) "
                                      "and --pretrain-tokens (the pretraining rung's)")
     m = _model_from_args(a)
-    L = ladder(m, catalog.default(), a.finetune_tokens, a.pretrain_tokens, a.pretrain_days,
+    L = ladder(m, catalog.default(), a.finetune_tokens, Pretraining(a.pretrain_tokens, a.pretrain_days),
                a.gpu, a.seq_len)
     rows = [{"method": r.method, "gpu": r.gpu, "gpus": r.gpus, "hours": r.hours,
              "cost_usd": r.cost_usd, "note": r.note, "gpu_hours": r.gpu_hours,

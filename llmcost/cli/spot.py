@@ -26,18 +26,16 @@ def cmd_spot(a) -> dict:
             raise v.InputError("failures_per_day", "give --failures-per-day or its old name "
                                                    "--on-demand-failures-per-day, not both")
         a.failures_per_day = a.on_demand_failures_per_day
-    terms = dict(restart_h=a.restart_h, capacity_wait_h=a.capacity_wait_h,
-                 billed_share_during_wait=a.billed_share_during_wait,
-                 failures_per_day=a.failures_per_day or 0.0,
-                 failure_lost_hours=a.failure_lost_hours)
-    r = spot_mod.spot_net_savings(a.discount, a.preemptions_per_day, lost, **terms)
+    market = spot_mod.SpotMarket(a.discount, a.preemptions_per_day, a.capacity_wait_h,
+                                 a.billed_share_during_wait)
+    failures = spot_mod.RunFailures(a.restart_h, a.failures_per_day or 0.0, a.failure_lost_hours)
+    r = spot_mod.spot_net_savings(market, lost, failures)
     lost_total = lost + a.restart_h + a.capacity_wait_h
     breakeven = None
     if a.preemptions_per_day > 0:
         # w* ~ 24 d / r: a vanishing preemption rate overflows to "no limit", as r = 0 does
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            breakeven = float(spot_mod.breakeven_lost_hours(a.discount, a.preemptions_per_day,
-                                                            **terms))
+            breakeven = float(spot_mod.breakeven_lost_hours(market, failures))
         breakeven = breakeven if math.isfinite(breakeven) else None
     res = {"net_savings": float(r.net_savings), "duration_stretch": float(r.duration_stretch),
            "lost_hours_per_preemption": lost,
@@ -45,12 +43,10 @@ def cmd_spot(a) -> dict:
            "breakeven_lost_hours_per_preemption": breakeven}
     if a.observed_net_savings is not None:
         res["implied_lost_hours_per_preemption"] = float(spot_mod.implied_lost_hours(
-            a.discount, v.positive("preemptions_per_day", a.preemptions_per_day),
-            a.observed_net_savings, **terms))
+            market, a.observed_net_savings, failures))
     if a.monte_carlo_runs:
-        mc = spot_mod.spot_monte_carlo(a.discount, a.preemptions_per_day, a.run_hours,
-                                       lost_hours_per_preemption=lost, runs=a.monte_carlo_runs,
-                                       **terms)
+        mc = spot_mod.spot_monte_carlo(market, a.run_hours, lost_hours_per_preemption=lost,
+                                       failures=failures, runs=a.monte_carlo_runs)
         pc = mc.percentiles()
         res["monte_carlo"] = {
             "runs": a.monte_carlo_runs, "run_hours": a.run_hours,

@@ -22,8 +22,8 @@ References
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass, replace
+from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -38,34 +38,81 @@ MAX_MONTE_CARLO_RUNS = 10_000_000
 MAX_MONTE_CARLO_DRAWS = 50_000_000
 
 
-def _common(discount: ArrayLike, preemptions_per_day: ArrayLike, lost_hours: ArrayLike, restart_h: ArrayLike,
-            capacity_wait_h: ArrayLike, billed_share_during_wait: ArrayLike
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    d = v.in_range("discount", discount, 0, 1, high_inclusive=False)
-    r = v.nonnegative("preemptions_per_day", preemptions_per_day)
-    w = v.nonnegative("lost_hours_per_preemption", lost_hours)
-    R = v.nonnegative("restart_h", restart_h)
-    W = v.nonnegative("capacity_wait_h", capacity_wait_h)
-    beta = v.fraction("billed_share_during_wait", billed_share_during_wait, allow_zero=True)
-    return d, r, w, R, W, beta
+@dataclass(frozen=True, eq=False)
+class SpotMarket:
+    """A spot market's price and interruptions, each value checked once here (scalars or
+    arrays that broadcast).
+
+    Attributes
+    ----------
+    discount : float or array
+        d, spot's price cut [-], in [0, 1).
+    preemptions_per_day : float or array
+        r [per day of wall time], >= 0.
+    capacity_wait_h : float or array
+        W, wait for spot capacity after a preemption [h].
+    billed_share_during_wait : float or array
+        beta [-]: 1 if the surviving nodes stay billed while waiting, 0 if all are released.
+    """
+
+    discount: float | np.ndarray
+    preemptions_per_day: float | np.ndarray
+    capacity_wait_h: float | np.ndarray = 0.0
+    billed_share_during_wait: float | np.ndarray = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "discount", v.in_range("discount", self.discount, 0, 1,
+                                                        high_inclusive=False))
+        object.__setattr__(self, "preemptions_per_day",
+                           v.nonnegative("preemptions_per_day", self.preemptions_per_day))
+        object.__setattr__(self, "capacity_wait_h", v.nonnegative("capacity_wait_h", self.capacity_wait_h))
+        object.__setattr__(self, "billed_share_during_wait",
+                           v.fraction("billed_share_during_wait", self.billed_share_during_wait,
+                                      allow_zero=True))
 
 
-def _failures(failures_per_day: ArrayLike, failure_lost_hours: ArrayLike | None,
-              on_demand_failures_per_day: ArrayLike | None,
-              on_demand_lost_hours: ArrayLike | None) -> tuple[np.ndarray, np.ndarray | None]:
-    """Failure terms, accepting the older keyword names (on_demand_*) with a warning."""
+@dataclass(frozen=True, eq=False)
+class RunFailures:
+    """The run's own failures (spot and on-demand alike) and the restart any interruption
+    costs, each value checked once here (scalars or arrays that broadcast).
+
+    Attributes
+    ----------
+    restart_h : float or array
+        R, detect, reschedule and reload after any interruption [h].
+    failures_per_day : float or array
+        r_f [per day], job failures (hardware and software) of either run; e.g.
+        :func:`llmcost.economics.reliability.failures.job_failures_per_day`.
+    failure_lost_hours : float or array, optional
+        w_f [h], work lost per failure; None: as per preemption (same checkpoints, same loss).
+    """
+
+    restart_h: float | np.ndarray = 0.0
+    failures_per_day: float | np.ndarray = 0.0
+    failure_lost_hours: float | np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "restart_h", v.nonnegative("restart_h", self.restart_h))
+        object.__setattr__(self, "failures_per_day", v.nonnegative("failures_per_day", self.failures_per_day))
+        if self.failure_lost_hours is not None:
+            object.__setattr__(self, "failure_lost_hours",
+                               v.nonnegative("failure_lost_hours", self.failure_lost_hours))
+
+
+def _deprecated_failures(failures: RunFailures, on_demand_failures_per_day: ArrayLike | None,
+                         on_demand_lost_hours: ArrayLike | None) -> RunFailures:
+    """The failure terms with the older keyword names (on_demand_*) taken, with a warning."""
     if on_demand_failures_per_day is not None:
         warnings.warn("on_demand_failures_per_day is now failures_per_day (and counts for the "
                       "spot run too)", DeprecationWarning, stacklevel=3)
-        failures_per_day = on_demand_failures_per_day
+        failures = replace(failures, failures_per_day=v.as_float("failures_per_day",
+                                                                    on_demand_failures_per_day))
     if on_demand_lost_hours is not None:
         warnings.warn("on_demand_lost_hours is now failure_lost_hours", DeprecationWarning,
                       stacklevel=3)
-        failure_lost_hours = on_demand_lost_hours
-    rf = v.nonnegative("failures_per_day", failures_per_day)
-    wf = None if failure_lost_hours is None else v.nonnegative("failure_lost_hours",
-                                                               failure_lost_hours)
-    return rf, wf
+        failures = replace(failures, failure_lost_hours=v.as_float("failure_lost_hours",
+                                                                      on_demand_lost_hours))
+    return failures
 
 
 def useful_share(events_per_day: ArrayLike, hours_per_event: ArrayLike) -> float | np.ndarray:
@@ -102,11 +149,8 @@ class SpotResult:
     on_demand_cost_share: np.ndarray  # on-demand cost (with its failures) / ideal run [-]
 
 
-def spot_net_savings(discount: ArrayLike, preemptions_per_day: ArrayLike, lost_hours_per_preemption: ArrayLike,
-                     restart_h: ArrayLike = 0.0, capacity_wait_h: ArrayLike = 0.0,
-                     billed_share_during_wait: ArrayLike = 1.0, failures_per_day: ArrayLike = 0.0,
-                     failure_lost_hours: ArrayLike | None = None, *,
-                     on_demand_failures_per_day: ArrayLike | None = None,
+def spot_net_savings(market: SpotMarket, lost_hours_per_preemption: ArrayLike, failures: RunFailures | None = None,
+                     *, on_demand_failures_per_day: ArrayLike | None = None,
                      on_demand_lost_hours: ArrayLike | None = None) -> SpotResult:
     r"""Net savings of spot over on-demand after preemptions and failures (closed form).
 
@@ -124,26 +168,15 @@ def spot_net_savings(discount: ArrayLike, preemptions_per_day: ArrayLike, lost_h
 
     Parameters
     ----------
-    discount : float or array
-        d, spot's price cut [-], in [0, 1).
-    preemptions_per_day : float or array
-        r [per day of wall time].
+    market : SpotMarket
+        d [-], r [per day], W [h] and beta [-].
     lost_hours_per_preemption : float or array
         w, billed job-hours of work lost per preemption [h]; from a checkpoint interval:
         :func:`llmcost.economics.reliability.wall_time.lost_hours_per_interruption`.
-    restart_h : float or array
-        R, detect, reschedule and reload after any interruption [h].
-    capacity_wait_h : float or array
-        W, wait for spot capacity after a preemption [h].
-    billed_share_during_wait : float or array
-        beta [-]: 1 if the surviving nodes stay billed while waiting, 0 if all are released.
-    failures_per_day : float or array
-        r_f [per day], job failures (hardware and software) of either run; e.g.
-        :func:`llmcost.economics.reliability.failures.job_failures_per_day`.
-    failure_lost_hours : float or array, optional
-        w_f [h], work lost per failure; default w (same checkpoints, same loss).
+    failures : RunFailures, optional
+        R [h], r_f [per day] and w_f [h] (default w); default: none and no restart.
     on_demand_failures_per_day, on_demand_lost_hours : float or array, optional
-        Deprecated names of ``failures_per_day`` and ``failure_lost_hours``.
+        Deprecated names of ``failures.failures_per_day`` and ``failures.failure_lost_hours``.
 
     Returns
     -------
@@ -156,11 +189,13 @@ def spot_net_savings(discount: ArrayLike, preemptions_per_day: ArrayLike, lost_h
     .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026); Wald
        1944; Young 1974.
     """
-    d, r, w, R, W, beta = _common(discount, preemptions_per_day, lost_hours_per_preemption,
-                                  restart_h, capacity_wait_h, billed_share_during_wait)
-    rf, wf = _failures(failures_per_day, failure_lost_hours, on_demand_failures_per_day,
-                       on_demand_lost_hours)
-    wf = w if wf is None else wf
+    fl = _deprecated_failures(RunFailures() if failures is None else failures,
+                              on_demand_failures_per_day, on_demand_lost_hours)
+    d, r = market.discount, market.preemptions_per_day
+    W, beta = market.capacity_wait_h, market.billed_share_during_wait
+    w = v.nonnegative("lost_hours_per_preemption", lost_hours_per_preemption)
+    R, rf = fl.restart_h, fl.failures_per_day
+    wf = w if fl.failure_lost_hours is None else fl.failure_lost_hours
     fail = rf * (wf + R) / 24
     fo = 1 - fail
     fs = 1 - r * (w + R + W) / 24 - fail
@@ -178,10 +213,8 @@ def spot_net_savings(discount: ArrayLike, preemptions_per_day: ArrayLike, lost_h
                       spot_cost_share=v.result(spot), on_demand_cost_share=v.result(ond))
 
 
-def implied_lost_hours(discount: ArrayLike, preemptions_per_day: ArrayLike, observed_net_savings: ArrayLike,
-                       restart_h: ArrayLike = 0.0, capacity_wait_h: ArrayLike = 0.0,
-                       billed_share_during_wait: ArrayLike = 1.0, failures_per_day: ArrayLike = 0.0,
-                       failure_lost_hours: ArrayLike | None = None) -> float | np.ndarray:
+def implied_lost_hours(market: SpotMarket, observed_net_savings: ArrayLike,
+                       failures: RunFailures | None = None) -> float | np.ndarray:
     r"""Goal-seek: work lost per preemption that an observed net saving implies (exact inverse).
 
     Returns the w for which :func:`spot_net_savings` with the same arguments gives S. With
@@ -196,14 +229,12 @@ def implied_lost_hours(discount: ArrayLike, preemptions_per_day: ArrayLike, obse
 
     Parameters
     ----------
-    discount : float or array
-        d [-], in [0, 1).
-    preemptions_per_day : float or array
-        r [per day], > 0.
+    market : SpotMarket
+        d [-], r [per day] (> 0 here), W [h] and beta [-].
     observed_net_savings : float or array
         S [-], < 1 and at most the saving with no work lost (d when R = W = r_f = 0).
-    restart_h, capacity_wait_h, billed_share_during_wait, failures_per_day, failure_lost_hours
-        As :func:`spot_net_savings`.
+    failures : RunFailures, optional
+        R [h], r_f [per day], w_f [h]; as :func:`spot_net_savings`.
 
     Returns
     -------
@@ -214,11 +245,11 @@ def implied_lost_hours(discount: ArrayLike, preemptions_per_day: ArrayLike, obse
     ----------
     .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026).
     """
-    d, _, _, R, W, beta = _common(discount, 0.0, 0.0, restart_h, capacity_wait_h,
-                                  billed_share_during_wait)
-    r = v.positive("preemptions_per_day", preemptions_per_day)
+    fl = RunFailures() if failures is None else failures
+    d, W, beta = market.discount, market.capacity_wait_h, market.billed_share_during_wait
+    r = v.positive("preemptions_per_day", market.preemptions_per_day)
     s = v.in_range("observed_net_savings", observed_net_savings, None, 1, high_inclusive=False)
-    rf, wf = _failures(failures_per_day, failure_lost_hours, None, None)
+    R, rf, wf = fl.restart_h, fl.failures_per_day, fl.failure_lost_hours
     k = 1.0 if wf is None else 0.0
     fixed = 0.0 if wf is None else rf * wf / 24
     A = 1 - (r * (R + W) + rf * R) / 24 - fixed     # f_s at w = 0
@@ -245,7 +276,7 @@ def implied_lost_hours(discount: ArrayLike, preemptions_per_day: ArrayLike, obse
     return v.result(24 * np.maximum(num, 0.0) / den)
 
 
-def breakeven_lost_hours(discount: ArrayLike, preemptions_per_day: ArrayLike, **kw: Any) -> float | np.ndarray:
+def breakeven_lost_hours(market: SpotMarket, failures: RunFailures | None = None) -> float | np.ndarray:
     r"""Work lost per preemption at which spot stops paying (net savings = 0).
 
     :func:`implied_lost_hours` at S = 0; with restart, wait and failures at zero
@@ -254,10 +285,10 @@ def breakeven_lost_hours(discount: ArrayLike, preemptions_per_day: ArrayLike, **
 
     Parameters
     ----------
-    discount, preemptions_per_day
-        As :func:`implied_lost_hours`.
-    **kw
-        restart, wait, billed share and failure terms of :func:`implied_lost_hours`.
+    market : SpotMarket
+        d [-], r [per day] (> 0), W [h] and beta [-].
+    failures : RunFailures, optional
+        R [h], r_f [per day], w_f [h]; as :func:`implied_lost_hours`.
 
     Returns
     -------
@@ -269,7 +300,7 @@ def breakeven_lost_hours(discount: ArrayLike, preemptions_per_day: ArrayLike, **
     .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026): "not
        worth the engineering hassle".
     """
-    return implied_lost_hours(discount, preemptions_per_day, 0.0, **kw)
+    return implied_lost_hours(market, 0.0, failures)
 
 
 @dataclass(frozen=True)
@@ -284,11 +315,9 @@ class MonteCarlo:
                 "duration_share": np.percentile(self.duration_share, q)}
 
 
-def spot_monte_carlo(discount: float, preemptions_per_day: float, run_hours: float,
-                     lost_hours_per_preemption: float | None = None, checkpoint_interval_h: float | None = None,
-                     restart_h: float = 0.0, capacity_wait_h: float = 0.0, billed_share_during_wait: float = 1.0,
-                     runs: int = 100_000, seed: int = 0, failures_per_day: float = 0.0,
-                     failure_lost_hours: float | None = None) -> MonteCarlo:
+def spot_monte_carlo(market: SpotMarket, run_hours: float, lost_hours_per_preemption: float | None = None,
+                     checkpoint_interval_h: float | None = None, failures: RunFailures | None = None,
+                     runs: int = 100_000, seed: int = 0) -> MonteCarlo:
     r"""Simulate many spot runs at once; the mean agrees with :func:`spot_net_savings`.
 
     Preemptions arrive at r/24 and failures at r_f/24 per wall hour, also during the time
@@ -304,22 +333,21 @@ def spot_monte_carlo(discount: float, preemptions_per_day: float, run_hours: flo
 
     Parameters
     ----------
-    discount, preemptions_per_day, restart_h, capacity_wait_h, billed_share_during_wait
-        As :func:`spot_net_savings`.
+    market : SpotMarket
+        d [-], r [per day], W [h] and beta [-], scalars; as :func:`spot_net_savings`.
     run_hours : float
         T, useful hours the run needs [h].
     lost_hours_per_preemption : float, optional
         Fixed w [h].
     checkpoint_interval_h : float, optional
         Random w ~ U(0, interval) [h]; give this or ``lost_hours_per_preemption``.
+    failures : RunFailures, optional
+        R [h], r_f [per day] and a fixed w_f [h] (default: as a preemption), scalars; as
+        :func:`spot_net_savings`.
     runs : int
         Simulated runs [-], 1 to 10,000,000; with ``checkpoint_interval_h``, runs x the
         expected interruptions per run at most 5e7 (one random draw each).
     seed : int
-    failures_per_day : float
-        r_f [per day], as :func:`spot_net_savings`.
-    failure_lost_hours : float, optional
-        Fixed w_f [h]; default: as a preemption.
 
     Returns
     -------
@@ -330,9 +358,10 @@ def spot_monte_carlo(discount: float, preemptions_per_day: float, run_hours: flo
     ----------
     .. [1] Wald 1944; Young 1974.
     """
-    d, r, _, R, W, beta = _common(discount, preemptions_per_day, 0.0, restart_h,
-                                  capacity_wait_h, billed_share_during_wait)
-    rf_a, wf_a = _failures(failures_per_day, failure_lost_hours, None, None)
+    fl = RunFailures() if failures is None else failures
+    d, r = market.discount, market.preemptions_per_day
+    R, W, beta = fl.restart_h, market.capacity_wait_h, market.billed_share_during_wait
+    rf_a, wf_a = fl.failures_per_day, fl.failure_lost_hours
     T = float(v.positive("run_hours", run_hours))
     n = int(v.integer("runs", runs, 1, MAX_MONTE_CARLO_RUNS))
     if (lost_hours_per_preemption is None) == (checkpoint_interval_h is None):
@@ -340,7 +369,7 @@ def spot_monte_carlo(discount: float, preemptions_per_day: float, run_hours: flo
                            "give lost_hours_per_preemption or checkpoint_interval_h")
     rng = np.random.default_rng(seed)
     lam_p, lam_f = float(r) / 24.0, float(rf_a) / 24.0
-    R, W, beta = float(R), float(W), float(beta)  # type: ignore[assignment]  # scalars from here on
+    R, W, beta = float(R), float(W), float(beta)  # scalars from here on
     if lost_hours_per_preemption is not None:
         w = float(v.nonnegative("lost_hours_per_preemption", lost_hours_per_preemption))
         w_mean = w

@@ -11,7 +11,8 @@ References
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -24,9 +25,38 @@ STEPS = ("peak", "compute efficiency", "communication and pipeline bubble", "dat
          "checkpoints", "failures: rework and restarts", "preemptions")
 
 
+@dataclass(frozen=True)
+class RunLosses:
+    """Shares of a run's wall time lost after the step, each checked once here [-].
+
+    Attributes
+    ----------
+    data_stall_share : float
+        s_d, waiting for data, in [0, 1).
+    checkpoint_share : float
+        s_c, checkpoint stalls, in [0, 1).
+    failure_share : float
+        s_f, rework and restarts after failures, in [0, 1), with s_c + s_f < 1 (from
+        :func:`llmcost.economics.reliability.wall_time.goodput_breakdown`).
+    preemption_share : float
+        s_p, time lost to preemptions, in [0, 1).
+    """
+
+    data_stall_share: float = 0.0
+    checkpoint_share: float = 0.0
+    failure_share: float = 0.0
+    preemption_share: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("data_stall_share", "checkpoint_share", "failure_share", "preemption_share"):
+            object.__setattr__(self, name, float(v.fraction(name, getattr(self, name), allow_zero=True,
+                                                            allow_one=False)))
+        if self.checkpoint_share + self.failure_share >= 1:
+            raise v.InputError("failure_share", "checkpoint_share + failure_share must stay below 1")
+
+
 def run_waterfall(peak_tflops: float, compute_efficiency: float, step_busy_share: float,
-                  data_stall_share: float = 0.0, checkpoint_share: float = 0.0, failure_share: float = 0.0,
-                  preemption_share: float = 0.0, flops_per_token: float | None = None,
+                  losses: RunLosses | None = None, flops_per_token: float | None = None,
                   usd_per_gpu_hour: float | None = None) -> pd.DataFrame:
     r"""Each loss applied in turn to the per-GPU FLOP/s.
 
@@ -45,8 +75,8 @@ def run_waterfall(peak_tflops: float, compute_efficiency: float, step_busy_share
         e_c [-], in (0, 1].
     step_busy_share : float
         b [-], in (0, 1].
-    data_stall_share, checkpoint_share, failure_share, preemption_share : float
-        [-], shares of wall time.
+    losses : RunLosses, optional
+        s_d, s_c, s_f, s_p [-], shares of wall time; default none.
     flops_per_token : float, optional
         Model FLOPs per token [FLOP], for tokens and dollars per million tokens.
     usd_per_gpu_hour : float, optional
@@ -63,20 +93,12 @@ def run_waterfall(peak_tflops: float, compute_efficiency: float, step_busy_share
     .. [1] N. Dixit, "GPU Clusters for LLM Training: A Builder's Guide" (SIVARO, 2026);
        Chowdhery et al. 2022, App. B.
     """
+    lost = RunLosses() if losses is None else losses
     peak = float(v.positive("peak_tflops", peak_tflops))
-    factors = [
-        1.0,
-        float(v.fraction("compute_efficiency", compute_efficiency)),
-        float(v.fraction("step_busy_share", step_busy_share)),
-        1 - float(v.fraction("data_stall_share", data_stall_share, allow_zero=True, allow_one=False)),
-    ]
-    c = float(v.fraction("checkpoint_share", checkpoint_share, allow_zero=True, allow_one=False))
-    f = float(v.fraction("failure_share", failure_share, allow_zero=True, allow_one=False))
-    if c + f >= 1:
-        raise v.InputError("failure_share", "checkpoint_share + failure_share must stay below 1")
-    factors += [1 - c, (1 - c - f) / (1 - c)]
-    factors.append(1 - float(v.fraction("preemption_share", preemption_share, allow_zero=True,
-                                        allow_one=False)))
+    c, f = lost.checkpoint_share, lost.failure_share
+    factors = [1.0, float(v.fraction("compute_efficiency", compute_efficiency)),
+               float(v.fraction("step_busy_share", step_busy_share)), 1 - lost.data_stall_share,
+               1 - c, (1 - c - f) / (1 - c), 1 - lost.preemption_share]
     rows, x = [], peak
     for name, k in zip(STEPS, factors):
         before = x
@@ -93,7 +115,9 @@ def run_waterfall(peak_tflops: float, compute_efficiency: float, step_busy_share
     return df
 
 
-def waterfall_from_step(pred: StepPrediction, peak_tflops: float, **losses: Any) -> pd.DataFrame:
+def waterfall_from_step(pred: StepPrediction, peak_tflops: float, losses: RunLosses | None = None,
+                        flops_per_token: float | None = None,
+                        usd_per_gpu_hour: float | None = None) -> pd.DataFrame:
     """:func:`run_waterfall` fed by a scalar :class:`~llmcost.training.step.StepPrediction`.
 
     Parameters
@@ -102,9 +126,12 @@ def waterfall_from_step(pred: StepPrediction, peak_tflops: float, **losses: Any)
         One layout's prediction.
     peak_tflops : float
         [TFLOP/s].
-    **losses
-        data_stall_share, checkpoint_share, failure_share, preemption_share,
-        flops_per_token, usd_per_gpu_hour.
+    losses : RunLosses, optional
+        Shares of wall time lost [-], as :func:`run_waterfall`.
+    flops_per_token : float, optional
+        [FLOP], as :func:`run_waterfall`.
+    usd_per_gpu_hour : float, optional
+        [USD per GPU-hour], as :func:`run_waterfall`.
 
     Returns
     -------
@@ -119,4 +146,4 @@ def waterfall_from_step(pred: StepPrediction, peak_tflops: float, **losses: Any)
     model_tf = float(pred.model_tflops_per_gpu)
     busy = compute / step
     eff = model_tf / busy / float(peak_tflops)
-    return run_waterfall(peak_tflops, min(eff, 1.0), busy, **losses)
+    return run_waterfall(peak_tflops, min(eff, 1.0), busy, losses, flops_per_token, usd_per_gpu_hour)

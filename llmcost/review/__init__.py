@@ -7,7 +7,7 @@ these results; they compute nothing themselves.
 
 from .chain import DEFAULT_CHAIN, ReviewChain, evaluate
 from .format import HEADLINE_LABELS, OPTION_LABELS, format_headline, headline_items
-from .ladder import LadderResult, ladder
+from .ladder import LadderResult, Pretraining, ladder
 from .results import (
                       EconomicsResult,
                       Flag,
@@ -40,4 +40,4 @@ __all__ = ["evaluate", "ReviewChain", "DEFAULT_CHAIN", "Results", "Inputs", "Lay
            "headline_items", "layout_memory", "tco_series",
            "decision_grid", "breakeven_tornado", "spot_grid", "spot_distribution",
            "scaling_series", "goodput_series", "measured_utilization", "STEP_OPTIONS",
-           "REVIEW_SPACE", "ladder", "LadderResult", "finetune_ladder"]
+           "REVIEW_SPACE", "ladder", "LadderResult", "Pretraining", "finetune_ladder"]

@@ -15,6 +15,7 @@ calibrated GPU can take the rung, and is named in the notes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pandas as pd
 
@@ -152,17 +153,47 @@ def _ranking_notes(rungs, uncalibrated, ranked_alone) -> tuple:
     return tuple(notes)
 
 
-def ladder(model: ModelSpec, cat: Catalog, finetune_tokens=1e9, pretrain_tokens=None,
-           pretrain_days=30.0, gpu_ids=None, seq_len=None, pretrain=None,
-           base: Scenario | None = None) -> LadderResult:
+@dataclass(frozen=True)
+class Pretraining:
+    """The ladder's pretraining rung as asked for, checked once here.
+
+    Attributes
+    ----------
+    pretrain_tokens : float, optional
+        Tokens of the run [-]; None: Chinchilla-optimal for the model.
+    pretrain_days : float
+        Days the run may take [days].
+    review : Results, optional
+        A review of the run (:func:`llmcost.review.evaluate`): the rung is that run.
+    base : Scenario, optional
+        The scenario each GPU's review starts from (default: ``review``'s, else Scenario()).
+    """
+
+    pretrain_tokens: float | None = None
+    pretrain_days: float = 30.0
+    review: Any = None
+    base: Scenario | None = None
+
+    def __post_init__(self) -> None:
+        if self.pretrain_tokens is not None:
+            object.__setattr__(self, "pretrain_tokens",
+                               float(v.positive("pretrain_tokens", self.pretrain_tokens)))
+        object.__setattr__(self, "pretrain_days", float(v.positive("pretrain_days", self.pretrain_days)))
+
+
+def ladder(model: ModelSpec, cat: Catalog, finetune_tokens=1e9, pretraining: Pretraining | None = None,
+           gpu_ids=None, seq_len=None) -> LadderResult:
     """Rungs on the catalog's priced GPUs (the cheapest on-demand offer of each); GPUs with
     no cited price are skipped and listed, never given an invented one.
 
-    The pretraining rung is ``pretrain`` (a review's Results: that run) when given, else
-    the cheapest on-demand review (``base`` with the model, GPU, tokens and days; default
-    Scenario) over the priced GPUs of a catalog model; a model outside the catalog keeps
-    the fixed-MFU estimate of :func:`llmcost.planning.ladder.finetune_ladder`."""
+    The pretraining rung (``pretraining``, default :class:`Pretraining`) is its ``review``
+    (a review's Results: that run) when given, else the cheapest on-demand review (its
+    ``base`` with the model, GPU, tokens and days; default Scenario) over the priced GPUs of
+    a catalog model; a model outside the catalog keeps the fixed-MFU estimate of
+    :func:`llmcost.planning.ladder.finetune_ladder`."""
     from ..training.step import is_calibrated
+    pt = Pretraining() if pretraining is None else pretraining
+    pretrain_tokens, pretrain_days, pretrain, base = pt.pretrain_tokens, pt.pretrain_days, pt.review, pt.base
     ids = list(gpu_ids) if gpu_ids else list(cat.gpus()["id"])
     gpus = [cat.gpu(g) for g in ids]
     cheapest = cheapest_on_demand(cat.prices())

@@ -133,9 +133,9 @@ def spot_grid(results: Results):
         return rates, lost, sav
     per_event = LL + r.restart_h + s.capacity_wait_h
     ok = (R * per_event + r.failures_per_day * (r.lost_hours_per_interruption + r.restart_h)) < 24
-    res = spot.spot_net_savings(d, R[ok], LL[ok], r.restart_h, s.capacity_wait_h,
-                                failures_per_day=r.failures_per_day,
-                                failure_lost_hours=r.lost_hours_per_interruption)
+    res = spot.spot_net_savings(spot.SpotMarket(d, R[ok], s.capacity_wait_h), LL[ok],
+                                spot.RunFailures(r.restart_h, r.failures_per_day,
+                                                 r.lost_hours_per_interruption))
     sav[ok] = res.net_savings
     return rates, lost, sav
 
@@ -147,11 +147,12 @@ def spot_distribution(results: Results, runs: int = 20_000, seed: int = 0):
     if e is None or not e.spot.offered:
         return None
     hours = e.run_hours if e.run_hours else 24 * 18.0
-    return spot.spot_monte_carlo(e.spot.discount, s.preemptions_per_day, min(hours, 24 * 3650),
+    return spot.spot_monte_carlo(spot.SpotMarket(e.spot.discount, s.preemptions_per_day,
+                                                 s.capacity_wait_h),
+                                 min(hours, 24 * 3650),
                                  lost_hours_per_preemption=e.spot.lost_hours_per_preemption,
-                                 restart_h=r.restart_h, capacity_wait_h=s.capacity_wait_h,
-                                 failures_per_day=r.failures_per_day,
-                                 failure_lost_hours=r.lost_hours_per_interruption,
+                                 failures=spot.RunFailures(r.restart_h, r.failures_per_day,
+                                                           r.lost_hours_per_interruption),
                                  runs=runs, seed=seed)
 
 
@@ -188,9 +189,9 @@ def scaling_series(results: Results, fabrics=("ib-ndr", "roce-400")) -> pd.DataF
 def finetune_ladder(results: Results):
     """The fine-tune ladder for the review's model: its pretraining rung is this review's run
     (the days, GPUs and on-demand dollars the page shows)."""
-    from .ladder import ladder
+    from .ladder import Pretraining, ladder
     s, inp = results.scenario, results.inputs
-    return ladder(inp.model, inp.catalog, s.finetune_tokens, s.tokens, pretrain=results)
+    return ladder(inp.model, inp.catalog, s.finetune_tokens, Pretraining(s.tokens, review=results))
 
 
 #: the sizing plot's days axis stops here: a size that needs more than a century is
@@ -306,7 +307,7 @@ def goodput_series(results: Results, points: int = 200) -> pd.DataFrame:
         t = terms[mode]
         good = storage.checkpoint_goodput(mode, taus, t["stall_s"], M, r.restart_h * 3600,
                                           t["upload_s"],
-                                          peer_copy_s=t["peer_copy_s"], peer_share=1.0)
+                                          storage.PeerCopies(t["peer_copy_s"], peer_share=1.0))
         parts.append(pd.DataFrame({"interval_s": taus, "mode": mode,
                                    "goodput": np.asarray(good, float), **t,
                                    "chosen_mode": mode == s.checkpoint_mode}))
@@ -426,8 +427,8 @@ def guide_storage_claims(results: Results) -> dict:
     weights = float(rel.checkpoint_size_bytes(params, "weights-only"))
     secs = np.array(GUIDE_LOCAL_S)
     n = np.arange(1, 100_001)
-    stall = rel.checkpoint_stall_s(full, "async", n, local_write_gb_per_s=s.local_write_gb_per_s,
-                                   gpus_per_node=inp.gpu.gpus_per_node)
+    stall = rel.checkpoint_stall_s(full, "async", n, rel.CheckpointStorage(
+        local_write_gb_per_s=s.local_write_gb_per_s, gpus_per_node=inp.gpu.gpus_per_node))
     nodes = [int(n[np.argmax(stall <= x)]) if (stall <= x).any() else None for x in secs[::-1]]
     out.update(model=GUIDE_LOCAL_MODEL, params=params, full_gb=full / 1e9,
                full_bytes_per_param=full / params,

@@ -89,8 +89,9 @@ def test_save_and_load_json():
     p._on_upload({"new": [{"content": memoryview(s.to_json().encode())}]})
     assert p.scenario == s and p.controls["preemptions_per_day"].value == 1.0
     r = review.evaluate(s).reliability
-    expect = spot.spot_net_savings(0.5, 1.0, 1.5, r.restart_h, failures_per_day=r.failures_per_day,
-                                   failure_lost_hours=r.lost_hours_per_interruption).net_savings
+    expect = spot.spot_net_savings(spot.SpotMarket(0.5, 1.0), 1.5,
+                                   spot.RunFailures(r.restart_h, r.failures_per_day,
+                                                    r.lost_hours_per_interruption)).net_savings
     assert headline_text(p, "net") == f"{expect:.1%}"
     assert "scenario.json" in p.download.value
 

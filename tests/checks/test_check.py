@@ -29,8 +29,8 @@ def test_expected_8_gpu_h100_all_reduce(cat):
     gpu = cat.gpu("h100-sxm")
     up = cat.fabric(gpu.scale_up)
     eta = calibration_for(gpu).nvlink_efficiency
-    got = expect.expected_busbw_gb_per_s("all_reduce", 8 * GIB, 8, 8, up.bandwidth_gb_per_s_per_gpu,
-                                         50, up.latency_us, 1, eta, 0.9)
+    links = expect.TwoLevelLinks(up.bandwidth_gb_per_s_per_gpu, 50, up.latency_us, 1, eta, 0.9)
+    got = expect.expected_busbw_gb_per_s("all_reduce", 8 * GIB, 8, 8, links)
     # ring: t = 2 (n-1) alpha + 2 (n-1)/n S / (eta B); busbw = 2 (n-1)/n S / t
     t = 14 * up.latency_us * 1e-6 + 1.75 * 8 * GIB / (eta * 450e9)
     assert got == pytest.approx(1.75 * 8 * GIB / t / 1e9, rel=1e-12)
@@ -43,7 +43,7 @@ def test_expected_two_nodes_is_the_nics():
     # 16 ranks, 8 per node over 8 x 50 GB/s at 0.9, congestion 1 + 0.26 log2(2). Ring: each
     # NIC carries 2(N-1)/N S/k, busbw = k eta B_o / c; tree (NCCL's choice at large sizes):
     # each node sends S once through its k NICs, busbw = 2(N-1)/N k eta B_o / c
-    args = (16, 8, 450, 50, 1, 1, 0.77, 0.9, 1.26)
+    args = (16, 8, expect.TwoLevelLinks(450, 50, 1, 1, 0.77, 0.9, 1.26))
     ring = 8 * 50 * 0.9 / 1.26
     assert expect.expected_busbw_gb_per_s("all_reduce", 16 * GIB, *args) == pytest.approx(
         2 * 15 / 16 * ring, rel=1e-3)
@@ -53,13 +53,14 @@ def test_expected_two_nodes_is_the_nics():
     # all-gather has no tree: the ring's k eta B_o / c
     assert expect.expected_busbw_gb_per_s("all_gather", 16 * GIB, *args) == pytest.approx(
         ring, rel=1e-3)
-    assert np.isnan(expect.expected_busbw_gb_per_s("broadcast", GIB, 8, 8, 450, 50))
+    assert np.isnan(expect.expected_busbw_gb_per_s("broadcast", GIB, 8, 8, expect.TwoLevelLinks(450, 50)))
 
 
 def _h100_all_reduce(busbw_share):
     """8 x H100 all-reduce rows at a share of the expectation (derived, not measured)."""
     sizes = np.array([2 ** k for k in range(20, 34)], float)
-    exp = expect.expected_busbw_gb_per_s("all_reduce", sizes, 8, 8, 450, 50, 1, 1, 0.77, 0.9)
+    exp = expect.expected_busbw_gb_per_s("all_reduce", sizes, 8, 8,
+                                         expect.TwoLevelLinks(450, 50, 1, 1, 0.77, 0.9))
     return sizes, busbw_share * exp, exp
 
 
@@ -88,8 +89,8 @@ def test_wrong_results_alert():
 def _check_file(cat, name, gpu, fabric, **placement):
     r = nccl_tests.read((DATA / name).read_text(), name=name)
     g = cat.gpu(gpu)
-    return chk.check(r, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=cat.fabric(fabric),
-                     **placement)
+    return chk.check(chk.Measured(r), hardware=chk.NcclHardware(g, cat.fabric(g.scale_up), cat.fabric(fabric)),
+                     placement=chk.Placement(**placement))
 
 
 @pytest.mark.parametrize("name, gpu, fabric", [
@@ -115,7 +116,8 @@ def test_healthy_clusters_get_no_alert(cat, name, gpu, fabric):
     share = 0.45 * top["busbw_gb_per_s"] / top["expected_busbw_gb_per_s"]
     r = nccl_tests.read((DATA / name).read_text(), name=name)
     slow = type(r)(**{**r.__dict__, "busbw_gb_per_s": 0.45 * r.busbw_gb_per_s})
-    out = chk.check(slow, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=f, nodes=2)
+    out = chk.check(chk.Measured(slow), hardware=chk.NcclHardware(g, cat.fabric(g.scale_up), f),
+                    placement=chk.Placement(nodes=2))
     assert out["findings"][0]["level"] == ("alert" if share < 0.5 else "warn")
 
 
@@ -146,8 +148,8 @@ TITAN_Q = "model=llama3-8b&gpu=h100-sxm&gpus=8&seq_len=8192&global_batch_tokens=
 
 def _check_log(cat, name, query):
     s, _ = Scenario.from_query(query, cat, strict=True)
-    return chk.check(log=train_log.read((DATA / name).read_text()), scenario=s, query=query,
-                     cat=cat)
+    return chk.check(chk.Measured(log=train_log.read((DATA / name).read_text())), scenario=s,
+                     query=query, cat=cat)
 
 
 def test_torchtitan_mfu_is_ours_and_agrees_with_the_log(cat):
@@ -240,7 +242,7 @@ def test_restart_and_gap_from_a_log_logged_twice(cat):
     text = (DATA / "torchtitan_llama3_8b_h100.log").read_text()
     again = text.replace("22:3", "23:3")                      # the same steps an hour later
     s, _ = Scenario.from_query(TITAN_Q, cat, strict=True)
-    out = chk.check(log=train_log.read(text + again), scenario=s, query=TITAN_Q, cat=cat)
+    out = chk.check(chk.Measured(log=train_log.read(text + again)), scenario=s, query=TITAN_Q, cat=cat)
     f = {x["what"]: x for x in out["findings"]}
     assert f["restart"]["level"] == "alert"
     assert "step 200 logged after step 250: 51 steps" in f["restart"]["evidence"]

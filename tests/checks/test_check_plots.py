@@ -12,8 +12,9 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "cluster"
 def test_busbw_figure_is_the_checks_rows(cat):
     name = "nccl_all_reduce_p5_h100_16.txt"
     g = cat.gpu("h100-sxm")
-    out = chk.check(nccl_tests.read((DATA / name).read_text(), name=name), gpu=g,
-                    scale_up=cat.fabric(g.scale_up), scale_out=cat.fabric("aws-efa-p5"), nodes=2)
+    out = chk.check(chk.Measured(nccl_tests.read((DATA / name).read_text(), name=name)),
+                    hardware=chk.NcclHardware(g, cat.fabric(g.scale_up), cat.fabric("aws-efa-p5")),
+                    placement=chk.Placement(nodes=2))
     fig = plots.cluster_busbw(out)
     measured, expected = fig.data
     assert list(measured.y) == [r["busbw_gb_per_s"] for r in out["collectives"]]

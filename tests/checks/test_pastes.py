@@ -76,14 +76,12 @@ def test_one_rank_line_of_sixteen_takes_the_bandwidth_ratio():
     from llmcost import catalog
     cat = catalog.default()
     g = cat.gpu("h100-sxm")
-    out = chk.check(r, gpu=g, scale_up=cat.fabric(g.scale_up),
-                    scale_out=cat.fabric("gcp-a3-mega-tcpxo"))
+    a3 = chk.NcclHardware(g, cat.fabric(g.scale_up), cat.fabric("gcp-a3-mega-tcpxo"))
+    out = chk.check(chk.Measured(r), hardware=a3)
     assert out["findings"][0]["what"] == "all_reduce: not judged against the fabric"
     assert all(c["expected_busbw_gb_per_s"] is None for c in out["collectives"])
-    told = chk.check(r, gpu=g, scale_up=cat.fabric(g.scale_up),
-                     scale_out=cat.fabric("gcp-a3-mega-tcpxo"), nodes=2)
-    whole = chk.check(nccl_tests.read("\n".join(text)), gpu=g, scale_up=cat.fabric(g.scale_up),
-                      scale_out=cat.fabric("gcp-a3-mega-tcpxo"))
+    told = chk.check(chk.Measured(r), hardware=a3, placement=chk.Placement(nodes=2))
+    whole = chk.check(chk.Measured(nccl_tests.read("\n".join(text))), hardware=a3)
     assert [c["expected_busbw_gb_per_s"] for c in told["collectives"]] == \
         [c["expected_busbw_gb_per_s"] for c in whole["collectives"]]
 
@@ -96,8 +94,8 @@ def test_two_runs_in_one_file_are_checked_apart():
     from llmcost import catalog
     cat = catalog.default()
     g = cat.gpu("h100-sxm")
-    out = chk.check(r, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=cat.fabric("aws-efa-p5"),
-                    nodes=2)
+    out = chk.check(chk.Measured(r), hardware=chk.NcclHardware(g, cat.fabric(g.scale_up), cat.fabric("aws-efa-p5")),
+                    placement=chk.Placement(nodes=2))
     levels = {f["what"]: f["level"] for f in out["findings"]}
     assert levels["all_reduce (run 1) on 16 ranks: bus bandwidth as expected"] == "ok"
     assert levels["all_reduce (run 2) on 16 ranks: bus bandwidth far below expectation"] == "alert"
@@ -112,9 +110,9 @@ def test_nics_from_nccl_ib_hca_scale_the_expectation():
     cat = catalog.default()
     g = cat.gpu("h100-sxm")
     f = cat.fabric("ib-ndr")
-    four = chk.check(r, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=f, nodes=2)
-    eight = chk.check(r, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=f, nodes=2,
-                      nics_per_node=8)
+    hw = chk.NcclHardware(g, cat.fabric(g.scale_up), f)
+    four = chk.check(chk.Measured(r), hardware=hw, placement=chk.Placement(nodes=2))
+    eight = chk.check(chk.Measured(r), hardware=hw, placement=chk.Placement(nodes=2, nics_per_node=8))
     # at 16 GiB the NICs bound the tree: half the NICs, half the expected busbw
     assert four["collectives"][-1]["expected_busbw_gb_per_s"] == pytest.approx(
         eight["collectives"][-1]["expected_busbw_gb_per_s"] / 2, rel=0.02)
@@ -140,8 +138,8 @@ def test_small_sizes_above_the_line_rate_are_refused(cat):
     r = nccl_tests.read(text, op="all_reduce")
     g = cat.gpu("h100-pcie")
     with pytest.raises(InputError, match="above the fabric's line rate"):
-        chk.check(r, gpu=g, scale_up=cat.fabric(g.scale_up), scale_out=cat.fabric("ib-ndr"),
-                  nodes=1)
+        chk.check(chk.Measured(r), hardware=chk.NcclHardware(g, cat.fabric(g.scale_up), cat.fabric("ib-ndr")),
+                  placement=chk.Placement(nodes=1))
 
 
 def test_a_dip_and_a_mid_size_shortfall_are_found():
@@ -210,7 +208,7 @@ def test_the_model_from_megatrons_argument_dump(cat):
     assert "32 layers, hidden 4096" in log.model_from
     from llmcost.scenario import Scenario
     s, _ = Scenario.from_query("gpu=h100-sxm&gpus=16", cat, strict=True)
-    out = chk.check(log=log, scenario=s, query="gpu=h100-sxm&gpus=16", cat=cat)
+    out = chk.check(chk.Measured(log=log), scenario=s, query="gpu=h100-sxm&gpus=16", cat=cat)
     assert out["steps"]["mfu"] is not None and 0 < out["steps"]["mfu"] <= 1
     # the dump is Llama 3 8B's shape at 8,192 tokens: the catalog model's FLOPs per token
     assert out["steps"]["flops_per_token"] == pytest.approx(
@@ -296,7 +294,7 @@ def test_the_model_from_nemos_configuration(cat):
     assert log.args["world_size"] == 16 and log.args["seq_length"] == 512
     assert log.args["num_layers"] == 12
     # the check reads it as the run's model: judged, with the note saying where it came from
-    out = chk.check_texts(train_log=("nemo.log", text), scenario=Scenario(gpu="a100-80gb"),
+    out = chk.check_texts(chk.Pasted(train_log=("nemo.log", text)), scenario=Scenario(gpu="a100-80gb"),
                           query="gpu=a100-80gb", cat=cat)
     assert any(n.startswith("model from the log: NeMo's configuration") for n in out["notes"])
     assert out["steps"]["model"] == "config" and out["steps"]["gpus"] == 16

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from llmcost import InputError, catalog
 from llmcost.economics import reliability as rel
 from llmcost.economics import sizing, spot, tco
-from llmcost.economics.waterfall import run_waterfall
+from llmcost.economics.waterfall import RunLosses, run_waterfall
 
 CAT = catalog.default()
 
@@ -78,7 +78,7 @@ def test_breakeven_never_rises_with_cloud_price(p1, p2, capex, u, opex):
 
 def test_seed_spot_closed_form_52_9_percent():
     # 1 - 0.4 / (1 - 2.4 x 1.5 / 24) = 1 - 0.4 / 0.85 = 0.5294
-    r = spot.spot_net_savings(0.6, 2.4, 1.5)
+    r = spot.spot_net_savings(spot.SpotMarket(0.6, 2.4), 1.5)
     assert r.net_savings == pytest.approx(1 - 0.4 / 0.85)
     assert r.net_savings == pytest.approx(0.529, abs=0.0005)
     assert r.duration_stretch == pytest.approx(1 / 0.85)
@@ -86,27 +86,30 @@ def test_seed_spot_closed_form_52_9_percent():
 
 def test_seed_22_percent_implies_4_9_hours():
     # 1 - 0.4 / (1 - 0.1 L) = 0.22  ->  L = 10 (1 - 0.4 / 0.78) = 4.872 h
-    L = spot.implied_lost_hours(0.6, 2.4, 0.22)
+    L = spot.implied_lost_hours(spot.SpotMarket(0.6, 2.4), 0.22)
     assert L == pytest.approx(10 * (1 - 0.4 / 0.78))
     assert L == pytest.approx(4.9, abs=0.05)
-    assert spot.spot_net_savings(0.6, 2.4, L).net_savings == pytest.approx(0.22)
+    assert spot.spot_net_savings(spot.SpotMarket(0.6, 2.4), L).net_savings == pytest.approx(0.22)
     # spot stops paying at 10 x 0.6 = 6 h per preemption
-    assert spot.breakeven_lost_hours(0.6, 2.4) == pytest.approx(6.0)
+    assert spot.breakeven_lost_hours(spot.SpotMarket(0.6, 2.4)) == pytest.approx(6.0)
 
 
 def test_capacity_wait_with_released_nodes_is_unbilled():
     # failures on both runs: tests/test_spot_reliability.py
     # wait with released nodes is unbilled: cost (1 - d)(1 - r W / 24)/(1 - r (w + W)/24)
-    r = spot.spot_net_savings(0.6, 2.4, 1.0, capacity_wait_h=1.0, billed_share_during_wait=0.0)
+    r = spot.spot_net_savings(spot.SpotMarket(0.6, 2.4, capacity_wait_h=1.0, billed_share_during_wait=0.0), 1.0)
     assert r.net_savings == pytest.approx(1 - 0.4 * (1 - 0.1) / (1 - 0.2))
 
 
 @pytest.mark.parametrize("kwargs", [dict(lost_hours_per_preemption=1.5),
                                     dict(checkpoint_interval_h=3.0, restart_h=0.25)])
 def test_monte_carlo_mean_matches_closed_form(kwargs):
-    mc = spot.spot_monte_carlo(0.6, 2.4, 24 * 18, runs=100_000, seed=1, **kwargs)
+    failures = spot.RunFailures(restart_h=kwargs.get("restart_h", 0.0))
+    mc = spot.spot_monte_carlo(spot.SpotMarket(0.6, 2.4), 24 * 18,
+                               kwargs.get("lost_hours_per_preemption"),
+                               kwargs.get("checkpoint_interval_h"), failures, runs=100_000, seed=1)
     lost = kwargs.get("lost_hours_per_preemption", kwargs.get("checkpoint_interval_h", 0) / 2)
-    closed = spot.spot_net_savings(0.6, 2.4, lost, restart_h=kwargs.get("restart_h", 0.0))
+    closed = spot.spot_net_savings(spot.SpotMarket(0.6, 2.4), lost, failures)
     assert mc.cost_share.mean() == pytest.approx(float(closed.spot_cost_share), rel=0.02)
     assert mc.duration_share.mean() == pytest.approx(float(closed.duration_stretch), rel=0.02)
     p10, p50, p90 = np.percentile(mc.cost_share, [10, 50, 90])
@@ -119,7 +122,7 @@ def test_monte_carlo_mean_matches_closed_form(kwargs):
 def test_net_savings_never_exceed_discount(d, r, w, R, W, beta):
     if r * (w + R + W) >= 24:
         return
-    assert spot.spot_net_savings(d, r, w, R, W, beta).net_savings <= d + 1e-12
+    assert spot.spot_net_savings(spot.SpotMarket(d, r, W, beta), w, spot.RunFailures(R)).net_savings <= d + 1e-12
 
 
 # ------------------------------------------------------------------ checkpoints and failures
@@ -173,10 +176,12 @@ def test_checkpoint_size_and_stall():
     s = rel.checkpoint_size_bytes(70e9)
     assert s == 14 * 70e9   # bf16 weights + fp32 master + Adam m, v
     # 980 GB at 20 GB/s of shared storage: 49 s, inside the seed's 30-60 s
-    assert rel.checkpoint_stall_s(s, "sync", nodes=8, shared_storage_gb_per_s=20) == pytest.approx(49.0)
+    assert rel.checkpoint_stall_s(s, "sync", nodes=8,
+                                  storage=rel.CheckpointStorage(shared_storage_gb_per_s=20)) == pytest.approx(49.0)
     # async to local NVMe on 32 nodes at 5 GB/s each: 980 / 160 = 6.1 s (the seed's 3-5 s
     # needs the write spread over ~50-65 nodes, not "node 0" alone)
-    assert rel.checkpoint_stall_s(s, "async", nodes=32, local_write_gb_per_s=5) == pytest.approx(6.125)
+    assert rel.checkpoint_stall_s(s, "async", nodes=32,
+                                  storage=rel.CheckpointStorage(local_write_gb_per_s=5)) == pytest.approx(6.125)
     assert rel.storage_bandwidth_for_stall_gb_per_s(s, 10) == pytest.approx(98.0)
 
 
@@ -227,9 +232,9 @@ def test_more_days_never_need_more_gpus(d1, d2):
 # ------------------------------------------------------------------ waterfall
 
 def test_waterfall_multiplies_down_to_effective():
-    w = run_waterfall(989.4, 0.6, 0.8, data_stall_share=0.05, checkpoint_share=0.01,
-                      failure_share=0.02, preemption_share=0.0, flops_per_token=6 * 70e9,
-                      usd_per_gpu_hour=6.88)
+    losses = RunLosses(data_stall_share=0.05, checkpoint_share=0.01, failure_share=0.02,
+                       preemption_share=0.0)
+    w = run_waterfall(989.4, 0.6, 0.8, losses, flops_per_token=6 * 70e9, usd_per_gpu_hour=6.88)
     final = 989.4 * 0.6 * 0.8 * 0.95 * (1 - 0.03)
     assert w["tflops_per_gpu"].iloc[-1] == pytest.approx(final)
     assert w["tflops_per_gpu"].is_monotonic_decreasing or (np.diff(w["tflops_per_gpu"]) <= 0).all()
@@ -243,9 +248,9 @@ def test_waterfall_multiplies_down_to_effective():
     (lambda: tco.breakeven_months(-5, 250_000, 0.9), "usd_per_gpu_hour"),
     (lambda: tco.breakeven_months(50, 250_000, 1.2), "utilization"),
     (lambda: tco.breakeven_months(50, 250_000, 0), "utilization"),
-    (lambda: spot.spot_net_savings(1.0, 2.4, 1.5), "discount"),
-    (lambda: spot.spot_net_savings(0.6, 2.4, 12), "preemptions_per_day"),
-    (lambda: spot.implied_lost_hours(0.6, 2.4, 0.7), "observed_net_savings"),
+    (lambda: spot.spot_net_savings(spot.SpotMarket(1.0, 2.4), 1.5), "discount"),
+    (lambda: spot.spot_net_savings(spot.SpotMarket(0.6, 2.4), 12), "preemptions_per_day"),
+    (lambda: spot.implied_lost_hours(spot.SpotMarket(0.6, 2.4), 0.7), "observed_net_savings"),
     (lambda: rel.young_interval_s(45, 0), "mtbf_s"),
     (lambda: rel.goodput(100, 10, float("nan")), "mtbf_s"),
     (lambda: sizing.size_cluster(CAT.model("llama3-8b"), 1e12, H100, NVL4, NDR, 0), "target_days"),

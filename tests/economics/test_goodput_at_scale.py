@@ -103,7 +103,7 @@ def test_restart_terms_add_up_and_broadcast():
     assert np.all(t.detect_s == t.detect_s[0])                    # does not grow with g
     assert np.all(np.diff(t.reschedule_s) > 0) and np.all(np.diff(t.warmup_s) > 0)
     with pytest.raises(ValueError, match="detector"):
-        rel.restart_terms(g, 14 * P, detector="psychic")
+        rel.restart_terms(g, 14 * P, policy=rel.RestartPolicy(detector="psychic"))
     with pytest.raises(ValueError, match="gpus"):
         rel.restart_terms(-8, 14 * P)
 
@@ -112,10 +112,11 @@ def test_restart_of_2024_practice_against_kokolis_and_bytedance():
     # a research cluster of 2024: Slurm requeue, hangs seen at PyTorch's 10-minute timeout
     S = 14 * catalog.model("llama3-70b").params
     g = np.array([1024, 2048, 4096, 8192, 16384])
-    old = rel.restart_time_s(g, S, detector="timeout", reschedule="requeue") / 60
+    requeue = rel.RestartPolicy(detector="timeout", reschedule="requeue")
+    old = rel.restart_time_s(g, S, policy=requeue) / 60
     assert np.all((old >= U0_MIN[0]) & (old <= U0_MIN[1]))      # Kokolis: u0 ~ 5-20 min
     # ByteRobust: failover "often more than 10 minutes" at 10,000 GPUs
-    assert rel.restart_time_s(10000, S, detector="timeout", reschedule="requeue") > 600
+    assert rel.restart_time_s(10000, S, policy=requeue) > 600
     # a 2025-26 stack (heartbeats, an in-job restart on a warm spare) restarts in minutes
     new = rel.restart_time_s(10000, S) / 60
     assert 2 < new < 10

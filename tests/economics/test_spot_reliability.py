@@ -21,7 +21,7 @@ CAT = catalog.default()
 
 def test_seed_closed_form_unchanged_without_failures():
     # 1 - 0.4 / (1 - 2.4 x 1.5 / 24) = 1 - 0.4 / 0.85 = 0.52941
-    r = spot.spot_net_savings(0.6, 2.4, 1.5, failures_per_day=0.0)
+    r = spot.spot_net_savings(spot.SpotMarket(0.6, 2.4), 1.5, spot.RunFailures(failures_per_day=0.0))
     assert r.net_savings == pytest.approx(0.529412, abs=1e-6)
 
 
@@ -29,7 +29,7 @@ def test_spot_run_fails_too():
     # Failures alone (no preemptions) hit both runs alike: spot cost (1 - d)/f_o against
     # on-demand 1/f_o, so spot saves exactly its discount. The pre-issue-8 model charged the
     # failures to on-demand only and gave 1 - 0.4 x (1 - 0.5 x 1.5 / 24) = 0.6125 here.
-    r = spot.spot_net_savings(0.6, 0.0, 1.5, failures_per_day=0.5)
+    r = spot.spot_net_savings(spot.SpotMarket(0.6, 0.0), 1.5, spot.RunFailures(failures_per_day=0.5))
     assert r.net_savings == pytest.approx(0.6, abs=1e-12)
     assert r.duration_stretch == pytest.approx(1.0)
 
@@ -39,7 +39,7 @@ def test_preemptions_and_failures_by_hand():
     # f_s = 1 - (2.4 x 1.5 + 0.5 x 1.5) / 24 = 1 - 4.35 / 24 = 0.81875
     # f_o = 1 - 0.5 x 1.5 / 24 = 0.96875
     # S = 1 - 0.4 x 0.96875 / 0.81875 = 0.526718
-    r = spot.spot_net_savings(0.6, 2.4, 1.5, failures_per_day=0.5)
+    r = spot.spot_net_savings(spot.SpotMarket(0.6, 2.4), 1.5, spot.RunFailures(failures_per_day=0.5))
     assert r.net_savings == pytest.approx(0.526718, abs=1e-6)
     assert r.duration_stretch == pytest.approx(0.96875 / 0.81875)
     assert r.on_demand_cost_share == pytest.approx(1 / 0.96875)
@@ -48,13 +48,14 @@ def test_preemptions_and_failures_by_hand():
     # f_s = 1 - (2.4 x (1.5 + 0.5 + 1) + 0.5 x (1.5 + 0.5)) / 24 = 1 - 8.2 / 24 = 0.658333
     # f_o = 1 - 0.5 x 2 / 24 = 0.958333;  b_s = 1 - 2.4 x 1 / 24 = 0.9
     # S = 1 - 0.4 x 0.9 x 0.958333 / 0.658333 = 0.475949
-    r = spot.spot_net_savings(0.6, 2.4, 1.5, 0.5, 1.0, 0.0, failures_per_day=0.5)
+    r = spot.spot_net_savings(spot.SpotMarket(0.6, 2.4, 1.0, 0.0), 1.5,
+                               spot.RunFailures(0.5, failures_per_day=0.5))
     assert r.net_savings == pytest.approx(0.475949, abs=1e-6)
 
 
 def test_old_keyword_still_accepted_with_a_warning():
     with pytest.warns(DeprecationWarning):
-        old = spot.spot_net_savings(0.6, 2.4, 1.5, on_demand_failures_per_day=0.5)
+        old = spot.spot_net_savings(spot.SpotMarket(0.6, 2.4), 1.5, on_demand_failures_per_day=0.5)
     assert old.net_savings == pytest.approx(0.526718, abs=1e-6)
 
 
@@ -62,8 +63,8 @@ def test_old_keyword_still_accepted_with_a_warning():
 
 def test_seed_22_percent_implies_4_87_hours():
     # 1 - 0.4 / (1 - 0.1 w) = 0.22  ->  w = 10 (1 - 0.4 / 0.78) = 4.8718 h
-    assert spot.implied_lost_hours(0.6, 2.4, 0.22) == pytest.approx(4.8718, abs=1e-4)
-    assert spot.breakeven_lost_hours(0.6, 2.4) == pytest.approx(6.0)   # 10 x 0.6
+    assert spot.implied_lost_hours(spot.SpotMarket(0.6, 2.4), 0.22) == pytest.approx(4.8718, abs=1e-4)
+    assert spot.breakeven_lost_hours(spot.SpotMarket(0.6, 2.4)) == pytest.approx(6.0)   # 10 x 0.6
 
 
 _args = st.tuples(
@@ -87,51 +88,52 @@ def test_implied_lost_hours_is_the_exact_inverse(args):
     assume(base < 0.9 * 24)
     per_w = r + (rf if wf is None else 0.0)
     w = share * 0.95 * (24 - base) / per_w
-    terms = dict(restart_h=R, capacity_wait_h=W, billed_share_during_wait=beta,
-                 failures_per_day=rf, failure_lost_hours=wf)
-    S = float(spot.spot_net_savings(d, r, w, **terms).net_savings)
-    back = spot.implied_lost_hours(d, r, S, **terms)
-    assert float(spot.spot_net_savings(d, r, back, **terms).net_savings) == pytest.approx(
+    market = spot.SpotMarket(d, r, capacity_wait_h=W, billed_share_during_wait=beta)
+    failures = spot.RunFailures(restart_h=R, failures_per_day=rf, failure_lost_hours=wf)
+    S = float(spot.spot_net_savings(market, w, failures).net_savings)
+    back = spot.implied_lost_hours(market, S, failures)
+    assert float(spot.spot_net_savings(market, back, failures).net_savings) == pytest.approx(
         S, rel=1e-9, abs=1e-9)
     assert back == pytest.approx(w, rel=1e-6, abs=1e-6)
 
 
 def test_inverse_vectorized_and_breakeven_uses_the_same_terms():
-    terms = dict(restart_h=0.25, capacity_wait_h=0.5, billed_share_during_wait=0.3,
-                 failures_per_day=0.4)
+    market = spot.SpotMarket(0.6, 2.4, capacity_wait_h=0.5, billed_share_during_wait=0.3)
+    failures = spot.RunFailures(restart_h=0.25, failures_per_day=0.4)
     S = np.array([0.1, 0.2, 0.3])
-    w = spot.implied_lost_hours(0.6, 2.4, S, **terms)
+    w = spot.implied_lost_hours(market, S, failures)
     assert w.shape == (3,) and np.all(np.diff(w) < 0)   # more saving, less work lost
-    np.testing.assert_allclose(spot.spot_net_savings(0.6, 2.4, w, **terms).net_savings, S,
+    np.testing.assert_allclose(spot.spot_net_savings(market, w, failures).net_savings, S,
                                atol=1e-12)
-    w0 = spot.breakeven_lost_hours(0.6, 2.4, **terms)
-    assert spot.spot_net_savings(0.6, 2.4, w0, **terms).net_savings == pytest.approx(0, abs=1e-12)
+    w0 = spot.breakeven_lost_hours(market, failures)
+    assert spot.spot_net_savings(market, w0, failures).net_savings == pytest.approx(0, abs=1e-12)
 
 
 def test_inverse_refuses_a_saving_no_lost_hours_give():
     # with a 1 h restart at 2.4/day, even w = 0 leaves 1 - 0.4 / 0.9 = 0.556: 0.58 is out
     with pytest.raises(InputError) as e:
-        spot.implied_lost_hours(0.6, 2.4, 0.58, restart_h=1.0)
+        spot.implied_lost_hours(spot.SpotMarket(0.6, 2.4), 0.58, spot.RunFailures(restart_h=1.0))
     assert e.value.param == "observed_net_savings" and "0.5556" in str(e.value)
 
 
 # ------------------------------------------------------------------ spot: Monte Carlo
 
-@pytest.mark.parametrize("kwargs", [
-    dict(lost_hours_per_preemption=1.5, restart_h=0.25, failures_per_day=0.5),
-    dict(lost_hours_per_preemption=1.0, capacity_wait_h=1.0, billed_share_during_wait=0.2,
-         failures_per_day=0.3, failure_lost_hours=2.0),
-    dict(checkpoint_interval_h=3.0, restart_h=0.25, failures_per_day=0.5)])
-def test_monte_carlo_with_failures_matches_closed_form(kwargs):
+@pytest.mark.parametrize("market,kwargs", [
+    ((0.6, 2.4), dict(lost_hours_per_preemption=1.5, restart_h=0.25, failures_per_day=0.5)),
+    ((0.6, 2.4, 1.0, 0.2), dict(lost_hours_per_preemption=1.0, failures_per_day=0.3,
+                                failure_lost_hours=2.0)),
+    ((0.6, 2.4), dict(checkpoint_interval_h=3.0, restart_h=0.25, failures_per_day=0.5))])
+def test_monte_carlo_with_failures_matches_closed_form(market, kwargs):
     # Wald: the mean stretched duration is exactly the closed form's, so 100k runs agree
     # within sampling error (per-run cost sd ~2%, /sqrt(1e5) ~ 0.01%): 0.5% is generous
     # but catches a failure term left out (~3% here).
-    mc = spot.spot_monte_carlo(0.6, 2.4, 24 * 18, runs=100_000, seed=3, **kwargs)
     kw = dict(kwargs)
-    w = kw.pop("lost_hours_per_preemption", None)
-    if w is None:
-        w = kw.pop("checkpoint_interval_h") / 2
-    closed = spot.spot_net_savings(0.6, 2.4, w, **kw)
+    fixed, interval = kw.pop("lost_hours_per_preemption", None), kw.pop("checkpoint_interval_h", None)
+    failures = spot.RunFailures(**kw)
+    mc = spot.spot_monte_carlo(spot.SpotMarket(*market), 24 * 18, fixed, interval, failures,
+                               runs=100_000, seed=3)
+    w = fixed if fixed is not None else interval / 2
+    closed = spot.spot_net_savings(spot.SpotMarket(*market), w, failures)
     assert mc.cost_share.mean() == pytest.approx(float(closed.spot_cost_share), rel=0.005)
     assert mc.failures.sum() > 0
     # spot wall time per ideal hour is 1 / f_s = (f_o / f_s) x (1 / f_o)
@@ -141,7 +143,7 @@ def test_monte_carlo_with_failures_matches_closed_form(kwargs):
 
 def test_monte_carlo_runs_capped():
     with pytest.raises(InputError) as e:
-        spot.spot_monte_carlo(0.6, 2.4, 100, lost_hours_per_preemption=1, runs=10_000_001)
+        spot.spot_monte_carlo(spot.SpotMarket(0.6, 2.4), 100, lost_hours_per_preemption=1, runs=10_000_001)
     assert e.value.param == "runs"
 
 

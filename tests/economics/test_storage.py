@@ -153,7 +153,8 @@ def test_sync_stall_reuses_reliability_and_takes_the_narrower_pipe():
     S = 987.7e9
     # tier-bound: 32 nodes x 50 GB/s > 20 GB/s -> 987.7 / 20 = 49.4 s
     assert sto.sync_stall_s(S, 32, 20.0, 50.0) == pytest.approx(49.385)
-    assert sto.sync_stall_s(S, 32, 20.0, 50.0) == rel.checkpoint_stall_s(S, "sync", 32, 20.0, 50.0)
+    assert sto.sync_stall_s(S, 32, 20.0, 50.0) == rel.checkpoint_stall_s(
+        S, "sync", 32, rel.CheckpointStorage(20.0, node_network_gb_per_s=50.0))
     # node-bound: one writer node at 12.5 GB/s -> 79.0 s
     assert sto.sync_stall_s(S, 1, 100.0, 12.5) == pytest.approx(79.016)
     assert sto.upload_s(S, 1, 100.0, 12.5) == sto.sync_stall_s(S, 1, 100.0, 12.5)
@@ -165,8 +166,8 @@ def test_local_stall_host_memory_or_nvme():
     assert sto.local_stall_s(S, 32, 25.0) == pytest.approx(987.7 / (32 * 8 * 25))
     # to NVMe at 5 GB/s per node: 987.7 / (32 x 5) = 6.17 s, reliability's async model
     assert sto.local_stall_s(S, 32, 25.0, 8, 5.0) == pytest.approx(987.7 / 160)
-    assert sto.local_stall_s(S, 32, 25.0, 8, 5.0) == rel.checkpoint_stall_s(S, "async", 32,
-                                                                           local_write_gb_per_s=5.0)
+    assert sto.local_stall_s(S, 32, 25.0, 8, 5.0) == rel.checkpoint_stall_s(
+        S, "async", 32, rel.CheckpointStorage(local_write_gb_per_s=5.0))
 
 
 def test_async_rework_monte_carlo():
@@ -192,13 +193,13 @@ def test_rework_modes_reduce_to_each_other():
     # an upload slower than the interval raises the interval to it: (300 + 4)/2 + 300
     assert sto.rework_s("async", 100.0, d, 300.0) == pytest.approx(304 / 2 + 300)
     # peer-memory: every failure survivable, instant peer copy -> same as sync
-    assert sto.rework_s("peer-memory", tau, d, 600.0, 0.0, 1.0) == pytest.approx(sync)
+    assert sto.rework_s("peer-memory", tau, d, 600.0, sto.PeerCopies(0.0, 1.0)) == pytest.approx(sync)
     # no failure survivable -> the durable copy, uploaded every tau_r = 3 tau
-    assert sto.rework_s("peer-memory", tau, d, 600.0, 2.0, 0.0, 3 * tau) == \
+    assert sto.rework_s("peer-memory", tau, d, 600.0, sto.PeerCopies(2.0, 0.0, 3 * tau)) == \
         pytest.approx((3 * tau + d) / 2 + 600.0)
     # 90% single-node failures, 2 s peer copy, 600 s upload every interval
     mix = 0.9 * ((tau + d) / 2 + 2.0) + 0.1 * ((tau + d) / 2 + 600.0)
-    assert sto.rework_s("peer-memory", tau, d, 600.0, 2.0, 0.9) == pytest.approx(mix)
+    assert sto.rework_s("peer-memory", tau, d, 600.0, sto.PeerCopies(2.0, 0.9)) == pytest.approx(mix)
 
 
 def test_goodput_sync_and_zero_upload_are_daly():
@@ -218,7 +219,7 @@ def test_goodput_first_order_and_ordering():
     assert abs(g - first) < ((w + R) / M) ** 2
     # the copy in flight costs goodput: async with an upload < async without < peer copies
     assert g < sto.checkpoint_goodput("async", tau, d, M, R, 0.0)
-    assert sto.checkpoint_goodput("peer-memory", tau, d, M, R, U, 1.0, 1.0) > g
+    assert sto.checkpoint_goodput("peer-memory", tau, d, M, R, U, sto.PeerCopies(1.0, 1.0)) > g
     # the seed's point: a 3-5 s local stall beats a 30-60 s synchronous one at the same tau
     assert sto.checkpoint_goodput("async", tau, 4.0, M, R, 60.0) > \
         sto.checkpoint_goodput("sync", tau, 45.0, M, R)
@@ -229,7 +230,7 @@ def test_timing_bad_inputs():
         sto.rework_s("lazy", 100, 1)
     assert e.value.param == "mode"
     with pytest.raises(InputError) as e:
-        sto.rework_s("peer-memory", 100, 1, 10, 1, 1.5)
+        sto.rework_s("peer-memory", 100, 1, 10, sto.PeerCopies(1, 1.5))
     assert e.value.param == "peer_share"
     with pytest.raises(InputError) as e:
         sto.durable_interval_s(0, 10)
@@ -375,15 +376,17 @@ def test_heavy_tail_refused_for_extreme_value_form():
 def _bill(**kw):
     S3 = TIER.loc["s3-standard"]
     base = dict(checkpoint_bytes=5.67e12, nodes=2048, interval_s=3600.0, burst_s=30.0,
-                dataset_tb=60.0, data_read_gb_per_s=0.0108,
-                hot_tb_per_node=TIER.loc["dgx-h100-local-nvme", "capacity_tb"],
-                hot_read_gb_per_s=20.0, hot_write_gb_per_s=10.0,
-                warm_tb=2000.0, warm_read_gb_per_s=100.0, warm_write_gb_per_s=50.0,
-                warm_usd_per_gb_month=0.1, cold_usd_per_gb_month=S3["usd_per_gb_month"],
-                cold_put_per_s=sto.S3_PUT_PER_PREFIX_PER_S, cold_get_per_s=S3["requests_per_s"],
-                cold_part_bytes=64e6, read_request_bytes=1e6)
+                dataset_tb=60.0, data_read_gb_per_s=0.0108)
     base.update(kw)
-    return sto.tier_bill_of_materials(**base)
+    groups = {"checkpoints": (sto.CheckpointWrites, ("checkpoint_bytes", "nodes", "interval_s", "burst_s", "mode")),
+              "data": (sto.DatasetReads, ("dataset_tb", "data_read_gb_per_s", "data_tier", "hot_dataset_share")),
+              "retention": (sto.Retention, ("keep_local", "keep_warm", "archived", "archive_every"))}
+    made = {name: cls(**{k: base[k] for k in keys if k in base}) for name, (cls, keys) in groups.items()}
+    hot = sto.StorageTier(TIER.loc["dgx-h100-local-nvme", "capacity_tb"], 20.0, 10.0)
+    warm = sto.StorageTier(2000.0, 100.0, 50.0, usd_per_gb_month=0.1)
+    cold = sto.ObjectTier(S3["usd_per_gb_month"], put_per_s=sto.S3_PUT_PER_PREFIX_PER_S,
+                          get_per_s=S3["requests_per_s"], part_bytes=64e6, read_request_bytes=1e6)
+    return sto.tier_bill_of_materials(made["checkpoints"], made["data"], hot, warm, cold, made["retention"])
 
 
 def test_bill_sync_meets_average_not_burst():

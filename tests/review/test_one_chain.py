@@ -18,7 +18,7 @@ from llmcost.apps.sizing_app import SizingApp
 from llmcost.cli import main
 from llmcost.planning import sizing
 from llmcost.planning.ladder import cheapest_on_demand
-from llmcost.review import chain, evaluate, ladder, stages
+from llmcost.review import Pretraining, chain, evaluate, ladder, stages
 from llmcost.scenario import FIELDS, Scenario
 
 CAT = catalog.default()
@@ -48,8 +48,8 @@ def agree(capsys, model, gpu, tokens, days):
     assert rev["scenario"].get("fabric", Scenario().fabric) == "auto"
     assert size["fabric"] == rev["fabric"] == CAT.gpu(gpu).usual_scale_out
     app = SizingApp(query=q).results.to_json()
-    rung = next(r for r in ladder(CAT.model(model), CAT, pretrain_tokens=tokens,
-                                  pretrain_days=days, gpu_ids=[gpu]).rungs
+    rung = next(r for r in ladder(CAT.model(model), CAT,
+                                  pretraining=Pretraining(tokens, days), gpu_ids=[gpu]).rungs
                 if r.method == "pretrain")
     od = rev["costs_usd"]["on_demand"]
     for other in (app,):
@@ -131,8 +131,9 @@ def entry_points(s: Scenario):
     priced = s.gpu in PRICED
     days = f"{s.target_days:g}"
     if s.sizing == "days" and priced:
-        paths["ladder (library)"] = lambda: ladder(CAT.model(s.model), CAT, pretrain_tokens=s.tokens,
-                                                   pretrain_days=s.target_days, gpu_ids=[s.gpu], base=s)
+        paths["ladder (library)"] = lambda: ladder(CAT.model(s.model), CAT,
+                                                   pretraining=Pretraining(s.tokens, s.target_days, base=s),
+                                                   gpu_ids=[s.gpu])
     if s.sizing == "days" and changed <= SIZE_FLAGS:
         paths["llmcost size"] = lambda: main(["size", "--model", s.model, "--gpu", s.gpu,
                                              "--tokens", repr(s.tokens), "--precision",

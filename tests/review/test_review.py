@@ -188,9 +188,10 @@ def test_one_spot_figure():
 def test_implied_lost_hours_inverts_the_review_spot_model():
     r = evaluate(Scenario())
     sp, rl = r.economics.spot, r.reliability
-    back = spot.spot_net_savings(sp.discount, sp.preemptions_per_day, sp.implied_lost_hours,
-                                 rl.restart_h, 0.0, failures_per_day=rl.failures_per_day,
-                                 failure_lost_hours=rl.lost_hours_per_interruption)
+    back = spot.spot_net_savings(spot.SpotMarket(sp.discount, sp.preemptions_per_day, 0.0),
+                                 sp.implied_lost_hours,
+                                 spot.RunFailures(rl.restart_h, rl.failures_per_day,
+                                                  rl.lost_hours_per_interruption))
     assert float(back.net_savings) == pytest.approx(r.scenario.observed_net_savings, abs=1e-9)
 
 

@@ -17,6 +17,8 @@ References
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -97,11 +99,53 @@ def shared_tier_gb_per_s(nodes: ArrayLike, per_node_gb_per_s: ArrayLike = STORAG
     return v.result(np.where(total > 0, total, n * b))
 
 
+@dataclass(frozen=True, eq=False)
+class CheckpointStorage:
+    """The paths a checkpoint's bytes take to storage and back, each checked once here.
+
+    Every value is a scalar or an array that broadcasts with the node counts it is used at
+    (all bandwidths [GB/s]).
+
+    Attributes
+    ----------
+    shared_storage_gb_per_s : float or array, optional
+        B_shared, the shared tier's aggregate bandwidth (the parallel file system's writes,
+        the reads of a restart); None or 0: n x ``storage_gb_per_s_per_node``
+        (:func:`shared_tier_gb_per_s`).
+    storage_gb_per_s_per_node : float or array
+        b_node, the shared tier's bandwidth per node (Llama 3's Tectonic: 2000 / 2048).
+    node_network_gb_per_s : float or array
+        B_node, each node's link towards the shared tier.
+    local_write_gb_per_s : float or array
+        B_local, each node's local NVMe write bandwidth.
+    host_copy_gb_per_s : float or array
+        B_host, device-to-host copy bandwidth per GPU (PCIe).
+    gpus_per_node : float or array
+        g [-].
+    """
+
+    shared_storage_gb_per_s: float | np.ndarray | None = None
+    storage_gb_per_s_per_node: float | np.ndarray = STORAGE_GB_PER_S_PER_NODE
+    node_network_gb_per_s: float | np.ndarray = NODE_NETWORK_GB_PER_S
+    local_write_gb_per_s: float | np.ndarray = 5.0
+    host_copy_gb_per_s: float | np.ndarray = 25.0
+    gpus_per_node: float | np.ndarray = 8
+
+    def __post_init__(self) -> None:
+        if self.shared_storage_gb_per_s is not None:
+            object.__setattr__(self, "shared_storage_gb_per_s",
+                               v.nonnegative("shared_storage_gb_per_s", self.shared_storage_gb_per_s))
+        for name in ("storage_gb_per_s_per_node", "node_network_gb_per_s", "local_write_gb_per_s",
+                     "host_copy_gb_per_s", "gpus_per_node"):
+            object.__setattr__(self, name, v.positive(name, getattr(self, name)))
+
+    def shared_gb_per_s(self, nodes: ArrayLike) -> float | np.ndarray:
+        """B_shared for a job of ``nodes`` nodes (:func:`shared_tier_gb_per_s`) [GB/s]."""
+        return shared_tier_gb_per_s(nodes, self.storage_gb_per_s_per_node, self.shared_storage_gb_per_s)
+
+
 def checkpoint_stall_s(size_bytes: ArrayLike, mode: str = "sync", nodes: ArrayLike = 1,
-                       shared_storage_gb_per_s: ArrayLike | None = None,
-                       node_network_gb_per_s: ArrayLike = NODE_NETWORK_GB_PER_S, local_write_gb_per_s: ArrayLike = 5.0,
-                       host_copy_gb_per_s: ArrayLike = 25.0, gpus_per_node: ArrayLike = 8,
-                       storage_gb_per_s_per_node: ArrayLike = STORAGE_GB_PER_S_PER_NODE) -> float | np.ndarray:
+                       storage: CheckpointStorage | None = None) -> float | np.ndarray:
     r"""Time the training loop stops for one checkpoint, sharded over all nodes.
 
     .. math::
@@ -119,19 +163,10 @@ def checkpoint_stall_s(size_bytes: ArrayLike, mode: str = "sync", nodes: ArrayLi
     mode : {"sync", "async"}
     nodes : float or array
         n, nodes writing shards [-].
-    shared_storage_gb_per_s : float or array, optional
-        B_shared, aggregate write bandwidth of the parallel file system [GB/s]; None:
-        n x ``storage_gb_per_s_per_node`` (:func:`shared_tier_gb_per_s`).
-    node_network_gb_per_s : float or array
-        B_node, per-node bandwidth towards storage [GB/s].
-    local_write_gb_per_s : float or array
-        B_local, per-node local NVMe write bandwidth [GB/s].
-    host_copy_gb_per_s : float or array
-        B_host, per-GPU device-to-host copy bandwidth (PCIe) [GB/s].
-    gpus_per_node : int
-    storage_gb_per_s_per_node : float or array
-        The shared tier's bandwidth per node [GB/s], used when ``shared_storage_gb_per_s``
-        is None (Llama 3's Tectonic: 2000 / 2048).
+    storage : CheckpointStorage, optional
+        B_shared (None or 0: n x its per-node figure), B_node, B_local, B_host and g
+        [GB/s], [-]; default :class:`CheckpointStorage` (Llama 3's Tectonic per node, one
+        400 Gb/s storage NIC, 5 GB/s NVMe, 25 GB/s PCIe, 8 GPUs per node).
 
     Returns
     -------
@@ -147,17 +182,13 @@ def checkpoint_stall_s(size_bytes: ArrayLike, mode: str = "sync", nodes: ArrayLi
     .. [3] Llama Team 2024, arXiv:2407.21783, Sec. 3.3.1 (2 TB/s for 2,048 nodes).
     """
     v.choice("mode", mode, ("sync", "async"))
+    st = CheckpointStorage() if storage is None else storage
     S = v.positive("size_bytes", size_bytes)
     n = v.positive("nodes", nodes)
     if mode == "sync":
-        shared = shared_tier_gb_per_s(n, storage_gb_per_s_per_node) \
-            if shared_storage_gb_per_s is None else \
-            v.positive("shared_storage_gb_per_s", shared_storage_gb_per_s)
-        bw = np.minimum(shared, n * v.positive("node_network_gb_per_s", node_network_gb_per_s))
+        bw = np.minimum(st.shared_gb_per_s(n), n * st.node_network_gb_per_s)
         return v.result(S / (bw * 1e9))
-    per_node = np.minimum(v.positive("gpus_per_node", gpus_per_node) *
-                          v.positive("host_copy_gb_per_s", host_copy_gb_per_s),
-                          v.positive("local_write_gb_per_s", local_write_gb_per_s))
+    per_node = np.minimum(st.gpus_per_node * st.host_copy_gb_per_s, st.local_write_gb_per_s)
     return v.result(S / (n * per_node * 1e9))
 
 

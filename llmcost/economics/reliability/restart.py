@@ -19,13 +19,12 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ... import _validate as v
-from .checkpoints import NODE_NETWORK_GB_PER_S, STORAGE_GB_PER_S_PER_NODE, shared_tier_gb_per_s
+from .checkpoints import NODE_NETWORK_GB_PER_S, STORAGE_GB_PER_S_PER_NODE, CheckpointStorage, shared_tier_gb_per_s
 
 #: share of job failures that hang (no error message, no exit code) and so are seen only when
 #: a timeout fires: ByteRobust Table 1, 5,506 job hangs among 45,783 failures (39,687
@@ -256,13 +255,46 @@ class RestartTerms:
                 ("detect_s", "reschedule_s", "load_s", "warmup_s", "total_s")}
 
 
-def restart_terms(gpus: ArrayLike, checkpoint_bytes: ArrayLike, gpus_per_node: ArrayLike = 8,
-                  read_gb_per_s_per_node: ArrayLike = STORAGE_GB_PER_S_PER_NODE,
-                  tier_read_gb_per_s: ArrayLike | None = None,
-                  detector: str = DEFAULT_DETECTOR, reschedule: str = DEFAULT_RESCHEDULE,
-                  hang_share: ArrayLike = HANG_SHARE, localize_s: ArrayLike = LOCALIZE_S,
-                  init_s_per_rank: ArrayLike = INIT_S_PER_RANK, dataloader_s: ArrayLike = DATALOADER_S,
-                  compile_s: ArrayLike = 0.0, node_network_gb_per_s: ArrayLike = NODE_NETWORK_GB_PER_S) -> RestartTerms:
+@dataclass(frozen=True, eq=False)
+class RestartPolicy:
+    """How a stack sees a failure and comes back from it, each value checked once here.
+
+    Attributes
+    ----------
+    detector : {"timeout", "heartbeat", "inspection"}
+        Which mechanism sees a hang (:func:`detection_s`).
+    reschedule : {"in-job-spare", "requeue"}
+        How the job returns to healthy nodes (:func:`reschedule_s`).
+    hang_share : float or array
+        h, share of failures that hang [-].
+    localize_s : float or array
+        t_localize [s].
+    init_s_per_rank : float or array
+        c, communicator set-up [s per rank] (:func:`warmup_s`).
+    dataloader_s : float or array
+        t_data [s].
+    compile_s : float or array
+        t_compile [s].
+    """
+
+    detector: str = DEFAULT_DETECTOR
+    reschedule: str = DEFAULT_RESCHEDULE
+    hang_share: float | np.ndarray = HANG_SHARE
+    localize_s: float | np.ndarray = LOCALIZE_S
+    init_s_per_rank: float | np.ndarray = INIT_S_PER_RANK
+    dataloader_s: float | np.ndarray = DATALOADER_S
+    compile_s: float | np.ndarray = 0.0
+
+    def __post_init__(self) -> None:
+        v.choice("detector", self.detector, tuple(DETECTORS))
+        v.choice("reschedule", self.reschedule, tuple(RESCHEDULE_FITS))
+        object.__setattr__(self, "hang_share", v.fraction("hang_share", self.hang_share, allow_zero=True))
+        for name in ("localize_s", "init_s_per_rank", "dataloader_s", "compile_s"):
+            object.__setattr__(self, name, v.nonnegative(name, getattr(self, name)))
+
+
+def restart_terms(gpus: ArrayLike, checkpoint_bytes: ArrayLike, storage: CheckpointStorage | None = None,
+                  policy: RestartPolicy | None = None) -> RestartTerms:
     r"""The restart after one interruption as its four terms, at each GPU count.
 
     .. math:: R = t_{detect} + t_{resched}(g) + t_{load}(S, n) + t_{warm}(g),\qquad
@@ -282,16 +314,12 @@ def restart_terms(gpus: ArrayLike, checkpoint_bytes: ArrayLike, gpus_per_node: A
         g [-].
     checkpoint_bytes : float or array
         S [bytes].
-    gpus_per_node : float or array
-        g_node [-].
-    read_gb_per_s_per_node, tier_read_gb_per_s, node_network_gb_per_s
-        As :func:`checkpoint_load_s` [GB/s].
-    detector, hang_share, localize_s
-        As :func:`detection_s`.
-    reschedule : {"in-job-spare", "requeue"}
-        As :func:`reschedule_s`.
-    init_s_per_rank, dataloader_s, compile_s
-        As :func:`warmup_s`.
+    storage : CheckpointStorage, optional
+        The tier the checkpoint is read back from: its per-node and aggregate bandwidth,
+        each node's link (as :func:`checkpoint_load_s`) [GB/s], and g_node [-].
+    policy : RestartPolicy, optional
+        Detector, rescheduling and warm-up terms (as :func:`detection_s`,
+        :func:`reschedule_s`, :func:`warmup_s`) [s], [-].
 
     Returns
     -------
@@ -305,22 +333,23 @@ def restart_terms(gpus: ArrayLike, checkpoint_bytes: ArrayLike, gpus_per_node: A
     .. [2] Wan et al. 2025 (ByteRobust), arXiv:2509.16293; Jiang et al. 2024 (MegaScale),
        arXiv:2402.15627; Llama Team 2024, arXiv:2407.21783, Sec. 3.3.
     """
+    st = CheckpointStorage() if storage is None else storage
+    pol = RestartPolicy() if policy is None else policy
     g = v.positive("gpus", gpus)
-    gn = v.positive("gpus_per_node", gpus_per_node)
-    nodes = np.maximum(1.0, np.ceil(g / gn))
-    d = np.asarray(detection_s(detector, hang_share, localize_s), float)
-    r = np.asarray(reschedule_s(g, reschedule), float)
-    load = np.asarray(checkpoint_load_s(checkpoint_bytes, nodes, read_gb_per_s_per_node,
-                                        tier_read_gb_per_s, node_network_gb_per_s), float)
-    w = np.asarray(warmup_s(g, init_s_per_rank, dataloader_s, compile_s), float)
+    nodes = np.maximum(1.0, np.ceil(g / st.gpus_per_node))
+    d = np.asarray(detection_s(pol.detector, pol.hang_share, pol.localize_s), float)
+    r = np.asarray(reschedule_s(g, pol.reschedule), float)
+    load = np.asarray(checkpoint_load_s(checkpoint_bytes, nodes, st.storage_gb_per_s_per_node,
+                                        st.shared_storage_gb_per_s, st.node_network_gb_per_s), float)
+    w = np.asarray(warmup_s(g, pol.init_s_per_rank, pol.dataloader_s, pol.compile_s), float)
     shape = np.broadcast(d, r, load, w).shape
     d, r, load, w = (np.broadcast_to(x, shape) for x in (d, r, load, w))
     return RestartTerms(detect_s=v.result(d), reschedule_s=v.result(r), load_s=v.result(load),
                         warmup_s=v.result(w), total_s=v.result(d + r + load + w))
 
 
-def restart_time_s(gpus: ArrayLike, checkpoint_bytes: ArrayLike, **terms: Any) -> float | np.ndarray:
-
+def restart_time_s(gpus: ArrayLike, checkpoint_bytes: ArrayLike, storage: CheckpointStorage | None = None,
+                   policy: RestartPolicy | None = None) -> float | np.ndarray:
     r"""Restart per interruption, the sum of :func:`restart_terms` [s].
 
     .. math:: R = t_{detect} + t_{resched} + t_{load} + t_{warm}
@@ -331,8 +360,10 @@ def restart_time_s(gpus: ArrayLike, checkpoint_bytes: ArrayLike, **terms: Any) -
         g [-].
     checkpoint_bytes : float or array
         S [bytes].
-    **terms
-        Any keyword of :func:`restart_terms`.
+    storage : CheckpointStorage, optional
+        As :func:`restart_terms`.
+    policy : RestartPolicy, optional
+        As :func:`restart_terms`.
 
     Returns
     -------
@@ -343,4 +374,4 @@ def restart_time_s(gpus: ArrayLike, checkpoint_bytes: ArrayLike, **terms: Any) -
     ----------
     .. [1] Kokolis et al. 2025, arXiv:2410.21680, Sec. V; see :func:`restart_terms`.
     """
-    return restart_terms(gpus, checkpoint_bytes, **terms).total_s
+    return restart_terms(gpus, checkpoint_bytes, storage, policy).total_s

@@ -46,6 +46,7 @@ from .checkpoint_size import (
 from .checkpoint_timing import (
     MODES,
     Z_99,
+    PeerCopies,
     checkpoint_goodput,
     durable_interval_s,
     expected_slowest_writer_s,
@@ -74,6 +75,11 @@ from .notice import (
     checkpoint_on_notice,
 )
 from .tiers import (
+    CheckpointWrites,
+    DatasetReads,
+    ObjectTier,
+    Retention,
+    StorageTier,
     TierBill,
     TierNeed,
     per_tib_provisioned_tb,
@@ -86,7 +92,8 @@ __all__ = ["STACK_WEIGHT_BYTES", "OPTIMIZER_STATE_BYTES", "SAVE_STRATEGIES", "ch
            "S3_GET_PER_PREFIX_PER_S", "S3_PUT_PER_PREFIX_PER_S", "token_bytes", "DataReadRate",
            "data_read_rate_gb_per_s", "read_requests_per_s", "prefixes_needed", "data_stall_share",
            "MODES", "Z_99", "sync_stall_s", "local_stall_s", "upload_s", "durable_interval_s",
-           "recommended_interval_s", "rework_s", "checkpoint_goodput", "slowest_writer_quantile_s",
+           "recommended_interval_s", "rework_s", "PeerCopies", "checkpoint_goodput", "slowest_writer_quantile_s",
            "expected_slowest_writer_s", "tier_utilization", "per_tib_provisioned_tb", "TierNeed",
-           "TierBill", "tier_bill_of_materials", "AWS_SPOT_NOTICE_S", "GCP_SPOT_NOTICE_S",
+           "TierBill", "CheckpointWrites", "DatasetReads", "StorageTier", "ObjectTier", "Retention",
+           "tier_bill_of_materials", "AWS_SPOT_NOTICE_S", "GCP_SPOT_NOTICE_S",
            "AWS_NOTICE_POLL_S", "NoticeCheck", "checkpoint_on_notice"]

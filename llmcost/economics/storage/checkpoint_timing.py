@@ -3,6 +3,8 @@ interval, rework and goodput by checkpoint mode, and the slowest writer of a sav
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -65,9 +67,9 @@ def sync_stall_s(size_bytes: ArrayLike, writer_nodes: ArrayLike, tier_write_gb_p
     .. [2] Llama Team 2024, arXiv:2407.21783, Sec. 3.3.1 (checkpoint bursts saturate the
        storage fabric).
     """
-    return rel.checkpoint_stall_s(size_bytes, "sync", nodes=writer_nodes,
-                                  shared_storage_gb_per_s=tier_write_gb_per_s,
-                                  node_network_gb_per_s=node_write_gb_per_s)
+    return rel.checkpoint_stall_s(size_bytes, "sync", writer_nodes, rel.CheckpointStorage(
+        shared_storage_gb_per_s=v.positive("tier_write_gb_per_s", tier_write_gb_per_s),
+        node_network_gb_per_s=v.as_float("node_network_gb_per_s", node_write_gb_per_s)))
 
 
 def local_stall_s(size_bytes: ArrayLike, writer_nodes: ArrayLike, host_copy_gb_per_s: ArrayLike,
@@ -108,10 +110,10 @@ def local_stall_s(size_bytes: ArrayLike, writer_nodes: ArrayLike, host_copy_gb_p
        Language Models", HPDC 2024 (host-memory staging).
     """
     if local_write_gb_per_s is not None:
-        return rel.checkpoint_stall_s(size_bytes, "async", nodes=writer_nodes,
-                                      local_write_gb_per_s=local_write_gb_per_s,
-                                      host_copy_gb_per_s=host_copy_gb_per_s,
-                                      gpus_per_node=gpus_per_node)
+        return rel.checkpoint_stall_s(size_bytes, "async", writer_nodes, rel.CheckpointStorage(
+            local_write_gb_per_s=v.as_float("local_write_gb_per_s", local_write_gb_per_s),
+            host_copy_gb_per_s=v.as_float("host_copy_gb_per_s", host_copy_gb_per_s),
+            gpus_per_node=v.as_float("gpus_per_node", gpus_per_node)))
     S = v.positive("size_bytes", size_bytes)
     n = v.positive("writer_nodes", writer_nodes)
     g = v.positive("gpus_per_node", gpus_per_node)
@@ -209,9 +211,35 @@ def recommended_interval_s(stall_s: ArrayLike, mtbf_s: ArrayLike, upload_s: Arra
     return durable_interval_s(rel.daly_interval_s(stall_s, mtbf_s), upload_s)
 
 
+@dataclass(frozen=True, eq=False)
+class PeerCopies:
+    """In-memory snapshots copied to a peer host (GEMINI), each value checked once here
+    (scalars or arrays that broadcast).
+
+    Attributes
+    ----------
+    peer_copy_s : float or array
+        C, copy of a node's snapshot to its peer's memory [s].
+    peer_share : float or array
+        f, share of failures the peer copies survive (single-node failures) [-].
+    remote_interval_s : float or array, optional
+        tau_r, compute between durable uploads [s]; None: the snapshot interval tau.
+    """
+
+    peer_copy_s: float | np.ndarray = 0.0
+    peer_share: float | np.ndarray = 1.0
+    remote_interval_s: float | np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "peer_copy_s", v.nonnegative("peer_copy_s", self.peer_copy_s))
+        object.__setattr__(self, "peer_share", v.fraction("peer_share", self.peer_share, allow_zero=True))
+        if self.remote_interval_s is not None:
+            object.__setattr__(self, "remote_interval_s",
+                               v.positive("remote_interval_s", self.remote_interval_s))
+
+
 def rework_s(mode: str, interval_s: ArrayLike, stall_s: ArrayLike, upload_s: ArrayLike = 0.0,
-             peer_copy_s: ArrayLike = 0.0, peer_share: ArrayLike = 1.0,
-             remote_interval_s: ArrayLike | None = None) -> float | np.ndarray:
+             peer: PeerCopies | None = None) -> float | np.ndarray:
     r"""Expected wall time lost per failure, counted back to the last copy that survives it.
 
     A failure at a uniformly random phase of the period P = tau + delta loses the time since
@@ -238,12 +266,9 @@ def rework_s(mode: str, interval_s: ArrayLike, stall_s: ArrayLike, upload_s: Arr
         delta, blocking time per snapshot [s].
     upload_s : float or array
         U, upload to durable storage [s] (async, peer-memory).
-    peer_copy_s : float or array
-        C, copy of a node's snapshot to its peer's memory [s] (peer-memory).
-    peer_share : float or array
-        f, share of failures the peer copies survive (single-node failures) [-].
-    remote_interval_s : float or array, optional
-        tau_r, compute between durable uploads in peer-memory mode [s]; default tau.
+    peer : PeerCopies, optional
+        C [s], f [-] and tau_r [s] (default tau) of peer-memory mode; default: an instant
+        copy every failure survives.
 
     Returns
     -------
@@ -265,17 +290,17 @@ def rework_s(mode: str, interval_s: ArrayLike, stall_s: ArrayLike, upload_s: Arr
     durable = (np.maximum(tau, U) + d) / 2 + U
     if mode == "async":
         return v.result(durable)
-    C = v.nonnegative("peer_copy_s", peer_copy_s)
-    f = v.fraction("peer_share", peer_share, allow_zero=True)
-    tr = tau if remote_interval_s is None else v.positive("remote_interval_s", remote_interval_s)
+    pc = PeerCopies() if peer is None else peer
+    C, f = pc.peer_copy_s, pc.peer_share
+    tr = tau if pc.remote_interval_s is None else pc.remote_interval_s
     local = (np.maximum(tau, C) + d) / 2 + C
     remote = (np.maximum(tr, U) + d) / 2 + U
     return v.result(f * local + (1 - f) * remote)
 
 
 def checkpoint_goodput(mode: str, interval_s: ArrayLike, stall_s: ArrayLike, mtbf_s: ArrayLike,
-                       restart_s: ArrayLike = 0.0, upload_s: ArrayLike = 0.0, peer_copy_s: ArrayLike = 0.0,
-                       peer_share: ArrayLike = 1.0, remote_interval_s: ArrayLike | None = None) -> float | np.ndarray:
+                       restart_s: ArrayLike = 0.0, upload_s: ArrayLike = 0.0,
+                       peer: PeerCopies | None = None) -> float | np.ndarray:
     r"""Goodput with sync, async or peer-memory checkpoints.
 
     Daly's expected wall time (Eq. 13-14) factors into the checkpoint overhead of a
@@ -297,12 +322,14 @@ def checkpoint_goodput(mode: str, interval_s: ArrayLike, stall_s: ArrayLike, mtb
     Parameters
     ----------
     mode : {"sync", "async", "peer-memory"}
-    interval_s, stall_s, upload_s, peer_copy_s, peer_share, remote_interval_s
-        As :func:`rework_s` [s] / [-].
+    interval_s, stall_s, upload_s : float or array
+        tau, delta, U, as :func:`rework_s` [s].
     mtbf_s : float or array
         M, job mean time between failures [s].
     restart_s : float or array
         R, detect, restart and reload [s].
+    peer : PeerCopies, optional
+        C [s], f [-], tau_r [s], as :func:`rework_s`.
 
     Returns
     -------
@@ -320,11 +347,10 @@ def checkpoint_goodput(mode: str, interval_s: ArrayLike, stall_s: ArrayLike, mtb
         return rel.goodput(interval_s, stall_s, mtbf_s, restart_s)
     tau = v.positive("interval_s", interval_s)
     d = v.nonnegative("stall_s", stall_s)
-    lag = v.nonnegative("upload_s", upload_s) if mode == "async" else \
-        v.nonnegative("peer_copy_s", peer_copy_s)
+    pc = PeerCopies() if peer is None else peer
+    lag = v.nonnegative("upload_s", upload_s) if mode == "async" else pc.peer_copy_s
     tau_e = np.maximum(tau, lag)
-    w = rework_s(mode, interval_s, stall_s, upload_s, peer_copy_s, peer_share,
-                 remote_interval_s)
+    w = rework_s(mode, interval_s, stall_s, upload_s, pc)
     stretch_inv = rel.goodput(2 * np.asarray(w, float), 0.0, mtbf_s, restart_s)
     return v.result(tau_e / (tau_e + d) * stretch_inv)
 

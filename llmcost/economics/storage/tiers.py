@@ -110,7 +110,7 @@ class TierBill:
 
 
 def _need(cap_need: np.ndarray, cap: float | np.ndarray, R: np.ndarray, Wavg: np.ndarray, Wburst: np.ndarray,
-          Br: np.ndarray, Bw: np.ndarray, usd: np.ndarray) -> TierNeed:
+          Br: float | np.ndarray, Bw: float | np.ndarray, usd: float | np.ndarray) -> TierNeed:
     ua = R / Br + Wavg / Bw
     ub = R / Br + Wburst / Bw
     ma, mb = ua <= 1, ub <= 1
@@ -123,17 +123,149 @@ def _need(cap_need: np.ndarray, cap: float | np.ndarray, R: np.ndarray, Wavg: np
                     usd_per_month=v.result(usd))
 
 
-def tier_bill_of_materials(checkpoint_bytes: ArrayLike, nodes: ArrayLike, interval_s: ArrayLike, burst_s: ArrayLike,
-                           dataset_tb: ArrayLike, data_read_gb_per_s: ArrayLike, *, hot_tb_per_node: ArrayLike,
-                           hot_read_gb_per_s: ArrayLike, hot_write_gb_per_s: ArrayLike, warm_tb: ArrayLike,
-                           warm_read_gb_per_s: ArrayLike, warm_write_gb_per_s: ArrayLike,
-                           warm_usd_per_gb_month: ArrayLike, cold_usd_per_gb_month: ArrayLike,
-                           cold_put_per_s: ArrayLike, cold_get_per_s: ArrayLike, cold_part_bytes: ArrayLike,
-                           read_request_bytes: ArrayLike, mode: str = "async", data_tier: str = "warm",
-                           keep_local: ArrayLike = 1, keep_warm: ArrayLike = 2, archived: ArrayLike = 0,
-                           archive_every: ArrayLike = 1, hot_dataset_share: ArrayLike = 1.0,
-                           hot_usd_per_gb_month: ArrayLike = 0.0) -> TierBill:
+@dataclass(frozen=True, eq=False)
+class CheckpointWrites:
+    """The checkpoints a run writes, each value checked once here (scalars or arrays that
+    broadcast).
 
+    Attributes
+    ----------
+    checkpoint_bytes : float or array
+        S [bytes].
+    nodes : float or array
+        n [-].
+    interval_s : float or array
+        tau, time between checkpoints [s].
+    burst_s : float or array
+        t_b, window a checkpoint burst must fit in [s] (the sync stall target, or the local
+        write target when async).
+    mode : {"sync", "async"}
+    """
+
+    checkpoint_bytes: float | np.ndarray
+    nodes: float | np.ndarray
+    interval_s: float | np.ndarray
+    burst_s: float | np.ndarray
+    mode: str = "async"
+
+    def __post_init__(self) -> None:
+        v.choice("mode", self.mode, ("sync", "async"))
+        for name in ("checkpoint_bytes", "nodes", "interval_s", "burst_s"):
+            object.__setattr__(self, name, v.positive(name, getattr(self, name)))
+
+
+@dataclass(frozen=True, eq=False)
+class DatasetReads:
+    """The training data and where it is read from, each value checked once here.
+
+    Attributes
+    ----------
+    dataset_tb : float or array
+        V, tokenized training data [TB].
+    data_read_gb_per_s : float or array
+        D, aggregate data read rate [GB/s] (:func:`data_read_rate_gb_per_s`).
+    data_tier : {"hot", "warm", "cold"}
+        The tier the reads land on (per node on hot).
+    hot_dataset_share : float or array
+        h, share of the dataset each node keeps when ``data_tier`` is "hot" [-] (1: full
+        replica, 1/n: sharded).
+    """
+
+    dataset_tb: float | np.ndarray
+    data_read_gb_per_s: float | np.ndarray
+    data_tier: str = "warm"
+    hot_dataset_share: float | np.ndarray = 1.0
+
+    def __post_init__(self) -> None:
+        v.choice("data_tier", self.data_tier, ("hot", "warm", "cold"))
+        object.__setattr__(self, "dataset_tb", v.nonnegative("dataset_tb", self.dataset_tb))
+        object.__setattr__(self, "data_read_gb_per_s",
+                           v.nonnegative("data_read_gb_per_s", self.data_read_gb_per_s))
+        object.__setattr__(self, "hot_dataset_share",
+                           v.fraction("hot_dataset_share", self.hot_dataset_share, allow_zero=True))
+
+
+@dataclass(frozen=True, eq=False)
+class StorageTier:
+    """A file tier's capacity, bandwidths and price, each value checked once here: node-local
+    NVMe (figures per node) or a parallel file system (aggregate; size a per-TiB tier with
+    :func:`per_tib_provisioned_tb`).
+
+    Attributes
+    ----------
+    capacity_tb : float or array
+        [TB].
+    read_gb_per_s, write_gb_per_s : float or array
+        [GB/s].
+    usd_per_gb_month : float or array
+        [USD per GB-month] (0: owned, as local NVMe).
+    """
+
+    capacity_tb: float | np.ndarray
+    read_gb_per_s: float | np.ndarray
+    write_gb_per_s: float | np.ndarray
+    usd_per_gb_month: float | np.ndarray = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("capacity_tb", "read_gb_per_s", "write_gb_per_s"):
+            object.__setattr__(self, name, v.positive(name, getattr(self, name)))
+        object.__setattr__(self, "usd_per_gb_month", v.nonnegative("usd_per_gb_month", self.usd_per_gb_month))
+
+
+@dataclass(frozen=True, eq=False)
+class ObjectTier:
+    """An object store, its bandwidth set by its request limits, each value checked once here.
+
+    Attributes
+    ----------
+    usd_per_gb_month : float or array
+        [USD per GB-month].
+    put_per_s, get_per_s : float or array
+        Request limits [requests/s] (S3: 3,500 PUT and 5,500 GET per prefix, times the
+        prefixes used).
+    part_bytes, read_request_bytes : float or array
+        Bytes per upload part and per read request [bytes].
+    """
+
+    usd_per_gb_month: float | np.ndarray
+    put_per_s: float | np.ndarray
+    get_per_s: float | np.ndarray
+    part_bytes: float | np.ndarray
+    read_request_bytes: float | np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "usd_per_gb_month", v.nonnegative("usd_per_gb_month", self.usd_per_gb_month))
+        for name in ("put_per_s", "get_per_s", "part_bytes", "read_request_bytes"):
+            object.__setattr__(self, name, v.positive(name, getattr(self, name)))
+
+
+@dataclass(frozen=True, eq=False)
+class Retention:
+    """How many checkpoints each tier keeps, each value checked once here.
+
+    Attributes
+    ----------
+    keep_local, keep_warm : float or array
+        K_l, K_w, checkpoints kept per tier [-] (local copies only when async).
+    archived : float or array
+        A, checkpoints archived on the cold tier [-].
+    archive_every : float or array
+        k, archive one checkpoint in k [-] (>= 1).
+    """
+
+    keep_local: float | np.ndarray = 1
+    keep_warm: float | np.ndarray = 2
+    archived: float | np.ndarray = 0
+    archive_every: float | np.ndarray = 1
+
+    def __post_init__(self) -> None:
+        for name in ("keep_local", "keep_warm", "archived"):
+            object.__setattr__(self, name, v.nonnegative(name, getattr(self, name)))
+        object.__setattr__(self, "archive_every", v.in_range("archive_every", self.archive_every, 1.0, None))
+
+
+def tier_bill_of_materials(checkpoints: CheckpointWrites, data: DatasetReads, hot: StorageTier, warm: StorageTier,
+                           cold: ObjectTier, retention: Retention | None = None) -> TierBill:
     r"""Capacity, bandwidth and monthly cost each storage tier needs, and whether it copes.
 
     Hot = node-local NVMe (per node), warm = parallel file system (aggregate), cold = object
@@ -158,41 +290,21 @@ def tier_bill_of_materials(checkpoint_bytes: ArrayLike, nodes: ArrayLike, interv
 
     Parameters
     ----------
-    checkpoint_bytes : float or array
-        S [bytes].
-    nodes : float or array
-        n [-].
-    interval_s : float or array
-        tau, time between checkpoints [s].
-    burst_s : float or array
-        t_b, window a checkpoint burst must fit in [s].
-    dataset_tb : float or array
-        V, tokenized training data [TB].
-    data_read_gb_per_s : float or array
-        D, aggregate data read rate [GB/s] (:func:`data_read_rate_gb_per_s`).
-    hot_tb_per_node, hot_read_gb_per_s, hot_write_gb_per_s : float or array
-        Local NVMe capacity [TB] and bandwidths [GB/s] per node.
-    warm_tb, warm_read_gb_per_s, warm_write_gb_per_s : float or array
-        Parallel file system capacity [TB] and aggregate bandwidths [GB/s] (size a per-TiB
-        tier with :func:`per_tib_provisioned_tb`).
-    warm_usd_per_gb_month, cold_usd_per_gb_month, hot_usd_per_gb_month : float or array
-        [USD per GB-month].
-    cold_put_per_s, cold_get_per_s : float or array
-        Object store request limits [requests/s] (S3: 3,500 PUT and 5,500 GET per prefix,
-        times the prefixes used).
-    cold_part_bytes, read_request_bytes : float or array
-        Bytes per upload part and per read request [bytes].
-    mode : {"sync", "async"}
-    data_tier : {"hot", "warm", "cold"}
-    keep_local, keep_warm : float or array
-        K_l, K_w, checkpoints kept per tier [-] (local copies only when async).
-    archived : float or array
-        A, checkpoints archived on the cold tier [-].
-    archive_every : float or array
-        k, archive one checkpoint in k [-].
-    hot_dataset_share : float or array
-        h, share of the dataset each node keeps when ``data_tier`` is "hot" [-] (1: full
-        replica, 1/n: sharded).
+    checkpoints : CheckpointWrites
+        S [bytes], n [-], tau [s], t_b [s] and the mode.
+    data : DatasetReads
+        V [TB], D [GB/s], ``data_tier`` and h [-].
+    hot : StorageTier
+        Local NVMe per node: capacity [TB], bandwidths [GB/s], price [USD per GB-month]
+        (default 0, owned).
+    warm : StorageTier
+        The parallel file system, aggregate: capacity [TB], bandwidths [GB/s], price [USD per
+        GB-month].
+    cold : ObjectTier
+        The object store: price [USD per GB-month], request limits [requests/s], part and
+        read-request sizes [bytes].
+    retention : Retention, optional
+        K_l, K_w, A and k [-]; default one local copy, two on warm, none archived.
 
     Returns
     -------
@@ -210,32 +322,16 @@ def tier_bill_of_materials(checkpoint_bytes: ArrayLike, nodes: ArrayLike, interv
     .. [3] Llama Team 2024, arXiv:2407.21783, Sec. 3.3.1.
     .. [4] AWS S3 performance guide (request limits per prefix).
     """
-    v.choice("mode", mode, ("sync", "async"))
-    v.choice("data_tier", data_tier, ("hot", "warm", "cold"))
-    S = v.positive("checkpoint_bytes", checkpoint_bytes)
-    n = v.positive("nodes", nodes)
-    tau = v.positive("interval_s", interval_s)
-    tb = v.positive("burst_s", burst_s)
-    V = v.nonnegative("dataset_tb", dataset_tb)
-    D = v.nonnegative("data_read_gb_per_s", data_read_gb_per_s)
-    Kl = v.nonnegative("keep_local", keep_local)
-    Kw = v.nonnegative("keep_warm", keep_warm)
-    A = v.nonnegative("archived", archived)
-    k = v.in_range("archive_every", archive_every, 1.0, None)
-    h = v.fraction("hot_dataset_share", hot_dataset_share, allow_zero=True)
-    hot_cap = v.positive("hot_tb_per_node", hot_tb_per_node)
-    hot_r = v.positive("hot_read_gb_per_s", hot_read_gb_per_s)
-    hot_w = v.positive("hot_write_gb_per_s", hot_write_gb_per_s)
-    warm_cap = v.positive("warm_tb", warm_tb)
-    warm_r = v.positive("warm_read_gb_per_s", warm_read_gb_per_s)
-    warm_w = v.positive("warm_write_gb_per_s", warm_write_gb_per_s)
-    warm_usd = v.nonnegative("warm_usd_per_gb_month", warm_usd_per_gb_month)
-    cold_usd = v.nonnegative("cold_usd_per_gb_month", cold_usd_per_gb_month)
-    hot_usd = v.nonnegative("hot_usd_per_gb_month", hot_usd_per_gb_month)
-    put = v.positive("cold_put_per_s", cold_put_per_s)
-    get = v.positive("cold_get_per_s", cold_get_per_s)
-    part = v.positive("cold_part_bytes", cold_part_bytes)
-    rreq = v.positive("read_request_bytes", read_request_bytes)
+    ret = Retention() if retention is None else retention
+    mode, data_tier = checkpoints.mode, data.data_tier
+    S, n, tau, tb = checkpoints.checkpoint_bytes, checkpoints.nodes, checkpoints.interval_s, checkpoints.burst_s
+    V, D, h = data.dataset_tb, data.data_read_gb_per_s, data.hot_dataset_share
+    Kl, Kw, A, k = ret.keep_local, ret.keep_warm, ret.archived, ret.archive_every
+    hot_cap, hot_r, hot_w, hot_usd = hot.capacity_tb, hot.read_gb_per_s, hot.write_gb_per_s, hot.usd_per_gb_month
+    warm_cap, warm_r, warm_w, warm_usd = warm.capacity_tb, warm.read_gb_per_s, warm.write_gb_per_s, \
+        warm.usd_per_gb_month
+    cold_usd, put, get = cold.usd_per_gb_month, cold.put_per_s, cold.get_per_s
+    part, rreq = cold.part_bytes, cold.read_request_bytes
 
     is_async = 1.0 if mode == "async" else 0.0
     on_hot, on_warm, on_cold = (float(data_tier == t) for t in ("hot", "warm", "cold"))
@@ -243,21 +339,21 @@ def tier_bill_of_materials(checkpoint_bytes: ArrayLike, nodes: ArrayLike, interv
 
     # hot, per node
     hot_need = is_async * Kl * S / n / 1e12 + on_hot * h * V + zero
-    hot = _need(hot_need, hot_cap, on_hot * D / n + zero, is_async * S / n / tau / 1e9 + zero,
+    hot_bill = _need(hot_need, hot_cap, on_hot * D / n + zero, is_async * S / n / tau / 1e9 + zero,
                 is_async * S / n / tb / 1e9 + zero, hot_r, hot_w,
                 hot_usd * hot_need * 1e3 * n)
     # warm, aggregate
     warm_need = Kw * S / 1e12 + (1.0 - on_cold) * V + zero
     warm_burst = (S / tau if mode == "async" else S / tb) / 1e9 + zero
-    warm = _need(warm_need, warm_cap, on_warm * D + zero, S / tau / 1e9 + zero, warm_burst,
+    warm_bill = _need(warm_need, warm_cap, on_warm * D + zero, S / tau / 1e9 + zero, warm_burst,
                  warm_r, warm_w, warm_usd * warm_need * 1e3)
     # cold: bandwidth is request-limited
     cold_need = A * S / 1e12 + V + zero
     cold_write = S / (k * tau) / 1e9 + zero
     cold_read = on_cold * D + zero
-    cold = _need(cold_need, np.inf, cold_read, cold_write, cold_write,
+    cold_bill = _need(cold_need, np.inf, cold_read, cold_write, cold_write,
                  get * rreq / 1e9, put * part / 1e9, cold_usd * cold_need * 1e3)
-    total = hot.usd_per_month + warm.usd_per_month + cold.usd_per_month
-    return TierBill(hot=hot, warm=warm, cold=cold,
+    total = hot_bill.usd_per_month + warm_bill.usd_per_month + cold_bill.usd_per_month
+    return TierBill(hot=hot_bill, warm=warm_bill, cold=cold_bill,
                     cold_put_per_s=v.result(cold_write * 1e9 / part),
                     cold_get_per_s=v.result(cold_read * 1e9 / rreq), usd_per_month=v.result(total))

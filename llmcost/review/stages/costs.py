@@ -9,7 +9,7 @@ from dataclasses import replace
 from ... import _validate as v
 from ...economics import napkin, spot, tco
 from ...economics import reliability as rel
-from ...economics.waterfall import waterfall_from_step
+from ...economics.waterfall import RunLosses, waterfall_from_step
 from ...scenario import Scenario
 from ...training import stacks
 from ...training.step import calibration_note
@@ -48,9 +48,8 @@ def spot_summary(inp: Inputs, r: ReliabilityResult) -> SpotSummary:
     w = s.lost_hours_per_preemption if custom else float(
         rel.lost_hours_per_interruption(tau, r.checkpoint_stall_s))
     d = inp.spot_discount
-    common = dict(restart_h=r.restart_h, capacity_wait_h=s.capacity_wait_h,
-                  failures_per_day=r.failures_per_day,
-                  failure_lost_hours=r.lost_hours_per_interruption)
+    failures = spot.RunFailures(restart_h=r.restart_h, failures_per_day=r.failures_per_day,
+                                failure_lost_hours=r.lost_hours_per_interruption)
     asked = dict(preemptions_per_day=s.preemptions_per_day, lost_hours_per_preemption=w,
                  lost_hours_source=s.spot_lost_work, checkpoint_interval_s=tau)
     not_run = dict(net_savings=None, duration_stretch=None, breakeven_lost_hours=None,
@@ -58,21 +57,22 @@ def spot_summary(inp: Inputs, r: ReliabilityResult) -> SpotSummary:
     if d is None:
         return SpotSummary(offered=False, discount=None, **asked, **not_run)
     try:
-        res = spot.spot_net_savings(d, s.preemptions_per_day, w, **common)
+        market = spot.SpotMarket(d, s.preemptions_per_day, s.capacity_wait_h)
+        res = spot.spot_net_savings(market, w, failures)
     except v.InputError:
         # preemptions x hours lost fill the day: the spot run never finishes
         return SpotSummary(offered=False, discount=d, **asked, **not_run)
     be = implied = None
     if s.preemptions_per_day > 0:
-        be = float(spot.breakeven_lost_hours(d, s.preemptions_per_day, **common))
+        be = float(spot.breakeven_lost_hours(market, failures))
         # the goal-seek answers the saving the user observed: the default figure (the cluster
         # guide's 22%) is an example, so when these terms cannot give it, it is left out, not
         # refused
         entered = s.observed_net_savings != Scenario.__dataclass_fields__["observed_net_savings"].default
         if s.observed_net_savings <= d:
             try:
-                implied = float(spot.implied_lost_hours(d, s.preemptions_per_day,
-                                                        s.observed_net_savings, **common))
+                implied = float(spot.implied_lost_hours(market, s.observed_net_savings,
+                                                        failures))
             except v.InputError:
                 if entered:
                     raise
@@ -145,9 +145,9 @@ def economics(inp: Inputs, pl: PlanResult, pr: PredictResult | None,
             costs_range = {k: (float(lo[k]), float(hi[k])) for k in costs}
     wf = eff = None
     if pr is not None:
-        wf = waterfall_from_step(pr.step, g.bf16_dense_tflops, data_stall_share=stall_share,
-                                 checkpoint_share=r.checkpoint_share,
-                                 failure_share=r.rework_share + r.restart_share,
+        wf = waterfall_from_step(pr.step, g.bf16_dense_tflops,
+                                 RunLosses(data_stall_share=stall_share, checkpoint_share=r.checkpoint_share,
+                                           failure_share=r.rework_share + r.restart_share),
                                  flops_per_token=inp.model.flops_per_token("none"),
                                  usd_per_gpu_hour=(inp.prices.on_demand
                                                    if inp.prices and inp.prices.on_demand else None))

@@ -46,11 +46,9 @@ def interruption_terms(inp: Inputs, gpus, mode: str | None = None) -> Interrupti
         per_day = np.asarray(rel.job_failures_per_day(gpus, inp.failures_per_1000_gpu_days))
     M = rel.mtbf_h(per_day) * 3600
     size_b = float(rel.checkpoint_size_bytes(inp.model.params))
-    shared = np.asarray(rel.shared_tier_gb_per_s(nodes, s.storage_gb_per_s_per_node,
-                                                 s.shared_storage_gb_per_s), float)
-    stall = rel.checkpoint_stall_s(size_b, mode, nodes, shared,
-                                   local_write_gb_per_s=s.local_write_gb_per_s,
-                                   gpus_per_node=g.gpus_per_node)
+    store = _checkpoint_storage(inp)
+    shared = np.asarray(store.shared_gb_per_s(nodes), float)
+    stall = rel.checkpoint_stall_s(size_b, mode, nodes, store)
     # async: the snapshot is durable only once uploaded, so the interval is never shorter
     # than the upload (and rework counts back to the last durable copy: storage.rework_s)
     upload = storage.upload_s(size_b, nodes, shared, NODE_NETWORK_GB_PER_S) \
@@ -77,9 +75,18 @@ def restart_terms_at(inp: Inputs, gpus) -> rel.RestartTerms | None:
     if s.restart == "custom":
         return None
     return rel.restart_terms(np.asarray(gpus), float(rel.checkpoint_size_bytes(inp.model.params)),
-                             inp.gpu.gpus_per_node, s.storage_gb_per_s_per_node,
-                             s.shared_storage_gb_per_s, detector=s.failure_detection,
-                             reschedule=s.reschedule)
+                             _checkpoint_storage(inp),
+                             rel.RestartPolicy(detector=s.failure_detection, reschedule=s.reschedule))
+
+
+def _checkpoint_storage(inp: Inputs) -> rel.CheckpointStorage:
+    """The scenario's shared tier (its total, else per node), local NVMe and node size: the
+    one storage both the checkpoint stall and the restart's load read."""
+    s = inp.scenario
+    return rel.CheckpointStorage(shared_storage_gb_per_s=s.shared_storage_gb_per_s,
+                                 storage_gb_per_s_per_node=s.storage_gb_per_s_per_node,
+                                 local_write_gb_per_s=s.local_write_gb_per_s,
+                                 gpus_per_node=inp.gpu.gpus_per_node)
 
 
 #: per-node bandwidth towards shared storage [GB/s] (one 400 Gb/s storage NIC per node;
