@@ -182,16 +182,16 @@ def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, links: T
     k = np.minimum(v.integer("ranks_per_node", ranks_per_node), n)
     args = links.comm_args()
     if op == "all_reduce":
-        t = comm.hierarchical_allreduce_time_s(s, n, k, comm.Links.of(*args[:-1]), congestion)
+        t = comm.hierarchical_allreduce_time_s(s, n, k, comm.Links.of(*args[:-1]), links.congestion)
         # NCCL picks the faster of ring and tree: across nodes the tree's busbw can be higher
         ring = bus_bandwidth_factor(op, n) * s / np.where(np.asarray(t) > 0, t, np.inf) / 1e9
         tree = tree_allreduce_busbw_gb_per_s(s, n, k, links)
         best = np.fmax(ring, tree)
         return v.result(np.where(s > 0, best, np.nan))
     elif op in ("all_gather", "reduce_scatter"):
-        t = comm.hierarchical_allgather_time_s(s, n, k, comm.Links.of(*args[:-1]), congestion)
+        t = comm.hierarchical_allgather_time_s(s, n, k, comm.Links.of(*args[:-1]), links.congestion)
     elif op == "alltoall":
-        t = comm.hierarchical_alltoall_time_s(s, n, k, comm.Links.of(*args[:-1]), congestion)
+        t = comm.hierarchical_alltoall_time_s(s, n, k, comm.Links.of(*args[:-1]), links.congestion)
     elif op == "sendrecv":
         across = n > k
         t = np.where(across,
