@@ -70,9 +70,11 @@ def bench_memory_and_flops():
 def bench_planner():
     from llmcost.training import planner
     from llmcost.training.arch import ModelSpec
+    from llmcost.training.hardware import Hardware
     cat = catalog.default()
     m = ModelSpec(layers=96, hidden=12288, heads=96, vocab=51200, seq_len=2048, id="gpt3-175b")
-    args = (m, cat.gpu("a100-80gb"), cat.fabric("nvlink3"), cat.fabric("ib-hdr"), 1024, 1536)
+    args = (m, Hardware(cat.gpu("a100-80gb"), cat.fabric("nvlink3"), cat.fabric("ib-hdr")), 1024,
+            1536)
     result = {}
 
     def run():
@@ -90,8 +92,9 @@ def bench_planner():
     b200 = cat.gpu("b200")
 
     def run_moe():
-        result["moe"] = planner.plan(moe, b200, cat.fabric(b200.scale_up), cat.fabric("ib-ndr"),
-                                     256, 1024, precision="mxfp8")
+        result["moe"] = planner.plan(moe, Hardware(b200, cat.fabric(b200.scale_up),
+                                                   cat.fabric("ib-ndr")),
+                                     256, 1024, planner.Search(precision="mxfp8"))
 
     t = timed(run_moe)
     P = result["moe"]
@@ -101,9 +104,10 @@ def bench_planner():
 
 def bench_sizing():
     from llmcost.planning import sizing
+    from llmcost.training.hardware import Hardware
     cat = catalog.default()
     m, g = cat.model("llama3-405b"), cat.gpu("h100-sxm")
-    args = (m, 15e12, g, cat.fabric("nvlink4"), cat.fabric("ib-ndr"), 90)
+    args = (m, Hardware(g, cat.fabric("nvlink4"), cat.fabric("ib-ndr")), sizing.Target(90, 15e12))
     result = {}
 
     def run():

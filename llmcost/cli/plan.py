@@ -8,6 +8,7 @@ import time
 from .. import _validate as v
 from ..planning import planner
 from ..training import step as step_mod
+from ..training.hardware import Hardware
 from .common import _add_layout_common, _add_stage_args, _hardware, _model_from_args, _options, _refuse_moe_flags
 
 #: most layouts `plan` prints: each is ~1 kB of JSON, and the library gives them all
@@ -23,10 +24,11 @@ def cmd_plan(a) -> dict:
                           last_stage_layers=a.last_stage_layers,
                           ep=tuple(a.ep) if a.ep else (), etp=tuple(a.etp) if a.etp else (1,))
     t0 = time.perf_counter()
-    P = planner.plan(m, gpu, up, out, a.gpus, a.global_batch, space, _options(a),
-                     usd_per_gpu_hour=a.usd_per_gpu_hour, heuristic=a.heuristic,
-                     rank_by="cost" if a.rank_by == "cost" else "time",
-                     precision=a.precision)
+    hardware = Hardware(gpu, up, out)
+    search = planner.Search(space, precision=a.precision, heuristic=a.heuristic,
+                            rank_by="cost" if a.rank_by == "cost" else "time",
+                            usd_per_gpu_hour=a.usd_per_gpu_hour)
+    P = planner.plan(m, hardware, a.gpus, a.global_batch, search, _options(a))
     elapsed = time.perf_counter() - t0
     top = P.top(top_n) if P.feasible else P.layouts.head(top_n)
     rows = []
@@ -59,8 +61,9 @@ def cmd_plan(a) -> dict:
            "evaluated": P.evaluated, "feasible": P.feasible, "candidates": P.candidates,
            "seconds": elapsed, "layouts": rows, "why_runner_up_loses": why}
     if a.heuristic == "none" and P.feasible:
-        H = planner.plan(m, gpu, up, out, a.gpus, a.global_batch, space, _options(a),
-                         heuristic="seed", precision=a.precision)
+        H = planner.plan(m, hardware, a.gpus, a.global_batch,
+                         planner.Search(space, precision=a.precision, heuristic="seed"),
+                         _options(a))
         if H.feasible:
             hb = H.layouts.iloc[0]
             res["seed_heuristic_best"] = {

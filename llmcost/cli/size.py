@@ -9,6 +9,7 @@ from .. import _validate as v
 from .. import catalog
 from ..planning import sizing
 from ..training import step as step_mod
+from ..training.hardware import Hardware
 from .common import _add_model_args, _add_precision_arg, _hardware, _model_from_args, _options
 
 
@@ -93,10 +94,13 @@ def cmd_size(a) -> dict:
         return _size_by_review(a, m, gpu, out, s)
     prices = _gpu_prices(gpu, a.usd_per_gpu_hour, a.price)
     batch = 4_194_304 if a.global_batch_tokens is None else a.global_batch_tokens
-    S = sizing.size_cluster(m, a.tokens, gpu, up, out, a.days, batch,
-                            a.headroom, a.goodput, prices, options=_options(a),
-                            max_power_mw=a.max_power_mw, power_kw_per_gpu=a.power_kw_per_gpu,
-                            pue=a.pue, precision=a.precision)
+    S = sizing.size_cluster(m, Hardware(gpu, up, out),
+                            sizing.Target(a.days, a.tokens, batch, headroom=a.headroom,
+                                          goodput=a.goodput),
+                            sizing.Facility(max_power_mw=a.max_power_mw,
+                                            power_kw_per_gpu=a.power_kw_per_gpu, pue=a.pue),
+                            sizing.Search(sizing.SIZING_SPACE, precision=a.precision), _options(a),
+                            usd_per_gpu_hour=prices)
     res = {"model": m.id, "gpu": gpu.id, "fabric": out.id, "precision": a.precision,
            "tokens": S.tokens,
            "total_flops": S.total_flops, "target_days": a.days, "gpus": S.gpus,

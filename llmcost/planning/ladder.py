@@ -13,7 +13,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -99,6 +99,84 @@ ADAPT_ANSWER_TOKENS = 500
 FINETUNE_EPOCHS = 3
 
 
+@dataclass(frozen=True)
+class LadderWork:
+    """What the ladder's rungs train and in how long; checked once here.
+
+    Attributes
+    ----------
+    finetune_tokens : float
+        Tokens seen by a fine-tune, epochs included [tokens]; default 1e9 (about three
+        epochs over a 330M-token domain corpus: an assumption).
+    pretrain_tokens : float, optional
+        [tokens]; default: Chinchilla's 20 per parameter.
+    pretrain_days : float
+        Wall clock pretraining may take [days].
+    finetune_max_hours : float
+        Wall-clock budget of one fine-tune [h].
+    corpus_tokens : float, optional
+        Corpus the "adapt" rung embeds [tokens]; default finetune_tokens /
+        :data:`FINETUNE_EPOCHS`.
+    adapt_queries : int
+        Queries the "adapt" rung answers [-].
+    lora_rank : int
+        Rank of the LoRA and QLoRA adapters [-].
+    seq_len : int, optional
+        [tokens]; default the model's.
+    """
+
+    finetune_tokens: float = 1e9
+    pretrain_tokens: float | None = None
+    pretrain_days: float = 30.0
+    finetune_max_hours: float = 24.0
+    corpus_tokens: float | None = None
+    adapt_queries: int = ADAPT_QUERIES
+    lora_rank: int = 16
+    seq_len: int | None = None
+
+    def __post_init__(self) -> None:
+        v.positive("finetune_tokens", self.finetune_tokens)
+        if self.pretrain_tokens is not None:
+            v.positive("pretrain_tokens", self.pretrain_tokens)
+        v.positive("pretrain_days", self.pretrain_days)
+        v.positive("finetune_max_hours", self.finetune_max_hours)
+        if self.corpus_tokens is not None:
+            v.positive("corpus_tokens", self.corpus_tokens)
+        v.nonnegative("adapt_queries", self.adapt_queries)
+
+
+@dataclass(frozen=True)
+class LadderSpeed:
+    """How fast each GPU runs a rung, and how far its GPUs are ranked by that; checked once
+    here.
+
+    Attributes
+    ----------
+    mfu : dict of str -> float, optional
+        Overrides of :data:`DEFAULT_MFU` by method [-], each in (0, 1].
+    predict_mfu : callable, optional
+        ``predict_mfu(gpu, method, n)`` -> MFU [-] of the fine-tune ``method`` on ``n`` of
+        ``gpu`` (a step model); used for the QLoRA, LoRA and full rungs a ``mfu`` entry does
+        not fix. Default: :data:`DEFAULT_MFU`.
+    rank_band : callable, optional
+        ``rank_band(gpu, mfu)`` -> band [-] of a prediction no published run validates (0:
+        validated). Such a GPU competes at :func:`slow_end_cost`, a validated one at its
+        predicted cost. Default: every GPU at its predicted cost.
+    """
+
+    mfu: Mapping[str, float] | None = None
+    predict_mfu: Callable[[GPUSpec, str, int], float] | None = None
+    rank_band: Callable[[GPUSpec, float], float] | None = None
+
+    def __post_init__(self) -> None:
+        for name, x in self.by_method().items():
+            v.fraction(f"mfu[{name}]", x)
+
+    def by_method(self) -> dict[str, float]:
+        """The MFU assumed for each method [-]: :data:`DEFAULT_MFU` with the overrides."""
+        return {**DEFAULT_MFU, **(self.mfu or {})}
+
+
 def adapt_cost_usd(corpus_tokens: ArrayLike, queries: ArrayLike = ADAPT_QUERIES,
                    prompt_tokens: ArrayLike = ADAPT_PROMPT_TOKENS, answer_tokens: ArrayLike = ADAPT_ANSWER_TOKENS,
                    embed_usd_per_million: ArrayLike = EMBED_USD_PER_MILLION_TOKENS,
@@ -146,27 +224,27 @@ def _billed(n: float, unit: int) -> int:
 
 
 def finetune_ladder(model: ModelSpec, gpus: GPUSpec | list[GPUSpec] | tuple[GPUSpec, ...],
-                    usd_per_gpu_hour: float | dict[str, float | None], finetune_tokens: float = 1e9,
-                    pretrain_tokens: float | None = None, pretrain_days: float = 30.0, mfu: dict | None = None,
-                    lora_rank: int = 16, seq_len: int | None = None, finetune_max_hours: float = 24.0,
-                    billing_gpus: dict | None = None, corpus_tokens: float | None = None,
-                    adapt_queries: int = ADAPT_QUERIES, predict_mfu: Callable[[GPUSpec, str, int], float] | None = None,
-                    rank_band: Callable[[GPUSpec, float], float] | None = None) -> list[Rung]:
+                    usd_per_gpu_hour: float | dict[str, float | None],
+                    work: LadderWork = LadderWork(), speed: LadderSpeed = LadderSpeed(),
+                    billing_gpus: Mapping[str, int] | None = None) -> list[Rung]:
     r"""The infrastructure overview's ladder [1], cheapest first: adapt, QLoRA, LoRA, full fine-tune, pretrain.
 
     Each GPU rung is priced on every GPU given a price and keeps the cheapest. QLoRA runs on
     the fewest cards it fits (one for 7-70B: NF4 transformer blocks, embeddings and LM head
     in 16 bits as in QLoRA's reference code); LoRA and the full fine-tune on the fewest GPUs
     that fit (ZeRO-3 over data parallelism, full recomputation, micro-batch 1) and finish
-    within ``finetune_max_hours``; pretraining on enough nodes to finish in
-    ``pretrain_days``. GPUs are billed by whole instances (``billing_gpus``); a run uses
+    within ``work.finetune_max_hours``; pretraining on enough nodes to finish in
+    ``work.pretrain_days``. GPUs are billed by whole instances (``billing_gpus``); a run uses
     every GPU it pays for (data parallel), which changes its hours, not its GPU-hours.
 
     .. math:: t = \frac{k\, N\, D}{n\, F_{peak}\, \mathrm{MFU}},\qquad
               \$ = n\, t\, p_{GPU\text{-}h} = \frac{k N D}{F_{peak}\, \mathrm{MFU}}\, p
 
     with k from :data:`FLOPS_PER_PARAM_TOKEN`. "Adapt" is :func:`adapt_cost_usd` on a
-    corpus of ``finetune_tokens`` / :data:`FINETUNE_EPOCHS` tokens.
+    corpus of ``work.finetune_tokens`` / :data:`FINETUNE_EPOCHS` tokens.
+
+    Stages: the priced GPUs, the adapt rung (:func:`_adapt_rung`), each fine-tune's
+    cheapest GPU (:func:`_finetune_rung`) and pretraining (:func:`_pretrain_rung`).
 
     Parameters
     ----------
@@ -175,33 +253,14 @@ def finetune_ladder(model: ModelSpec, gpus: GPUSpec | list[GPUSpec] | tuple[GPUS
     usd_per_gpu_hour : float or dict of str -> float
         [USD per GPU-hour], by GPU id (a float with a single GPU). GPUs without a price are
         skipped, never priced by guess.
-    finetune_tokens : float
-        Tokens seen by a fine-tune, epochs included [tokens]; default 1e9 (about three
-        epochs over a 330M-token domain corpus: an assumption).
-    pretrain_tokens : float, optional
-        Default: Chinchilla's 20 per parameter.
-    pretrain_days : float
-        [days].
-    mfu : dict, optional
-        Overrides of :data:`DEFAULT_MFU`.
-    predict_mfu : callable, optional
-        ``predict_mfu(gpu, method, n)`` -> MFU [-] of the fine-tune ``method`` on ``n`` of
-        ``gpu`` (a step model); used for the QLoRA, LoRA and full rungs a ``mfu`` entry does
-        not fix. Default: :data:`DEFAULT_MFU`.
-    lora_rank : int
-    seq_len : int, optional
-    finetune_max_hours : float
-        Wall-clock budget of one fine-tune [h].
+    work : LadderWork
+        Tokens of the fine-tunes and of pretraining, their time budgets, the adapt rung's
+        corpus and queries, the LoRA rank and the sequence length.
+    speed : LadderSpeed
+        MFU by method (overrides of :data:`DEFAULT_MFU`, or a step model's
+        ``predict_mfu``) and the band an unvalidated GPU is ranked by (``rank_band``).
     billing_gpus : dict of str -> int, optional
         GPUs per billed instance, by GPU id; default 1 (per-GPU rental).
-    corpus_tokens : float, optional
-        Corpus the "adapt" rung embeds [tokens]; default finetune_tokens / 3.
-    adapt_queries : int
-        Queries the "adapt" rung answers [-].
-    rank_band : callable, optional
-        ``rank_band(gpu, mfu)`` -> band [-] of a prediction no published run validates (0:
-        validated). Such a GPU competes at :func:`slow_end_cost`, a validated one at its
-        predicted cost. Default: every GPU at its predicted cost.
 
     Returns
     -------
@@ -215,29 +274,44 @@ def finetune_ladder(model: ModelSpec, gpus: GPUSpec | list[GPUSpec] | tuple[GPUS
        reference code keeps embeddings and the LM head in 16 bits).
     """
     priced, prices = _ladder_prices(gpus, usd_per_gpu_hour)
-    Dft = float(v.positive("finetune_tokens", finetune_tokens))
-    Dpt = float(chinchilla_optimal_tokens(model.params)) if pretrain_tokens is None else \
-        float(v.positive("pretrain_tokens", pretrain_tokens))
-    days = float(v.positive("pretrain_days", pretrain_days))
-    max_h = float(v.positive("finetune_max_hours", finetune_max_hours))
-    Dc = Dft / FINETUNE_EPOCHS if corpus_tokens is None else \
-        float(v.positive("corpus_tokens", corpus_tokens))
-    u = {**DEFAULT_MFU, **(mfu or {})}
-    for name, x in u.items():
-        v.fraction(f"mfu[{name}]", x)
+    Dpt = float(chinchilla_optimal_tokens(model.params)) if work.pretrain_tokens is None else \
+        float(work.pretrain_tokens)
+    u = speed.by_method()
     unit = {g.id: int(v.integer(f"billing_gpus[{g.id}]", (billing_gpus or {}).get(g.id, 1)))
             for g in priced}
+    rungs = [_adapt_rung(work)]
+    one_card = _fits_one_card(model, priced, work)
+    for method in ("qlora", "lora", "full"):
+        # QLoRA's point is one card: where some card holds it, only such cards compete
+        pool = [g for g in priced if one_card[g.id]] if method == "qlora" and any(
+            one_card.values()) else priced
+        best = _finetune_rung(model, method, pool, prices, unit, work, speed)
+        if best is not None:
+            rungs.append(best)
+    rungs.append(_pretrain_rung(model, priced, prices, unit, Dpt, float(work.pretrain_days),
+                                u["pretrain"], speed.rank_band))
+    return sorted(rungs, key=lambda r: r.cost_usd)
 
+
+def _adapt_rung(work: LadderWork) -> Rung:
+    """The ladder's first rung: retrieval on a hosted model (:func:`adapt_cost_usd`)."""
+    Dft = float(work.finetune_tokens)
+    Dc = Dft / FINETUNE_EPOCHS if work.corpus_tokens is None else float(work.corpus_tokens)
+    adapt_queries = work.adapt_queries
     adapt = float(adapt_cost_usd(Dc, adapt_queries))
-    rungs = [Rung(method="adapt", gpu=None, gpus=0, hours=None, gpu_hours=0.0, cost_usd=adapt,
-                  flops=0.0, tokens=Dc, mfu=None,
-                  note=f"retrieval on a hosted model: embed {Dc:.3g} tokens at "
-                       f"${EMBED_USD_PER_MILLION_TOKENS}/M (text-embedding-3-small) and answer "
-                       f"{int(adapt_queries):,} queries of {ADAPT_PROMPT_TOKENS:,} + "
-                       f"{ADAPT_ANSWER_TOKENS} tokens at ${HOSTED_INPUT_USD_PER_MILLION_TOKENS}/"
-                       f"${HOSTED_OUTPUT_USD_PER_MILLION_TOKENS} per M (GPT-4o mini); query volume "
-                  "and corpus size are assumptions; serving costs after that are not counted")]
+    return Rung(method="adapt", gpu=None, gpus=0, hours=None, gpu_hours=0.0, cost_usd=adapt,
+                flops=0.0, tokens=Dc, mfu=None,
+                note=f"retrieval on a hosted model: embed {Dc:.3g} tokens at "
+                     f"${EMBED_USD_PER_MILLION_TOKENS}/M (text-embedding-3-small) and answer "
+                     f"{int(adapt_queries):,} queries of {ADAPT_PROMPT_TOKENS:,} + "
+                     f"{ADAPT_ANSWER_TOKENS} tokens at ${HOSTED_INPUT_USD_PER_MILLION_TOKENS}/"
+                     f"${HOSTED_OUTPUT_USD_PER_MILLION_TOKENS} per M (GPT-4o mini); query volume "
+                "and corpus size are assumptions; serving costs after that are not counted")
 
+
+def _fits_one_card(model: ModelSpec, priced: list[GPUSpec], work: LadderWork) -> dict[str, bool]:
+    """GPU id -> whether one card holds the QLoRA fine-tune."""
+    lora_rank, seq_len = work.lora_rank, work.seq_len
     one_card = {}
     for g in priced:
         m1 = memory_per_gpu(model, gpus=1, tp=1, pp=1, cp=1, zero_stage=3, micro_batch=1,
@@ -245,65 +319,68 @@ def finetune_ladder(model: ModelSpec, gpus: GPUSpec | list[GPUSpec] | tuple[GPUS
                             flash_attention=True, finetune="qlora", lora_rank=lora_rank, seq_len=seq_len,
                             qlora_16bit_embeddings=True)
         one_card[g.id] = bool(float(m1.total_bytes) <= g.memory_bytes)
-    for method in ("qlora", "lora", "full"):
-        best = None
-        # QLoRA's point is one card: where some card holds it, only such cards compete
-        pool = [g for g in priced if one_card[g.id]] if method == "qlora" and any(
-            one_card.values()) else priced
-        for g in pool:
-            node = g.gpus_per_node
-            sizes = np.array([x for x in (1, 2, 4) if x < node]
-                             + [node * k for k in (1, 2, 4, 8, 16, 32, 64)])
-            m = memory_per_gpu(model, gpus=sizes, tp=1, pp=1, cp=1, zero_stage=3, micro_batch=1,
-                               global_batch=None, recompute="full",
-                               sequence_parallel=False, flash_attention=True,
-                               finetune=method, lora_rank=lora_rank, seq_len=seq_len,
-                               qlora_16bit_embeddings=True)
-            fits = np.asarray(m.total_bytes) <= g.memory_bytes
-            if not fits.any():
-                continue
-            n_min = int(sizes[np.argmax(fits)])
-            peak = g.bf16_dense_tflops * 1e12
-            flops = FLOPS_PER_PARAM_TOKEN[method] * model.params * Dft
+    return one_card
 
-            def mfu_on(k: int, g: GPUSpec = g, method: str = method) -> float:
-                if predict_mfu is None or method in (mfu or {}):
-                    return u[method]
-                return float(v.fraction(f"predicted mfu[{method}]", predict_mfu(g, method, k)))
-            n = _billed(n_min, unit[g.id])
-            u_n = mfu_on(n)
-            gpu_hours = flops / (peak * u_n) / 3600
-            if method != "qlora":
-                # more GPUs (whole instances) until it finishes in the budget
-                while gpu_hours / n > max_h and n < sizes[-1]:
-                    n = _billed(n * 2, unit[g.id])
-                    u_n = mfu_on(n)
-                    gpu_hours = flops / (peak * u_n) / 3600
-            hours = gpu_hours / n
-            cost = gpu_hours * prices[g.id]
-            band = float(rank_band(g, u_n)) if rank_band is not None else 0.0
-            rank = slow_end_cost(cost, band)
-            # every rung built here has rank_cost_usd set (by _ranked)
-            if best is None or rank < best.rank_cost_usd:  # type: ignore[operator]
-                how = ("NF4 blocks, 16-bit embeddings and head" if method == "qlora" else
-                       "ZeRO-3, full recomputation")
-                why = [f"whole {unit[g.id]}-GPU instances"] if _billed(n_min, unit[g.id]) > n_min \
-                    else []
-                if n > _billed(n_min, unit[g.id]):
-                    why.append(f"to finish within {max_h:g} h")
-                runs = f"; runs {n}-way data parallel ({', '.join(why)})" if why else ""
-                src = " (step model)" if predict_mfu is not None and method not in (mfu or {}) \
-                    else ""
-                best = Rung(method=method, gpu=g.id, gpus=n, hours=hours, gpu_hours=gpu_hours,
-                            cost_usd=cost, flops=flops, tokens=Dft, mfu=u_n,
-                            note=f"fits on {'one' if n_min == 1 else f'{n_min} x'} {g.id} ({how}){runs}; "
-                                 f"{hours:.1f} h at MFU {u_n:.2f}{src}", min_gpus=n_min,
-                            usd_per_gpu_hour=prices[g.id], **_ranked(rank, band))
-        if best is not None:
-            rungs.append(best)
 
-    rungs.append(_pretrain_rung(model, priced, prices, unit, Dpt, days, u["pretrain"], rank_band))
-    return sorted(rungs, key=lambda r: r.cost_usd)
+def _finetune_rung(model: ModelSpec, method: str, pool: list[GPUSpec], prices: dict[str, float],
+                   unit: dict[str, int], work: LadderWork, speed: LadderSpeed) -> Rung | None:
+    """The rung of fine-tune ``method`` on the GPU of ``pool`` that ranks cheapest (None:
+    it fits on none): on the fewest GPUs it fits, in whole instances, doubled (but for
+    QLoRA) until it finishes within the budget."""
+    lora_rank, seq_len = work.lora_rank, work.seq_len
+    Dft, max_h = float(work.finetune_tokens), float(work.finetune_max_hours)
+    mfu, predict_mfu, rank_band, u = speed.mfu, speed.predict_mfu, speed.rank_band, speed.by_method()
+    best = None
+    for g in pool:
+        node = g.gpus_per_node
+        sizes = np.array([x for x in (1, 2, 4) if x < node]
+                         + [node * k for k in (1, 2, 4, 8, 16, 32, 64)])
+        m = memory_per_gpu(model, gpus=sizes, tp=1, pp=1, cp=1, zero_stage=3, micro_batch=1,
+                           global_batch=None, recompute="full",
+                           sequence_parallel=False, flash_attention=True,
+                           finetune=method, lora_rank=lora_rank, seq_len=seq_len,
+                           qlora_16bit_embeddings=True)
+        fits = np.asarray(m.total_bytes) <= g.memory_bytes
+        if not fits.any():
+            continue
+        n_min = int(sizes[np.argmax(fits)])
+        peak = g.bf16_dense_tflops * 1e12
+        flops = FLOPS_PER_PARAM_TOKEN[method] * model.params * Dft
+
+        def mfu_on(k: int, g: GPUSpec = g, method: str = method) -> float:
+            if predict_mfu is None or method in (mfu or {}):
+                return u[method]
+            return float(v.fraction(f"predicted mfu[{method}]", predict_mfu(g, method, k)))
+        n = _billed(n_min, unit[g.id])
+        u_n = mfu_on(n)
+        gpu_hours = flops / (peak * u_n) / 3600
+        if method != "qlora":
+            # more GPUs (whole instances) until it finishes in the budget
+            while gpu_hours / n > max_h and n < sizes[-1]:
+                n = _billed(n * 2, unit[g.id])
+                u_n = mfu_on(n)
+                gpu_hours = flops / (peak * u_n) / 3600
+        hours = gpu_hours / n
+        cost = gpu_hours * prices[g.id]
+        band = float(rank_band(g, u_n)) if rank_band is not None else 0.0
+        rank = slow_end_cost(cost, band)
+        # every rung built here has rank_cost_usd set (by _ranked)
+        if best is None or rank < best.rank_cost_usd:  # type: ignore[operator]
+            how = ("NF4 blocks, 16-bit embeddings and head" if method == "qlora" else
+                   "ZeRO-3, full recomputation")
+            why = [f"whole {unit[g.id]}-GPU instances"] if _billed(n_min, unit[g.id]) > n_min \
+                else []
+            if n > _billed(n_min, unit[g.id]):
+                why.append(f"to finish within {max_h:g} h")
+            runs = f"; runs {n}-way data parallel ({', '.join(why)})" if why else ""
+            src = " (step model)" if predict_mfu is not None and method not in (mfu or {}) \
+                else ""
+            best = Rung(method=method, gpu=g.id, gpus=n, hours=hours, gpu_hours=gpu_hours,
+                        cost_usd=cost, flops=flops, tokens=Dft, mfu=u_n,
+                        note=f"fits on {'one' if n_min == 1 else f'{n_min} x'} {g.id} ({how}){runs}; "
+                             f"{hours:.1f} h at MFU {u_n:.2f}{src}", min_gpus=n_min,
+                        usd_per_gpu_hour=prices[g.id], **_ranked(rank, band))
+    return best
 
 
 def _ranked(rank_cost: float, band: float) -> dict:

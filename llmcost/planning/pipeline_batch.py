@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike
 from .. import _validate as v
 from ..training.arch import ModelSpec
 from ..training.hardware import GPUSpec
+from ..training.layout import Layout
 
 #: Pipeline bubble above which the batch is too small for the pipeline [-]: (p-1)/(v m).
 BUBBLE_LIMIT = 0.10
@@ -98,8 +99,8 @@ def _interleave_options(layers: int, p: int) -> list[int]:
     return list(range(2, per + 1))
 
 
-def batch_advice(model: ModelSpec, gpu: GPUSpec | None, pp: int, interleave: int, num_microbatches: int,
-                 micro_batch: int, dp: int, seq_len: int | None = None, max_batch_tokens: float | None = None,
+def batch_advice(model: ModelSpec, layout: Layout, gpu: GPUSpec | None = None,
+                 seq_len: int | None = None, max_batch_tokens: float | None = None,
                  limit: float = BUBBLE_LIMIT) -> BatchAdvice:
     r"""Is the pipeline bubble of a layout above ``limit``, and what would fix it?
 
@@ -115,14 +116,12 @@ def batch_advice(model: ModelSpec, gpu: GPUSpec | None, pp: int, interleave: int
     ----------
     model : ModelSpec
         Its layers bound the interleaving; its size picks the largest published batch.
-    gpu : GPUSpec or None
+    layout : Layout
+        Its pp and interleave (p, v [-]), micro-batch (b [sequences]), data-parallel size
+        d = gpus / (tp pp cp) [-] and micro-batches per pipeline per step
+        m = B / (b d) [-].
+    gpu : GPUSpec, optional
         Named where a fix needs the model to fit in memory.
-    pp, interleave : int
-        p, v [-].
-    num_microbatches : int
-        m per pipeline per step [-].
-    micro_batch, dp : int
-        b [sequences], d [-].
     seq_len : int, optional
         [tokens]; default the model's.
     max_batch_tokens : float, optional
@@ -142,11 +141,10 @@ def batch_advice(model: ModelSpec, gpu: GPUSpec | None, pp: int, interleave: int
     .. [2] Llama Team 2024, arXiv:2407.21783, §3.4.1 and Table 4 (16M tokens per batch).
     """
     L = model.layers
-    p = int(v.integer("pp", pp))
-    vv = int(v.integer("interleave", interleave))
-    m = int(v.integer("num_microbatches", num_microbatches))
-    b = int(v.integer("micro_batch", micro_batch))
-    d = int(v.integer("dp", dp))
+    # the layout's fields are whole numbers >= 1 (Layout checks them); its data-parallel
+    # size is not, where tp pp cp exceed the GPUs
+    p, vv, m, b = layout.pp, layout.interleave, layout.num_microbatches, layout.micro_batch
+    d = int(v.integer("dp", layout.dp))
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
     lim = float(v.in_range("limit", limit, 0, 1, low_inclusive=False, high_inclusive=False))
     max_tok: float | None

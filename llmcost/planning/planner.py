@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 
 from .. import _validate as v
 from ..training.arch import ModelSpec
-from ..training.hardware import FabricSpec, GPUSpec
+from ..training.hardware import FabricSpec, GPUSpec, Hardware
 from ..training.layout import (  # noqa: F401
     Layout,
     describe_layout,
@@ -85,53 +85,104 @@ LAYOUT_COLUMNS = tuple(k for k in FRAME_LAYOUT_COLUMNS
                        if k not in (*RECIPE_COLUMNS, "middle_stage_layers"))
 
 
-def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, gpus: ArrayLike,
-         global_batch: int, space: Space = Space(), options: Options = Options(),
-         calibration: Calibration | None = None, seq_len: int | None = None,
-         usd_per_gpu_hour: float | None = None, heuristic: str = "none",
-         rank_by: str = "time", memory_kwargs: Mapping[str, Any] | None = None, precision: str | None = None,
-         simplest_within: float = 0.0, memory_margin: float = 0.0) -> Plan:
+@dataclass(frozen=True)
+class Search:
+    """What the planner searches and how it ranks what it finds, checked once here.
+
+    Attributes
+    ----------
+    space : Space
+        The layouts to choose from.
+    precision : {"bf16", "fp8", "mxfp8"}, optional
+        GEMM precision of every layout (a numerics decision, not searched); None: the step
+        options' precision.
+    heuristic : {"none", "seed"}
+        "seed" keeps TP within a node and PP within four nodes.
+    rank_by : {"time", "cost"}
+        Rank fitting layouts by step time, or by dollars per token (needs
+        ``usd_per_gpu_hour``).
+    usd_per_gpu_hour : float, optional
+        [USD per GPU-hour], for $ per million tokens.
+    simplest_within : float
+        Among the fitting layouts within this share of the best, the one with the fewest
+        parallel dimensions (:func:`parallel_dimensions`) ranks first [-], in [0, 1]; 0
+        ranks by time or cost alone.
+    memory_margin : float
+        Share of the GPU's memory a layout should leave free [-], in [0, 1): within
+        ``simplest_within`` of the best, layouts that leave it rank first
+        (:func:`memory_tight`); 0: memory does not rank.
+    memory_kwargs : dict, optional
+        Options of the memory model for every layout (e.g. ``moe_probs_at``).
+    """
+
+    space: Space = Space()
+    precision: str | None = None
+    heuristic: str = "none"
+    rank_by: str = "time"
+    usd_per_gpu_hour: float | None = None
+    simplest_within: float = 0.0
+    memory_margin: float = 0.0
+    memory_kwargs: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        v.choice("rank_by", self.rank_by, ("time", "cost"))
+        if self.rank_by == "cost" and self.usd_per_gpu_hour is None:
+            raise v.InputError("usd_per_gpu_hour", "ranking by cost needs usd_per_gpu_hour")
+        if self.usd_per_gpu_hour is not None:
+            v.positive("usd_per_gpu_hour", self.usd_per_gpu_hour)
+        if self.precision is not None:
+            v.choice("precision", self.precision, PRECISIONS)
+        v.choice("heuristic", self.heuristic, HEURISTICS)
+        v.in_range("simplest_within", self.simplest_within, 0, 1)
+        v.in_range("memory_margin", self.memory_margin, 0, 1, high_inclusive=False)
+
+    def precision_on(self, gpu: GPUSpec, options: Options) -> str:
+        """The GEMM precision every layout runs in (``options.precision`` unless the search
+        sets one), refused where ``gpu`` cannot run it
+        (:func:`llmcost.training.precision.check_precision`)."""
+        prec = str(v.choice("precision", options.precision if self.precision is None
+                            else self.precision, PRECISIONS))
+        check_precision(prec, gpu)
+        return prec
+
+    def require_time_ranking(self, caller: str) -> None:
+        """Refuse a search ``caller`` would not honour: it ranks by step time over the
+        whole space (no cost ranking, no heuristic)."""
+        if self.rank_by != "time" or self.heuristic != "none":
+            raise v.InputError("search", f"{caller} ranks by time over the whole space: "
+                                         f"rank_by must be 'time' and heuristic 'none', got "
+                                         f"{self.rank_by!r} and {self.heuristic!r}")
+
+
+def plan(model: ModelSpec, hardware: Hardware, gpus: ArrayLike, global_batch: int,
+         search: Search = Search(), options: Options = Options(),
+         calibration: Calibration | None = None, seq_len: int | None = None) -> Plan:
     r"""Evaluate every valid layout in one vectorized call and rank them.
 
-    Ranking: layouts that fit first, then by step time (``rank_by="time"``) or by dollars
-    per token (``"cost"``: usd_per_gpu_hour x gpus / 3600 / tokens per second, which
+    Ranking: layouts that fit first, then by step time (``search.rank_by="time"``) or by
+    dollars per token (``"cost"``: usd_per_gpu_hour x gpus / 3600 / tokens per second, which
     differs from time when several cluster sizes are offered). The Pareto front keeps the
     fitting layouts no other beats on both step time and memory headroom.
 
     The GEMM precision is an input, not a dimension of the search: every layout runs in
-    ``precision`` (a run's number format is a numerics decision, not a layout one), and
-    the frame carries it in a ``precision`` column.
+    ``search.precision`` (a run's number format is a numerics decision, not a layout one),
+    and the frame carries it in a ``precision`` column.
 
     Parameters
     ----------
-    model, gpu, scale_up, scale_out
-        As :func:`llmcost.training.step.predict_step`.
+    model : ModelSpec
+    hardware : Hardware
+        The GPU and its fabrics, as :func:`llmcost.training.step.predict_step`.
     gpus : int or sequence of int
         [-].
     global_batch : int
         [sequences].
-    space : Space
+    search : Search
+        The space, precision, heuristic and ranking (:class:`Search`).
     options : Options
     calibration : Calibration, optional
         Default: the set of the GPU's generation (:func:`llmcost.training.step.calibration_for`).
     seq_len : int, optional
-    usd_per_gpu_hour : float, optional
-        [USD per GPU-hour], for $ per million tokens.
-    heuristic : {"none", "seed"}
-    rank_by : {"time", "cost"}
-    memory_kwargs : dict, optional
-    precision : {"bf16", "fp8", "mxfp8"}, optional
-        GEMM precision of every layout; None: ``options.precision``. Refused where the GPU
-        cannot run it (:func:`llmcost.training.precision.check_precision`).
-    simplest_within : float, optional
-        Among the fitting layouts within this share of the best (by ``rank_by``), the one
-        with the fewest parallel dimensions (:func:`parallel_dimensions`) ranks first [-];
-        0 (the default) ranks by time or cost alone.
-    memory_margin : float, optional
-        Share of the GPU's memory a layout should leave free [-], in [0, 1): among the
-        layouts within ``simplest_within`` of the best, those that leave it rank ahead of
-        those that do not (:func:`memory_tight`), then fewest dimensions. 0 (the default):
-        memory does not rank.
 
     Returns
     -------
@@ -143,15 +194,12 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
     ----------
     .. [1] Narayanan et al. 2021, arXiv:2104.04473, §3, §5.
     """
-    v.choice("rank_by", rank_by, ("time", "cost"))
-    if rank_by == "cost" and usd_per_gpu_hour is None:
-        raise v.InputError("usd_per_gpu_hour", "ranking by cost needs usd_per_gpu_hour")
-    prec = str(v.choice("precision", options.precision if precision is None else precision,
-                        PRECISIONS))
-    check_precision(prec, gpu)
+    gpu, scale_up, scale_out = hardware.gpu, hardware.scale_up, hardware.scale_out
+    space = search.space
+    prec = search.precision_on(gpu, options)
     # TP and CP may span the scale-up (NVLink) domain, e.g. 72 GPUs of a GB200 NVL72 rack
     L = enumerate_layouts(model, gpus, global_batch, gpu.scale_up_domain, space, seq_len,
-                          heuristic)
+                          search.heuristic)
     n = len(L["tp"])
     cand = grid_size(model, gpus, gpu.scale_up_domain, space)
     if n == 0:
@@ -163,10 +211,10 @@ def plan(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: Fabric
                          f"sequences over {_sizes_text(gpus)} GPUs (t p c must divide the GPUs "
                          "and micro-batch x DP the batch): change the GPU count or the batch")
     df = _predicted(model, gpu, scale_up, scale_out, L, global_batch, space, options,
-                    calibration, seq_len, memory_kwargs, prec, usd_per_gpu_hour)
+                    calibration, seq_len, search.memory_kwargs, prec, search.usd_per_gpu_hour)
     n = len(df)
-    key = "step_time_s" if rank_by == "time" else "usd_per_million_tokens"
-    df = _ranked(df, key, simplest_within, memory_margin)
+    key = "step_time_s" if search.rank_by == "time" else "usd_per_million_tokens"
+    df = _ranked(df, key, search.simplest_within, search.memory_margin)
     return Plan(layouts=df, evaluated=n, feasible=int(df["fits"].sum()), candidates=cand,
                 pareto=pareto_front(df))
 
@@ -211,17 +259,14 @@ def _ranked(df: pd.DataFrame, key: str, simplest_within: float,
     df = df.sort_values(["fits", key, "memory_gb", "cp", "interleave", "zero_stage", "tp"],
                         ascending=[False, True, True, True, True, True, True],
                         kind="stable").reset_index(drop=True)
-    within = float(v.in_range("simplest_within", simplest_within, 0, 1))
-    margin = float(v.in_range("memory_margin", memory_margin, 0, 1, high_inclusive=False))
+    within, margin = float(simplest_within), float(memory_margin)
     if within > 0 and bool(df["fits"].iloc[0]):
         df = _simplest_first(df, key, within, margin)
     return df
 
 
-def first_layouts(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
-                  pairs: Sequence[tuple[int, int]], space: Space = Space(), options: Options = Options(),
-                  precision: str | None = None, simplest_within: float = 0.0,
-                  memory_margin: float = 0.0, memory_kwargs: Mapping[str, Any] | None = None) -> list:
+def first_layouts(model: ModelSpec, hardware: Hardware, pairs: Sequence[tuple[int, int]],
+                  search: Search = Search(), options: Options = Options()) -> list:
     """The layout :func:`plan` ranks first (by time) at each (gpus, global batch) pair, all
     pairs predicted together: one vectorized prediction per memory recipe, each pair's rows
     then ranked alone, in the order :func:`plan` gives them (the same frame, the same stable
@@ -229,20 +274,22 @@ def first_layouts(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_ou
 
     Parameters
     ----------
-    model, gpu, scale_up, scale_out, space, options, precision, simplest_within,
-    memory_margin, memory_kwargs
+    model, hardware, options
         As :func:`plan`.
     pairs : sequence of (int, int)
         (GPUs [-], global batch [sequences]).
+    search : Search
+        As :func:`plan`'s, ranking by time with no heuristic.
 
     Returns
     -------
     list of pandas.Series or None
         Per pair, :func:`plan`'s first layout; None where no layout splits the batch.
     """
-    prec = str(v.choice("precision", options.precision if precision is None else precision,
-                        PRECISIONS))
-    check_precision(prec, gpu)
+    search.require_time_ranking("first_layouts")
+    gpu, scale_up, scale_out = hardware.gpu, hardware.scale_up, hardware.scale_out
+    space, memory_kwargs = search.space, search.memory_kwargs
+    prec = search.precision_on(gpu, options)
     Ls = [enumerate_layouts(model, int(g), int(B), gpu.scale_up_domain, space)
           for g, B in pairs]
     sizes = [len(L["tp"]) for L in Ls]
@@ -255,8 +302,8 @@ def first_layouts(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_ou
                     memory_kwargs, prec, None)
     pair = np.tile(np.repeat(np.arange(len(Ls)), sizes), len(df) // sum(sizes))
     for i, rows in df.groupby(pair, sort=True):
-        out[int(i)] = _ranked(rows.reset_index(drop=True), "step_time_s", simplest_within,
-                              memory_margin).iloc[0]
+        out[int(i)] = _ranked(rows.reset_index(drop=True), "step_time_s",
+                              search.simplest_within, search.memory_margin).iloc[0]
     return out
 
 

@@ -184,12 +184,7 @@ def _evaluate_sizes(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_
              interleave=vv[jj], global_batch=BB[J], zero_stage=Z, recompute=rec[R],
              sequence_parallel=SP, flash_attention=FA, tp_comm_overlap=TO, ep=e[jj],
              etp=te[jj])
-    ok, dp, m = planner.layout_valid(model, L["gpus"], L["tp"], L["pp"], L["cp"],
-                                     L["micro_batch"], L["global_batch"], L["interleave"],
-                                     L["sequence_parallel"], L["tp_comm_overlap"],
-                                     gpu.scale_up_domain,
-                                     first_stage_layers=space.first_stage_layers,
-                                     last_stage_layers=space.last_stage_layers)
+    ok, dp, m = planner.layout_valid(model, L, space, gpu.scale_up_domain)
     L = {key: a[ok] for key, a in L.items()}
     L["dp"], L["num_microbatches"] = dp[ok], m[ok]
     if len(L["tp"]) == 0:

@@ -32,13 +32,13 @@ from .. import _validate as v
 from ..economics.reliability import days_to_train
 from ..training.arch import ModelSpec
 from ..training.flops import chinchilla_optimal_tokens
-from ..training.hardware import FabricSpec, GPUSpec
-from ..training.layout import layout_columns
+from ..training.hardware import GPUSpec, Hardware
+from ..training.layout import Layout, layout_columns
 from ..training.memory import memory_per_gpu
-from ..training.precision import PRECISIONS, check_precision
 from ..training.step import Options
 from . import planner
 from .pipeline_batch import BatchAdvice, batch_advice
+from .planner import Search
 from .sizes import BATCH_TOLERANCE, _evaluate_sizes, candidate_sizes
 
 
@@ -155,6 +155,96 @@ SIZING_SPACE = planner.Space(cp=(1, 2), micro_batch=(1, 2), zero_stage=(1, 3),
 #: Power usage effectiveness by default [-]: Uptime Institute Global Data Center Survey
 #: 2023, industry average 1.58 (hyperscale sites reach 1.1-1.2).
 DEFAULT_PUE = 1.58
+#: sizing's search: :data:`SIZING_SPACE`, the options' precision, the fastest layout at each size
+SIZING_SEARCH = Search(SIZING_SPACE)
+
+
+@dataclass(frozen=True)
+class Target:
+    r"""The run sizing plans for: its tokens within its days at its batch, and the margins
+    between the step model's floor and a run's days; checked once here.
+
+    Attributes
+    ----------
+    target_days : float
+        [days], > 0.
+    tokens : float, optional
+        D [tokens]; None: Chinchilla's 20 per parameter.
+    global_batch_tokens : float
+        [tokens per step].
+    max_batch_tokens : float, optional
+        Largest batch the batch advice may propose [tokens]; None: the largest published
+        for the model size.
+    headroom : float
+        h, schedule margin [-], in [0, 1).
+    goodput : float or callable
+        G [-], in (0, 1], from :mod:`llmcost.economics.reliability`; or a function of the
+        GPU count (an int array, returning an array of G): more GPUs fail more often, so
+        the review passes its reliability model here.
+    data_stall : float or callable
+        Share of time waiting for data [-], in [0, 1); or a function of (tokens/s, GPUs)
+        arrays: a faster cluster reads faster, so the review passes its storage model here.
+        Days are divided by G (1 - stall).
+    realized_ratio : float
+        :math:`\hat r`, what comparable published runs realized over the floor
+        (:mod:`llmcost.economics.realized`) [-], > 0; 1: size the floor.
+    """
+
+    target_days: float
+    tokens: float | None = None
+    global_batch_tokens: float = 4_194_304
+    max_batch_tokens: float | None = None
+    headroom: float = 0.10
+    goodput: float | Callable[[np.ndarray], ArrayLike] = 1.0
+    data_stall: float | Callable[[np.ndarray, np.ndarray], ArrayLike] = 0.0
+    realized_ratio: float = 1.0
+
+    def __post_init__(self) -> None:
+        v.positive("target_days", self.target_days)
+        if self.tokens is not None:
+            v.positive("tokens", self.tokens)
+        v.positive("global_batch_tokens", self.global_batch_tokens)
+        if self.max_batch_tokens is not None:
+            v.positive("max_batch_tokens", self.max_batch_tokens)
+        v.in_range("headroom", self.headroom, 0, 1, high_inclusive=False)
+        # a model of G or of the stall is checked where it answers, at each size
+        if not callable(self.goodput):
+            v.fraction("goodput", self.goodput)
+        if not callable(self.data_stall):
+            v.fraction("data_stall", self.data_stall, allow_zero=True, allow_one=False)
+        v.positive("realized_ratio", self.realized_ratio)
+
+
+@dataclass(frozen=True)
+class Facility:
+    """The site a cluster must fit: how many nodes, and the power it can feed them; checked
+    once here.
+
+    Attributes
+    ----------
+    max_nodes : int
+        Largest cluster sizing tries [nodes].
+    max_power_mw : float, optional
+        Facility envelope P_max [MW]; None: no envelope.
+    power_kw_per_gpu : float, optional
+        w, system power per GPU at full load [kW] (e.g. DGX H100: 10.2 kW / 8 = 1.275);
+        required with ``max_power_mw`` unless the GPU carries ``power_w_per_gpu``.
+    pue : float
+        Power usage effectiveness [-], in [1, 5]; default 1.58.
+    """
+
+    max_nodes: int = 4096
+    max_power_mw: float | None = None
+    power_kw_per_gpu: float | None = None
+    pue: float = DEFAULT_PUE
+
+    def __post_init__(self) -> None:
+        v.integer("max_nodes", self.max_nodes)
+        if self.max_power_mw is not None:
+            v.positive("max_power_mw", self.max_power_mw)
+        if self.power_kw_per_gpu is not None:
+            v.positive("power_kw_per_gpu", self.power_kw_per_gpu)
+        v.in_range("pue", self.pue, 1.0, 5.0)
 
 
 @dataclass(frozen=True)
@@ -203,86 +293,51 @@ LAYOUT_KEYS = layout_columns({"cp": "dp"},
                                    "middle_stage_layers", "last_stage_layers", "ep", "etp"))
 
 
-def size_cluster(model: ModelSpec, tokens: float | None, gpu: GPUSpec, scale_up: FabricSpec,
-                 scale_out: FabricSpec, target_days: float, global_batch_tokens: float = 4_194_304,
-                 headroom: float = 0.10, goodput: float | Callable[[np.ndarray], ArrayLike] = 1.0,
-                 usd_per_gpu_hour: dict | None = None,
-                 data_stall: float | Callable[[np.ndarray, np.ndarray], ArrayLike] = 0.0,
-                 max_nodes: int = 4096, options: Options = Options(flash_attention=True),
-                 seq_len: int | None = None, space: planner.Space = SIZING_SPACE, max_power_mw: float | None = None,
-                 power_kw_per_gpu: float | None = None, pue: float = DEFAULT_PUE,
-                 max_batch_tokens: float | None = None, precision: str | None = None, simplest_within: float = 0.0,
-                 memory_kwargs: Mapping[str, Any] | None = None, memory_margin: float = 0.0,
-                 realized_ratio: float = 1.0) -> Sizing:
-    r"""GPUs and nodes needed to train ``tokens`` within ``target_days``.
+def size_cluster(model: ModelSpec, hardware: Hardware, target: Target,
+                 facility: Facility = Facility(), search: Search = SIZING_SEARCH,
+                 options: Options = Options(flash_attention=True), seq_len: int | None = None,
+                 usd_per_gpu_hour: Mapping[str, float | None] | None = None) -> Sizing:
+    r"""GPUs and nodes needed to train ``target.tokens`` within ``target.target_days``.
 
-    For every candidate size N (:func:`.candidate_sizes`) the layouts of ``space`` valid at
-    that size are predicted, with the global batch B held or moved by at most
+    For every candidate size N (:func:`.candidate_sizes`) the layouts of ``search.space``
+    valid at that size are predicted, with the global batch B held or moved by at most
     :data:`.BATCH_TOLERANCE` so that it splits evenly; the fastest that fits gives
 
     .. math:: t(N) = \hat r\, \frac{D}{\dot D(N)\, G}\,(1 + h)
 
     and the answer is the smallest N with t(N) <= t_target and, with a facility envelope
     P_max, N w PUE <= P_max. The layout at N is the one :func:`llmcost.planning.planner.plan`
-    ranks first at N with the same batch and space, so a review of that size shows the same
-    days. More days never need more GPUs: the grid and t(N) do not depend on the target.
-    Infeasible is an answer: ``gpus`` None, ``meets_target`` False, the nearest options in
-    ``nearest`` and why in ``notes``.
+    ranks first at N with the same batch and search, so a review of that size shows the
+    same days. More days never need more GPUs: the grid and t(N) do not depend on the
+    target. Infeasible is an answer: ``gpus`` None, ``meets_target`` False, the nearest
+    options in ``nearest`` and why in ``notes``.
+
+    Stages: the inputs resolved, the sizes evaluated (:func:`._evaluate_sizes`), their days
+    (:func:`_size_columns`) and table (:func:`_size_table`), then the smallest size that
+    meets the target (:func:`_met_sizing`) or the nearest options
+    (:func:`_nearest_sizing`).
 
     Parameters
     ----------
     model : ModelSpec
-    tokens : float or None
-        D [tokens]; None: Chinchilla's 20 per parameter.
-    gpu, scale_up, scale_out
-        Hardware.
-    target_days : float
-        [days], > 0.
-    global_batch_tokens : float
-        [tokens per step].
-    headroom : float
-        h, schedule margin [-], in [0, 1).
-    goodput : float or callable
-        G [-], from :mod:`llmcost.economics.reliability`; or a function of the GPU count
-        (an int array, returning an array of G): more GPUs fail more often, so the review
-        passes its reliability model here.
-    data_stall : float or callable
-        Share of time waiting for data [-]; or a function of (tokens/s, GPUs) arrays: a
-        faster cluster reads faster, so the review passes its storage model here. Days are
-        divided by G (1 - stall).
-    usd_per_gpu_hour : dict of str -> float, optional
-        Prices by option name [USD per GPU-hour].
-    max_nodes : int
+    hardware : Hardware
+        The GPU and its fabrics.
+    target : Target
+        Tokens, target days, batch, headroom h, goodput G, data stalls and the realized
+        ratio :math:`\hat r` (the table keeps the floor's days beside, ``days_floor``, and
+        ``floor_gpus`` is the size the floor would need).
+    facility : Facility
+        Largest cluster and the power envelope P_max, w and PUE.
+    search : Search
+        Layouts to choose from (default :data:`SIZING_SEARCH`: :data:`SIZING_SPACE`), the
+        precision of every layout (None: ``options.precision``), and at each size the layout
+        with the fewest parallel dimensions within ``simplest_within`` of the fastest,
+        leaving ``memory_margin`` free (as :func:`llmcost.planning.planner.plan`); ranked by
+        time, with no heuristic.
     options : Options
     seq_len : int, optional
-    space : planner.Space
-        Layouts to choose from (default :data:`SIZING_SPACE`).
-    max_power_mw : float, optional
-        Facility envelope P_max [MW].
-    power_kw_per_gpu : float, optional
-        w, system power per GPU at full load [kW] (e.g. DGX H100: 10.2 kW / 8 = 1.275);
-        required with ``max_power_mw`` unless the GPU carries ``power_w_per_gpu``.
-    pue : float
-        [-], in [1, 5]; default 1.58.
-    max_batch_tokens : float, optional
-        Largest batch the advice may propose [tokens]; default: the largest published for
-        the model size.
-    precision : {"bf16", "fp8", "mxfp8"}, optional
-        GEMM precision of every layout (not searched); None: ``options.precision``.
-    simplest_within : float, optional
-        At each size, the layout with the fewest parallel dimensions among those within this
-        share of the fastest (as :func:`llmcost.planning.planner.plan`) [-]; 0: the fastest.
-    memory_kwargs : dict, optional
-        Options of the memory model for every layout (e.g. ``moe_probs_at``).
-        Refused where the GPU cannot run it.
-    memory_margin : float, optional
-        Within the ``simplest_within`` band, layouts leaving this share of the GPU's memory
-        free rank first (as :func:`llmcost.planning.planner.plan`) [-], in [0, 1).
-    realized_ratio : float, optional
-        :math:`\hat r`, what comparable published runs realized over the floor
-        (:mod:`llmcost.economics.realized`) [-], > 0; 1: size the floor. The table keeps the
-        floor's days beside (``days_floor``) and ``floor_gpus`` is the size the floor would
-        need.
+    usd_per_gpu_hour : dict of str -> float, optional
+        Prices by option name [USD per GPU-hour].
 
     Returns
     -------
@@ -294,47 +349,30 @@ def size_cluster(model: ModelSpec, tokens: float | None, gpu: GPUSpec, scale_up:
        Narayanan et al. 2021, §5.1.
     .. [2] Uptime Institute, Global Data Center Survey 2023 (PUE 1.58).
     """
+    search.require_time_ranking("size_cluster")
+    gpu = hardware.gpu
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
-    prec = str(v.choice("precision", options.precision if precision is None else precision,
-                        PRECISIONS))
-    check_precision(prec, gpu)
-    D = float(chinchilla_optimal_tokens(model.params)) if tokens is None else float(v.positive("tokens", tokens))
-    target = float(v.positive("target_days", target_days))
-    h = float(v.in_range("headroom", headroom, 0, 1, high_inclusive=False))
-    node = gpu.gpus_per_node
-    B = max(1, int(round(float(v.positive("global_batch_tokens", global_batch_tokens)) / s)))
-    max_nodes = int(v.integer("max_nodes", max_nodes))
-    PUE = float(v.in_range("pue", pue, 1.0, 5.0))
-    cap_gpus, kw = _power_cap(gpu, max_power_mw, power_kw_per_gpu, PUE)
-    gpus = candidate_sizes(node, max_nodes)
-    nodes = gpus // node
-    if callable(goodput):
-        G = np.broadcast_to(v.fraction("goodput", goodput(gpus)), gpus.shape)
-    else:
-        G = np.full(gpus.shape, float(v.fraction("goodput", goodput)))
-    total_flops = model.flops_per_token("none", s) * D
-
-    margin = float(v.in_range("memory_margin", memory_margin, 0, 1, high_inclusive=False))
-    ratio = float(v.positive("realized_ratio", realized_ratio))
-    best, info = _evaluate_sizes(model, gpu, scale_up, scale_out, gpus, B, s, space, options,
-                                 prec, simplest_within, memory_kwargs, margin)
-    days, train_days, cols, lay = _size_columns(best, gpus, D, G, h, data_stall)
-    floor_days = days
-    days, train_days = days * ratio, train_days * ratio
+    prec = search.precision_on(gpu, options)
+    D = float(chinchilla_optimal_tokens(model.params)) if target.tokens is None else float(target.tokens)
+    cap_gpus, kw = _power_cap(gpu, facility)
+    gpus = candidate_sizes(gpu.gpus_per_node, int(facility.max_nodes))
+    G = _goodput_at(target.goodput, gpus)
+    B = max(1, int(round(float(target.global_batch_tokens) / s)))
+    best, info = _evaluate_sizes(model, gpu, hardware.scale_up, hardware.scale_out, gpus, B, s,
+                                 search.space, options, prec, search.simplest_within,
+                                 search.memory_kwargs, float(search.memory_margin))
+    floor_days, floor_train_days, cols, lay = _size_columns(best, gpus, D, G, float(target.headroom),
+                                                            target.data_stall)
+    ratio = float(target.realized_ratio)
+    days, train_days = floor_days * ratio, floor_train_days * ratio
     fits = np.isfinite(days)
     in_power = np.ones(len(gpus), bool) if cap_gpus is None else gpus <= cap_gpus
-    table = pd.DataFrame({"gpus": gpus, "nodes": nodes, "days": np.where(fits, days, np.nan),
-                          "days_to_train": np.where(fits, train_days, np.nan),
-                          "days_floor": np.where(fits, floor_days, np.nan), "fits": fits,
-                          "within_power": in_power, **cols, **lay})
-    if cap_gpus is not None or power_kw_per_gpu is not None:
-        table["power_mw"] = gpus * kw * PUE / 1000
-
-    notes = []
-    floor = int(gpus[fits][0]) if fits.any() else None
-    meets_any = fits & (days <= target)
+    table = _size_table(gpus, gpu.gpus_per_node, (days, train_days, floor_days), fits, in_power, cols,
+                        lay, facility, cap_gpus, kw)
+    horizon = float(target.target_days)
+    meets_any = fits & (days <= horizon)
     meets = meets_any & in_power
-    floor_meets = fits & in_power & (floor_days <= target)
+    floor_meets = fits & in_power & (floor_days <= horizon)
     floor_gpus = int(gpus[np.argmax(floor_meets)]) if floor_meets.any() else None
 
     def layout_at(i: int) -> dict[str, Any]:
@@ -343,34 +381,74 @@ def size_cluster(model: ModelSpec, tokens: float | None, gpu: GPUSpec, scale_up:
 
     def advice_at(i: int) -> BatchAdvice:
         L = layout_at(i)
-        m = int(cols["global_batch"][i]) // (L["micro_batch"] * L["dp"])
-        return batch_advice(model, gpu, L["pp"], L["interleave"], m, L["micro_batch"],
-                            L["dp"], s, max_batch_tokens)
+        return batch_advice(model, Layout(gpus=int(gpus[i]), tp=L["tp"], pp=L["pp"], cp=L["cp"],
+                                          micro_batch=L["micro_batch"],
+                                          global_batch=int(cols["global_batch"][i]),
+                                          interleave=L["interleave"]),
+                            gpu, s, target.max_batch_tokens)
 
+    notes = []
     if cap_gpus is not None:
-        notes += _power_notes(cap_gpus, max_power_mw, kw, PUE, node, gpus, days, fits,
-                              meets_any, meets, target)
-
-    cost = {}
+        notes += _power_notes(cap_gpus, facility.max_power_mw, kw, float(facility.pue),
+                              gpu.gpus_per_node, gpus, days, fits, meets_any, meets, horizon)
+    floor = int(gpus[fits][0]) if fits.any() else None
+    common = dict(memory_floor_gpus=floor, total_flops=model.flops_per_token("none", s) * D,
+                  tokens=D, table=table, max_gpus_power=cap_gpus, space=search.space)
     if meets.any():
-        i = int(np.argmax(meets))
-        adv = advice_at(i)
-        if adv.too_small:
-            notes += [adv.message, *adv.proposals]
-        gpu_hours = float(gpus[i] * days[i] * 24)
-        for name, price in (usd_per_gpu_hour or {}).items():
-            if price is not None:
-                cost[name] = gpu_hours * float(v.positive(f"usd_per_gpu_hour[{name}]", price))
-        return Sizing(gpus=int(gpus[i]), nodes=int(nodes[i]), days=float(days[i]),
-                      meets_target=True, mfu=float(cols["mfu"][i]), layout=layout_at(i),
-                      memory_floor_gpus=floor, total_flops=total_flops, tokens=D, table=table,
-                      cost_usd=cost, notes=tuple(notes), global_batch=int(cols["global_batch"][i]),
-                      nearest=None, batch=adv, max_gpus_power=cap_gpus, space=space,
-                      floor_gpus=floor_gpus)
-
+        return _met_sizing(int(np.argmax(meets)), gpus, gpu.gpus_per_node, days, cols, layout_at,
+                           advice_at, notes, usd_per_gpu_hour, common, floor_gpus)
     return replace(_nearest_sizing(model, gpu, gpus, days, train_days, fits, fits & in_power, cols,
-                           layout_at, advice_at, notes, floor, total_flops, D, table, target, h,
-                           B, max_nodes, info, cap_gpus, space), floor_gpus=floor_gpus)
+                                   layout_at, advice_at, notes, floor, common["total_flops"], D,
+                                   table, horizon, float(target.headroom), B,
+                                   int(facility.max_nodes), info, cap_gpus, search.space),
+                   floor_gpus=floor_gpus)
+
+
+def _goodput_at(goodput: float | Callable[[np.ndarray], ArrayLike], gpus: np.ndarray) -> np.ndarray:
+    """G at each candidate size [-]: the model's answer (checked here), or the one figure."""
+    if callable(goodput):
+        return np.broadcast_to(v.fraction("goodput", goodput(gpus)), gpus.shape)
+    return np.full(gpus.shape, float(goodput))
+
+
+def _size_table(gpus: np.ndarray, gpus_per_node: int, days: tuple, fits: np.ndarray,
+                in_power: np.ndarray, cols: dict[str, np.ndarray], lay: dict[str, np.ndarray],
+                facility: Facility, cap_gpus: int | None, kw: float | None) -> pd.DataFrame:
+    """The table of every candidate size: ``days`` (with the headroom, without it, the
+    floor's; NaN where nothing fits), whether it fits and is within the power envelope, the
+    best layout's figures and the layout, and the power drawn when a power is known."""
+    with_headroom, to_train, floor = days
+    table = pd.DataFrame({"gpus": gpus, "nodes": gpus // gpus_per_node,
+                          "days": np.where(fits, with_headroom, np.nan),
+                          "days_to_train": np.where(fits, to_train, np.nan),
+                          "days_floor": np.where(fits, floor, np.nan), "fits": fits,
+                          "within_power": in_power, **cols, **lay})
+    if cap_gpus is not None or facility.power_kw_per_gpu is not None:
+        assert kw is not None  # set by _power_cap whenever either is
+        table["power_mw"] = gpus * kw * float(facility.pue) / 1000
+    return table
+
+
+def _met_sizing(i: int, gpus: np.ndarray, gpus_per_node: int, days: np.ndarray,
+                cols: dict[str, np.ndarray],
+                layout_at: Callable[[int], dict[str, Any]], advice_at: Callable[[int], BatchAdvice],
+                notes: list[str], usd_per_gpu_hour: Mapping[str, float | None] | None,
+                common: dict[str, Any], floor_gpus: int | None) -> Sizing:
+    """The sizing at size ``i``, the smallest that meets the target: its layout, batch
+    advice and cost by price option."""
+    adv = advice_at(i)
+    if adv.too_small:
+        notes += [adv.message, *adv.proposals]
+    gpu_hours = float(gpus[i] * days[i] * 24)
+    cost = {}
+    for name, price in (usd_per_gpu_hour or {}).items():
+        if price is not None:
+            cost[name] = gpu_hours * float(v.positive(f"usd_per_gpu_hour[{name}]", price))
+    return Sizing(gpus=int(gpus[i]), nodes=int(gpus[i] // gpus_per_node), days=float(days[i]),
+                  meets_target=True,
+                  mfu=float(cols["mfu"][i]), layout=layout_at(i), cost_usd=cost,
+                  notes=tuple(notes), global_batch=int(cols["global_batch"][i]), nearest=None,
+                  batch=adv, floor_gpus=floor_gpus, **common)
 
 
 def _size_columns(best: dict[str, np.ndarray] | None, gpus: np.ndarray, D: float, G: np.ndarray, h: float,
@@ -385,9 +463,10 @@ def _size_columns(best: dict[str, np.ndarray] | None, gpus: np.ndarray, D: float
     lay = {k: np.full(len(gpus), None, dtype=object) for k in LAYOUT_KEYS}
     if best is not None:
         i = best["si"]
-        stall = data_stall(best["tokens_per_s"], gpus[i]) if callable(data_stall) else \
+        # a model of the stall is checked where it answers (a figure by Target)
+        stall = v.fraction("data_stall", data_stall(best["tokens_per_s"], gpus[i]),
+                           allow_zero=True, allow_one=False) if callable(data_stall) else \
             np.full(len(i), float(data_stall))
-        stall = v.fraction("data_stall", stall, allow_zero=True, allow_one=False)
         train_days[i] = days_to_train(D, best["tokens_per_s"], G[i] * (1 - stall))
         days[i] = train_days[i] * (1 + h)
         for k in ("mfu", "global_batch", "tokens_per_s", "memory_gb"):
@@ -399,11 +478,12 @@ def _size_columns(best: dict[str, np.ndarray] | None, gpus: np.ndarray, D: float
     return days, train_days, cols, lay
 
 
-def _power_cap(gpu: GPUSpec, max_power_mw: float | None, power_kw_per_gpu: float | None, pue: float) -> tuple:
+def _power_cap(gpu: GPUSpec, facility: Facility) -> tuple:
     """(the most GPUs within the power envelope or None, kW per GPU or None)."""
     cap_gpus, kw = None, None
-    if max_power_mw is not None:
-        P = float(v.positive("max_power_mw", max_power_mw))
+    pue, power_kw_per_gpu = float(facility.pue), facility.power_kw_per_gpu
+    if facility.max_power_mw is not None:
+        P = float(facility.max_power_mw)
         if power_kw_per_gpu is None:
             w = getattr(gpu, "power_w_per_gpu", None)
             if w is None:
@@ -411,10 +491,10 @@ def _power_cap(gpu: GPUSpec, max_power_mw: float | None, power_kw_per_gpu: float
                                    "power per GPU (e.g. DGX H100: 10.2 kW / 8 = 1.275 kW)")
             kw = float(w) / 1000
         else:
-            kw = float(v.positive("power_kw_per_gpu", power_kw_per_gpu))
+            kw = float(power_kw_per_gpu)
         cap_gpus = int(np.floor(P * 1000 / (kw * pue) + 1e-9))
     elif power_kw_per_gpu is not None:
-        kw = float(v.positive("power_kw_per_gpu", power_kw_per_gpu))
+        kw = float(power_kw_per_gpu)
     return cap_gpus, kw
 
 

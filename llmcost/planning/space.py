@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -241,8 +241,9 @@ def enumerate_layouts(model: ModelSpec, gpus: ArrayLike, global_batch: int, gpus
     grids = np.meshgrid(*axes, indexing="ij")
     k, b, z, ri, sp, vv, fa, to = (a.ravel() for a in grids)
     g, t, p, c, e, te = g[k], t[k], p[k], c[k], e[k], te[k]
-    ok, dp, m = layout_valid(model, g, t, p, c, b, B, vv, sp, to, node, heuristic,
-                             space.first_stage_layers, space.last_stage_layers)
+    ok, dp, m = layout_valid(model, dict(gpus=g, tp=t, pp=p, cp=c, micro_batch=b,
+                                         global_batch=B, interleave=vv, sequence_parallel=sp,
+                                         tp_comm_overlap=to), space, node, heuristic)
     out = dict(gpus=g, tp=t, pp=p, cp=c, dp=dp, micro_batch=b, num_microbatches=m,
                zero_stage=z, recompute=rec[ri], sequence_parallel=sp, interleave=vv,
                flash_attention=fa, tp_comm_overlap=to, ep=e, etp=te)
@@ -304,11 +305,9 @@ def layout_axes(model: ModelSpec, gpus_per_node: int, space: Space = Space(),
                 tp_comm_overlap=np.array(space.tp_comm_overlap, dtype=bool))
 
 
-def layout_valid(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike, pp: ArrayLike, cp: ArrayLike,
-                 micro_batch: ArrayLike, global_batch: ArrayLike, interleave: ArrayLike,
-                 sequence_parallel: ArrayLike = False, tp_comm_overlap: ArrayLike = False, gpus_per_node: int = 8,
-                 heuristic: str = "none", first_stage_layers: int | None = None,
-                 last_stage_layers: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def layout_valid(model: ModelSpec, layouts: Mapping[str, ArrayLike], space: Space = Space(),
+                 gpus_per_node: int = 8,
+                 heuristic: str = "none") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Which layouts obey the rules that tie dimensions together (arrays broadcast).
 
     .. math:: d = \frac{N}{t\,p\,c} \in \mathbb{N},\quad m = \frac{B}{b\,d} \in \mathbb{N},
@@ -322,13 +321,16 @@ def layout_valid(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike, pp: ArrayLike
     Parameters
     ----------
     model : ModelSpec
-    gpus, tp, pp, cp, micro_batch, global_batch, interleave : int or array
-        N, t, p, c, b, B [sequences], v [-].
-    sequence_parallel, tp_comm_overlap : bool or array
+    layouts : dict of int or bool arrays
+        The layouts as :func:`enumerate_layouts` gives them: ``gpus``, ``tp``, ``pp``,
+        ``cp``, ``micro_batch``, ``global_batch``, ``interleave`` (N, t, p, c, b,
+        B [sequences], v [-]) and optionally ``sequence_parallel`` and ``tp_comm_overlap``
+        (default False); other keys are ignored.
+    space : Space
+        Its ``first_stage_layers`` and ``last_stage_layers`` split the pipeline stages
+        (None: even or automatic).
     gpus_per_node : int
     heuristic : {"none", "seed"}
-    first_stage_layers, last_stage_layers : int, optional
-        As :class:`Space`; None: even or automatic.
 
     Returns
     -------
@@ -341,15 +343,17 @@ def layout_valid(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike, pp: ArrayLike
     .. [1] Narayanan et al. 2021, arXiv:2104.04473, §2.2 (interleaving needs m a multiple
        of p) and §3.
     """
-    g, t, p, c, b, B, vv = (np.asarray(x) for x in (gpus, tp, pp, cp, micro_batch,
-                                                    global_batch, interleave))
-    sp, to = np.asarray(sequence_parallel), np.asarray(tp_comm_overlap)
+    g, t, p, c, b, B, vv = (np.asarray(layouts[k]) for k in (
+        "gpus", "tp", "pp", "cp", "micro_batch", "global_batch", "interleave"))
+    sp = np.asarray(layouts.get("sequence_parallel", False))
+    to = np.asarray(layouts.get("tp_comm_overlap", False))
     used = t * p * c
     ok = (g % used == 0)
     dp = np.where(ok, g // np.maximum(used, 1), 1)
     ok = ok & (B % (b * dp) == 0)
     m = np.where(ok, B // np.maximum(b * dp, 1), 1)
-    split = Space(first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers)
+    split = Space(first_stage_layers=space.first_stage_layers,
+                  last_stage_layers=space.last_stage_layers)
     ok &= interleave_valid(model, p, vv, split) & ((vv == 1) | (m % np.maximum(p, 1) == 0))
     ok &= (sp <= (t > 1)) & (to <= (t > 1))
     if heuristic == "seed":

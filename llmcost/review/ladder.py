@@ -21,7 +21,15 @@ import pandas as pd
 
 from .. import _validate as v
 from ..catalog import Catalog
-from ..planning.ladder import DEFAULT_MFU, Rung, cheapest_on_demand, finetune_ladder, slow_end_cost
+from ..planning.ladder import (
+    DEFAULT_MFU,
+    LadderSpeed,
+    LadderWork,
+    Rung,
+    cheapest_on_demand,
+    finetune_ladder,
+    slow_end_cost,
+)
 from ..scenario import Scenario
 from ..training.arch import ModelSpec
 from ..training.flops import chinchilla_optimal_tokens
@@ -213,10 +221,11 @@ def ladder(model: ModelSpec, cat: Catalog, finetune_tokens=1e9, pretraining: Pre
     if fabric == "custom":
         fabric = Scenario().fabric
     rungs = finetune_ladder(
-        model, priced, {g.id: cheapest[g.id][0] for g in priced}, finetune_tokens,
-        pretrain_tokens, pretrain_days, billing_gpus={g.id: cheapest[g.id][1] for g in priced},
-        seq_len=seq_len, predict_mfu=finetune_mfu(model, cat, fabric, seq_len),
-        rank_band=rank_band(cat))
+        model, priced, {g.id: cheapest[g.id][0] for g in priced},
+        LadderWork(finetune_tokens, pretrain_tokens, pretrain_days, seq_len=seq_len),
+        LadderSpeed(predict_mfu=finetune_mfu(model, cat, fabric, seq_len),
+                    rank_band=rank_band(cat)),
+        billing_gpus={g.id: cheapest[g.id][1] for g in priced})
     price_ids = {g.id: cheapest[g.id][2] for g in priced}
     reviewed = pretrain_rung(pretrain) if pretrain is not None else None
     offer = None

@@ -115,3 +115,11 @@ class FabricSpec:
     #: the terms of this row that are assumptions, not measurements (data/fabrics.csv
     #: ``assumed``): the review shows how far they move the step time
     assumed: tuple = ()
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The GPU and the two fabrics a training step runs on."""
+    gpu: GPUSpec
+    scale_up: FabricSpec
+    scale_out: FabricSpec

@@ -9,6 +9,7 @@ from llmcost import InputError, catalog
 from llmcost.economics import reliability as rel
 from llmcost.economics import sizing, spot, tco
 from llmcost.economics.waterfall import RunLosses, run_waterfall
+from llmcost.training.hardware import Hardware
 
 CAT = catalog.default()
 
@@ -202,7 +203,8 @@ def test_ib_vs_roce_18_vs_43_days_does_not_follow():
 @pytest.mark.slow
 def test_size_cluster_meets_target_above_memory_floor():
     m = CAT.model("llama2-70b")
-    S = sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 30, usd_per_gpu_hour={"on_demand": 6.88})
+    S = sizing.size_cluster(m, Hardware(H100, NVL4, NDR), sizing.Target(30, 2e12),
+                            usd_per_gpu_hour={"on_demand": 6.88})
     assert S.meets_target and S.days <= 30 and S.gpus >= S.memory_floor_gpus
     assert S.gpus % 8 == 0 and S.nodes * 8 == S.gpus
     # days by hand from the reported MFU: 6N-ish FLOPs / (GPUs x peak x MFU), plus 10% headroom
@@ -220,8 +222,9 @@ def test_size_cluster_meets_target_above_memory_floor():
 def test_more_days_never_need_more_gpus(d1, d2):
     lo, hi = sorted((d1, d2))
     m = CAT.model("llama3-8b")
-    a = sizing.size_cluster(m, 1e12, H100, NVL4, NDR, lo, max_nodes=256)
-    b = sizing.size_cluster(m, 1e12, H100, NVL4, NDR, hi, max_nodes=256)
+    hw, site = Hardware(H100, NVL4, NDR), sizing.Facility(max_nodes=256)
+    a = sizing.size_cluster(m, hw, sizing.Target(lo, 1e12), site)
+    b = sizing.size_cluster(m, hw, sizing.Target(hi, 1e12), site)
     if a.meets_target:
         assert b.gpus <= a.gpus
 
@@ -253,7 +256,8 @@ def test_waterfall_multiplies_down_to_effective():
     (lambda: spot.implied_lost_hours(spot.SpotMarket(0.6, 2.4), 0.7), "observed_net_savings"),
     (lambda: rel.young_interval_s(45, 0), "mtbf_s"),
     (lambda: rel.goodput(100, 10, float("nan")), "mtbf_s"),
-    (lambda: sizing.size_cluster(CAT.model("llama3-8b"), 1e12, H100, NVL4, NDR, 0), "target_days"),
+    (lambda: sizing.size_cluster(CAT.model("llama3-8b"), Hardware(H100, NVL4, NDR),
+                                 sizing.Target(0, 1e12)), "target_days"),
     (lambda: tco.OnPrem(pue=0.5), "pue"),
 ])
 def test_bad_input_raises_naming_the_parameter(call, param):

@@ -11,6 +11,8 @@ from llmcost.cli import main
 from llmcost.economics import sizing
 from llmcost.training import memory as mem
 from llmcost.training import planner
+from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
 from llmcost.training.step import Options, predict_step
 
 CAT = catalog.default()
@@ -46,11 +48,12 @@ def test_issue_size_case_answers(capsys):
 @pytest.mark.slow
 def test_nearest_tokens_within_target_are_met_at_the_fastest_size():
     m = CAT.model("llama3-405b")
-    S = sizing.size_cluster(m, 2e12, A100, NVL3, ROCE, 10)
+    S = sizing.size_cluster(m, Hardware(A100, NVL3, ROCE), sizing.Target(10, 2e12))
     assert not S.meets_target and S.gpus is None
     # days are proportional to tokens at every size, so the tokens the note promises for
     # 10 days are trained in 10 days at the fastest size (or sooner at none)
-    T = sizing.size_cluster(m, S.nearest.tokens_within_target * (1 - 1e-9), A100, NVL3, ROCE, 10)
+    T = sizing.size_cluster(m, Hardware(A100, NVL3, ROCE),
+                            sizing.Target(10, S.nearest.tokens_within_target * (1 - 1e-9)))
     assert T.meets_target and T.gpus == S.nearest.fastest_gpus
     assert T.days == pytest.approx(10, rel=1e-6)
 
@@ -58,7 +61,7 @@ def test_nearest_tokens_within_target_are_met_at_the_fastest_size():
 def test_plan_with_no_valid_layout_is_well_formed(capsys):
     m = CAT.model("llama3-8b")
     # 60 = 4 x 15: DP is 15, 30 or 60 and none divides 512 sequences
-    P = planner.plan(m, A100, NVL3, CAT.fabric("ib-hdr"), 60, 512)
+    P = planner.plan(m, Hardware(A100, NVL3, CAT.fabric("ib-hdr")), 60, 512)
     assert P.evaluated == 0 and P.feasible == 0 and len(P.top()) == 0
     assert "fits" in P.layouts.columns and "step_time_s" in P.layouts.columns
     assert "512" in P.note and "60" in P.note
@@ -99,13 +102,14 @@ def test_size_bad_values_still_refused(capsys):
 @pytest.mark.slow
 def test_sizing_days_equal_a_fresh_plan_at_that_size(mid, tokens, days, gpu, up, out):
     m = CAT.model(mid)
-    S = sizing.size_cluster(m, tokens, gpu, up, out, days)
+    S = sizing.size_cluster(m, Hardware(gpu, up, out), sizing.Target(days, tokens))
     n = S.gpus or S.nearest.fastest_gpus
     B = S.global_batch or S.nearest.fastest_global_batch
     d = S.days or S.nearest.fastest_days
     layout = S.layout or S.nearest.fastest_layout
     assert abs(B / round(4_194_304 / m.seq_len) - 1) <= sizing.BATCH_TOLERANCE
-    P = planner.plan(m, gpu, up, out, n, B, sizing.SIZING_SPACE, Options(flash_attention=True))
+    P = planner.plan(m, Hardware(gpu, up, out), n, B, planner.Search(sizing.SIZING_SPACE),
+                     Options(flash_attention=True))
     best = P.layouts.iloc[0]
     assert bool(best["fits"])
     p = predict_step(m, gpu, up, out, n, best["tp"], best["pp"], B, best["cp"],
@@ -126,7 +130,8 @@ def test_sizing_days_equal_a_fresh_plan_at_that_size(mid, tokens, days, gpu, up,
 @pytest.mark.parametrize("mid,tokens", [("llama3-8b", 1e12), ("llama2-70b", 2e12)])
 def test_more_days_never_need_more_gpus(mid, tokens):
     m = CAT.model(mid)
-    sized = [sizing.size_cluster(m, tokens, H100, NVL4, NDR, d, max_nodes=512)
+    sized = [sizing.size_cluster(m, Hardware(H100, NVL4, NDR), sizing.Target(d, tokens),
+                                 sizing.Facility(max_nodes=512))
              for d in (2, 5, 10, 20, 40, 80, 160, 320)]
     met = [s.meets_target for s in sized]
     assert met == sorted(met)                       # once met, met for every looser target
@@ -139,11 +144,12 @@ def test_more_days_never_need_more_gpus(mid, tokens):
 @pytest.mark.slow
 def test_power_envelope_binds():
     m = CAT.model("llama2-70b")
-    free = sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 30)
+    hw = Hardware(H100, NVL4, NDR)
+    free = sizing.size_cluster(m, hw, sizing.Target(30, 2e12))
     assert free.meets_target and free.gpus > 248
     # 0.5 MW / (1.275 kW per GPU (DGX H100 10.2 kW / 8) x PUE 1.58) = 500 / 2.0145 = 248.2
-    S = sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 30, max_power_mw=0.5,
-                            power_kw_per_gpu=1.275, pue=1.58)
+    half_mw = sizing.Facility(max_power_mw=0.5, power_kw_per_gpu=1.275, pue=1.58)
+    S = sizing.size_cluster(m, hw, sizing.Target(30, 2e12), half_mw)
     assert S.max_gpus_power == 248
     assert not S.meets_target and S.gpus is None and S.nearest.fastest_gpus <= 248
     assert any("power envelope binds" in n and f"{free.gpus:,} GPUs" in n for n in S.notes)
@@ -151,15 +157,14 @@ def test_power_envelope_binds():
     t = S.table
     assert (t["within_power"] == (t["gpus"] * 1.275 * 1.58 <= 500)).all()
     # a looser target is met inside the envelope
-    L = sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 150, max_power_mw=0.5,
-                            power_kw_per_gpu=1.275, pue=1.58)
+    L = sizing.size_cluster(m, hw, sizing.Target(150, 2e12), half_mw)
     assert L.meets_target and L.gpus <= 248
     # an envelope that does not bind changes nothing
-    W = sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 30, max_power_mw=10,
-                            power_kw_per_gpu=1.275, pue=1.58)
+    W = sizing.size_cluster(m, hw, sizing.Target(30, 2e12),
+                            sizing.Facility(max_power_mw=10, power_kw_per_gpu=1.275, pue=1.58))
     assert W.gpus == free.gpus and W.days == free.days
     with pytest.raises(InputError) as e:
-        sizing.size_cluster(m, 2e12, H100, NVL4, NDR, 30, max_power_mw=-1)
+        sizing.size_cluster(m, hw, sizing.Target(30, 2e12), sizing.Facility(max_power_mw=-1))
     assert e.value.param == "max_power_mw"
 
 
@@ -176,7 +181,8 @@ def test_batch_advice_llama3_405b_16k_gpus_4m_batch():
     # Llama 3 405B on 16,384 H100 with its Table 4 layout TP8 PP16 (126 layers: uneven
     # stages), DP = 16384 / (8 x 16) = 128. A 4M-token batch is 4,194,304 / 8,192 = 512
     # sequences: m = 512 / 128 = 4 micro-batches per pipeline (not 1), bubble 15/4 = 375%.
-    a = sizing.batch_advice(CAT.model("llama3-405b"), H100, 16, 1, 4, 1, 128)
+    a = sizing.batch_advice(CAT.model("llama3-405b"),
+                            Layout(gpus=16384, tp=8, pp=16, global_batch=512), H100)
     assert a.too_small and a.global_batch == 512
     assert a.bubble_share == pytest.approx(15 / 4) and "15/(1 x 4) = 375%" in a.message
     text = " | ".join(a.proposals)
@@ -198,13 +204,14 @@ def test_batch_advice_quiet_when_bubble_is_small_and_fixes_that_work():
     # Megatron 145.6B row: PP8 interleaved, batch 2304 over DP 24: m = 96, 7 / (96 v) < 10%
     m = CAT.model("megatron-gpt-145.6b")
     assert m.layers == 80
-    a = sizing.batch_advice(m, A100, 8, 1, 96, 1, 24)
+    a = sizing.batch_advice(m, Layout(gpus=1536, tp=8, pp=8, global_batch=2304), A100)
     assert not a.too_small and a.bubble_share == pytest.approx(7 / 96) and a.proposals == ()
     assert "7.3%" in a.message
     # PP8 with m = 16 (DP 8, 128 sequences): 7/16 = 43.8%; interleaving v = 5 (80 layers,
     # 10 per stage: v in 2, 5, 10) gives 7/80 = 8.75%; PP2 -> DP 32, m = 4: 1/4 = 25% > 10%,
     # so less PP fails; m = 70 -> 70 x 8 = 560 sequences
-    b = sizing.batch_advice(m, A100, 8, 1, 16, 1, 8, max_batch_tokens=4e6)
+    b = sizing.batch_advice(m, Layout(gpus=512, tp=8, pp=8, global_batch=128), A100,
+                            max_batch_tokens=4e6)
     text = " | ".join(b.proposals)
     assert b.too_small and "v = 5 gives 8.8%" in text
     assert "560 sequences" in text and "within the largest" in text
@@ -218,10 +225,9 @@ PRICES = sizing.cheapest_on_demand(CAT.prices())
 SEED_GPUS = ("a100-40gb", "h100-sxm", "h200")
 
 
-def catalog_ladder(mid, **kw):
+def catalog_ladder(mid):
     gpus = [CAT.gpu(g) for g in SEED_GPUS]
-    return sizing.finetune_ladder(CAT.model(mid), gpus, {g: PRICES[g][0] for g in SEED_GPUS},
-                                  **kw)
+    return sizing.finetune_ladder(CAT.model(mid), gpus, {g: PRICES[g][0] for g in SEED_GPUS})
 
 
 def test_cheapest_on_demand_per_gpu_hour_from_the_catalog():
@@ -261,8 +267,8 @@ def test_qlora_dearer_than_lora_only_through_its_mfu():
     m = CAT.model("llama2-7b")
     # same card, same tokens: both do 4 N D FLOPs (no weight gradients for the frozen base),
     # so with equal MFU they cost the same ...
-    same = {r.method: r for r in sizing.finetune_ladder(m, H100, 2.69,
-                                                         mfu={"qlora": 0.4, "lora": 0.4})}
+    equal = sizing.LadderSpeed(mfu={"qlora": 0.4, "lora": 0.4})
+    same = {r.method: r for r in sizing.finetune_ladder(m, H100, 2.69, speed=equal)}
     assert same["qlora"].cost_usd == pytest.approx(same["lora"].cost_usd, rel=1e-12)
     # ... and by default QLoRA's assumed MFU 0.30 against LoRA's 0.40 makes it 4/3 dearer:
     # dequantising NF4 in every matmul is what QLoRA pays for holding the model on one card

@@ -14,6 +14,7 @@ from llmcost.review import evaluate
 from llmcost.review.stages import MEMORY_MARGIN, SIMPLEST_WITHIN, options_for, review_space
 from llmcost.scenario import Scenario
 from llmcost.training import planner
+from llmcost.training.hardware import Hardware
 
 CAT = catalog.default()
 # Mixtral 8x7B on 64 H100: the fastest layout uses 99% of memory, one 1% slower 74%
@@ -26,10 +27,10 @@ def _plan(r, margin):
     s = inp.scenario
     space = review_space(s, inp.model, inp.gpu.gpus_per_node)
     from llmcost.review.stages import REVIEW_MEMORY
-    return planner.plan(inp.model, inp.gpu, inp.scale_up, inp.scale_out, r.plan.gpus,
-                        r.plan.global_batch, space, options_for(s), precision=s.precision,
-                        simplest_within=SIMPLEST_WITHIN, memory_margin=margin,
-                        memory_kwargs=REVIEW_MEMORY).layouts
+    search = planner.Search(space, precision=s.precision, simplest_within=SIMPLEST_WITHIN,
+                            memory_margin=margin, memory_kwargs=REVIEW_MEMORY)
+    return planner.plan(inp.model, Hardware(inp.gpu, inp.scale_up, inp.scale_out), r.plan.gpus,
+                        r.plan.global_batch, search, options_for(s)).layouts
 
 
 def test_memory_tight_is_the_share_left_free():
@@ -60,10 +61,8 @@ def test_plan_refuses_a_margin_out_of_range():
     with pytest.raises(ValueError, match="memory_margin"):
         _plan(r, 1.0)
     # refused even where it would not rank (no simplest_within band)
-    inp = r.inputs
     with pytest.raises(ValueError, match="memory_margin"):
-        planner.plan(inp.model, inp.gpu, inp.scale_up, inp.scale_out, r.plan.gpus,
-                     r.plan.global_batch, memory_margin=-0.1)
+        planner.Search(memory_margin=-0.1)
 
 
 @pytest.mark.parametrize("query", [

@@ -17,6 +17,7 @@ from llmcost.economics import sizing
 from llmcost.training import memory as mem
 from llmcost.training import planner as pl
 from llmcost.training import step as st
+from llmcost.training.hardware import Hardware
 from llmcost.training.layout import Layout, describe_layout, layout_columns
 
 CAT = catalog.default()
@@ -30,8 +31,8 @@ def plan():
     space = pl.Space(cp=(1,), micro_batch=(1, 2), zero_stage=(1,), recompute=("none", "full"),
                      interleave=(1, 2), recompute_modules=((), ("core_attn",)),
                      optimizer_moments=("fp32", "bf16"))
-    return pl.plan(CAT.model("megatron-gpt-1.7b"), A100, NVL3, HDR, 32, 64, space,
-                   precision="bf16")
+    return pl.plan(CAT.model("megatron-gpt-1.7b"), Hardware(A100, NVL3, HDR), 32, 64,
+                   pl.Search(space, precision="bf16"))
 
 
 def test_every_table_follows_the_declared_order():
@@ -77,7 +78,7 @@ def test_plan_frame_and_json_carry_the_declared_columns(plan):
     assert set(zip(df["recompute_modules"], df["optimizer_moments"])) == {
         ("", "fp32"), ("", "bf16"), ("core_attn", "fp32"), ("core_attn", "bf16")}
     # an empty plan has the same columns in the same order (was: the recipe at the end)
-    none = pl.plan(CAT.model("megatron-gpt-1.7b"), A100, NVL3, HDR, 7, 3, pl.Space())
+    none = pl.plan(CAT.model("megatron-gpt-1.7b"), Hardware(A100, NVL3, HDR), 7, 3, pl.Search(pl.Space()))
     assert none.evaluated == 0 and list(none.layouts.columns) == list(df.columns)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):

@@ -14,6 +14,7 @@ from llmcost.apps.sizing_app import SizingApp
 from llmcost.cli import main
 from llmcost.scenario import Scenario
 from llmcost.training import comm, planner
+from llmcost.training.hardware import Hardware
 from llmcost.training.memory import LayerOptions, memory_per_gpu, moe_ffn_activation_bytes
 from llmcost.training.step import Options, predict_step
 
@@ -121,7 +122,8 @@ def test_dense_predictions_unchanged_by_moe_plumbing():
 @pytest.mark.slow
 def test_planner_searches_expert_parallelism():
     g, up, out = _hw("b200")
-    P = planner.plan(CAT.model("qwen3-235b-a22b"), g, up, out, 256, 1024, precision="mxfp8")
+    P = planner.plan(CAT.model("qwen3-235b-a22b"), Hardware(g, up, out), 256, 1024,
+                     planner.Search(precision="mxfp8"))
     assert P.feasible > 0
     eps = set(P.layouts["ep"])
     assert {1, 8, 32, 128} <= eps

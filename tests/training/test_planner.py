@@ -10,9 +10,11 @@ from llmcost import catalog
 from llmcost.training import planner as pl
 from llmcost.training import step as st
 from llmcost.training.arch import ModelSpec
+from llmcost.training.hardware import Hardware
 
 CAT = catalog.default()
 A100, NVL3, HDR = CAT.gpu("a100-80gb"), CAT.fabric("nvlink3"), CAT.fabric("ib-hdr")
+HW = Hardware(A100, NVL3, HDR)
 SMALL = pl.Space(cp=(1, 2), micro_batch=(1, 2, 4), zero_stage=(0, 3),
                  recompute=("none", "full"), interleave=(1, 2, 3))
 
@@ -26,7 +28,7 @@ SMALL = pl.Space(cp=(1, 2), micro_batch=(1, 2, 4), zero_stage=(0, 3),
 def test_planner_equals_brute_force_loop(tps, pps):
     m = CAT.model("megatron-gpt-1.7b")   # 24 layers, 24 heads, s 2048
     gpus, B = 32, 64
-    P = pl.plan(m, A100, NVL3, HDR, gpus, B, dataclasses.replace(SMALL, tp=tps, pp=pps))
+    P = pl.plan(m, HW, gpus, B, pl.Search(dataclasses.replace(SMALL, tp=tps, pp=pps)))
     # The loop: every combination, the rules written out again, one predict_step per layout.
     expected = {}
     for t, p, c, b, z, r, sp, v, fa, to in itertools.product(
@@ -61,7 +63,7 @@ def test_planner_equals_brute_force_loop(tps, pps):
 
 def test_gpt3_1024_gpus_counts():
     m = ModelSpec(layers=96, hidden=12288, heads=96, vocab=51200, seq_len=2048)
-    P = pl.plan(m, A100, NVL3, HDR, 1024, 1536)
+    P = pl.plan(m, HW, 1024, 1536)
     assert P.evaluated >= 100_000
     assert 0 < P.feasible < P.evaluated
     top = P.top(5)
@@ -71,7 +73,7 @@ def test_gpt3_1024_gpus_counts():
 
 def test_pareto_front_is_not_dominated():
     m = CAT.model("megatron-gpt-18.4b")
-    P = pl.plan(m, A100, NVL3, HDR, 256, 1024, SMALL)
+    P = pl.plan(m, HW, 256, 1024, pl.Search(SMALL))
     f = P.layouts[P.layouts["fits"]]
     for _, p in P.pareto.iterrows():
         dominated = ((f["step_time_s"] < p["step_time_s"]) & (f["headroom_gb"] > p["headroom_gb"])).any()
@@ -83,8 +85,9 @@ def test_pareto_front_is_not_dominated():
 def test_seed_heuristic_constrains_and_costs():
     m = CAT.model("llama2-70b")
     h100 = CAT.gpu("h100-sxm")
-    free = pl.plan(m, h100, CAT.fabric("nvlink4"), CAT.fabric("ib-ndr"), 128, 256, SMALL)
-    seed = pl.plan(m, h100, CAT.fabric("nvlink4"), CAT.fabric("ib-ndr"), 128, 256, SMALL, heuristic="seed")
+    hw = Hardware(h100, CAT.fabric("nvlink4"), CAT.fabric("ib-ndr"))
+    free = pl.plan(m, hw, 128, 256, pl.Search(SMALL))
+    seed = pl.plan(m, hw, 128, 256, pl.Search(SMALL, heuristic="seed"))
     L = seed.layouts
     assert (L["tp"] <= 8).all() and (L["tp"] * L["pp"] <= 32).all()
     assert seed.evaluated <= free.evaluated
@@ -93,7 +96,7 @@ def test_seed_heuristic_constrains_and_costs():
 
 def test_cost_ranking_across_cluster_sizes():
     m = CAT.model("megatron-gpt-7.5b")
-    P = pl.plan(m, A100, NVL3, HDR, [64, 128, 256], 512, SMALL, usd_per_gpu_hour=2.0, rank_by="cost")
+    P = pl.plan(m, HW, [64, 128, 256], 512, pl.Search(SMALL, usd_per_gpu_hour=2.0, rank_by="cost"))
     f = P.layouts[P.layouts["fits"]]
     assert f["usd_per_million_tokens"].is_monotonic_increasing
     # $ per million tokens = price x GPUs / tokens per second / 3600 x 1e6
@@ -103,7 +106,7 @@ def test_cost_ranking_across_cluster_sizes():
 
 def test_why_slower_names_terms():
     m = CAT.model("megatron-gpt-18.4b")
-    P = pl.plan(m, A100, NVL3, HDR, 256, 1024, SMALL)
+    P = pl.plan(m, HW, 256, 1024, pl.Search(SMALL))
     others, _ = pl.runners_up(P.layouts, 1)
     text = pl.why_slower(P.layouts.iloc[0], others.iloc[0])
     assert "per step" in text and " s " in text

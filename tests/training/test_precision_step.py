@@ -23,6 +23,7 @@ from llmcost import utilization as ut
 from llmcost.cli import main
 from llmcost.economics import sizing
 from llmcost.training import planner
+from llmcost.training.hardware import Hardware
 from llmcost.training.memory import memory_per_gpu
 from llmcost.training.step import Options, predict_step
 
@@ -173,11 +174,12 @@ def test_predict_refuses_precision_gpu_lacks(cat, gpu, prec):
         predict_step(*args, options=Options(precision=prec))
     assert e.value.param == "precision"
     with pytest.raises(InputError) as e:
-        planner.plan(m, g, cat.fabric(g.scale_up), cat.fabric("ib-ndr"), 8, 8, precision=prec)
+        planner.plan(m, Hardware(g, cat.fabric(g.scale_up), cat.fabric("ib-ndr")), 8, 8,
+                     planner.Search(precision=prec))
     assert e.value.param == "precision"
     with pytest.raises(InputError) as e:
-        sizing.size_cluster(m, 1e9, g, cat.fabric(g.scale_up), cat.fabric("ib-ndr"), 30,
-                            precision=prec)
+        sizing.size_cluster(m, Hardware(g, cat.fabric(g.scale_up), cat.fabric("ib-ndr")),
+                            sizing.Target(30, 1e9), search=sizing.Search(precision=prec))
     assert e.value.param == "precision"
 
 
@@ -250,9 +252,10 @@ def test_plan_runs_every_layout_in_the_given_precision(cat, h100):
     m = cat.model("llama3-70b")
     space = planner.Space(tp=(4, 8), cp=(1,), micro_batch=(1,), zero_stage=(1,),
                           recompute=("none", "full"), interleave=(1, 5))
-    bf = planner.plan(m, g, up, out, 64, 256, space, MB_OPTIONS, seq_len=8192)
-    f8 = planner.plan(m, g, up, out, 64, 256, space, MB_OPTIONS, seq_len=8192,
-                      precision="fp8")
+    bf = planner.plan(m, Hardware(g, up, out), 64, 256, planner.Search(space), MB_OPTIONS,
+                      seq_len=8192)
+    f8 = planner.plan(m, Hardware(g, up, out), 64, 256, planner.Search(space, precision="fp8"),
+                      MB_OPTIONS, seq_len=8192)
     assert f8.evaluated == bf.evaluated          # precision is not a search dimension
     assert set(f8.layouts["precision"]) == {"fp8"} and set(bf.layouts["precision"]) == {"bf16"}
     assert "FP8" in planner.describe_layout(f8.layouts.iloc[0])
@@ -264,8 +267,9 @@ def test_plan_runs_every_layout_in_the_given_precision(cat, h100):
 def test_size_cluster_fp8_needs_no_more_gpus(cat, h100):
     g, up, out = h100
     m = cat.model("llama3-70b")
-    bf = sizing.size_cluster(m, 2e12, g, up, out, 30)
-    f8 = sizing.size_cluster(m, 2e12, g, up, out, 30, precision="fp8")
+    bf = sizing.size_cluster(m, Hardware(g, up, out), sizing.Target(30, 2e12))
+    f8 = sizing.size_cluster(m, Hardware(g, up, out), sizing.Target(30, 2e12),
+                             search=sizing.Search(sizing.SIZING_SPACE, precision="fp8"))
     assert bf.meets_target and f8.meets_target and f8.gpus <= bf.gpus
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from llmcost import catalog
 from llmcost.training import planner
+from llmcost.training.hardware import Hardware
 from llmcost.training.step import Options, predict_step
 
 CAT = catalog.default()
@@ -36,8 +37,8 @@ def test_planner_lets_tp_span_the_domain():
     m = CAT.model("llama3-405b")
     gb200, b200 = CAT.gpu("gb200"), CAT.gpu("b200")
     up = CAT.fabric("nvlink5")
-    P = planner.plan(m, gb200, up, CAT.fabric("ib-xdr"), 1152, 1152)
+    P = planner.plan(m, Hardware(gb200, up, CAT.fabric("ib-xdr")), 1152, 1152)
     # TP up to the 72-GPU domain's largest power of two that divides the heads
     assert P.layouts["tp"].max() > gb200.gpus_per_node
-    Q = planner.plan(m, b200, up, CAT.fabric("ib-xdr"), 1152, 1152)
+    Q = planner.plan(m, Hardware(b200, up, CAT.fabric("ib-xdr")), 1152, 1152)
     assert Q.layouts["tp"].max() <= b200.gpus_per_node

@@ -14,6 +14,7 @@ from llmcost.cli import main
 from llmcost.training import memory as mem
 from llmcost.training import planner as pl
 from llmcost.training import step as st
+from llmcost.training.hardware import Hardware
 
 CAT = catalog.default()
 L405 = CAT.model("llama3-405b")
@@ -175,7 +176,7 @@ def test_planner_finds_pp16_for_405b():
     space = pl.Space(tp=(8,), cp=(1,), micro_batch=(1,), zero_stage=(1,),
                      recompute=("none",), sequence_parallel=(True,), interleave=(1,),
                      flash_attention=(True,), tp_comm_overlap=(False,))
-    P = pl.plan(L405, H100, NVL4, NDR, 8192, 2048, space)
+    P = pl.plan(L405, Hardware(H100, NVL4, NDR), 8192, 2048, pl.Search(space))
     row = P.layouts[P.layouts["pp"] == 16].iloc[0]
     assert (int(row["first_stage_layers"]), int(row["middle_stage_layers"]),
             int(row["last_stage_layers"])) == (7, 8, 7)
@@ -249,7 +250,7 @@ def test_plan_rows_pass_back_as_explicit_stages():
     space = pl.Space(tp=(8,), cp=(1,), micro_batch=(1,), zero_stage=(1,),
                      recompute=("none",), sequence_parallel=(True,), interleave=(1, 2, 4),
                      flash_attention=(True,), tp_comm_overlap=(False,))
-    L = pl.plan(L405, H100, NVL4, NDR, 16384, 2048, space).layouts
+    L = pl.plan(L405, Hardware(H100, NVL4, NDR), 16384, 2048, pl.Search(space)).layouts
     assert ((L["pp"] == 32) & (L["interleave"] == 4)).any()
     p = st.predict_step(L405, H100, NVL4, NDR, 16384, L["tp"].to_numpy(), L["pp"].to_numpy(),
                         2048, 1, 1, L["interleave"].to_numpy(), "none", True, 1,

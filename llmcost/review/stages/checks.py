@@ -106,10 +106,7 @@ def _utilization_checks(inp, pl, pr, warnings: list, flags: dict) -> None:
 def _bubble_note(inp, pl, pr, warnings: list) -> None:
     """The batch that would shrink a pipeline bubble too large for the layout."""
     try:
-        adv = pipeline_batch.batch_advice(
-            inp.model, inp.gpu, pl.layout.pp, pl.layout.interleave,
-            pl.layout.num_microbatches, pl.layout.micro_batch, pl.layout.dp,
-            inp.model.seq_len)
+        adv = pipeline_batch.batch_advice(inp.model, pl.layout, inp.gpu, inp.model.seq_len)
         if adv.too_small:
             # the planner already searched fewer stages and deeper interleaving and
             # kept this layout as the fastest that fits: only the batch is the

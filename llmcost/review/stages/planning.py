@@ -11,6 +11,7 @@ import numpy as np
 from ... import _validate as v
 from ...planning import planner, sizing
 from ...training import memory
+from ...training.hardware import Hardware
 from ...training.layout import LINK_KEYS
 from ...training.step import predict_step
 from .. import fill
@@ -65,15 +66,15 @@ def _size_at(inp: Inputs, space: planner.Space, batch_tokens: float):
     power = inp.onprem.power_w_per_gpu / 1000 if inp.onprem is not None else None
     if power is None and inp.gpu.power_w_per_gpu is not None:
         power = inp.gpu.power_w_per_gpu / 1000
-    return sizing.size_cluster(inp.model, s.tokens, inp.gpu, inp.scale_up, inp.scale_out,
-                               s.target_days, batch_tokens, s.headroom,
-                               goodput=lambda n: checkpoint_goodput_at(inp, n),
-                               data_stall=lambda tps, n: data_stall_at(inp, tps, n),
-                               options=options_for(s), space=space,
-                               max_power_mw=s.max_power_mw or None,
-                               simplest_within=SIMPLEST_WITHIN, memory_kwargs=REVIEW_MEMORY,
-                               memory_margin=MEMORY_MARGIN, power_kw_per_gpu=power, pue=s.pue,
-                               realized_ratio=inp.realized.value if inp.realized else 1.0)
+    target = sizing.Target(s.target_days, s.tokens, batch_tokens, headroom=s.headroom,
+                           goodput=lambda n: checkpoint_goodput_at(inp, n),
+                           data_stall=lambda tps, n: data_stall_at(inp, tps, n),
+                           realized_ratio=inp.realized.value if inp.realized else 1.0)
+    facility = sizing.Facility(max_power_mw=s.max_power_mw or None, power_kw_per_gpu=power,
+                               pue=s.pue)
+    # the precision of the review's options (sizing's, as the plan's is the scenario's)
+    return sizing.size_cluster(inp.model, Hardware(inp.gpu, inp.scale_up, inp.scale_out), target,
+                               facility, _review_search(space, None), options_for(s))
 
 
 def _sized_gpus(sz, s) -> int:
@@ -141,9 +142,15 @@ def review_plan(inp: Inputs, space: planner.Space, gpus: int, B: int) -> planner
 
 @functools.lru_cache(maxsize=8)
 def _review_plan(m, g, up, out, options, precision, space, gpus, B):
-    return planner.plan(m, g, up, out, gpus, B, space, options, precision=precision,
-                        simplest_within=SIMPLEST_WITHIN, memory_margin=MEMORY_MARGIN,
-                        memory_kwargs=REVIEW_MEMORY)
+    return planner.plan(m, Hardware(g, up, out), gpus, B, _review_search(space, precision),
+                        options)
+
+
+def _review_search(space: planner.Space, precision: str | None) -> planner.Search:
+    """The review's search: fastest, then simplest within :data:`SIMPLEST_WITHIN`, leaving
+    :data:`MEMORY_MARGIN` free, with the review's memory options."""
+    return planner.Search(space, precision=precision, simplest_within=SIMPLEST_WITHIN,
+                          memory_margin=MEMORY_MARGIN, memory_kwargs=REVIEW_MEMORY)
 
 
 #: the review's first layout at (inputs of the planner, gpus, batch), as fill.Best or None;
@@ -160,9 +167,8 @@ def _bests(key: tuple, pairs) -> list:
     todo = list(dict.fromkeys(p for p in pairs if (key, p) not in _BEST))
     if todo:
         m, g, up, out, options, precision, space = key
-        rows = planner.first_layouts(m, g, up, out, todo, space, options, precision=precision,
-                                     simplest_within=SIMPLEST_WITHIN,
-                                     memory_margin=MEMORY_MARGIN, memory_kwargs=REVIEW_MEMORY)
+        rows = planner.first_layouts(m, Hardware(g, up, out), todo,
+                                     _review_search(space, precision), options)
         for p, r in zip(todo, rows):
             _BEST[(key, p)] = None if r is None else fill.Best(
                 tokens_per_s=float(r["tokens_per_s"]), mfu=float(r["mfu"]),
