@@ -115,3 +115,19 @@ class FabricSpec:
     #: the terms of this row that are assumptions, not measurements (data/fabrics.csv
     #: ``assumed``): the review shows how far they move the step time
     assumed: tuple = ()
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The hardware a training step runs on: the GPU, the fabric inside a scale-up domain
+    (NVLink, PCIe) and the one between them (InfiniBand, RoCE)."""
+
+    gpu: GPUSpec
+    scale_up: FabricSpec
+    scale_out: FabricSpec
+
+    def __post_init__(self) -> None:
+        for name, kind in (("gpu", GPUSpec), ("scale_up", FabricSpec), ("scale_out", FabricSpec)):
+            if not isinstance(getattr(self, name), kind):
+                raise v.InputError(name, f"{name} must be a {kind.__name__}, got "
+                                         f"{type(getattr(self, name)).__name__}")
