@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from llmcost import catalog
+from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
 from llmcost.training.step import Calibration, Options, predict_step
 
 PARAMS = ("matmul_efficiency", "gemm_traffic", "elementwise_traffic")
@@ -42,10 +44,12 @@ def predict_table1(cal: Calibration, cat=None):
     pred = []
     for _, r in rows.iterrows():
         m = cat.model(r["model"])
-        p = predict_step(m, gpu, up, out, int(r["gpus"]), int(r["tp"]), int(r["pp"]),
-                         int(r["global_batch"]), interleave=table1_interleave(m.layers, int(r["pp"])),
-                         recompute="full", calibration=cal,
-                         options=Options(dp_overlap=0.0), with_scaling=False)
+        layout = Layout(gpus=int(r["gpus"]), tp=int(r["tp"]), pp=int(r["pp"]),
+                        global_batch=int(r["global_batch"]),
+                        interleave=table1_interleave(m.layers, int(r["pp"])), recompute="full",
+                        flash_attention=False)
+        p = predict_step(m, Hardware(gpu, up, out), layout, options=Options(dp_overlap=0.0),
+                         calibration=cal, with_scaling=False)
         pred.append(float(p.hardware_tflops_per_gpu))
     return np.array(pred), rows["achieved_tflops_per_gpu"].to_numpy(float)
 
@@ -110,9 +114,12 @@ def seed_efficiencies(fabric, cat=None):
     from llmcost.training.scaling import weak_scaling
     cat = cat or catalog.default()
     m = cat.model(W["model"]).with_(seq_len=W["seq_len"])
-    table, _ = weak_scaling(m, cat.gpu(W["gpu"]), cat.fabric(W["scale_up"]), fabric, [1, 8, 16],
-                            **{k: W[k] for k in ("tp", "pp", "sequences_per_replica",
-                                                 "micro_batch", "zero_stage", "recompute")})
+    gpu = cat.gpu(W["gpu"])
+    # flash attention as the default options say; gpus and the batch set per node count
+    layout = Layout(gpus=gpu.gpus_per_node, flash_attention=None,
+                    **{k: W[k] for k in ("tp", "pp", "micro_batch", "zero_stage", "recompute")})
+    table, _ = weak_scaling(m, Hardware(gpu, cat.fabric(W["scale_up"]), fabric), [1, 8, 16],
+                            layout, W["sequences_per_replica"])
     return dict(zip(table["nodes"], table["efficiency"]))
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from llmcost import catalog
 from llmcost.training import flops as fl
 from llmcost.training import memory as mem
+from llmcost.training.layout import Layout
 
 ROWS: list[tuple[str, int, float, str]] = []
 
@@ -44,7 +45,7 @@ def bench_memory_and_flops():
     n = len(L["tp"])
 
     def run():
-        b = mem.memory_per_gpu(m, **L)
+        b = mem.memory_per_gpu(m, Layout(**L, global_batch=None))
         f = fl.flops_per_token(m.layers, vocab=m.vocab, seq_len=m.seq_len,
                                recompute=L["recompute"], **m.shape)
         assert b.total_bytes.shape == f.shape == (n,)
@@ -58,7 +59,7 @@ def bench_memory_and_flops():
 
     def loop():
         for i in idx:
-            mem.memory_per_gpu(m, **{key: val[i] for key, val in L.items()})
+            mem.memory_per_gpu(m, Layout(**{key: val[i] for key, val in L.items()}, global_batch=None))
             fl.flops_per_token(m.layers, vocab=m.vocab, seq_len=m.seq_len,
                                recompute=str(L["recompute"][i]), **m.shape)
 

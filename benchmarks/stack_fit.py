@@ -28,6 +28,8 @@ sys.path.insert(0, str(ROOT))
 from llmcost import catalog  # noqa: E402
 from llmcost._validate import InputError  # noqa: E402
 from llmcost.training import hf_config, step  # noqa: E402
+from llmcost.training.hardware import Hardware  # noqa: E402
+from llmcost.training.layout import Layout  # noqa: E402
 
 ROWS = ROOT / "data" / "stack_runs.csv"
 #: the scale-out each source ran on, per GPU: Jean Zay's A100 nodes (BLOOM), 4 x 100 Gb/s
@@ -91,10 +93,11 @@ def predict_tokens_per_s(r, cat, scale=None) -> float:
         rec = "full"        # MT-NLG §2.3: activation checkpointing of every layer
     opts = step.Options(stack=r["stack"], flash_attention=FLASH[r["stack"]],
                         dp_overlap=DP_OVERLAP[r["stack"]])
-    p = step.predict_step(m, gpu, up, out, gpus=int(r["gpus"]), tp=int(r["tp"]),
-                          pp=int(r["pp"]), global_batch=int(r["global_batch"]),
-                          micro_batch=mb, recompute=rec, zero_stage=zero,
-                          sequence_parallel=False, options=opts, calibration=cal,
+    # flash attention, TP overlap and the precision as the stack's options say
+    layout = Layout(gpus=int(r["gpus"]), tp=int(r["tp"]), pp=int(r["pp"]), micro_batch=mb,
+                    global_batch=int(r["global_batch"]), zero_stage=zero, recompute=rec,
+                    flash_attention=None, tp_comm_overlap=None, precision=None)
+    p = step.predict_step(m, Hardware(gpu, up, out), layout, options=opts, calibration=cal,
                           seq_len=int(r["seq_len"]), with_scaling=False)
     return float(p.tokens_per_s) / int(r["gpus"])
 

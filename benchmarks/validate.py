@@ -37,6 +37,9 @@ if str(ROOT) not in sys.path:
 from llmcost import catalog  # noqa: E402
 from llmcost._validate import InputError  # noqa: E402
 from llmcost.training import step  # noqa: E402
+from llmcost.training.hardware import Hardware  # noqa: E402
+from llmcost.training.layout import Layout  # noqa: E402
+from llmcost.training.memory import MemoryOptions  # noqa: E402
 from llmcost.training.moe import A2A_OVERLAP  # noqa: E402
 from llmcost.training.step import DEFAULT_CALIBRATION, Calibration, Options, predict_step  # noqa: E402
 
@@ -176,7 +179,8 @@ def _table1_interleave(layers: int, pp: int) -> int:
 
 
 def layout_for(row, model) -> tuple[dict, Options, str]:
-    """predict_step keyword arguments, Options and the assumptions stated for one row."""
+    """The layout's fields with ``seq_len`` (and ``memory_kwargs``, the memory options), the
+    Options and the assumptions stated for one row."""
     src = row["source_table"]
     tp, pp, cp = _int(row["tp"], 1), _int(row["pp"], 1), _int(row["cp"], 1)
     kw = dict(gpus=int(row["gpus"]), tp=tp, pp=pp, cp=cp,
@@ -308,8 +312,13 @@ def predict_row(row, model, cat, calibration: Calibration | None = None, options
     up = cat.fabric(gpu.scale_up)
     out = scale_out_fabric(row, cat)
     try:
-        p = predict_step(model, gpu, up, out, options=opts, calibration=calibration,
-                         with_scaling=False, **kw)
+        # flash attention and TP overlap as the row's options say
+        lay = {k: x for k, x in kw.items() if k not in ("seq_len", "memory_kwargs")}
+        p = predict_step(model, Hardware(gpu, up, out),
+                         Layout(**lay, flash_attention=None, tp_comm_overlap=None), options=opts,
+                         calibration=calibration,
+                         memory=MemoryOptions(**kw.get("memory_kwargs", {})),
+                         seq_len=kw["seq_len"], with_scaling=False)
     except InputError as e:
         if model.layers % kw["pp"] != 0 and e.param in ("pp", "interleave"):
             return None, "not expressible yet: uneven pipeline", note
@@ -928,14 +937,15 @@ def paired_step_s(row, cat, calibration: Calibration | None = None) -> float:
     opts = Options(flash_attention=True, tp_comm_overlap=bool(row["tp_comm_overlap"]))
     t = {}
     for rec in ("none", "full"):
-        p = predict_step(cat.model(row["model"]), gpu, cat.fabric(gpu.scale_up),
-                         cat.fabric(SCALE_OUT_DEFAULT), options=opts, calibration=cal,
-                         with_scaling=False, gpus=int(row["gpus"]), tp=int(row["tp"]),
-                         pp=int(row["pp"]), cp=int(row["cp"]),
-                         sequence_parallel=bool(row["sequence_parallel"]),
-                         global_batch=int(row["global_batch"]),
-                         micro_batch=int(row["micro_batch"]), seq_len=int(row["seq_len"]),
-                         precision=row["precision"], recompute=rec)
+        layout = Layout(gpus=int(row["gpus"]), tp=int(row["tp"]), pp=int(row["pp"]),
+                        cp=int(row["cp"]), micro_batch=int(row["micro_batch"]),
+                        global_batch=int(row["global_batch"]), recompute=rec,
+                        sequence_parallel=bool(row["sequence_parallel"]),
+                        precision=row["precision"], flash_attention=None, tp_comm_overlap=None)
+        p = predict_step(cat.model(row["model"]),
+                         Hardware(gpu, cat.fabric(gpu.scale_up), cat.fabric(SCALE_OUT_DEFAULT)),
+                         layout, options=opts, calibration=cal, seq_len=int(row["seq_len"]),
+                         with_scaling=False)
         t[rec] = float(p.compute_s + p.tp_comm_s + p.cp_comm_s)
     share = float(row["recompute_layers"]) / cat.model(row["model"]).layers
     return t["none"] + share * (t["full"] - t["none"])

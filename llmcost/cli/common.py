@@ -129,11 +129,10 @@ def _add_recipe_args(sp) -> None:
                          "cross_entropy on FP32 logits, torchtitan); default the stack's")
 
 
-def _recipe_memory_kwargs(a) -> dict:
-    kw = {"optimizer_moments": a.optimizer_moments, "moe_probs_at": a.moe_probs_at}
-    if getattr(a, "loss", None):
-        kw["loss"] = a.loss
-    return kw
+def _recipe_memory_options(a, **kw) -> mem.MemoryOptions:
+    """The memory recipe's flags (and ``kw``) as the memory model's options."""
+    return mem.MemoryOptions(moe_probs_at=a.moe_probs_at, loss=getattr(a, "loss", None) or None,
+                             **kw)
 
 
 def _add_stage_args(sp):

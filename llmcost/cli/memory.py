@@ -10,13 +10,14 @@ from ..planning import planner
 from ..training import flops as fl
 from ..training import memory as mem
 from ..training import stacks
+from ..training.layout import Layout
 from .common import (
     _add_model_args,
     _add_recipe_args,
     _add_stage_args,
     _has_model,
     _model_from_args,
-    _recipe_memory_kwargs,
+    _recipe_memory_options,
     _refuse_moe_flags,
 )
 
@@ -50,15 +51,17 @@ def cmd_memory(a) -> dict:
     else:
         m = _model_from_args(a)
         _refuse_moe_flags(a, m)
-        br = mem.memory_per_gpu(
-            m, gpus=a.gpus, tp=a.tp, pp=a.pp, cp=a.cp, zero_stage=a.zero,
-            micro_batch=a.micro_batch, global_batch=a.global_batch, recompute=a.recompute,
-            sequence_parallel=a.sequence_parallel, flash_attention=not a.no_flash_attention,
-            optimizer=a.optimizer, interleave=a.interleave,
-            finetune=a.finetune, lora_rank=a.lora_rank,
-            first_stage_layers=a.first_stage_layers, last_stage_layers=a.last_stage_layers,
-            ep=a.ep, etp=a.etp, recompute_modules=a.recompute_modules, stack=a.stack,
-            **_recipe_memory_kwargs(a))
+        lay = Layout(gpus=a.gpus, tp=a.tp, pp=a.pp, cp=a.cp, zero_stage=a.zero,
+                     micro_batch=a.micro_batch, global_batch=a.global_batch,
+                     recompute=a.recompute, sequence_parallel=a.sequence_parallel,
+                     flash_attention=not a.no_flash_attention, interleave=a.interleave,
+                     first_stage_layers=a.first_stage_layers,
+                     last_stage_layers=a.last_stage_layers, ep=a.ep, etp=a.etp,
+                     recompute_modules=a.recompute_modules,
+                     optimizer_moments=a.optimizer_moments)
+        br = mem.memory_per_gpu(m, lay, _recipe_memory_options(
+            a, optimizer=a.optimizer, finetune=a.finetune, lora_rank=a.lora_rank),
+            stack=a.stack)
         out = {k: float(x) for k, x in br.to_gb().items()}
         rank, depth = int(br.peak_stage), int(a.pp)
         out["peak_stage"] = "first" if rank == 0 else "last" if rank == depth - 1 else "middle"

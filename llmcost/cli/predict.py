@@ -9,6 +9,7 @@ from ..planning import planner
 from ..training import flops as fl
 from ..training import memory as mem
 from ..training import step as step_mod
+from ..training.hardware import Hardware
 from ..training.layout import Layout
 from .common import (
     _add_layout_common,
@@ -17,7 +18,7 @@ from .common import (
     _hardware,
     _model_from_args,
     _options,
-    _recipe_memory_kwargs,
+    _recipe_memory_options,
     _refuse_moe_flags,
 )
 
@@ -39,8 +40,8 @@ def cmd_predict(a) -> dict:
                  first_stage_layers=a.first_stage_layers, last_stage_layers=a.last_stage_layers,
                  precision=a.precision, recompute_modules=a.recompute_modules,
                  optimizer_moments=a.optimizer_moments)
-    p = step_mod.predict_step(m, gpu, up, out, options=_options(a),
-                              memory_kwargs=_recipe_memory_kwargs(a), **lay.step_kwargs())
+    p = step_mod.predict_step(m, Hardware(gpu, up, out), lay, options=_options(a),
+                              memory=_recipe_memory_options(a))
     split = [int(x) for x in (p.first_stage_layers, p.middle_stage_layers, p.last_stage_layers)]
     parts = {k: float(x) for k, x in p.memory.to_gb().items() if k != "total_gb"}
     cap = gpu.memory_bytes / mem.GB

@@ -22,7 +22,8 @@ from numpy.typing import ArrayLike
 from .. import _validate as v
 from ..training.arch import ModelSpec
 from ..training.flops import chinchilla_optimal_tokens
-from ..training.memory import memory_per_gpu
+from ..training.layout import Layout
+from ..training.memory import MemoryOptions, memory_per_gpu
 
 if TYPE_CHECKING:
     from ..training.hardware import GPUSpec
@@ -314,10 +315,9 @@ def _fits_one_card(model: ModelSpec, priced: list[GPUSpec], work: LadderWork) ->
     lora_rank, seq_len = work.lora_rank, work.seq_len
     one_card = {}
     for g in priced:
-        m1 = memory_per_gpu(model, gpus=1, tp=1, pp=1, cp=1, zero_stage=3, micro_batch=1,
-                            global_batch=None, recompute="full", sequence_parallel=False,
-                            flash_attention=True, finetune="qlora", lora_rank=lora_rank, seq_len=seq_len,
-                            qlora_16bit_embeddings=True)
+        m1 = memory_per_gpu(model, Layout(gpus=1, zero_stage=3, global_batch=None, recompute="full"),
+                            MemoryOptions(finetune="qlora", lora_rank=lora_rank,
+                                          qlora_16bit_embeddings=True), seq_len=seq_len)
         one_card[g.id] = bool(float(m1.total_bytes) <= g.memory_bytes)
     return one_card
 
@@ -335,11 +335,10 @@ def _finetune_rung(model: ModelSpec, method: str, pool: list[GPUSpec], prices: d
         node = g.gpus_per_node
         sizes = np.array([x for x in (1, 2, 4) if x < node]
                          + [node * k for k in (1, 2, 4, 8, 16, 32, 64)])
-        m = memory_per_gpu(model, gpus=sizes, tp=1, pp=1, cp=1, zero_stage=3, micro_batch=1,
-                           global_batch=None, recompute="full",
-                           sequence_parallel=False, flash_attention=True,
-                           finetune=method, lora_rank=lora_rank, seq_len=seq_len,
-                           qlora_16bit_embeddings=True)
+        m = memory_per_gpu(model, Layout(gpus=sizes, zero_stage=3, global_batch=None,
+                                         recompute="full"),
+                           MemoryOptions(finetune=method, lora_rank=lora_rank,
+                                         qlora_16bit_embeddings=True), seq_len=seq_len)
         fits = np.asarray(m.total_bytes) <= g.memory_bytes
         if not fits.any():
             continue

@@ -31,9 +31,11 @@ from ..training.hardware import FabricSpec, GPUSpec, Hardware
 from ..training.layout import (  # noqa: F401
     Layout,
     describe_layout,
+    field_kind,
     layout_columns,
     stage_layers_text,
 )
+from ..training.memory import MemoryOptions
 from ..training.precision import PRECISIONS, check_precision
 from ..training.step import STEP_TERMS, Calibration, Options, StepPrediction, predict_step
 from .space import (  # noqa: F401
@@ -229,20 +231,19 @@ def _predicted(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: 
     # one vectorized prediction per memory recipe (a handful), every layout in each
     for mods in space.recompute_modules:
         for moments in space.optimizer_moments:
-            mk = {**(memory_kwargs or {}), "optimizer_moments": moments}
-            pred = predict_step(model, gpu, scale_up, scale_out, gpus=L["gpus"], tp=L["tp"],
-                                pp=L["pp"], global_batch=global_batch, cp=L["cp"],
-                                micro_batch=L["micro_batch"], interleave=L["interleave"],
-                                recompute=L["recompute"],
-                                sequence_parallel=L["sequence_parallel"],
-                                zero_stage=L["zero_stage"], options=options,
-                                calibration=calibration, seq_len=seq_len, memory_kwargs=mk,
-                                with_scaling=False,
-                                flash_attention=L["flash_attention"],
-                                tp_comm_overlap=L["tp_comm_overlap"],
-                                first_stage_layers=space.first_stage_layers,
-                                last_stage_layers=space.last_stage_layers, precision=prec,
-                                ep=L["ep"], etp=L["etp"], recompute_modules=tuple(mods))
+            layout = Layout(gpus=L["gpus"], tp=L["tp"], pp=L["pp"], cp=L["cp"],
+                            micro_batch=L["micro_batch"], global_batch=global_batch,
+                            interleave=L["interleave"], zero_stage=L["zero_stage"],
+                            recompute=L["recompute"], sequence_parallel=L["sequence_parallel"],
+                            flash_attention=L["flash_attention"],
+                            tp_comm_overlap=L["tp_comm_overlap"], ep=L["ep"], etp=L["etp"],
+                            first_stage_layers=space.first_stage_layers,
+                            last_stage_layers=space.last_stage_layers, precision=prec,
+                            recompute_modules=tuple(mods), optimizer_moments=moments)
+            pred = predict_step(model, Hardware(gpu, scale_up, scale_out), layout,
+                                options=options, calibration=calibration,
+                                memory=MemoryOptions(**(memory_kwargs or {})), seq_len=seq_len,
+                                with_scaling=False)
             frames.append(layouts_frame(L, pred, gpu, usd_per_gpu_hour,
                                         recipe=dict(precision=prec,
                                                     recompute_modules=",".join(mods),
@@ -348,7 +349,7 @@ def _sizes_text(gpus: ArrayLike) -> str:
 def empty_layouts_frame() -> pd.DataFrame:
     """A frame with every column :func:`plan` gives, and no rows."""
     # dtypes from Layout's annotations (strings here); dp and the micro-batches are ints
-    types = {f.name: f.type for f in fields(Layout)}
+    types = {f.name: field_kind(f.name) for f in fields(Layout)}
     cols = {k: pd.Series(dtype={"bool": bool, "str": object, "tuple": object}.get(
         types.get(k), int)) for k in FRAME_LAYOUT_COLUMNS}  # type: ignore[arg-type]  # None (dp...) finds int
     for k in ("step_time_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",

@@ -13,12 +13,15 @@ References
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
 from .. import _validate as v
-from ..training.memory import memory_per_gpu
+from ..training.hardware import Hardware
+from ..training.layout import Layout
+from ..training.memory import MemoryOptions, memory_per_gpu
 from ..training.step import predict_step
 from . import planner
 
@@ -57,23 +60,29 @@ def candidate_sizes(gpus_per_node: int, max_nodes: int) -> np.ndarray:
     return nodes * node
 
 
+def _layout(L: dict[str, np.ndarray], space: planner.Space, precision: str, mods: tuple[str, ...],
+            moments: str) -> Layout:
+    """The layouts ``L`` (arrays, one element per layout) with one memory recipe."""
+    return Layout(gpus=L["gpus"], tp=L["tp"], pp=L["pp"], cp=L["cp"], micro_batch=L["micro_batch"],
+                  global_batch=L["global_batch"], interleave=L["interleave"],
+                  zero_stage=L["zero_stage"], recompute=L["recompute"],
+                  sequence_parallel=L["sequence_parallel"], flash_attention=L["flash_attention"],
+                  tp_comm_overlap=L["tp_comm_overlap"], precision=precision,
+                  recompute_modules=mods, optimizer_moments=moments,
+                  first_stage_layers=space.first_stage_layers,
+                  last_stage_layers=space.last_stage_layers, ep=L["ep"], etp=L["etp"])
+
+
 def _recipe_memory_gb(model: ModelSpec, gpu: GPUSpec, L: dict[str, np.ndarray], s: int, space: planner.Space,
                       options: Options, precision: str, mods: tuple[str, ...], moments: str,
                       memory_kwargs: Mapping[str, Any] | None = None) -> np.ndarray:
     """Peak memory per GPU [GB] of the layouts ``L`` with one memory recipe."""
-    mk = {**(memory_kwargs or {}), "optimizer_moments": moments}
-    if model.is_moe:
-        mk.setdefault("moe_capacity_factor", options.moe_load_imbalance)
-    mem = memory_per_gpu(model, gpus=L["gpus"], tp=L["tp"], pp=L["pp"], cp=L["cp"],
-                         zero_stage=L["zero_stage"], micro_batch=L["micro_batch"],
-                         global_batch=L["global_batch"], recompute=L["recompute"],
-                         sequence_parallel=L["sequence_parallel"],
-                         flash_attention=L["flash_attention"],
-                         interleave=L["interleave"], seq_len=s,
-                         first_stage_layers=space.first_stage_layers,
-                         last_stage_layers=space.last_stage_layers, precision=precision,
-                         generation=gpu.generation, ep=L["ep"], etp=L["etp"],
-                         recompute_modules=mods, stack=options.stack, **mk)
+    mo = MemoryOptions(**(memory_kwargs or {}))
+    if model.is_moe and mo.moe_capacity_factor is None:
+        mo = replace(mo, moe_capacity_factor=options.moe_load_imbalance)
+    layout = _layout(L, space, precision, mods, moments)
+    mem = memory_per_gpu(model, layout, mo, seq_len=s, generation=gpu.generation,
+                         stack=options.stack)
     return np.asarray(mem.total_bytes) / 1e9
 
 
@@ -108,19 +117,10 @@ def _fitting_predictions(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, s
             continue
         P = {key: a[rows] for key, a in L.items()}
         P["memory_gb"] = memory_gb[rows]
-        mk = {**(memory_kwargs or {}), "optimizer_moments": moments}
-        pred = predict_step(model, gpu, scale_up, scale_out, gpus=P["gpus"], tp=P["tp"],
-                            pp=P["pp"], global_batch=P["global_batch"], cp=P["cp"],
-                            micro_batch=P["micro_batch"], interleave=P["interleave"],
-                            recompute=P["recompute"],
-                            sequence_parallel=P["sequence_parallel"],
-                            zero_stage=P["zero_stage"], options=options,
-                            seq_len=s, memory_kwargs=mk, with_scaling=False,
-                            flash_attention=P["flash_attention"],
-                            tp_comm_overlap=P["tp_comm_overlap"],
-                            first_stage_layers=space.first_stage_layers,
-                            last_stage_layers=space.last_stage_layers, precision=precision,
-                            ep=P["ep"], etp=P["etp"], recompute_modules=mods)
+        pred = predict_step(model, Hardware(gpu, scale_up, scale_out),
+                            _layout(P, space, precision, mods, moments), options=options,
+                            memory=MemoryOptions(**(memory_kwargs or {})), seq_len=s,
+                            with_scaling=False)
         P["tokens_per_s"] = np.asarray(pred.tokens_per_s)
         P["step_time_s"] = np.asarray(pred.step_time_s)
         P["mfu"] = np.asarray(pred.mfu)

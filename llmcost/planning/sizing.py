@@ -34,7 +34,7 @@ from ..training.arch import ModelSpec
 from ..training.flops import chinchilla_optimal_tokens
 from ..training.hardware import GPUSpec, Hardware
 from ..training.layout import Layout, layout_columns
-from ..training.memory import memory_per_gpu
+from ..training.memory import MemoryOptions, memory_per_gpu
 from ..training.step import Options
 from . import planner
 from .pipeline_batch import BatchAdvice, batch_advice
@@ -137,9 +137,9 @@ def memory_floor_gpus(model: ModelSpec, gpu: GPUSpec, candidates: ArrayLike, seq
     if not ok.any():
         return None
     g, t, p, z, sp = g[ok], t[ok], p[ok], z[ok], sp[ok]
-    m = memory_per_gpu(model, gpus=g, tp=t, pp=p, cp=1, zero_stage=z, micro_batch=1,
-                       global_batch=None, recompute="full", sequence_parallel=sp,
-                       flash_attention=True, seq_len=seq_len, **mem_kw)
+    m = memory_per_gpu(model, Layout(gpus=g, tp=t, pp=p, cp=1, zero_stage=z, micro_batch=1,
+                                     global_batch=None, recompute="full", sequence_parallel=sp,
+                                     flash_attention=True), MemoryOptions(**mem_kw), seq_len=seq_len)
     fits = np.asarray(m.total_bytes) <= gpu.memory_bytes
     if not fits.any():
         return None

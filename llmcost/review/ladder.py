@@ -33,6 +33,8 @@ from ..planning.ladder import (
 from ..scenario import Scenario
 from ..training.arch import ModelSpec
 from ..training.flops import chinchilla_optimal_tokens
+from ..training.hardware import Hardware
+from ..training.layout import Layout
 
 
 @dataclass(frozen=True)
@@ -77,9 +79,10 @@ def finetune_mfu(model: ModelSpec, cat: Catalog, fabric: str, seq_len=None):
         up = cat.fabric(gpu.scale_up)
         out = cat.fabric(gpu.scale_out_id(fabric))
         batch = int(n * -(-FINETUNE_BATCH_SEQUENCES // n))
-        p = step.predict_step(model, gpu, up, out, gpus=int(n), tp=1, pp=1, global_batch=batch,
-                              micro_batch=1,
-                              recompute="full", zero_stage=3, seq_len=seq_len,
+        # flash attention as the default options say
+        layout = Layout(gpus=int(n), global_batch=batch, recompute="full", zero_stage=3,
+                        flash_attention=None)
+        p = step.predict_step(model, Hardware(gpu, up, out), layout, seq_len=seq_len,
                               with_scaling=False)
         u = float(p.mfu)
         if method == "qlora":

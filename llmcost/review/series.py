@@ -14,8 +14,9 @@ from ..economics import reliability as rel
 from ..economics import spot, storage, tco
 from ..planning import planner
 from ..scenario import Scenario
+from ..training.hardware import Hardware
 from ..training.layout import Layout
-from ..training.memory import memory_per_gpu
+from ..training.memory import MemoryOptions, memory_per_gpu
 from .results import Results
 from .stages import NODE_NETWORK_GB_PER_S, REVIEW_MEMORY, options_for
 from .storage_view import KEEP_LOCAL, KEEP_WARM, storage_summary
@@ -44,19 +45,22 @@ def layout_memory(results: Results, top: int = 5) -> pd.DataFrame:
     B = results.plan.global_batch
     # a layout's recipe is one value per call of memory_per_gpu; the rest vectorizes
     recipe = ("recompute_modules", "optimizer_moments", "precision")
-    kws = [Layout.from_row(r, global_batch=B).memory_kwargs() for _, r in L.iterrows()]
-    extra = {**REVIEW_MEMORY, "generation": results.inputs.gpu.generation,
-             "stack": results.inputs.stack}
-    if m.is_moe:
-        extra["moe_capacity_factor"] = options_for(results.scenario).moe_load_imbalance
+    # the fields the memory model does not read stay out of the arrays
+    unread = ("middle_stage_layers", "tp_comm_overlap")
+    lays = [Layout.from_row(r, global_batch=B) for _, r in L.iterrows()]
+    opts = MemoryOptions(**REVIEW_MEMORY, moe_capacity_factor=options_for(
+        results.scenario).moe_load_imbalance if m.is_moe else None)
     rows = {}
-    for key in dict.fromkeys(tuple(kw[k] for k in recipe) for kw in kws):
-        at = [i for i, kw in enumerate(kws) if tuple(kw[k] for k in recipe) == key]
-        cols = {k: np.array([kws[i][k] for i in at]) for k in kws[0] if k not in recipe}
-        gb = memory_per_gpu(m, **cols, **dict(zip(recipe, key)), **extra).to_gb()
+    for key in dict.fromkeys(tuple(getattr(x, k) for k in recipe) for x in lays):
+        at = [i for i, x in enumerate(lays) if tuple(getattr(x, k) for k in recipe) == key]
+        cols = {f.name: np.array([getattr(lays[i], f.name) for i in at]) for f in fields(Layout)
+                if f.name not in recipe + unread}
+        gb = memory_per_gpu(m, Layout(**cols, **dict(zip(recipe, key))), opts,
+                            generation=results.inputs.gpu.generation,
+                            stack=results.inputs.stack).to_gb()
         for j, i in enumerate(at):
             rows[i] = {k: float(np.atleast_1d(x)[j]) for k, x in gb.items()}
-    df = pd.DataFrame([rows[i] for i in range(len(kws))])
+    df = pd.DataFrame([rows[i] for i in range(len(lays))])
     df.insert(0, "layout", [planner.describe_layout(r) for _, r in L.iterrows()])
     return df
 
@@ -172,12 +176,17 @@ def scaling_series(results: Results, fabrics=("ib-ndr", "roce-400")) -> pd.DataF
     # the scenario's own fabric as resolved ("auto": the GPU's usual; a custom fabric has no
     # catalog row), then the ones compared
     own = "custom" if s.fabric == "custom" else inp.scale_out.id
+    # the plan's layout without its recipe: flash attention, TP overlap and the precision
+    # as the options say, no modules recomputed by name, an even stage split, no experts
+    layout = Layout(gpus=L.gpus, tp=L.tp, pp=L.pp, cp=L.cp, micro_batch=L.micro_batch,
+                    zero_stage=L.zero_stage, recompute=L.recompute,
+                    sequence_parallel=L.sequence_parallel, interleave=L.interleave,
+                    flash_attention=None, tp_comm_overlap=None, precision=None)
     for f in dict.fromkeys((own, *fabrics)):
         try:
             spec = inp.scale_out if f == own else cat.fabric(f)
-            t, _ = weak_scaling(m, g, inp.scale_up, spec, nodes, L.tp, L.pp, L.cp, seqs,
-                                L.micro_batch, L.zero_stage, L.recompute, L.sequence_parallel,
-                                L.interleave, options_for(s))
+            t, _ = weak_scaling(m, Hardware(g, inp.scale_up, spec), nodes, layout, seqs,
+                                options_for(s))
         except ValueError:
             continue
         t["fabric"] = f

@@ -119,7 +119,15 @@ class FabricSpec:
 
 @dataclass(frozen=True)
 class Hardware:
-    """The GPU and the two fabrics a training step runs on."""
+    """The hardware a training step runs on: the GPU, the fabric inside a scale-up domain
+    (NVLink, PCIe) and the one between them (InfiniBand, RoCE)."""
+
     gpu: GPUSpec
     scale_up: FabricSpec
     scale_out: FabricSpec
+
+    def __post_init__(self) -> None:
+        for name, kind in (("gpu", GPUSpec), ("scale_up", FabricSpec), ("scale_out", FabricSpec)):
+            if not isinstance(getattr(self, name), kind):
+                raise v.InputError(name, f"{name} must be a {kind.__name__}, got "
+                                         f"{type(getattr(self, name)).__name__}")

@@ -20,8 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Collection, Mapping
 
+import numpy as np
+
 from .. import _validate as v
-from .memory import OPTIMIZER_MOMENTS
+from .flops import RECOMPUTE_MODES
+from .memory.options import OPTIMIZER_MOMENTS
+from .precision import PRECISIONS
 
 #: link / CLI key -> Layout field. One declaration: the Scenario's layout keys, the review's
 #: restriction of the planner's space and the CLI's flags read it.
@@ -33,10 +37,50 @@ LINK_KEYS = {"tp": "tp", "pp": "pp", "vp": "interleave", "cp": "cp", "ep": "ep",
 
 #: bounds of an integer field other than [1, 2**53]
 _INT_BOUNDS = {"zero_stage": (0, 3)}
-#: fields predict_step takes through its memory_kwargs, not as arguments of its own
-_MEMORY_OPTIONS = ("optimizer_moments",)
 #: fields that record the stage split the planner or predict_step chose (not inputs)
 _CHOSEN = ("middle_stage_layers",)
+#: fields that may be None: the stage split (None: even, or balanced automatically), the
+#: global batch (None: the memory model's many micro-batches) and the per-layout choices
+#: whose None takes the step Options' value (:func:`llmcost.training.step.predict_step`)
+_OPTIONAL = ("first_stage_layers", "middle_stage_layers", "last_stage_layers", "global_batch",
+             "flash_attention", "tp_comm_overlap", "precision")
+#: the named choices of a layout's string fields
+_NAMES = {"recompute": RECOMPUTE_MODES, "precision": PRECISIONS,
+          "optimizer_moments": OPTIMIZER_MOMENTS}
+
+
+#: a field's value: one scalar, or a numpy array of them for many layouts (broadcasting)
+IntOrArray = Any
+BoolOrArray = Any
+StrOrArray = Any
+_KINDS = {"IntOrArray": "int", "BoolOrArray": "bool", "StrOrArray": "str", "tuple": "tuple"}
+
+
+def field_kind(name: str) -> str:
+    """The kind of a :class:`Layout` field's values: "int", "bool", "str" or "tuple" (the
+    dtype of its column in a table)."""
+    return _KINDS[str(Layout.__dataclass_fields__[name].type).split(" |")[0]]
+
+
+def _checked_field(name: str, kind: str, x: Any) -> Any:
+    """One field checked by its declared kind: a Python scalar for a scalar, an array for an
+    array (the planner evaluates many layouts in one Layout)."""
+    if x is None and name in _OPTIONAL:
+        return None
+    if name == "recompute_modules":
+        if isinstance(x, str):
+            x = tuple(m.strip() for m in x.split(",") if m.strip())
+        return tuple(x)
+    scalar = np.ndim(x) == 0
+    if kind == "int":
+        arr = v.integer(name, x, *_INT_BOUNDS.get(name, (1,)))
+        return int(arr) if scalar else arr
+    if kind == "bool":
+        return bool(x) if scalar else v.boolean(name, x)
+    if name in _NAMES:
+        arr = v.choices(name, x, _NAMES[name])
+        return str(arr) if scalar else arr
+    return x
 
 
 @dataclass(frozen=True)
@@ -44,63 +88,62 @@ class Layout:
     """A parallel layout on ``gpus`` GPUs (all sizes [-], batches [sequences]).
 
     The one declaration of a layout's fields: their order is the order of the layout's
-    columns in the planner's frame, ``plan`` and ``size`` (:func:`layout_columns`)."""
+    columns in the planner's frame, ``plan`` and ``size`` (:func:`layout_columns`). Each
+    field is a scalar, or an array (numpy broadcasting) for many layouts at once; each is
+    checked once, here."""
 
-    gpus: int
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    micro_batch: int = 1
-    global_batch: int = 1
+    gpus: IntOrArray
+    tp: IntOrArray = 1
+    pp: IntOrArray = 1
+    cp: IntOrArray = 1
+    micro_batch: IntOrArray = 1
+    #: sequences per step; None: many micro-batches (the memory model's bound)
+    global_batch: IntOrArray | None = 1
     #: interleaved (virtual) pipeline chunks per stage, v
-    interleave: int = 1
-    zero_stage: int = 0
-    recompute: str = "none"
-    sequence_parallel: bool = False
-    flash_attention: bool = True
-    tp_comm_overlap: bool = False
-    precision: str = "bf16"
+    interleave: IntOrArray = 1
+    zero_stage: IntOrArray = 0
+    recompute: StrOrArray = "none"
+    sequence_parallel: BoolOrArray = False
+    #: FlashAttention, TP communication overlap and GEMM precision; None: the step
+    #: Options' value (``predict_step`` only)
+    flash_attention: BoolOrArray | None = True
+    tp_comm_overlap: BoolOrArray | None = False
+    precision: StrOrArray | None = "bf16"
     #: modules recomputed by name (Megatron-Core's --recompute-modules), beside ``recompute``
     recompute_modules: tuple = ()
     #: AdamW moments' precision: "fp32", or "bf16" (DeepSeek-V3, Megatron's
     #: --use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16)
-    optimizer_moments: str = "fp32"
+    optimizer_moments: StrOrArray = "fp32"
     #: layers on the first and last pipeline stages; None: even, or balanced automatically
-    first_stage_layers: int | None = None
+    first_stage_layers: IntOrArray | None = None
     #: layers on each middle stage, as the planner or ``predict`` split them (for the text)
-    middle_stage_layers: int | None = None
-    last_stage_layers: int | None = None
-    ep: int = 1
-    etp: int = 1
+    middle_stage_layers: IntOrArray | None = None
+    last_stage_layers: IntOrArray | None = None
+    ep: IntOrArray = 1
+    etp: IntOrArray = 1
 
     def __post_init__(self) -> None:
-        # each field coerced by its declared type (annotations are strings here)
+        # each field checked by its declared type (annotations are strings here)
         for f in fields(self):
-            x = getattr(self, f.name)
-            if f.type == "int" or (f.type == "int | None" and x is not None):
-                x = int(v.integer(f.name, x, *_INT_BOUNDS.get(f.name, (1,))))
-            elif f.type == "bool":
-                x = bool(x)
-            elif f.name == "recompute_modules":
-                if isinstance(x, str):
-                    x = tuple(m.strip() for m in x.split(",") if m.strip())
-                x = tuple(x)
-            object.__setattr__(self, f.name, x)
-        v.choice("optimizer_moments", self.optimizer_moments, OPTIMIZER_MOMENTS)
+            object.__setattr__(self, f.name, _checked_field(f.name, field_kind(f.name),
+                                                            getattr(self, f.name)))
 
     @property
     def vp(self) -> int:
         return self.interleave
 
     @property
-    def dp(self) -> int:
-        """Data-parallel size gpus / (tp pp cp) [-]."""
+    def dp(self) -> Any:
+        """Data-parallel size gpus / (tp pp cp) [-] (an array for an array layout)."""
         return self.gpus // (self.tp * self.pp * self.cp)
 
     @property
-    def num_microbatches(self) -> int:
-        """Micro-batches per pipeline per step, B / (dp b) [-]."""
-        return max(1, self.global_batch // max(1, self.dp * self.micro_batch))
+    def num_microbatches(self) -> Any:
+        """Micro-batches per pipeline per step, B / (dp b) [-]; None without a global batch."""
+        if self.global_batch is None:
+            return None
+        m = np.maximum(1, self.global_batch // np.maximum(1, self.dp * self.micro_batch))
+        return int(m) if np.ndim(m) == 0 else m
 
     def row(self) -> dict:
         """The layout as a row of the planner's frame: every field (the modules recomputed
@@ -119,21 +162,6 @@ class Layout:
                 del row[k]
         return describe_layout(row)
 
-    def step_kwargs(self) -> dict:
-        """Keyword arguments of :func:`llmcost.training.step.predict_step` for this layout."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name not in _MEMORY_OPTIONS + _CHOSEN}
-
-    def memory_options(self) -> dict:
-        """The memory model's options this layout fixes (``predict_step``'s ``memory_kwargs``)."""
-        return {k: getattr(self, k) for k in _MEMORY_OPTIONS}
-
-    def memory_kwargs(self) -> dict:
-        """Keyword arguments of :func:`llmcost.training.memory.memory_per_gpu`."""
-        kw = self.step_kwargs()
-        del kw["tp_comm_overlap"]
-        return {**kw, **self.memory_options()}
-
     def to_dict(self) -> dict:
         """The layout as JSON: every field, with dp, vp, micro-batches and the description."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _CHOSEN}
@@ -147,7 +175,7 @@ class Layout:
                  precision: str | None = None) -> "Layout":
         """The layout of one row of a planner frame (:func:`llmcost.planning.planner.plan`);
         a field the row lacks takes its default, the middle stages the first's layers."""
-        kw: dict[str, Any] = {f.name: (str(row[f.name]) if f.type == "str" else row[f.name])
+        kw: dict[str, Any] = {f.name: (str(row[f.name]) if field_kind(f.name) == "str" else row[f.name])
               for f in fields(cls) if f.name in row}
         kw["recompute_modules"] = str(kw.get("recompute_modules", "") or "")
         kw.setdefault("middle_stage_layers", kw.get("first_stage_layers"))

@@ -15,7 +15,7 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 import numpy as np
@@ -24,7 +24,9 @@ from numpy.typing import ArrayLike
 
 from .. import _validate as v
 from .arch import ModelSpec
-from .hardware import FabricSpec, GPUSpec
+from .hardware import Hardware
+from .layout import Layout
+from .memory import MemoryOptions
 from .step import Options, StepPrediction, predict_step
 
 #: The cluster guide's scaling test as llmcost models it (it names no model or layout):
@@ -36,12 +38,10 @@ SEED_WORKLOAD = dict(model="llama2-7b", gpu="h100-sxm", scale_up="nvlink4", tp=1
                      recompute="none")
 
 
-def weak_scaling(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, nodes: ArrayLike,
-                 tp: float | np.ndarray = 1, pp: float | np.ndarray = 1, cp: float | np.ndarray = 1,
-                 sequences_per_replica: ArrayLike = 1, micro_batch: ArrayLike = 1, zero_stage: ArrayLike = 0,
-                 recompute: ArrayLike = "none", sequence_parallel: ArrayLike = False, interleave: ArrayLike = 1,
-                 options: Options = Options(flash_attention=True), seq_len: int | None = None,
-                 **kw: Any) -> tuple[pd.DataFrame, StepPrediction]:
+def weak_scaling(model: ModelSpec, hardware: Hardware, nodes: ArrayLike, layout: Layout,
+                 sequences_per_replica: ArrayLike = 1, options: Options = Options(flash_attention=True),
+                 seq_len: int | None = None,
+                 memory: MemoryOptions | None = None) -> tuple[pd.DataFrame, StepPrediction]:
     r"""Predicted throughput and efficiency as nodes are added, batch per replica fixed.
 
     .. math:: \epsilon(N) = \frac{X(N) / N}{X(N_0) / N_0}
@@ -51,16 +51,19 @@ def weak_scaling(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
 
     Parameters
     ----------
-    model, gpu, scale_up, scale_out
+    model, hardware
         As :func:`llmcost.training.step.predict_step`.
     nodes : array of int
         Node counts, ascending [-].
-    tp, pp, cp, micro_batch, zero_stage, recompute, sequence_parallel, interleave
-        Layout, fixed as the cluster grows (DP grows).
+    layout : Layout
+        Fixed as the cluster grows (DP grows); its ``gpus`` and ``global_batch`` are set
+        for each node count.
     sequences_per_replica : int
         Global batch per data-parallel replica [sequences].
     options : Options
     seq_len : int, optional
+    memory : MemoryOptions, optional
+        As :func:`llmcost.training.step.predict_step`.
 
     Returns
     -------
@@ -74,14 +77,11 @@ def weak_scaling(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
        Without Bottlenecks" (OneSource Cloud).
     """
     n = v.integer("nodes", np.atleast_1d(nodes))
-    gpus = n * gpu.gpus_per_node
-    dp = gpus // (tp * pp * cp)
+    gpus = n * hardware.gpu.gpus_per_node
+    dp = gpus // (layout.tp * layout.pp * layout.cp)
     batch = dp * v.integer("sequences_per_replica", sequences_per_replica)
-    pred = predict_step(model, gpu, scale_up, scale_out, gpus=gpus, tp=tp, pp=pp,
-                        global_batch=batch, cp=cp, micro_batch=micro_batch,
-                        interleave=interleave, recompute=recompute,
-                        sequence_parallel=sequence_parallel, zero_stage=zero_stage,
-                        options=options, seq_len=seq_len, **kw)
+    pred = predict_step(model, hardware, replace(layout, gpus=gpus, global_batch=batch),
+                        options=options, memory=memory, seq_len=seq_len)
     per_gpu = pred.tokens_per_s / gpus
     table = pd.DataFrame({
         "nodes": n, "gpus": gpus, "tokens_per_s": pred.tokens_per_s,

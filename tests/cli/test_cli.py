@@ -10,6 +10,7 @@ import pytest
 from llmcost import catalog
 from llmcost.cli import main
 from llmcost.training import memory as mem
+from llmcost.training.layout import Layout
 
 
 def run(capsys, *argv):
@@ -59,8 +60,8 @@ def test_mfu_flags_the_seed_68_percent(capsys):
 def test_memory_contract(capsys):
     r = run_json(capsys, "memory", "--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--pp",
                  "4", "--recompute", "selective", "--sequence-parallel", "--gpu", "h100-sxm")
-    b = mem.memory_per_gpu(catalog.model("llama3-70b"), 64, 8, 4, recompute="selective",
-                           sequence_parallel=True)
+    b = mem.memory_per_gpu(catalog.model("llama3-70b"), Layout(gpus=64, tp=8, pp=4, recompute="selective",
+                                                               sequence_parallel=True, global_batch=None))
     for k in ("weights_gb", "grads_gb", "optimizer_gb", "activations_gb", "total_gb"):
         assert r[k] == pytest.approx(float(b.to_gb()[k]))
     assert r["fits"] is True and r["capacity_gb"] == pytest.approx(80 * 2**30 / 1e9)

@@ -13,6 +13,7 @@ from llmcost.training import memory as mem
 from llmcost.training import planner
 from llmcost.training.hardware import Hardware
 from llmcost.training.layout import Layout
+from llmcost.training.memory import MemoryOptions
 from llmcost.training.step import Options, predict_step
 
 CAT = catalog.default()
@@ -112,9 +113,12 @@ def test_sizing_days_equal_a_fresh_plan_at_that_size(mid, tokens, days, gpu, up,
                      Options(flash_attention=True))
     best = P.layouts.iloc[0]
     assert bool(best["fits"])
-    p = predict_step(m, gpu, up, out, n, best["tp"], best["pp"], B, best["cp"],
-                     best["micro_batch"], best["interleave"], best["recompute"],
-                     best["sequence_parallel"], best["zero_stage"], Options(flash_attention=True))
+    p = predict_step(m, Hardware(gpu, up, out), Layout(gpus=n, tp=best["tp"], pp=best["pp"], cp=best["cp"],
+                                                       micro_batch=best["micro_batch"], global_batch=B,
+                                                       interleave=best["interleave"], zero_stage=best["zero_stage"],
+                                                       recompute=best["recompute"],
+                                                       sequence_parallel=best["sequence_parallel"],
+                                                       flash_attention=True), options=Options(flash_attention=True))
     # days = tokens / throughput x (1 + 10% headroom), goodput 1
     assert d == pytest.approx(tokens / float(p.tokens_per_s) / 86400 * 1.1, rel=1e-9)
     assert {k: layout[k] for k in ("tp", "pp", "cp", "dp", "micro_batch", "interleave",
@@ -250,8 +254,10 @@ def test_ladder_sorted_with_every_rung():
 
 def test_qlora_on_one_card_keeps_embeddings_and_head_16bit():
     m = CAT.model("llama2-7b")
-    q4 = mem.memory_per_gpu(m, 1, finetune="qlora", recompute="full", qlora_16bit_embeddings=False)
-    q16 = mem.memory_per_gpu(m, 1, finetune="qlora", recompute="full", qlora_16bit_embeddings=True)
+    q4 = mem.memory_per_gpu(m, Layout(gpus=1, recompute="full", global_batch=None), MemoryOptions(finetune="qlora",
+                                                                                                  qlora_16bit_embeddings=False))
+    q16 = mem.memory_per_gpu(m, Layout(gpus=1, recompute="full", global_batch=None), MemoryOptions(finetune="qlora",
+                                                                                                   qlora_16bit_embeddings=True))
     # embeddings + LM head: 2 x 32,000 x 4,096 = 262,144,000 parameters, plus the final norm's
     # 4,096, at 2 bytes instead of 4.127 bits: (2 - 0.515875) x 262,148,096 = 389.06 MB more
     assert float(q16.weights_bytes - q4.weights_bytes) == pytest.approx(389.06e6, rel=1e-4)

@@ -18,6 +18,8 @@ from llmcost import catalog
 from llmcost.cli import main
 from llmcost.review.ladder import ladder
 from llmcost.training import step
+from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
 from llmcost.training.step import Options, predict_step
 from llmcost.training.uncertainty import ENVELOPE_BAND, uncalibrated_band
 
@@ -96,10 +98,10 @@ def test_an_unmeasured_gpu_takes_the_least_efficient_calibrated_constants():
     h100 = CAT.gpu("h100-sxm")
     twin = replace(h100, id="h100-unmeasured", generation="unmeasured")
     m, up, out = CAT.model("llama3-8b"), CAT.fabric("nvlink4"), CAT.fabric("ib-ndr")
-    kw = dict(gpus=8, tp=1, pp=1, global_batch=64, micro_batch=1, seq_len=8192,
-              options=Options(flash_attention=True), with_scaling=False)
-    fast = float(predict_step(m, h100, up, out, **kw).mfu)
-    slow = float(predict_step(m, twin, up, out, **kw).mfu)
+    lay = Layout(gpus=8, tp=1, pp=1, global_batch=64, micro_batch=1, flash_attention=True)
+    kw = dict(seq_len=8192, options=Options(flash_attention=True), with_scaling=False)
+    fast = float(predict_step(m, Hardware(h100, up, out), lay, **kw).mfu)
+    slow = float(predict_step(m, Hardware(twin, up, out), lay, **kw).mfu)
     assert slow < fast
     assert "lowest of any calibrated GPU" in step.calibration_note(twin)
 

@@ -3,6 +3,7 @@ layout the review chose or was given, against the named published runs."""
 
 import json
 
+import numpy as np
 import pytest
 
 from llmcost import catalog
@@ -205,13 +206,14 @@ def test_moe_overlap_presets_reach_the_step_model():
     assert s.moe_overlap == "custom" and stages.options_for(s).moe_a2a_overlap == 0.3
 
 
-def test_layout_round_trips_through_its_keyword_arguments():
+def test_layout_derives_dp_and_micro_batches_for_one_layout_or_many():
     lay = Layout(gpus=16384, tp=8, pp=16, interleave=8, global_batch=2048, zero_stage=2,
                  sequence_parallel=True, first_stage_layers=7, last_stage_layers=7)
     assert lay.dp == 128 and lay.num_microbatches == 16 and lay.vp == 8
-    kw = lay.step_kwargs()
-    assert kw["interleave"] == 8 and kw["gpus"] == 16384 and kw["zero_stage"] == 2
-    assert "tp_comm_overlap" not in lay.memory_kwargs()
+    assert type(lay.dp) is int and type(lay.num_microbatches) is int
+    assert lay.interleave == 8 and lay.gpus == 16384 and lay.zero_stage == 2
+    many = Layout(gpus=np.array([8192, 16384]), tp=8, pp=16, global_batch=2048)
+    assert many.dp.tolist() == [64, 128] and many.num_microbatches.tolist() == [32, 16]
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from llmcost.training import planner as pl
 from llmcost.training import step as st
 from llmcost.training.hardware import Hardware
 from llmcost.training.layout import Layout, describe_layout, layout_columns
+from llmcost.training.memory import MemoryOptions
 
 CAT = catalog.default()
 A100, NVL3, HDR = CAT.gpu("a100-80gb"), CAT.fabric("nvlink3"), CAT.fabric("ib-hdr")
@@ -115,19 +116,16 @@ def test_field_types_coerced_and_checked():
         assert e.value.param == param
 
 
-def test_fields_are_the_models_arguments():
-    # a field added to Layout must be an argument of predict_step or memory_per_gpu
-    # (step_kwargs / memory_kwargs pass every field but the chosen middle-stage split)
+def test_the_layout_is_the_models_one_layout_argument():
+    # predict_step and memory_per_gpu read every field from the one Layout they take
     L = Layout(gpus=64, tp=8, pp=4, global_batch=256, optimizer_moments="bf16")
-    step_args = inspect.signature(st.predict_step).parameters
-    mem_args = inspect.signature(mem.memory_per_gpu).parameters
-    assert set(L.step_kwargs()) <= set(step_args)
-    assert set(L.memory_kwargs()) <= set(mem_args)
-    assert set(L.step_kwargs()) | set(L.memory_options()) == set(FIELDS) - {"middle_stage_layers"}
+    for fn in (st.predict_step, mem.memory_per_gpu):
+        params = inspect.signature(fn).parameters
+        assert "layout" in params and not set(FIELDS) & set(params)
     # and the two paths give the same memory: predict_step's figure is memory_per_gpu's
     m = CAT.model("llama3-8b")
-    p = st.predict_step(m, A100, NVL3, HDR, memory_kwargs=L.memory_options(), **L.step_kwargs())
-    b = mem.memory_per_gpu(m, **L.memory_kwargs())
+    p = st.predict_step(m, Hardware(A100, NVL3, HDR), L)
+    b = mem.memory_per_gpu(m, L)
     assert float(p.memory_bytes) == pytest.approx(float(b.total_bytes), rel=1e-12)
 
 

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from llmcost import InputError, catalog
 from llmcost.training import memory as mem
 from llmcost.training.arch import ModelSpec
+from llmcost.training.layout import Layout
+from llmcost.training.memory import MemoryOptions
 
 GB = 1e9
 
@@ -116,7 +118,8 @@ def test_gqa_and_gated_generalisation():
 def test_stage_parameters_add_up_to_the_model():
     m = catalog.model("llama3-70b")   # untied: first stage has the embedding, last the head
     for pp in (1, 2, 4, 8):
-        b = mem.memory_per_gpu(m, gpus=pp, tp=1, pp=pp, fragmentation=0, context_bytes=0)
+        b = mem.memory_per_gpu(m, Layout(gpus=pp, tp=1, pp=pp, global_batch=None), MemoryOptions(context_bytes=0,
+                                                                                                 fragmentation=0))
         # peak weights = 2 bytes x the larger of first and last stage
         rest = m.params - m.layers * m.layer_params - m.embedding_params
         first = m.layers / pp * m.layer_params + m.embedding_params + (rest if pp == 1 else 0)
@@ -148,9 +151,11 @@ def test_lora_fits_one_node_qlora_one_card():
     # Seed 003: "a LoRA fine-tune of a 7B to 13B model typically runs on one node of eight
     # accelerators, sometimes on a single card with quantization."
     m = catalog.model("llama2-13b")
-    lora = mem.memory_per_gpu(m, gpus=8, finetune="lora", zero_stage=3, recompute="full")
-    qlora = mem.memory_per_gpu(m, gpus=1, finetune="qlora", recompute="full")
-    full = mem.memory_per_gpu(m, gpus=8, zero_stage=3, recompute="full")
+    lora = mem.memory_per_gpu(m, Layout(gpus=8, zero_stage=3, recompute="full", global_batch=None),
+                              MemoryOptions(finetune="lora"))
+    qlora = mem.memory_per_gpu(m, Layout(gpus=1, recompute="full", global_batch=None),
+                               MemoryOptions(finetune="qlora"))
+    full = mem.memory_per_gpu(m, Layout(gpus=8, zero_stage=3, recompute="full", global_batch=None))
     cap = catalog.gpu("a100-80gb").memory_bytes
     assert lora.total_bytes < cap and qlora.total_bytes < 48 * 2**30
     # the frozen base carries no gradients or optimizer states
@@ -164,8 +169,8 @@ def test_lora_fits_one_node_qlora_one_card():
         rel=1e-3)
     # everything in NF4 (the former default) would understate Llama 2 13B's 32000 x 5120 x 2
     # embedding and head by (2 - 4.127 / 8) bytes each: ~0.49 GB
-    allnf4 = mem.memory_per_gpu(m, gpus=1, finetune="qlora", recompute="full",
-                                qlora_16bit_embeddings=False)
+    allnf4 = mem.memory_per_gpu(m, Layout(gpus=1, recompute="full", global_batch=None),
+                                MemoryOptions(finetune="qlora", qlora_16bit_embeddings=False))
     assert qlora.weights_bytes - allnf4.weights_bytes == pytest.approx(
         (m.params - blocks) * (2 - 4.127 / 8), rel=1e-6)
 
@@ -182,8 +187,8 @@ def test_seed_heuristic_against_the_model():
         ours = (w + g + o) / GB
         # 16 bytes over t p GPUs vs 8 bytes over t: the seed is off by p / 2 (2x at PP4, 4x at PP8)
         assert seed_states / ours == pytest.approx(pp / 2)
-        full = mem.memory_per_gpu(m, 64, tp, pp, recompute="selective", sequence_parallel=True,
-                                  global_batch=512)
+        full = mem.memory_per_gpu(m, Layout(gpus=64, tp=tp, pp=pp, global_batch=512, recompute="selective",
+                                            sequence_parallel=True))
         assert full.total_bytes / GB < mem.seed_heuristic_memory_gb(70, 64, tp, pp)
 
 
@@ -191,8 +196,8 @@ def test_seed_70b_needs_32_gpus():
     # Seed 001: a 70B model needs at least 32 80GB GPUs (TP 4-8, PP 2-4); 64 gives headroom.
     m = catalog.model("llama2-70b")
     cap = catalog.gpu("a100-80gb").memory_bytes
-    fits32 = mem.memory_per_gpu(m, 32, 8, 4, recompute="selective", sequence_parallel=True,
-                                global_batch=512)
+    fits32 = mem.memory_per_gpu(m, Layout(gpus=32, tp=8, pp=4, global_batch=512, recompute="selective",
+                                          sequence_parallel=True))
     assert fits32.total_bytes < cap
     # on 16 GPUs without ZeRO the model states alone (16 B x 70B / 16) fill the card
     states16 = sum(mem.model_state_bytes(m.params / 16, 1, 0))
@@ -203,10 +208,15 @@ def test_broadcast_over_layouts():
     m = catalog.model("gpt3-175b")
     tp = np.array([1, 2, 4, 8])[:, None]
     pp = np.array([1, 2, 4, 8, 16])[None, :]
-    b = mem.memory_per_gpu(m, gpus=tp * pp * 4, tp=tp, pp=pp, zero_stage=1,
-                           recompute=np.array(["none", "selective", "full", "full", "none"]))
+    b = mem.memory_per_gpu(m, Layout(gpus=tp * pp * 4, tp=tp, pp=pp, zero_stage=1, recompute=np.array(["none",
+                                                                                                       "selective",
+                                                                                                       "full",
+                                                                                                       "full",
+                                                                                                       "none"]),
+                                     global_batch=None))
     assert b.total_bytes.shape == (4, 5)
-    one = mem.memory_per_gpu(m, gpus=2 * 8 * 4, tp=2, pp=8, zero_stage=1, recompute="full")
+    one = mem.memory_per_gpu(m, Layout(gpus=2 * 8 * 4, tp=2, pp=8, zero_stage=1, recompute="full",
+                                       global_batch=None))
     assert b.total_bytes[1, 3] == pytest.approx(one.total_bytes)
 
 
@@ -220,10 +230,11 @@ def test_broadcast_over_layouts():
 ])
 def test_bad_layouts_raise_naming_the_parameter(kwargs, param):
     m = catalog.model("llama3-70b")
-    args = dict(gpus=64, tp=8, pp=4)
+    args = dict(gpus=64, tp=8, pp=4, global_batch=None)
     args.update(kwargs)
+    options = {k: args.pop(k) for k in ("optimizer",) if k in args}
     with pytest.raises(InputError) as e:
-        mem.memory_per_gpu(m, **args)
+        mem.memory_per_gpu(m, Layout(**args), mem.MemoryOptions(**options))
     assert e.value.param == param, str(e.value)
 
 
@@ -257,11 +268,11 @@ def layouts(draw):
 def _mem(L, **over):
     a = {**L, **over}
     tp, pp, dp = a["tp"], a["pp"], a["dp"]
-    return mem.memory_per_gpu(
-        a["model"], gpus=tp * pp * dp, tp=tp, pp=pp, zero_stage=a["zero_stage"],
-        micro_batch=a["micro_batch"], recompute=a["recompute"],
-        sequence_parallel=a["sequence_parallel"], flash_attention=a["flash_attention"],
-        optimizer=a["optimizer"], finetune=a["finetune"])
+    return mem.memory_per_gpu(a["model"], Layout(gpus=tp * pp * dp, tp=tp, pp=pp, micro_batch=a["micro_batch"],
+                                                 zero_stage=a["zero_stage"], recompute=a["recompute"],
+                                                 sequence_parallel=a["sequence_parallel"],
+                                                 flash_attention=a["flash_attention"], global_batch=None),
+                              MemoryOptions(optimizer=a["optimizer"], finetune=a["finetune"]))
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@ optimizer moments, and DeepSeek-V3's published layout (arXiv:2412.19437 §3.2-3.
 2,048 H800, TP1 PP16 EP64, ZeRO-1, micro-batch 1, 15,360 x 4,096 tokens) in 80 GB."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,9 @@ from llmcost._validate import InputError
 from llmcost.cli import main
 from llmcost.training import memory as mem
 from llmcost.training.arch import ModelSpec
+from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
+from llmcost.training.memory import MemoryOptions
 from llmcost.training.precision import fp8_activation_saving_bytes_per_layer
 from llmcost.training.recompute import RECOMPUTE_MODULES, check_recompute_modules, recompute_flops_per_token
 from llmcost.training.step import Options, predict_step
@@ -35,9 +39,13 @@ L70_LAYER = ModelSpec(layers=80, hidden=8192, heads=64, vocab=128256, seq_len=81
 
 #: DeepSeek-V3's recipe, as Megatron-Core 2025 names it
 RECIPE_MODULES = ("layernorm", "mla_up_proj")
-RECIPE = dict(activation_precision="fp8", optimizer_moments="bf16", moe_probs_at="activation")
-LAYOUT = dict(gpus=2048, tp=1, pp=16, ep=64, micro_batch=1, global_batch=15360, seq_len=S,
-              zero_stage=1, precision="fp8")
+#: DeepSeek-V3's recipe: BF16 moments (a layout field) and the memory options; balanced
+#: routing (capacity factor 1)
+RECIPE_MOMENTS = dict(optimizer_moments="bf16")
+RECIPE = MemoryOptions(activation_precision="fp8", moe_probs_at="activation", moe_capacity_factor=1.0)
+BALANCED = MemoryOptions(moe_capacity_factor=1.0)
+LAYOUT = dict(gpus=2048, tp=1, pp=16, ep=64, micro_batch=1, global_batch=15360, zero_stage=1,
+              precision="fp8")
 
 
 # ------------------------------------------------------------------ optimizer moments
@@ -193,16 +201,18 @@ def test_fp8_caching_of_a_dense_layer_is_the_precision_models_saving_once():
         sequence_parallel=True, linear_input_bytes=q)) for q in (2.0, 1.0))
     assert bf - f8 == pytest.approx(fp8_activation_saving_bytes_per_layer(
         m, 8192, 1, 2, 1, LayerOptions(sequence_parallel=True, precision="fp8")), rel=1e-12)
-    kw = dict(gpus=16, tp=2, pp=1, zero_stage=1, sequence_parallel=True, seq_len=8192)
-    default, explicit, kept = (mem.memory_per_gpu(m, precision="fp8", activation_precision=a, **kw)
+    lay = dict(gpus=16, tp=2, pp=1, zero_stage=1, sequence_parallel=True, global_batch=None)
+    default, explicit, kept = (mem.memory_per_gpu(m, Layout(**lay, precision="fp8"),
+                                                  MemoryOptions(activation_precision=a), seq_len=8192)
                                for a in (None, "fp8", "bf16"))
     assert float(default.activations_bytes) == float(explicit.activations_bytes)
     assert float(kept.activations_bytes) == pytest.approx(float(mem.memory_per_gpu(
-        m, precision="bf16", **kw).activations_bytes), rel=1e-12)
+        m, Layout(**lay, precision="bf16"), seq_len=8192).activations_bytes), rel=1e-12)
     assert float(kept.activations_bytes - default.activations_bytes) == pytest.approx(
         32 * (bf - f8), rel=1e-12)
     with pytest.raises(InputError) as e:
-        mem.memory_per_gpu(m, precision="bf16", activation_precision="fp8", **kw)
+        mem.memory_per_gpu(m, Layout(**lay, precision="bf16"), MemoryOptions(activation_precision="fp8"),
+                           seq_len=8192)
     assert e.value.param == "activation_precision"
 
 
@@ -232,27 +242,26 @@ def test_deepseek_v3_published_layout_fits_only_with_its_recipe():
     """TP1 PP16 EP64 ZeRO-1 on 2,048 H800, 61 layers split 3/4/2: the peak is the second
     stage, 4 layers x 15 micro-batches in flight. Balanced routing (auxiliary-loss-free,
     §2.1.2: capacity factor 1)."""
-    plain = mem.memory_per_gpu(DSV3, moe_capacity_factor=1.0, **LAYOUT)
-    recipe = mem.memory_per_gpu(DSV3, moe_capacity_factor=1.0, recompute_modules=RECIPE_MODULES,
-                                **RECIPE, **LAYOUT)
+    plain = mem.memory_per_gpu(DSV3, Layout(**LAYOUT), BALANCED, seq_len=S)
+    recipe = mem.memory_per_gpu(DSV3, Layout(**LAYOUT, **RECIPE_MOMENTS, recompute_modules=RECIPE_MODULES),
+                                RECIPE, seq_len=S)
     assert float(plain.total_bytes) > 1.5 * H800.memory_bytes
     assert float(recipe.total_bytes) < H800.memory_bytes
     assert (int(recipe.peak_stage), int(recipe.peak_stage_layers)) == (1, 4)
     # with the probabilities at the combine, each MoE layer keeps its 8 expert outputs of
     # 2h: 58/61 x 4,096 x 8 x (2 x 7168 - 4) bytes per layer, x 60 layer-micro-batches, plus
     # 2% fragmentation; too much for 80 GiB
-    combine = mem.memory_per_gpu(DSV3, moe_capacity_factor=1.0, recompute_modules=RECIPE_MODULES,
-                                 **{**RECIPE, "moe_probs_at": "combine"}, **LAYOUT)
+    combine = mem.memory_per_gpu(DSV3, Layout(**LAYOUT, **RECIPE_MOMENTS, recompute_modules=RECIPE_MODULES),
+                                 replace(RECIPE, moe_probs_at="combine"), seq_len=S)
     extra = 58 / 61 * S * K * (2 * H - 4) * 60
     assert float(combine.activations_bytes - recipe.activations_bytes) == pytest.approx(extra)
     assert float(combine.total_bytes - recipe.total_bytes) == pytest.approx(extra * 1.02)
     assert float(combine.total_bytes) > H800.memory_bytes
     # FP8 caching and BF16 moments without the recomputation do not fit either
-    no_rc = mem.memory_per_gpu(DSV3, moe_capacity_factor=1.0, **RECIPE, **LAYOUT)
+    no_rc = mem.memory_per_gpu(DSV3, Layout(**LAYOUT, **RECIPE_MOMENTS), RECIPE, seq_len=S)
     assert float(no_rc.total_bytes) > H800.memory_bytes
     # BF16 moments: 2 of Adam's 12 optimizer bytes become 4 + 2 + 2 = 8, sharded by ZeRO-1
-    plain_bf16 = mem.memory_per_gpu(DSV3, moe_capacity_factor=1.0, optimizer_moments="bf16",
-                                    **LAYOUT)
+    plain_bf16 = mem.memory_per_gpu(DSV3, Layout(**LAYOUT, optimizer_moments="bf16"), BALANCED, seq_len=S)
     assert float(plain_bf16.optimizer_bytes) == pytest.approx(
         float(plain.optimizer_bytes) * 8 / 12, rel=1e-12)
 
@@ -260,14 +269,16 @@ def test_deepseek_v3_published_layout_fits_only_with_its_recipe():
 def test_deepseek_v3_recipe_through_predict_step():
     up, out = CAT.fabric(H800.scale_up), CAT.fabric("ib-ndr")
     opts = Options(flash_attention=True, moe_load_imbalance=1.0, moe_a2a_overlap=0.95)
-    kw = dict(LAYOUT, with_scaling=False, options=opts)
-    plain = predict_step(DSV3, H800, up, out, **kw)
-    recipe = predict_step(DSV3, H800, up, out, recompute_modules=RECIPE_MODULES,
-                          memory_kwargs=RECIPE, **kw)
+    kw = dict(seq_len=S, with_scaling=False, options=opts)
+    plain = predict_step(DSV3, Hardware(H800, up, out), Layout(**LAYOUT, flash_attention=True), **kw)
+    recipe = predict_step(DSV3, Hardware(H800, up, out),
+                          Layout(**LAYOUT, **RECIPE_MOMENTS, recompute_modules=RECIPE_MODULES,
+                                 flash_attention=True),
+                          memory=replace(RECIPE, moe_capacity_factor=None), **kw)
     assert not bool(plain.fits) and bool(recipe.fits)
     assert float(recipe.memory_bytes) == float(mem.memory_per_gpu(
-        DSV3, moe_capacity_factor=1.0, flash_attention=True, recompute_modules=RECIPE_MODULES,
-        **RECIPE, **LAYOUT).total_bytes)
+        DSV3, Layout(**LAYOUT, **RECIPE_MOMENTS, recompute_modules=RECIPE_MODULES, flash_attention=True),
+        RECIPE, seq_len=S).total_bytes)
     # the up-projections' second forward: 2 (r_q a (d_n + d_r) + r_kv a (d_n + d_v)) per
     # token and layer = 2 (1536 x 128 x 192 + 512 x 128 x 256) = 109,051,904 FLOPs; the
     # norms recompute no matmul. HFU counts them, MFU does not: the model FLOPs per step
@@ -290,10 +301,11 @@ def test_recomputed_mlp_raises_hfu_by_its_forward():
     m = CAT.model("llama3-8b")
     g = CAT.gpu("h100-sxm")
     up, out = CAT.fabric(g.scale_up), CAT.fabric("ib-ndr")
-    kw = dict(gpus=64, tp=2, pp=1, global_batch=512, seq_len=8192, zero_stage=1,
-              sequence_parallel=True, with_scaling=False, options=Options(flash_attention=True))
-    plain = predict_step(m, g, up, out, **kw)
-    rc = predict_step(m, g, up, out, recompute_modules=("mlp",), **kw)
+    lay = dict(gpus=64, tp=2, pp=1, global_batch=512, zero_stage=1, sequence_parallel=True,
+               flash_attention=True)
+    kw = dict(seq_len=8192, with_scaling=False, options=Options(flash_attention=True))
+    plain = predict_step(m, Hardware(g, up, out), Layout(**lay), **kw)
+    rc = predict_step(m, Hardware(g, up, out), Layout(**lay, recompute_modules=("mlp",)), **kw)
     f_rc = 2 * 3 * 4096 * 14336
     assert f_rc == 352_321_536 == recompute_flops_per_token(m, ("mlp",))
     assert float(rc.hfu / rc.mfu) == pytest.approx(
@@ -301,15 +313,15 @@ def test_recomputed_mlp_raises_hfu_by_its_forward():
     assert float(rc.step_time_s) > float(plain.step_time_s)
     assert float(rc.memory.activations_bytes) < float(plain.memory.activations_bytes)
     # the attention core by name is recompute="selective", in time, FLOPs and memory
-    by_name = predict_step(m, g, up, out, recompute_modules="core_attn", **kw)
-    sel = predict_step(m, g, up, out, recompute="selective", **kw)
+    by_name = predict_step(m, Hardware(g, up, out), Layout(**lay, recompute_modules="core_attn"), **kw)
+    sel = predict_step(m, Hardware(g, up, out), Layout(**lay, recompute="selective"), **kw)
     for f in ("step_time_s", "hfu", "mfu", "memory_bytes"):
         assert float(getattr(by_name, f)) == float(getattr(sel, f)), f
     # vectorized: the modules apply to the layouts not fully recomputed
-    arr = predict_step(m, g, up, out, recompute_modules=("mlp",),
-                       **{**kw, "recompute": np.array(["none", "full"])})
+    arr = predict_step(m, Hardware(g, up, out), Layout(**lay, recompute_modules=("mlp",),
+                                                       recompute=np.array(["none", "full"])), **kw)
     assert float(arr.hfu[0]) == pytest.approx(float(rc.hfu))
-    full = predict_step(m, g, up, out, recompute="full", **kw)
+    full = predict_step(m, Hardware(g, up, out), Layout(**lay, recompute="full"), **kw)
     assert float(arr.hfu[1]) == pytest.approx(float(full.hfu))
 
 
@@ -319,7 +331,7 @@ def test_module_names_are_checked_against_the_model():
     m = CAT.model("llama3-8b")
     for bad, word in (("mla_up_proj", "latent"), ("moe_act", "mixture"), ("norm", "layernorm")):
         with pytest.raises(InputError) as e:
-            mem.memory_per_gpu(m, 8, recompute_modules=(bad,))
+            mem.memory_per_gpu(m, Layout(gpus=8, recompute_modules=(bad,), global_batch=None))
         assert e.value.param == "recompute_modules" and word in str(e.value)
 
 
@@ -404,10 +416,11 @@ def test_op_sac_costs_its_forward_in_hfu_not_mfu():
     # same layout, none vs op_sac: MFU's FLOPs are the model's, HFU adds 159,383,552 per
     # token and layer (x 32 layers), and the step is slower by about that share of the linears
     gpu, nvl, ib = CAT.gpu("h100-sxm"), CAT.fabric("nvlink4"), CAT.fabric("ib-ndr")
-    kw = dict(gpus=8, tp=1, pp=1, global_batch=16, micro_batch=2, zero_stage=3,
-              seq_len=8192, with_scaling=False, options=Options(stack="fsdp"))
-    a = predict_step(L8, gpu, nvl, ib, recompute="none", **kw)
-    b = predict_step(L8, gpu, nvl, ib, recompute="none", recompute_modules=("op_sac",), **kw)
+    lay = dict(gpus=8, tp=1, pp=1, global_batch=16, micro_batch=2, zero_stage=3, recompute="none",
+               flash_attention=False)
+    kw = dict(seq_len=8192, with_scaling=False, options=Options(stack="fsdp"))
+    a = predict_step(L8, Hardware(gpu, nvl, ib), Layout(**lay), **kw)
+    b = predict_step(L8, Hardware(gpu, nvl, ib), Layout(**lay, recompute_modules=("op_sac",)), **kw)
     tokens = 16 * 8192
     extra = float(b.hardware_tflops_per_gpu) * float(b.step_time_s) \
         - float(a.hardware_tflops_per_gpu) * float(a.step_time_s)

@@ -6,6 +6,8 @@ import pytest
 
 from llmcost import InputError, catalog
 from llmcost.training import memory as mem
+from llmcost.training.layout import Layout
+from llmcost.training.memory import MemoryOptions
 
 GB = 1e9
 
@@ -152,12 +154,12 @@ def test_single_stage_holds_both_the_embedding_mask_and_the_logits():
     # memory_per_gpu at p = 1 reports that stage: one layer's activations x 96 + both ends;
     # with full recomputation the layer being recomputed rebuilds its activations after the
     # loss's logits are gone, so the larger of the two counts
-    b = mem.memory_per_gpu(g, gpus=8, tp=8, pp=1, zero_stage=3, recompute="none")
+    b = mem.memory_per_gpu(g, Layout(gpus=8, tp=8, pp=1, zero_stage=3, recompute="none", global_batch=None))
     layer = mem.layer_activation_bytes(g, 2048, 1, 8, 1, 1, mem.LayerOptions(
         "none", (), True, False, linear_input_bytes=mem.cached_linear_input_bytes("bf16")))
     assert b.activations_bytes == pytest.approx(96 * layer + mask + logits, rel=1e-12)
     assert mask > 3e6    # the part the stage missed when it took the larger end alone
-    b = mem.memory_per_gpu(g, gpus=8, tp=8, pp=1, zero_stage=3, recompute="full")
+    b = mem.memory_per_gpu(g, Layout(gpus=8, tp=8, pp=1, zero_stage=3, recompute="full", global_batch=None))
     kept = mem.layer_activation_bytes(g, 2048, 1, 8, 1, 1, mem.LayerOptions(
         "full", (), True, False, linear_input_bytes=mem.cached_linear_input_bytes("bf16")))
     rebuilt = layer - kept
@@ -192,7 +194,8 @@ def test_pipelined_ends_keep_one_term_each():
 def test_total_is_the_sum_of_the_terms_at_the_first_stage(model, kw):
     # the peak stage here is the first (most micro-batches in flight); its terms one by one
     m = catalog.model(model)
-    b = mem.memory_per_gpu(m, **kw)
+    lay = {"global_batch": None, **{k: x for k, x in kw.items() if k != "generation"}}
+    b = mem.memory_per_gpu(m, Layout(**lay), generation=kw.get("generation", "hopper"))
     assert int(b.peak_stage) == 0
     n = int(b.peak_stage_layers)
     tp, pp, ep = kw["tp"], kw["pp"], kw.get("ep", 1)
@@ -222,7 +225,7 @@ def test_one_list_of_terms_adds_up_to_the_total():
     for model, kw in [("llama3-8b", dict(gpus=np.array([8, 16]), tp=np.array([1, 2]))),
                       ("deepseek-v3", dict(gpus=1024, pp=16, ep=64, zero_stage=3,
                                            precision="fp8", recompute="full"))]:
-        gb = mem.memory_per_gpu(catalog.model(model), **kw).to_gb()
+        gb = mem.memory_per_gpu(catalog.model(model), Layout(**kw, global_batch=None)).to_gb()
         assert list(gb) == [*mem.MEMORY_TERMS, "total_gb"]
         parts = sum(gb[k] for k in mem.MEMORY_TERMS if k != "expert_weights_gb")
         np.testing.assert_allclose(parts, gb["total_gb"], rtol=1e-12)
@@ -265,9 +268,8 @@ def test_full_recompute_rebuilds_one_layer_at_a_time():
     # at micro-batch 4 the rebuilt layer (4 x 264 MB) outgrows the logits (4 x 525 MB)? no:
     # both scale with b, so the larger term is fixed by the shapes, not the batch
     # and memory_per_gpu carries it: full recomputation's activations on PP 4
-    b = mem.memory_per_gpu(m, gpus=64, tp=8, pp=4, zero_stage=1, micro_batch=1,
-                           global_batch=32, recompute="full", sequence_parallel=True,
-                           seq_len=8192)
+    b = mem.memory_per_gpu(m, Layout(gpus=64, tp=8, pp=4, micro_batch=1, global_batch=32, zero_stage=1,
+                                     recompute="full", sequence_parallel=True), seq_len=8192)
     assert b.activations_bytes == pytest.approx(full * 20 * 4 + (none - full), rel=1e-9)
     with pytest.raises(InputError) as e:
         mem.recompute_working_bytes(-1.0, 0.0, "full")
@@ -288,10 +290,10 @@ def test_the_loss_holds_four_or_twelve_bytes_per_logit(llama70):
     twelve = mem.stage_activation_bytes(llama70, 1e8, 20, loss_bytes=12.0, **kw)
     assert twelve - four == pytest.approx(8 * 8192 * 128256 / 8)
     # memory_per_gpu: each stack's usual loss unless one is named
-    lay = dict(gpus=64, tp=8, pp=1, zero_stage=1, seq_len=8192)
+    lay = dict(gpus=64, tp=8, pp=1, zero_stage=1, global_batch=None)
     assert mem.STACK_LOSS == {"megatron": "fused", "fsdp": "fp32", "deepspeed": "fused",
                               "nanotron": "fused"}
-    a = mem.memory_per_gpu(llama70, **lay, stack="fsdp")
-    b = mem.memory_per_gpu(llama70, **lay, stack="fsdp", loss="fp32")
-    c = mem.memory_per_gpu(llama70, **lay, loss="fp32")
+    a = mem.memory_per_gpu(llama70, Layout(**lay), seq_len=8192, stack="fsdp")
+    b = mem.memory_per_gpu(llama70, Layout(**lay), MemoryOptions(loss="fp32"), seq_len=8192, stack="fsdp")
+    c = mem.memory_per_gpu(llama70, Layout(**lay), MemoryOptions(loss="fp32"), seq_len=8192)
     assert float(a.total_bytes) == float(b.total_bytes) == float(c.total_bytes)

@@ -15,6 +15,7 @@ from llmcost.cli import main
 from llmcost.scenario import Scenario
 from llmcost.training import comm, planner
 from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
 from llmcost.training.memory import LayerOptions, memory_per_gpu, moe_ffn_activation_bytes
 from llmcost.training.step import Options, predict_step
 
@@ -37,14 +38,15 @@ def test_expert_states_shard_by_ep_and_their_optimizer_over_expert_dp():
     assert m.expert_params == experts
     dense = m.params - experts
     for ep in (1, 8):
-        r = memory_per_gpu(m, 64, 1, 1, zero_stage=1, ep=ep, seq_len=4096)
+        r = memory_per_gpu(m, Layout(gpus=64, tp=1, pp=1, zero_stage=1, ep=ep, global_batch=None), seq_len=4096)
         w = 2 * (dense + experts / ep)
         opt = 12 * (dense / 64 + experts / ep / (64 / ep))
         assert float(r.weights_bytes) == pytest.approx(w, rel=1e-12)
         assert float(r.expert_weights_bytes) == pytest.approx(2 * experts / ep, rel=1e-12)
         assert float(r.optimizer_bytes) == pytest.approx(opt, rel=1e-12)
     # EP 8 holds an eighth of the expert weights
-    r1, r8 = (memory_per_gpu(m, 64, 1, 1, zero_stage=1, ep=e, seq_len=4096) for e in (1, 8))
+    r1, r8 = (memory_per_gpu(m, Layout(gpus=64, tp=1, pp=1, zero_stage=1, ep=e, global_batch=None),
+                             seq_len=4096) for e in (1, 8))
     assert float(r1.weights_bytes - r8.weights_bytes) == pytest.approx(2 * experts * 7 / 8)
 
 
@@ -62,13 +64,13 @@ def test_moe_block_activations_by_hand():
 def test_expert_layout_rules_name_the_parameter():
     m = CAT.model("mixtral-8x7b")
     with pytest.raises(InputError) as e:
-        memory_per_gpu(m, 64, 1, 1, ep=3)
+        memory_per_gpu(m, Layout(gpus=64, tp=1, pp=1, ep=3, global_batch=None))
     assert e.value.param == "ep"
     with pytest.raises(InputError) as e:
-        memory_per_gpu(m, 8, 1, 1, ep=16 // 2, etp=2)      # 8 x 2 > 8 GPUs
+        memory_per_gpu(m, Layout(gpus=8, tp=1, pp=1, ep=16 // 2, etp=2, global_batch=None))      # 8 x 2 > 8 GPUs
     assert e.value.param == "gpus"
     with pytest.raises(InputError) as e:
-        memory_per_gpu(CAT.model("llama3-8b"), 8, 1, 1, ep=8)
+        memory_per_gpu(CAT.model("llama3-8b"), Layout(gpus=8, tp=1, pp=1, ep=8, global_batch=None))
     assert e.value.param == "ep" and "dense" in str(e.value)
 
 
@@ -90,8 +92,12 @@ def test_alltoall_alpha_beta_by_hand():
 def _qwen3_30b(ep, **kw):
     g, up, out = _hw("h100-sxm")
     opts = Options(flash_attention=True, **kw)
-    return predict_step(CAT.model("qwen3-30b-a3b"), g, up, out, 64, 1, 4, 512, micro_batch=1,
-                        zero_stage=1, options=opts, seq_len=4096, with_scaling=False, ep=ep)
+    return predict_step(CAT.model("qwen3-30b-a3b"), Hardware(g, up, out), Layout(gpus=64, tp=1, pp=4, micro_batch=1,
+                                                                                 global_batch=512, zero_stage=1,
+                                                                                 ep=ep, flash_attention=None,
+                                                                                 tp_comm_overlap=None,
+                                                                                 precision=None), options=opts,
+                        seq_len=4096, with_scaling=False)
 
 
 def test_moe_step_terms_and_trends():
@@ -114,7 +120,9 @@ def test_moe_step_terms_and_trends():
 
 def test_dense_predictions_unchanged_by_moe_plumbing():
     g, up, out = _hw("h100-sxm")
-    p = predict_step(CAT.model("llama3-70b"), g, up, out, 64, 8, 4, 256, sequence_parallel=True,
+    p = predict_step(CAT.model("llama3-70b"), Hardware(g, up, out), Layout(gpus=64, tp=8, pp=4, global_batch=256,
+                                                                           sequence_parallel=True,
+                                                                           flash_attention=True),
                      options=Options(flash_attention=True), with_scaling=False)
     assert float(p.ep_comm_s) == 0 and float(p.memory.expert_weights_bytes) == 0
 
@@ -129,13 +137,22 @@ def test_planner_searches_expert_parallelism():
     assert {1, 8, 32, 128} <= eps
     row = P.layouts.iloc[0]
     # the row re-predicted alone is the same layout
-    p = predict_step(CAT.model("qwen3-235b-a22b"), g, up, out, int(row["gpus"]), int(row["tp"]),
-                     int(row["pp"]), 1024, int(row["cp"]), int(row["micro_batch"]),
-                     int(row["interleave"]), row["recompute"], bool(row["sequence_parallel"]),
-                     int(row["zero_stage"]), with_scaling=False, precision="mxfp8",
-                     flash_attention=bool(row["flash_attention"]),
-                     tp_comm_overlap=bool(row["tp_comm_overlap"]), ep=int(row["ep"]),
-                     etp=int(row["etp"]))
+    p = predict_step(CAT.model("qwen3-235b-a22b"), Hardware(g, up, out), Layout(gpus=int(row["gpus"]),
+                                                                                tp=int(row["tp"]),
+                                                                                pp=int(row["pp"]),
+                                                                                cp=int(row["cp"]),
+                                                                                micro_batch=int(row["micro_batch"]),
+                                                                                global_batch=1024,
+                                                                                interleave=int(row["interleave"]),
+                                                                                zero_stage=int(row["zero_stage"]),
+                                                                                recompute=row["recompute"],
+                                                                                sequence_parallel=bool(row["sequence_parallel"]),
+                                                                                flash_attention=bool(row["flash_attention"]),
+                                                                                tp_comm_overlap=bool(row["tp_comm_overlap"]),
+                                                                                precision="mxfp8",
+                                                                                ep=int(row["ep"]),
+                                                                                etp=int(row["etp"])),
+                     with_scaling=False)
     assert float(p.step_time_s) == pytest.approx(float(row["step_time_s"]), rel=1e-12)
 
 
@@ -230,9 +247,12 @@ def test_review_days_fall_when_the_all_to_all_is_hidden():
 def _qwen3_30b_gb300(graphs):
     g, up, out = _hw("gb300")
     opts = Options(flash_attention=True, moe_load_imbalance=1.0, cuda_graphs=graphs)
-    return predict_step(CAT.model("qwen3-30b-a3b"), g, up, out, 8, 1, 1, 512, micro_batch=8,
-                        options=opts, seq_len=4096, with_scaling=False, ep=8,
-                        precision="mxfp8")
+    return predict_step(CAT.model("qwen3-30b-a3b"), Hardware(g, up, out), Layout(gpus=8, tp=1, pp=1, micro_batch=8,
+                                                                                 global_batch=512,
+                                                                                 precision="mxfp8", ep=8,
+                                                                                 flash_attention=None,
+                                                                                 tp_comm_overlap=None),
+                        options=opts, seq_len=4096, with_scaling=False)
 
 
 def test_full_iteration_graph_removes_the_moe_host_overhead_by_hand():
@@ -251,9 +271,10 @@ def test_full_iteration_graph_removes_the_moe_host_overhead_by_hand():
 def test_cuda_graphs_leave_dense_models_alone_and_name_a_bad_value():
     g, up, out = _hw("h100-sxm")
     m = CAT.model("llama3-70b")
-    a, b = (predict_step(m, g, up, out, 64, 8, 4, 256, sequence_parallel=True,
-                         options=Options(flash_attention=True, cuda_graphs=x),
-                         with_scaling=False) for x in ("none", "full"))
+    a, b = (predict_step(m, Hardware(g, up, out), Layout(gpus=64, tp=8, pp=4, global_batch=256,
+                                                         sequence_parallel=True, flash_attention=True),
+                         options=Options(flash_attention=True, cuda_graphs=x), with_scaling=False)
+            for x in ("none", "full"))
     assert float(a.step_time_s) == float(b.step_time_s)
     with pytest.raises(InputError) as e:
         _qwen3_30b_gb300("everything")
@@ -335,11 +356,12 @@ def test_deepseek_v3_pretraining_throughput_out_of_sample():
     gpu, up, out = _hw("h800")
 
     def per_gpu(overlap):
-        p = predict_step(m, gpu, up, out, gpus=2048, tp=1, pp=16, ep=64, global_batch=15360,
-                         seq_len=4096, micro_batch=1, zero_stage=1, precision="fp8",
-                         first_stage_layers=3, last_stage_layers=2, with_scaling=False,
-                         options=Options(flash_attention=True, moe_load_imbalance=1.0,
-                                         moe_a2a_overlap=overlap))
+        p = predict_step(m, Hardware(gpu, up, out), Layout(gpus=2048, tp=1, pp=16, micro_batch=1,
+                                                           global_batch=15360, zero_stage=1, precision="fp8",
+                                                           first_stage_layers=3, last_stage_layers=2, ep=64,
+                                                           flash_attention=True),
+                         options=Options(flash_attention=True, moe_load_imbalance=1.0, moe_a2a_overlap=overlap),
+                         seq_len=4096, with_scaling=False)
         return float(p.tokens_per_s) / 2048
 
     assert per_gpu(0.95) / measured - 1 == pytest.approx(0.0, abs=0.20)

@@ -11,6 +11,7 @@ from llmcost.training import planner as pl
 from llmcost.training import step as st
 from llmcost.training.arch import ModelSpec
 from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
 
 CAT = catalog.default()
 A100, NVL3, HDR = CAT.gpu("a100-80gb"), CAT.fabric("nvlink3"), CAT.fabric("ib-hdr")
@@ -44,8 +45,11 @@ def test_planner_equals_brute_force_loop(tps, pps):
             continue
         if (sp or to) and t == 1:
             continue
-        pred = st.predict_step(m, A100, NVL3, HDR, gpus, t, p, B, c, b, v, r, sp, z,
-                               flash_attention=fa, tp_comm_overlap=to, with_scaling=False)
+        pred = st.predict_step(m, Hardware(A100, NVL3, HDR), Layout(gpus=gpus, tp=t, pp=p, cp=c, micro_batch=b,
+                                                                    global_batch=B, interleave=v, zero_stage=z,
+                                                                    recompute=r, sequence_parallel=sp,
+                                                                    flash_attention=fa, tp_comm_overlap=to),
+                               with_scaling=False)
         expected[(t, p, c, b, z, r, sp, v, fa, to)] = (float(pred.step_time_s), bool(pred.fits),
                                                       float(pred.memory_bytes) / 1e9)
     assert P.evaluated == len(expected)

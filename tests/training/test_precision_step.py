@@ -24,7 +24,8 @@ from llmcost.cli import main
 from llmcost.economics import sizing
 from llmcost.training import planner
 from llmcost.training.hardware import Hardware
-from llmcost.training.memory import memory_per_gpu
+from llmcost.training.layout import Layout
+from llmcost.training.memory import MemoryOptions, memory_per_gpu
 from llmcost.training.step import Options, predict_step
 
 P_MM_70B = 855_638_016
@@ -41,9 +42,13 @@ def h100(cat):
 
 def llama70b_mb(cat, h100, precision, global_batch=256, options=MB_OPTIONS):
     g, up, out = h100
-    return predict_step(cat.model("llama3-70b"), g, up, out, 64, 4, 8, global_batch,
-                        interleave=5, sequence_parallel=True, options=options,
-                        seq_len=8192, with_scaling=False, precision=precision)
+    return predict_step(cat.model("llama3-70b"), Hardware(g, up, out), Layout(gpus=64, tp=4, pp=8,
+                                                                              global_batch=global_batch,
+                                                                              interleave=5, sequence_parallel=True,
+                                                                              precision=precision,
+                                                                              flash_attention=None,
+                                                                              tp_comm_overlap=None),
+                        options=options, seq_len=8192, with_scaling=False)
 
 
 # ------------------------------------------------------------------ speed-up and calibration rows
@@ -129,10 +134,13 @@ def test_precision_array_matches_scalar_calls(cat, h100):
 def test_mxfp8_on_blackwell_between_1x_and_bound(cat):
     g = cat.gpu("b200")
     up, out = cat.fabric(g.scale_up), cat.fabric("ib-xdr")
-    kw = dict(interleave=5, sequence_parallel=True, options=MB_OPTIONS, seq_len=8192,
-              with_scaling=False)
+    kw = dict(options=MB_OPTIONS, seq_len=8192, with_scaling=False)
     m = cat.model("llama3-70b")
-    t = {p: float(predict_step(m, g, up, out, 64, 4, 8, 256, precision=p, **kw).tokens_per_s)
+    # flash attention and TP overlap as MB_OPTIONS say
+    t = {p: float(predict_step(m, Hardware(g, up, out),
+                               Layout(gpus=64, tp=4, pp=8, global_batch=256, precision=p, interleave=5,
+                                      sequence_parallel=True, flash_attention=None, tp_comm_overlap=None),
+                               **kw).tokens_per_s)
          for p in ("bf16", "fp8", "mxfp8")}
     for p in ("fp8", "mxfp8"):
         assert 1.0 < t[p] / t["bf16"] < 118 / 67
@@ -150,11 +158,10 @@ def test_mxfp8_slower_than_fp8_as_measured(cat, gpu):
     measured = r["mxfp8"] / r["fp8"]
     assert 0.94 < measured < 0.97
     g = cat.gpu(gpu)
-    kw = dict(micro_batch=2, options=Options(flash_attention=True), seq_len=8192,
-              with_scaling=False)
-    t = {p: float(predict_step(cat.model("llama3-8b"), g, cat.fabric(g.scale_up),
-                               cat.fabric("ib-ndr"), 8, 1, 1, 128, precision=p,
-                               **kw).tokens_per_s) for p in ("fp8", "mxfp8")}
+    kw = dict(options=Options(flash_attention=True), seq_len=8192, with_scaling=False)
+    t = {p: float(predict_step(cat.model("llama3-8b"), Hardware(g, cat.fabric(g.scale_up), cat.fabric("ib-ndr")),
+                               Layout(gpus=8, tp=1, pp=1, global_batch=128, precision=p, micro_batch=2,
+                                      flash_attention=True), **kw).tokens_per_s) for p in ("fp8", "mxfp8")}
     assert t["mxfp8"] / t["fp8"] == pytest.approx(measured, abs=0.02)
     assert t["mxfp8"] < t["fp8"]
 
@@ -166,12 +173,13 @@ def test_mxfp8_slower_than_fp8_as_measured(cat, gpu):
 def test_predict_refuses_precision_gpu_lacks(cat, gpu, prec):
     g = cat.gpu(gpu)
     m = cat.model("llama3-8b")
-    args = (m, g, cat.fabric(g.scale_up), cat.fabric("ib-ndr"), 8, 8, 1, 8)
+    hw = Hardware(g, cat.fabric(g.scale_up), cat.fabric("ib-ndr"))
     with pytest.raises(InputError) as e:
-        predict_step(*args, precision=prec)
+        predict_step(m, hw, Layout(gpus=8, tp=8, pp=1, global_batch=8, precision=prec))
     assert e.value.param == "precision"
     with pytest.raises(InputError) as e:
-        predict_step(*args, options=Options(precision=prec))
+        predict_step(m, hw, Layout(gpus=8, tp=8, pp=1, global_batch=8, precision=None),
+                     options=Options(precision=prec))
     assert e.value.param == "precision"
     with pytest.raises(InputError) as e:
         planner.plan(m, Hardware(g, cat.fabric(g.scale_up), cat.fabric("ib-ndr")), 8, 8,
@@ -198,7 +206,8 @@ def test_cli_refuses_precision_gpu_lacks(capsys, cmd, gpu, prec):
 
 def test_memory_refuses_fp8_with_lora(cat):
     with pytest.raises(InputError) as e:
-        memory_per_gpu(cat.model("llama3-8b"), 8, 8, 1, finetune="lora", precision="fp8")
+        memory_per_gpu(cat.model("llama3-8b"), Layout(gpus=8, tp=8, pp=1, precision="fp8", global_batch=None),
+                       MemoryOptions(finetune="lora"))
     assert e.value.param == "precision"
 
 
@@ -218,9 +227,10 @@ def test_fp8_memory_llama70b_tp8_pp4_by_hand(cat):
       +1,283,457,024."""
     m = cat.model("llama3-70b")
     kw = dict(seq_len=8192, generation="hopper")
-    args = (m, 64, 8, 4, 1, 0, 1, None, "none", True, True)
-    bf = memory_per_gpu(*args, precision="bf16", **kw)
-    f8 = memory_per_gpu(*args, precision="fp8", **kw)
+    lay = dict(gpus=64, tp=8, pp=4, cp=1, zero_stage=0, micro_batch=1, global_batch=None,
+               recompute="none", sequence_parallel=True, flash_attention=True)
+    bf = memory_per_gpu(m, Layout(**lay, precision="bf16"), **kw)
+    f8 = memory_per_gpu(m, Layout(**lay, precision="fp8"), **kw)
     assert int(f8.peak_stage) == int(bf.peak_stage) == 0
     assert float(f8.fp8_weights_bytes) == 4_278_190_080 and float(bf.fp8_weights_bytes) == 0
     assert float(bf.activations_bytes - f8.activations_bytes) == 3_019_898_880
@@ -228,20 +238,20 @@ def test_fp8_memory_llama70b_tp8_pp4_by_hand(cat):
     assert float(f8.total_bytes - bf.total_bytes) == pytest.approx(1_258_291_200 * 1.02, rel=1e-12)
     assert f8.to_gb()["fp8_weights_gb"] == pytest.approx(4.27819008)
     # ZeRO-3 gathers one layer at a time: 855,638,016 / 8 x 2 = 213,909,504
-    z3 = memory_per_gpu(m, 64, 8, 4, 1, 3, 1, None, "none", True, True, precision="fp8", **kw)
+    z3 = memory_per_gpu(m, Layout(**{**lay, "zero_stage": 3}, precision="fp8"), **kw)
     assert float(z3.fp8_weights_bytes) == 213_909_504
     # Blackwell keeps one FP8 layout (1 byte); MXFP8 two with E8M0 scales (2 x 33/32)
-    bw = memory_per_gpu(*args, seq_len=8192, precision="fp8", generation="blackwell")
-    mx = memory_per_gpu(*args, seq_len=8192, precision="mxfp8", generation="blackwell")
+    bw = memory_per_gpu(m, Layout(**lay, precision="fp8"), seq_len=8192, generation="blackwell")
+    mx = memory_per_gpu(m, Layout(**lay, precision="mxfp8"), seq_len=8192, generation="blackwell")
     assert float(bw.fp8_weights_bytes) == 2_139_095_040
     assert float(mx.fp8_weights_bytes) == 2_139_095_040 * 2.0625
 
 
 def test_predict_step_passes_generation_to_memory(cat):
     g = cat.gpu("b200")
-    p = predict_step(cat.model("llama3-70b"), g, cat.fabric(g.scale_up), cat.fabric("ib-xdr"),
-                     64, 8, 4, 256, sequence_parallel=True, seq_len=8192, precision="fp8",
-                     with_scaling=False)
+    p = predict_step(cat.model("llama3-70b"), Hardware(g, cat.fabric(g.scale_up), cat.fabric("ib-xdr")),
+                     Layout(gpus=64, tp=8, pp=4, global_batch=256, sequence_parallel=True, precision="fp8",
+                            flash_attention=False), seq_len=8192, with_scaling=False)
     assert float(p.memory.fp8_weights_bytes) == 2_139_095_040   # 1 byte on Blackwell
 
 

@@ -8,6 +8,7 @@ import pytest
 from llmcost import catalog
 from llmcost.training import planner
 from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
 from llmcost.training.step import Options, predict_step
 
 CAT = catalog.default()
@@ -15,8 +16,12 @@ CAT = catalog.default()
 
 def tp_comm(gpu, tp=8):
     m = CAT.model("llama3-70b")
-    p = predict_step(m, gpu, CAT.fabric(gpu.scale_up), CAT.fabric("ib-xdr"), 512, tp, 4, 256,
-                     options=Options(flash_attention=True), sequence_parallel=True, zero_stage=1)
+    p = predict_step(m, Hardware(gpu, CAT.fabric(gpu.scale_up), CAT.fabric("ib-xdr")), Layout(gpus=512, tp=tp, pp=4,
+                                                                                              global_batch=256,
+                                                                                              zero_stage=1,
+                                                                                              sequence_parallel=True,
+                                                                                              flash_attention=True),
+                     options=Options(flash_attention=True))
     return float(p.tp_comm_s)
 
 

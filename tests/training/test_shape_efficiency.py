@@ -20,6 +20,8 @@ import pytest
 from llmcost import catalog
 from llmcost.cli import main
 from llmcost.training import step as st
+from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = pd.read_csv(ROOT / "data" / "calibration_runs.csv").set_index("id")
@@ -107,14 +109,15 @@ def test_attention_reaches_its_plateau_only_on_long_sequences():
     # attention's time at 2k, 0.35% at 64k.
     m = CAT.model("mpt-7b-bench")
     c, T = st.DEFAULT_CALIBRATION.attention_tile_overhead, 128
-    kw = dict(gpus=8, tp=1, pp=1, zero_stage=3, micro_batch=1, with_scaling=False,
-              options=st.Options(flash_attention=True))
+    lay = Layout(gpus=8, tp=1, pp=1, zero_stage=3, micro_batch=1, global_batch=8,
+                 flash_attention=True)
+    kw = dict(with_scaling=False, options=st.Options(flash_attention=True))
     for s in (2048, 65536):
         t = {}
         for c_ in (c, 0.0):
-            p = st.predict_step(m, H100, CAT.fabric("nvlink4"), CAT.fabric("ib-ndr"),
-                                global_batch=8, seq_len=s, **kw,
-                                calibration=st.Calibration(attention_tile_overhead=c_))
+            p = st.predict_step(m, Hardware(H100, CAT.fabric("nvlink4"), CAT.fabric("ib-ndr")),
+                                lay, calibration=st.Calibration(attention_tile_overhead=c_), seq_len=s,
+                                **kw)
             t[c_] = float(p.compute_s) / s            # one sequence per GPU per step
         # the scores' own time: 7 s d per head (4 s d causal-halved, 3.5 passes), all layers
         scores = 7 * s * m.hidden * m.layers / (0.33 * H100.bf16_dense_tflops * 1e12)
@@ -160,10 +163,14 @@ def test_small_dense_models_run_below_a_70b_gemm_as_published(gpu_id, name):
     assert measured * per_token / peak == pytest.approx(_foundry_mfu(row_id), rel=0.02)
     constant = e70 * peak / per_token
     assert constant / measured - 1 > 0.15                    # what the tolerance must catch
-    p = st.predict_step(m, gpu, CAT.fabric(gpu.scale_up), CAT.fabric("ib-ndr"), gpus=gpus,
-                        tp=1, pp=1, zero_stage=3, micro_batch=mb, seq_len=2048,
-                        global_batch=int(row["global_batch"]), with_scaling=False,
-                        options=st.Options(stack="fsdp", flash_attention=True, grad_bytes=4.0))
+    p = st.predict_step(m, Hardware(gpu, CAT.fabric(gpu.scale_up), CAT.fabric("ib-ndr")), Layout(gpus=gpus, tp=1,
+                                                                                                 pp=1,
+                                                                                                 micro_batch=mb,
+                                                                                                 global_batch=int(row["global_batch"]),
+                                                                                                 zero_stage=3,
+                                                                                                 flash_attention=True),
+                        options=st.Options(stack="fsdp", flash_attention=True, grad_bytes=4.0), seq_len=2048,
+                        with_scaling=False)
     assert float(p.tokens_per_s) / gpus / measured - 1 == pytest.approx(0.0, abs=0.10)
     assert float(p.mfu) < 0.87 * e70
 

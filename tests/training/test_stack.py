@@ -18,6 +18,9 @@ import pytest
 from llmcost import catalog
 from llmcost._validate import InputError
 from llmcost.training import step as st
+from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
+from llmcost.training.memory import MemoryOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = pd.read_csv(ROOT / "data" / "calibration_runs.csv")
@@ -78,12 +81,14 @@ def test_megatron_is_the_default_and_its_numbers_did_not_move():
     row = ROWS.set_index("id").loc["t1-megatron-1.7b"]
     pred = mod.predict_row(row, CAT.model(row["model"]), CAT)[0]
     assert pred / row["tokens_per_s_per_gpu"] - 1 == pytest.approx(0.0, abs=0.066)
-    kw = dict(gpus=64, tp=8, pp=1, global_batch=128, micro_batch=1, zero_stage=1,
-              sequence_parallel=True, with_scaling=False, seq_len=8192)
+    lay = Layout(gpus=64, tp=8, pp=1, global_batch=128, micro_batch=1, zero_stage=1,
+                 sequence_parallel=True, flash_attention=True)
     model = CAT.model("llama3-70b")
-    a = st.predict_step(model, H100, NVL4, IB, options=st.Options(flash_attention=True), **kw)
-    b = st.predict_step(model, H100, NVL4, IB,
-                        options=st.Options(flash_attention=True, stack="megatron"), **kw)
+    a = st.predict_step(model, Hardware(H100, NVL4, IB), lay, options=st.Options(flash_attention=True),
+                        seq_len=8192, with_scaling=False)
+    b = st.predict_step(model, Hardware(H100, NVL4, IB), lay,
+                        options=st.Options(flash_attention=True, stack="megatron"), seq_len=8192,
+                        with_scaling=False)
     assert float(a.step_time_s) == float(b.step_time_s)
 
 
@@ -160,12 +165,14 @@ def test_tp_collectives_are_not_hidden_on_fsdp():
     # fsdp none, so its exposed TP time is 1 / (1 - 0.8) = 5x megatron's
     model = CAT.model("llama3-70b")
     cal = st.calibration_for(H100)
-    kw = dict(gpus=64, tp=8, pp=1, global_batch=64, micro_batch=1, zero_stage=3,
-              sequence_parallel=True, with_scaling=False, seq_len=8192, calibration=cal)
-    mg = st.predict_step(model, H100, NVL4, IB, options=st.Options(
-        flash_attention=True, tp_comm_overlap=True), **kw)
-    fs = st.predict_step(model, H100, NVL4, IB, options=st.Options(
-        flash_attention=True, tp_comm_overlap=True, stack="fsdp"), **kw)
+    lay = Layout(gpus=64, tp=8, pp=1, global_batch=64, micro_batch=1, zero_stage=3,
+                 sequence_parallel=True, flash_attention=True, tp_comm_overlap=True)
+    kw = dict(with_scaling=False, seq_len=8192, calibration=cal)
+    mg = st.predict_step(model, Hardware(H100, NVL4, IB), lay,
+                         options=st.Options(flash_attention=True, tp_comm_overlap=True), **kw)
+    fs = st.predict_step(model, Hardware(H100, NVL4, IB), lay,
+                         options=st.Options(flash_attention=True, tp_comm_overlap=True, stack="fsdp"),
+                         **kw)
     assert float(fs.tp_comm_s) == pytest.approx(5.0 * float(mg.tp_comm_s), rel=1e-9)
     # the GEMMs no longer share the SMs with comm kernels (no 5% penalty), but the exposed
     # collectives cost more than that
@@ -180,12 +187,12 @@ def test_host_overhead_is_a_fixed_time_per_layer_and_micro_batch():
     assert fsdp.layer_host_overhead_s == st.FSDP_LAYER_HOST_OVERHEAD_S
     share = []
     for b, rec, factor in ((1, "none", 1.0), (8, "none", 1.0), (2, "full", 4.0 / 3.0)):
-        kw = dict(gpus=1, tp=1, pp=1, global_batch=16, micro_batch=b, recompute=rec,
-                  with_scaling=False, seq_len=2048, options=st.Options(
-                      flash_attention=True, stack="fsdp"))
-        with_host = st.predict_step(model, H100, NVL4, IB, calibration=fsdp, **kw)
-        without = st.predict_step(model, H100, NVL4, IB, calibration=replace(
-            fsdp, layer_host_overhead_s=0.0), **kw)
+        lay = Layout(gpus=1, tp=1, pp=1, global_batch=16, micro_batch=b, recompute=rec,
+                     flash_attention=True)
+        kw = dict(with_scaling=False, seq_len=2048, options=st.Options(flash_attention=True, stack="fsdp"))
+        with_host = st.predict_step(model, Hardware(H100, NVL4, IB), lay, calibration=fsdp, **kw)
+        without = st.predict_step(model, Hardware(H100, NVL4, IB), lay,
+                                  calibration=replace(fsdp, layer_host_overhead_s=0.0), **kw)
         m = 16 // b
         extra = float(with_host.step_time_s) - float(without.step_time_s)
         assert extra == pytest.approx(m * model.layers * st.FSDP_LAYER_HOST_OVERHEAD_S
@@ -202,21 +209,23 @@ def test_fsdp_is_slower_than_megatron_on_h100_and_more_so_at_long_sequences():
     model = CAT.model("mpt-7b-bench")
     ratio = []
     for s, b in ((2048, 8), (16384, 1)):
-        kw = dict(gpus=8, tp=1, pp=1, global_batch=8 * b, micro_batch=b, zero_stage=3,
-                  recompute="full", with_scaling=False, seq_len=s)
-        mg = st.predict_step(model, H100, NVL4, IB, options=st.Options(flash_attention=True),
-                             **kw)
-        fs = st.predict_step(model, H100, NVL4, IB, options=st.Options(
-            flash_attention=True, stack="fsdp"), **kw)
+        lay = Layout(gpus=8, tp=1, pp=1, global_batch=8 * b, micro_batch=b, zero_stage=3,
+                     recompute="full", flash_attention=True)
+        mg = st.predict_step(model, Hardware(H100, NVL4, IB), lay,
+                             options=st.Options(flash_attention=True), seq_len=s, with_scaling=False)
+        fs = st.predict_step(model, Hardware(H100, NVL4, IB), lay,
+                             options=st.Options(flash_attention=True, stack="fsdp"), seq_len=s,
+                             with_scaling=False)
         ratio.append(float(fs.tokens_per_s) / float(mg.tokens_per_s))
     assert ratio[0] < 0.9 and ratio[1] < ratio[0]
     # the published gap the stack closes: llm-foundry's MPT 7B on 8 H100 at 2048 (micro-batch
     # 6, no checkpointing) ran at 46.44% MFU; megatron's constants predict far above it
     row = FOUNDRY.set_index("id").loc["lf-h10080gb-amp_bf16-mpt-7b-s2048-g8-mb6"]
-    kw = dict(gpus=8, tp=1, pp=1, global_batch=48, micro_batch=6, zero_stage=3,
-              with_scaling=False, seq_len=2048)
-    mfu = {stack: float(st.predict_step(model, H100, NVL4, IB, options=st.Options(
-        flash_attention=True, stack=stack, grad_bytes=4.0), **kw).mfu)
+    lay = Layout(gpus=8, tp=1, pp=1, global_batch=48, micro_batch=6, zero_stage=3,
+                 flash_attention=True)
+    mfu = {stack: float(st.predict_step(model, Hardware(H100, NVL4, IB), lay,
+                                        options=st.Options(flash_attention=True, stack=stack, grad_bytes=4.0),
+                                        seq_len=2048, with_scaling=False).mfu)
         for stack in st.STACKS}
     measured = row["tokens_per_s_per_gpu"] * (6 * 6658859008 + 12 * 32 * 4096 * 2048) / 989.4e12
     assert measured == pytest.approx(0.4644, abs=5e-4)
@@ -236,7 +245,8 @@ def test_generations_without_fsdp_rows_take_their_megatron_set_with_the_stack_co
 def test_a_bad_stack_names_the_parameter(bad):
     model = CAT.model("mpt-1b-bench")
     with pytest.raises(InputError) as e:
-        st.predict_step(model, H100, NVL4, IB, gpus=8, tp=1, pp=1, global_batch=8,
+        st.predict_step(model, Hardware(H100, NVL4, IB), Layout(gpus=8, tp=1, pp=1, global_batch=8,
+                                                                flash_attention=False),
                         options=st.Options(stack=bad), with_scaling=False)
     assert e.value.param == "stack"
     assert all(name in str(e.value) for name in ("megatron", "fsdp", "deepspeed", "nanotron"))
@@ -275,9 +285,9 @@ def test_pipelined_fsdp_memory_by_hand():
     # gathered layers and one layer's gradients, 3 x 2 P_layer / 8) by W0 + 2 W0
     m = CAT.model("llama3-405b")
     kw = dict(gpus=512, tp=8, pp=8, zero_stage=3, micro_batch=1, global_batch=256,
-              recompute="full", sequence_parallel=True, seq_len=8192)
-    mg = mem.memory_per_gpu(m, **kw)
-    fs = mem.memory_per_gpu(m, **kw, stack="fsdp")
+              recompute="full", sequence_parallel=True)
+    mg = mem.memory_per_gpu(m, Layout(**kw), seq_len=8192)
+    fs = mem.memory_per_gpu(m, Layout(**kw), seq_len=8192, stack="fsdp")
     n = int(fs.peak_stage_layers)
     assert int(mg.peak_stage) == int(fs.peak_stage) and n == int(mg.peak_stage_layers)
     p_layer = 3_187_703_808
@@ -290,10 +300,10 @@ def test_pipelined_fsdp_memory_by_hand():
     # FP32 cross-entropy holding 12 bytes per logit where Megatron's fused one holds 4:
     # 8 x 8192 x 128256 / 8 more bytes, plus the 2% fragmentation on them
     flat = dict(kw, pp=1, gpus=64, global_batch=64)
-    fused = mem.memory_per_gpu(m, **flat, stack="fsdp", loss="fused")
+    fused = mem.memory_per_gpu(m, Layout(**flat), MemoryOptions(loss="fused"), seq_len=8192, stack="fsdp")
     assert float(fused.total_bytes) == pytest.approx(
-        float(mem.memory_per_gpu(m, **flat).total_bytes), rel=1e-12)
-    fp32 = mem.memory_per_gpu(m, **flat, stack="fsdp")
+        float(mem.memory_per_gpu(m, Layout(**flat), seq_len=8192).total_bytes), rel=1e-12)
+    fp32 = mem.memory_per_gpu(m, Layout(**flat), seq_len=8192, stack="fsdp")
     assert float(fp32.total_bytes - fused.total_bytes) == pytest.approx(
         8 * 8192 * 128256 / 8 * (1 + mem.FRAGMENTATION), rel=1e-9)
 
@@ -341,8 +351,8 @@ def test_pipelined_fsdp_gathers_the_stage_own_experts_only():
     # experts (which would be e = 8 times the expert part)
     m = CAT.model("qwen3-30b-a3b")
     kw = dict(gpus=64, tp=1, pp=2, ep=8, zero_stage=3, micro_batch=1, global_batch=64,
-              recompute="full", seq_len=4096)
-    fs = mem.memory_per_gpu(m, **kw, stack="fsdp")
+              recompute="full")
+    fs = mem.memory_per_gpu(m, Layout(**kw), seq_len=4096, stack="fsdp")
     n = int(fs.peak_stage_layers)
     stage = "first" if int(fs.peak_stage) == 0 else "last"
     p_stage = float(mem.stage_parameters(m, n, 2, stage))

@@ -18,6 +18,8 @@ from llmcost.review.chain import evaluate
 from llmcost.training import memory as mem
 from llmcost.training import stacks
 from llmcost.training import step as st
+from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
 
 THE_STACKS = ("megatron", "fsdp", "deepspeed", "nanotron")
 
@@ -49,17 +51,21 @@ def test_stacks_without_transformer_engine_never_hide_tp_collectives(cat, name):
     # deepspeed and nanotron run their TP all-reduces exposed, megatron hides part of them
     m, g = cat.model("llama3-70b"), cat.gpu("h100-sxm")
     up, out = cat.fabric("nvlink4"), cat.fabric("ib-ndr")
-    kw = dict(gpus=64, tp=8, pp=1, global_batch=64, micro_batch=1, seq_len=8192,
-              recompute="selective", with_scaling=False)
+    # TP overlap as the options say
+    lay = Layout(gpus=64, tp=8, pp=1, global_batch=64, micro_batch=1, recompute="selective",
+                 flash_attention=True, tp_comm_overlap=None)
 
     def tp_s(stack, overlap):
-        return float(st.predict_step(m, g, up, out, options=st.Options(
-            flash_attention=True, stack=stack, tp_comm_overlap=overlap), **kw).tp_comm_s)
+        return float(st.predict_step(m, Hardware(g, up, out), lay,
+                                     options=st.Options(flash_attention=True, stack=stack,
+                                                        tp_comm_overlap=overlap),
+                                     seq_len=8192, with_scaling=False).tp_comm_s)
     assert tp_s(name, True) == pytest.approx(tp_s(name, False), rel=1e-12)
     assert tp_s("megatron", True) < 0.5 * tp_s("megatron", False)
     # memory is held as Megatron-Core holds it: ZeRO-1 beside TP and PP, the fused loss
-    a = mem.memory_per_gpu(m, gpus=64, tp=8, pp=4, zero_stage=1, seq_len=8192, stack=name)
-    b = mem.memory_per_gpu(m, gpus=64, tp=8, pp=4, zero_stage=1, seq_len=8192)
+    a = mem.memory_per_gpu(m, Layout(gpus=64, tp=8, pp=4, zero_stage=1, global_batch=None), seq_len=8192,
+                           stack=name)
+    b = mem.memory_per_gpu(m, Layout(gpus=64, tp=8, pp=4, zero_stage=1, global_batch=None), seq_len=8192)
     assert float(a.total_bytes) == float(b.total_bytes)
 
 

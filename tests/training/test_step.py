@@ -7,6 +7,8 @@ import pytest
 
 from llmcost import InputError, catalog
 from llmcost.training import step as st
+from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
 from llmcost.training.scaling import SEED_WORKLOAD, analyse_measured_scaling, weak_scaling
 
 CAT = catalog.default()
@@ -30,9 +32,12 @@ def _interleave(layers, pp):
 @pytest.mark.parametrize("row", _table1(), ids=lambda r: r["id"])
 def test_megatron_table1_within_10_percent(row):
     m = CAT.model(row["model"])
-    p = st.predict_step(m, A100, NVL3, HDR, int(row["gpus"]), int(row["tp"]), int(row["pp"]),
-                        int(row["global_batch"]), interleave=_interleave(m.layers, int(row["pp"])),
-                        recompute="full", options=st.Options(dp_overlap=0.0))
+    p = st.predict_step(m, Hardware(A100, NVL3, HDR), Layout(gpus=int(row["gpus"]), tp=int(row["tp"]),
+                                                             pp=int(row["pp"]),
+                                                             global_batch=int(row["global_batch"]),
+                                                             interleave=_interleave(m.layers, int(row["pp"])),
+                                                             recompute="full", flash_attention=False),
+                        options=st.Options(dp_overlap=0.0))
     # Table 1 counts Eq. 3 FLOPs (full recompute) per GPU per second: our hardware TFLOP/s.
     assert float(p.hardware_tflops_per_gpu) == pytest.approx(row["achieved_tflops_per_gpu"], rel=0.10)
     assert float(p.hfu) == pytest.approx(float(p.hardware_tflops_per_gpu) / 312, rel=1e-9)
@@ -41,7 +46,8 @@ def test_megatron_table1_within_10_percent(row):
 
 def test_hardware_flops_per_step_are_eq3():
     m = CAT.model("megatron-gpt-145.6b")
-    p = st.predict_step(m, A100, NVL3, HDR, 1536, 8, 8, 2304, interleave=2, recompute="full")
+    p = st.predict_step(m, Hardware(A100, NVL3, HDR), Layout(gpus=1536, tp=8, pp=8, global_batch=2304, interleave=2,
+                                                             recompute="full", flash_attention=False))
     eq3 = 96 * 2304 * 2048 * 80 * 12288**2 * (1 + 2048 / (6 * 12288) + 51200 / (16 * 80 * 12288))
     assert float(p.hardware_tflops_per_gpu) * 1e12 * 1536 * float(p.step_time_s) == pytest.approx(eq3)
 
@@ -51,7 +57,9 @@ def test_bubble_closed_form():
     assert st.pipeline_bubble_fraction(8, 64, 4) == pytest.approx(7 / 256)
     m = CAT.model("megatron-gpt-76.1b")
     for v in (1, 3):
-        p = st.predict_step(m, A100, NVL3, HDR, 1024, 8, 4, 1792, interleave=v, recompute="full")
+        p = st.predict_step(m, Hardware(A100, NVL3, HDR), Layout(gpus=1024, tp=8, pp=4, global_batch=1792,
+                                                                 interleave=v, recompute="full",
+                                                                 flash_attention=False))
         M = int(p.num_microbatches)   # 1792 / 32 = 56
         busy = float(p.step_time_s - p.pp_bubble_s - p.dp_comm_s - p.optimizer_s)
         assert float(p.pp_bubble_s) / busy == pytest.approx((4 - 1) / (v * M))
@@ -73,9 +81,12 @@ def test_gemm_efficiency_falls_for_narrow_shards():
 def _seed(fabric_id, nodes):
     W = SEED_WORKLOAD
     m = CAT.model(W["model"]).with_(seq_len=W["seq_len"])
-    table, _ = weak_scaling(m, CAT.gpu(W["gpu"]), CAT.fabric(W["scale_up"]), CAT.fabric(fabric_id),
-                            nodes, **{k: W[k] for k in ("tp", "pp", "sequences_per_replica",
-                                                        "micro_batch", "zero_stage", "recompute")})
+    gpu = CAT.gpu(W["gpu"])
+    # flash attention as the default options say; gpus and the batch set per node count
+    layout = Layout(gpus=gpu.gpus_per_node, flash_attention=None,
+                    **{k: W[k] for k in ("tp", "pp", "micro_batch", "zero_stage", "recompute")})
+    table, _ = weak_scaling(m, Hardware(gpu, CAT.fabric(W["scale_up"]), CAT.fabric(fabric_id)),
+                            nodes, layout, W["sequences_per_replica"])
     return dict(zip(table["nodes"], table["efficiency"]))
 
 
@@ -90,7 +101,8 @@ def test_seed_fabric_scaling_within_3_points():
 
 def test_a_layout_that_does_not_fit_is_still_predicted():
     m = CAT.model("gpt3-175b")
-    p = st.predict_step(m, A100, NVL3, HDR, 64, 8, 1, 64, recompute="none")
+    p = st.predict_step(m, Hardware(A100, NVL3, HDR), Layout(gpus=64, tp=8, pp=1, global_batch=64, recompute="none",
+                                                             flash_attention=False))
     assert not bool(p.fits) and float(p.memory_bytes) > A100.memory_bytes
     assert np.isfinite(p.step_time_s) and p.step_time_s > 0
 
@@ -106,25 +118,32 @@ def test_bad_layouts(kwargs, param):
     args = dict(gpus=1024, tp=8, pp=4, global_batch=1792)
     args.update(kwargs)
     with pytest.raises(InputError) as e:
-        st.predict_step(m, A100, NVL3, HDR, **args)
+        st.predict_step(m, Hardware(A100, NVL3, HDR), Layout(**args, flash_attention=False))
     assert e.value.param == param, str(e.value)
 
 
 def test_vectorized_equals_scalar():
     m = CAT.model("megatron-gpt-18.4b")
     tp = np.array([2, 4, 8])
-    many = st.predict_step(m, A100, NVL3, HDR, 256, tp, 1, 1024, recompute=np.array(["none", "selective", "full"]))
+    many = st.predict_step(m, Hardware(A100, NVL3, HDR), Layout(gpus=256, tp=tp, pp=1, global_batch=1024,
+                                                                recompute=np.array(["none", "selective", "full"]),
+                                                                flash_attention=False))
     for i, t in enumerate(tp):
-        one = st.predict_step(m, A100, NVL3, HDR, 256, int(t), 1, 1024,
-                              recompute=["none", "selective", "full"][i])
+        one = st.predict_step(m, Hardware(A100, NVL3, HDR), Layout(gpus=256, tp=int(t), pp=1, global_batch=1024,
+                                                                   recompute=["none", "selective", "full"][i],
+                                                                   flash_attention=False))
         assert float(many.step_time_s[i]) == pytest.approx(float(one.step_time_s))
 
 
 def test_better_fabric_never_slower():
     m = CAT.model("llama2-70b")
     h100 = CAT.gpu("h100-sxm")
-    t = {f: float(st.predict_step(m, h100, CAT.fabric("nvlink4"), CAT.fabric(f), 512, 8, 4, 1024,
-                                  recompute="selective", sequence_parallel=True).step_time_s)
+    t = {f: float(st.predict_step(m, Hardware(h100, CAT.fabric("nvlink4"), CAT.fabric(f)), Layout(gpus=512, tp=8,
+                                                                                                  pp=4,
+                                                                                                  global_batch=1024,
+                                                                                                  recompute="selective",
+                                                                                                  sequence_parallel=True,
+                                                                                                  flash_attention=False)).step_time_s)
          for f in ("roce-200", "roce-400", "ib-ndr", "ib-xdr")}
     assert t["ib-xdr"] <= t["ib-ndr"] <= t["roce-400"] <= t["roce-200"]
 
@@ -136,8 +155,13 @@ def test_llama3_405b_generalisation():
     # the H100 constants come from the A100 fit through the ridge point.
     m = CAT.model("llama3-405b").with_(layers=128)
     ro = replace(CAT.fabric("roce-400"), efficiency=0.9, congestion_per_doubling=0.0)  # Meta's tuned RoCE
-    mfus = [float(st.predict_step(m, CAT.gpu("h100-sxm"), CAT.fabric("nvlink4"), ro, 8192, 8, 16, 2048,
-                                  interleave=v, sequence_parallel=True, zero_stage=1,
+    mfus = [float(st.predict_step(m, Hardware(CAT.gpu("h100-sxm"), CAT.fabric("nvlink4"), ro), Layout(gpus=8192,
+                                                                                                      tp=8, pp=16,
+                                                                                                      global_batch=2048,
+                                                                                                      interleave=v,
+                                                                                                      zero_stage=1,
+                                                                                                      sequence_parallel=True,
+                                                                                                      flash_attention=True),
                                   options=st.Options(flash_attention=True)).mfu) for v in (2, 4, 8)]
     assert min(mfus) >= 0.43 * 0.85 and max(mfus) <= 0.43 * 1.15
 

@@ -8,6 +8,8 @@ from llmcost import catalog
 from llmcost.training import comm
 from llmcost.training import memory as mem
 from llmcost.training import step as st
+from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
 
 CAT = catalog.default()
 H100, NVL4, NDR = CAT.gpu("h100-sxm"), CAT.fabric("nvlink4"), CAT.fabric("ib-ndr")
@@ -34,8 +36,13 @@ def test_mfu_falls_with_sequence_at_fixed_tokens(gpus):
     m = CAT.model("llama2-7b")
     mfu = []
     for s in (2048, 8192, 32768, 65536):
-        p = st.predict_step(m.with_(seq_len=s), H100, NVL4, NDR, gpus, 1, 1, gpus * 65536 // s,
-                            micro_batch=65536 // s, zero_stage=3, options=FLASH,
+        p = st.predict_step(m.with_(seq_len=s), Hardware(H100, NVL4, NDR), Layout(gpus=gpus, tp=1, pp=1,
+                                                                                  micro_batch=65536 // s,
+                                                                                  global_batch=gpus * 65536 // s,
+                                                                                  zero_stage=3,
+                                                                                  flash_attention=None,
+                                                                                  tp_comm_overlap=None,
+                                                                                  precision=None), options=FLASH,
                             with_scaling=False)
         mfu.append(float(p.mfu))
     assert np.all(np.diff(mfu) < 0), mfu
@@ -56,7 +63,9 @@ def test_larger_micro_batch_raises_mfu_when_gemms_are_thin():
     # 1.7B GPT (h = 2304) at 512 tokens per sequence on 8 A100, fixed global batch: a
     # larger micro-batch makes every GEMM taller (M = b s), nothing else changes.
     m = CAT.model("megatron-gpt-1.7b").with_(seq_len=512)
-    mfu = [float(st.predict_step(m, A100, NVL3, HDR, 8, 1, 1, 512, micro_batch=b,
+    mfu = [float(st.predict_step(m, Hardware(A100, NVL3, HDR), Layout(gpus=8, tp=1, pp=1, micro_batch=b,
+                                                                      global_batch=512, flash_attention=None,
+                                                                      tp_comm_overlap=None, precision=None),
                                  options=FLASH, with_scaling=False).mfu) for b in (1, 2, 4, 8)]
     assert np.all(np.diff(mfu) > 0), mfu
     assert mfu[1] / mfu[0] > 1.03, mfu
@@ -82,8 +91,10 @@ def test_fsdp_exposed_share_grows_as_micro_batch_shrinks_and_scale_grows():
     m = CAT.model("llama3-8b").with_(seq_len=2048)
 
     def share(gpus, b):
-        p = st.predict_step(m, H100, NVL4, NDR, gpus, 1, 1, 4 * gpus, micro_batch=b,
-                            zero_stage=3, options=FLASH, with_scaling=False)
+        p = st.predict_step(m, Hardware(H100, NVL4, NDR), Layout(gpus=gpus, tp=1, pp=1, micro_batch=b,
+                                                                 global_batch=4 * gpus, zero_stage=3,
+                                                                 flash_attention=None, tp_comm_overlap=None,
+                                                                 precision=None), options=FLASH, with_scaling=False)
         return float(p.dp_comm_s / p.step_time_s)
 
     assert share(1024, 1) > share(1024, 4)
@@ -95,9 +106,10 @@ def test_zero3_working_set_146b():
     # two gathered 16-bit layers + one layer of 16-bit gradients: 6 bytes each = 10.87 GB
     m = CAT.model("megatron-gpt-145.6b")
     assert m.layer_params == 1_812_099_072
-    b = mem.memory_per_gpu(m, 64, 1, 1, 1, zero_stage=3, global_batch=64)
+    b = mem.memory_per_gpu(m, Layout(gpus=64, tp=1, pp=1, cp=1, global_batch=64, zero_stage=3))
     assert float(b.zero3_working_bytes) == pytest.approx(6 * 1_812_099_072)
     assert float(b.zero3_working_bytes) / 1e9 == pytest.approx(10.87, abs=0.01)
     # in the total; nothing gathered without sharding or below stage 3
-    assert float(mem.memory_per_gpu(m, 1, 1, 1, 1, zero_stage=3).zero3_working_bytes) == 0
-    assert float(mem.memory_per_gpu(m, 64, 1, 1, 1, zero_stage=2).zero3_working_bytes) == 0
+    for gpus, zero in ((1, 3), (64, 2)):
+        lay = Layout(gpus=gpus, tp=1, pp=1, cp=1, zero_stage=zero, global_batch=None)
+        assert float(mem.memory_per_gpu(m, lay).zero3_working_bytes) == 0

@@ -9,7 +9,8 @@ from llmcost.training import planner
 from llmcost.training import step as st
 from llmcost.training.arch import ModelSpec
 from llmcost.training.comm import Links
-from llmcost.training.hardware import FabricSpec
+from llmcost.training.hardware import FabricSpec, Hardware
+from llmcost.training.layout import Layout
 
 # round numbers so every figure below can be checked on paper: NVLink 400 GB/s per
 # direction, 2 us per step, 80% achievable; a fabric of 50 GB/s, 10 us, 90%
@@ -136,8 +137,8 @@ def test_logits_gemm_and_softmax_by_hand():
 def test_terms_add_up_to_the_step(cat, kw):
     # t_step = m t_mb + bubble + T_dp + t_opt with m t_mb = compute + TP + CP + EP + p2p
     g = cat.gpu("h100-sxm")
-    p = st.predict_step(cat.model("llama3-70b"), g, cat.fabric(g.scale_up), cat.fabric("ib-ndr"),
-                        seq_len=8192, **kw)
+    p = st.predict_step(cat.model("llama3-70b"), Hardware(g, cat.fabric(g.scale_up), cat.fabric("ib-ndr")),
+                        Layout(**kw, flash_attention=False), seq_len=8192)
     assert sum(float(getattr(p, k)) for k in st.STEP_TERMS) == pytest.approx(
         float(p.step_time_s), rel=1e-12)
 

@@ -3,6 +3,7 @@ stage's memory, the slowest stage's pace, the planner and the CLI (Llama 3.1 405
 it: TP8 PP16 on 8,192 H100, 126 layers, arXiv:2407.21783 §3.3.2 and Table 4)."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from llmcost.training import memory as mem
 from llmcost.training import planner as pl
 from llmcost.training import step as st
 from llmcost.training.hardware import Hardware
+from llmcost.training.layout import Layout
 
 CAT = catalog.default()
 L405 = CAT.model("llama3-405b")
@@ -105,8 +107,8 @@ def test_memory_is_the_heaviest_stage_by_hand():
     # Llama 3.1 405B, TP8 PP16 (7/8/7), DP64 on 8,192 GPUs, batch 2048, b = 1 (m = 32),
     # full recomputation + SP (activations: the layer input only, 2h/t bytes per token),
     # ZeRO-1 over DP, Adam (2 + 2 + 12 bytes per parameter).
-    br = mem.memory_per_gpu(L405, 8192, tp=8, pp=16, zero_stage=1, micro_batch=1,
-                            global_batch=2048, recompute="full", sequence_parallel=True)
+    br = mem.memory_per_gpu(L405, Layout(gpus=8192, tp=8, pp=16, micro_batch=1, global_batch=2048, zero_stage=1,
+                                         recompute="full", sequence_parallel=True))
     h, V, s, t = 16384, 128256, 8192, 8
     # one layer: Q and O 2 h^2, K and V 2 h (8 x 128), gated FFN 3 h 53248, two RMSNorms 2h
     layer = 2 * h * h + 2 * h * 1024 + 3 * h * 53248 + 2 * h
@@ -141,9 +143,11 @@ def test_even_pipeline_unchanged():
     # 96 layers on PP8: the default (even) and explicit 12/12 ends are the same layout
     m = CAT.model("gpt3-175b")
     a100, nvl3, hdr = CAT.gpu("a100-80gb"), CAT.fabric("nvlink3"), CAT.fabric("ib-hdr")
-    args = (m, a100, nvl3, hdr, 1024, 8, 8, 1536, 1, 1, 2, "full", True, 1)
-    even = st.predict_step(*args)
-    given = st.predict_step(*args, first_stage_layers=12, last_stage_layers=12)
+    lay = Layout(gpus=1024, tp=8, pp=8, global_batch=1536, interleave=2, recompute="full",
+                 sequence_parallel=True, zero_stage=1, flash_attention=False)
+    even = st.predict_step(m, Hardware(a100, nvl3, hdr), lay)
+    given = st.predict_step(m, Hardware(a100, nvl3, hdr),
+                            replace(lay, first_stage_layers=12, last_stage_layers=12))
     for k in ("step_time_s", "pp_bubble_s", "compute_s", "dp_comm_s", "memory_bytes"):
         assert float(getattr(given, k)) == float(getattr(even, k))
     # an even pipeline is paced by its last stage (the logits), and peaks on its first
@@ -157,16 +161,18 @@ def test_bubble_follows_the_slowest_stage():
     # 6 V h = 1.26e10 vs 6 x 3.19e9 + attention per token, is lighter). The pipeline runs at
     # that stage's pace, so bubble and per-step compute are the same, although an average
     # stage holds 126/16 = 7.875 vs 124/16 = 7.75 layers.
-    args = (H100, NVL4, NDR, 8192, 8, 16, 2048, 1, 1, 1, "none", True, 1)
-    a = st.predict_step(L405, *args)
-    b = st.predict_step(L405.with_(layers=124), *args, first_stage_layers=6,
-                        last_stage_layers=6)
+    hw = Hardware(H100, NVL4, NDR)
+    lay = Layout(gpus=8192, tp=8, pp=16, global_batch=2048, sequence_parallel=True, zero_stage=1,
+                 flash_attention=False)
+    a = st.predict_step(L405, hw, lay)
+    b = st.predict_step(L405.with_(layers=124), hw,
+                        replace(lay, first_stage_layers=6, last_stage_layers=6))
     assert int(a.slowest_stage) == 1 and int(b.slowest_stage) == 1
     assert float(a.pp_bubble_s) == pytest.approx(float(b.pp_bubble_s), rel=1e-12)
     assert float(a.compute_s) == pytest.approx(float(b.compute_s), rel=1e-12)
     # 128 layers on PP16 (8 each): the last stage adds the LM head to 8 layers, so it is
     # slower than 7/8/7's slowest stage
-    c = st.predict_step(L405.with_(layers=128), *args)
+    c = st.predict_step(L405.with_(layers=128), hw, lay)
     assert int(c.slowest_stage) == 15
     assert float(c.pp_bubble_s) > float(a.pp_bubble_s) * 1.02
 
@@ -183,8 +189,10 @@ def test_planner_finds_pp16_for_405b():
     assert "PP16 (7/8/7)" in pl.describe_layout(row)
     assert bool(row["fits"])
     # the plan's row and a direct prediction of the same layout agree
-    p = st.predict_step(L405, H100, NVL4, NDR, 8192, 8, 16, 2048, 1, 1, 1, "none", True, 1,
-                        flash_attention=True, with_scaling=False)
+    p = st.predict_step(L405, Hardware(H100, NVL4, NDR), Layout(gpus=8192, tp=8, pp=16, cp=1, micro_batch=1,
+                                                                global_batch=2048, interleave=1, zero_stage=1,
+                                                                recompute="none", sequence_parallel=True,
+                                                                flash_attention=True), with_scaling=False)
     assert float(row["step_time_s"]) == pytest.approx(float(p.step_time_s), rel=1e-12)
 
 
@@ -252,9 +260,13 @@ def test_plan_rows_pass_back_as_explicit_stages():
                      flash_attention=(True,), tp_comm_overlap=(False,))
     L = pl.plan(L405, Hardware(H100, NVL4, NDR), 16384, 2048, pl.Search(space)).layouts
     assert ((L["pp"] == 32) & (L["interleave"] == 4)).any()
-    p = st.predict_step(L405, H100, NVL4, NDR, 16384, L["tp"].to_numpy(), L["pp"].to_numpy(),
-                        2048, 1, 1, L["interleave"].to_numpy(), "none", True, 1,
-                        flash_attention=True, with_scaling=False,
-                        first_stage_layers=L["first_stage_layers"].to_numpy(),
-                        last_stage_layers=L["last_stage_layers"].to_numpy())
+    p = st.predict_step(L405, Hardware(H100, NVL4, NDR), Layout(gpus=16384, tp=L["tp"].to_numpy(),
+                                                                pp=L["pp"].to_numpy(), cp=1, micro_batch=1,
+                                                                global_batch=2048,
+                                                                interleave=L["interleave"].to_numpy(), zero_stage=1,
+                                                                recompute="none", sequence_parallel=True,
+                                                                flash_attention=True,
+                                                                first_stage_layers=L["first_stage_layers"].to_numpy(),
+                                                                last_stage_layers=L["last_stage_layers"].to_numpy()),
+                        with_scaling=False)
     np.testing.assert_allclose(p.step_time_s, L["step_time_s"].to_numpy(), rtol=1e-12)

@@ -13,6 +13,7 @@ from ...planning import planner, sizing
 from ...training import memory
 from ...training.hardware import Hardware
 from ...training.layout import LINK_KEYS
+from ...training.memory import MemoryOptions
 from ...training.step import predict_step
 from .. import fill
 from ..results import Inputs, Layout, PlanResult, SizeResult
@@ -115,9 +116,12 @@ def given_layout_error(inp: Inputs, gpus: int, B: int) -> v.InputError | None:
     per_step = gpus // ranks * lay["micro_batch"]
     batch = max(per_step, int(round(B / per_step)) * per_step)
     try:
-        predict_step(m, inp.gpu, inp.scale_up, inp.scale_out, gpus=gpus, global_batch=batch,
-                     options=options_for(s), memory_kwargs=REVIEW_MEMORY, with_scaling=False,
-                     precision=s.precision, **lay)
+        # flash attention and TP overlap as the options say, as the planner's search
+        layout = Layout(gpus=gpus, global_batch=batch, precision=s.precision,
+                        flash_attention=None, tp_comm_overlap=None, **lay)
+        predict_step(m, Hardware(inp.gpu, inp.scale_up, inp.scale_out), layout,
+                     options=options_for(s), memory=MemoryOptions(**REVIEW_MEMORY),
+                     with_scaling=False)
     except ValueError as e:
         key = LINK_KEY_OF.get(getattr(e, "param", None), getattr(e, "param", None))
         return v.InputError(key if key in named else named[0],

@@ -47,11 +47,14 @@ from .layer import (
 )
 from .options import (
     ACTIVATION_PRECISIONS,
+    CONTEXT_BYTES,
     FINETUNE_MODES,
     FP32_MOMENTS,
+    FRAGMENTATION,
     FROZEN_BYTES_PER_PARAM,
     GB,
     LORA_TARGETS,
+    LOSS_BYTES,
     MOE_PROBS_AT,
     OPTIMIZER_BYTES_PER_PARAM,
     OPTIMIZER_MOMENTS,
@@ -59,11 +62,9 @@ from .options import (
     SCHEDULES,
     STAGES,
     ZERO_STAGES,
+    MemoryOptions,
 )
 from .per_gpu import (
-    CONTEXT_BYTES,
-    FRAGMENTATION,
-    LOSS_BYTES,
     MEMORY_TERMS,
     STACK_LOSS,
     MemoryBreakdown,
@@ -145,6 +146,7 @@ __all__ = [
     "LOSS_BYTES",
     "STACK_LOSS",
     "loss_bytes_per_logit",
+    "MemoryOptions",
     "memory_per_gpu",
     "seed_heuristic_memory_gb",
 ]

@@ -5,7 +5,7 @@ component for the most loaded pipeline stage, and a quick seed heuristic.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -14,12 +14,11 @@ from ... import _validate as v
 from .. import stacks as stacks_mod
 from ..arch import ModelSpec
 from ..layer_options import LayerOptions
-from ..precision import PRECISIONS
 from ..recompute import check_recompute_modules
 from .activations import cached_linear_input_bytes
 from .experts import check_expert_layout
 from .layer import layer_activation_bytes, rebuilds_whole_layers, recompute_working_bytes
-from .options import FINETUNE_MODES, GB, LORA_TARGETS, MOE_PROBS_AT, OPTIMIZER_MOMENTS
+from .options import CONTEXT_BYTES, FRAGMENTATION, GB, LOSS_BYTES, MemoryOptions
 from .pipeline import _stage_layers, check_layout, stage_activation_bytes
 from .states import (
     MEMORY_STACKS,
@@ -31,15 +30,8 @@ from .states import (
     stage_zero3_working_bytes,
 )
 
-#: Share of allocated bytes the caching allocator loses to fragmentation [-]: an upper bound
-#: only, as the calibration runs that ran must fit (``make validate`` prints their memory
-#: against capacity): Megatron-Bridge's Llama 3.1 405B on GB200 leaves room for 2.9%, its
-#: Llama 3 70B on GB300 2.1% (both with expandable segments). Untuned, 5-10% is possible.
-FRAGMENTATION = 0.02
-#: CUDA context with cuBLAS/NCCL workspaces [bytes]: an assumption of about 1 GB, fitted to
-#: no run (the calibration runs bound fragmentation with it fixed).
-CONTEXT_BYTES = 1.0e9
-
+if TYPE_CHECKING:
+    from ..layout import Layout
 
 def framework_overhead_bytes(allocated_bytes: ArrayLike, context_bytes: ArrayLike = CONTEXT_BYTES,
                              fragmentation: ArrayLike = FRAGMENTATION) -> float | np.ndarray:
@@ -124,8 +116,6 @@ class MemoryBreakdown(NamedTuple):
         return {k: getattr(self, k[:-3] + "_bytes") / GB for k in (*MEMORY_TERMS, "total_gb")}
 
 
-#: the loss's bytes per logit at its peak, by implementation (:func:`loss_bytes_per_logit`)
-LOSS_BYTES = {"fused": 4.0, "fp32": 12.0}
 #: each stack's usual loss: Megatron-Core's fused vocab-parallel cross-entropy; the FSDP2
 #: stacks' PyTorch cross-entropy on logits upcast to FP32 (torchtitan, Hugging Face)
 STACK_LOSS = {name: st.loss for name, st in stacks_mod.STACKS.items()}
@@ -167,7 +157,8 @@ def _stage_memory(model: ModelSpec, stage: str, n: np.ndarray, rank: int | np.nd
     """One pipeline stage's :class:`MemoryBreakdown` (``c``: :func:`memory_per_gpu`'s
     validated layout and options)."""
     params = stage_parameters(model, n, c["pp"], stage)
-    par = dict(tp=c["tp"], dp=c["dp"], ep=c["ep"], etp=c["etp"], zero_stage=c["zero_stage"],
+    par = dict(tp=c["tp"], dp=c["zero_group"], ep=c["ep"], etp=c["etp"],
+               zero_stage=c["zero_stage"],
                optimizer=c["optimizer"], optimizer_moments=c["optimizer_moments"])
     if c["finetune"] == "full":
         w, g, o, ew = stage_model_state_bytes(model, params, n, expert_dp=c["edp"], **par)
@@ -181,7 +172,7 @@ def _stage_memory(model: ModelSpec, stage: str, n: np.ndarray, rank: int | np.nd
     act = stage_activation_bytes(model, c["layer_bytes"], n, c["seq_len"], c["micro_batch"],
                                  c["tp"], c["cp"], c["pp"], c["m"], c["interleave"], stage,
                                  c["schedule"], c["recompute_bytes"], c["loss_bytes"])
-    z3 = stage_zero3_working_bytes(model, n, c["tp"], c["dp"], c["ep"], c["etp"],
+    z3 = stage_zero3_working_bytes(model, n, c["tp"], c["zero_group"], c["ep"], c["etp"],
                                    c["zero_stage"], c["optimizer"], c["finetune"])
     fsdp_memory = stacks_mod.stack(c["stack"]).memory == "fsdp"
     if fsdp_memory and c["finetune"] == "full" and np.any(np.asarray(c["pp"]) > 1):
@@ -193,7 +184,7 @@ def _stage_memory(model: ModelSpec, stage: str, n: np.ndarray, rank: int | np.nd
                                          etp=c["etp"], expert_dp=1, zero_stage=0,
                                          optimizer=c["optimizer"],
                                          optimizer_moments=c["optimizer_moments"])
-        mw, mg = pipelined_fsdp_bytes(w0, c["pp"], c["dp"], c["zero_stage"], "fsdp")
+        mw, mg = pipelined_fsdp_bytes(w0, c["pp"], c["zero_group"], c["zero_stage"], "fsdp")
         z3 = np.where(mw > 0, mw, z3) + mg
     w8 = stage_fp8_weight_bytes(model, n, c["tp"], c["ep"], c["etp"], c["zero_stage"],
                                 c["precision"], c["generation"])
@@ -217,63 +208,51 @@ def _peak_stage(first: MemoryBreakdown, last: MemoryBreakdown, middle: MemoryBre
                              for f, l, m in zip(first, last, middle)])
 
 
-def _check_recipe(model: ModelSpec, finetune: str, precision: ArrayLike, activation_precision: ArrayLike | None,
-                  moe_probs_at: str, optimizer_moments: str, recompute_modules: str | Sequence[str] | None,
-                  lora_targets: str) -> tuple[np.ndarray, float | np.ndarray, tuple[str, ...]]:
-    """(precision, q, recompute modules) of :func:`memory_per_gpu`, validated in its order."""
-    v.choice("finetune", finetune, FINETUNE_MODES)
-    prec = v.choices("precision", precision, PRECISIONS)
-    lin = cached_linear_input_bytes(prec, activation_precision)
-    v.choice("moe_probs_at", moe_probs_at, MOE_PROBS_AT)
-    v.choice("optimizer_moments", optimizer_moments, OPTIMIZER_MOMENTS)
-    mods = check_recompute_modules(recompute_modules, model.attention, model.is_moe,
+def _check_recipe(model: ModelSpec, layout: Layout,
+                  options: MemoryOptions) -> tuple[np.ndarray, np.ndarray, float | np.ndarray, tuple[str, ...]]:
+    """(precision, flash attention, q, recompute modules) of :func:`memory_per_gpu`: what
+    the layout's and the options' own checks cannot see (the model, the two together)."""
+    for name in ("flash_attention", "precision"):
+        if getattr(layout, name) is None:
+            raise v.InputError(name, f"{name}=None takes the step Options' value "
+                                     "(predict_step); memory_per_gpu needs a value")
+    prec = np.asarray(layout.precision)
+    lin = cached_linear_input_bytes(prec, options.activation_precision)
+    mods = check_recompute_modules(layout.recompute_modules, model.attention, model.is_moe,
                                    model.moe_shared_ffn_hidden > 0)
+    finetune = options.finetune
     if np.any(prec != "bf16") and finetune != "full":
         raise v.InputError("precision", f"precision {str(prec[prec != 'bf16'].flat[0])!r} is "
                                         f"modelled for full training only, not "
                                         f"finetune={finetune!r} (frozen {finetune} weights are "
                                         "not quantized to FP8 here); use 'bf16'")
-    v.choice("lora_targets", lora_targets, LORA_TARGETS)
-    return prec, lin, mods
+    return prec, np.asarray(layout.flash_attention), lin, mods
 
 
-def _checked_layout(model: ModelSpec, s: int, gpus: ArrayLike, tp: ArrayLike, pp: ArrayLike, cp: ArrayLike,
-                    interleave: ArrayLike, first_stage_layers: ArrayLike | None, last_stage_layers: ArrayLike | None,
-                    ep: ArrayLike, etp: ArrayLike, micro_batch: ArrayLike,
-                    global_batch: ArrayLike | None) -> tuple[dict[str, Any], tuple[np.ndarray, ...]]:
-    """The validated layout as :func:`_stage_memory` reads it (``dp`` the ZeRO group d c,
-    ``m`` the micro-batches per iteration or None), and the first, middle and last stages'
-    layers."""
-    gpus, tp, pp, cp, vv = check_layout(model, gpus, tp, pp, cp, interleave, s,
-                                        first_stage_layers, last_stage_layers)
-    layers = _stage_layers(model.layers, pp,
-                           None if first_stage_layers is None else np.asarray(first_stage_layers),
-                           None if last_stage_layers is None else np.asarray(last_stage_layers))
-    ep, etp, edp = check_expert_layout(model, gpus, tp, pp, cp, ep, etp)
-    b = v.integer("micro_batch", micro_batch)
+def _checked_layout(model: ModelSpec, s: int,
+                    layout: Layout) -> tuple[dict[str, Any], tuple[np.ndarray, ...]]:
+    """The layout as :func:`_stage_memory` reads it (``zero_group`` the ZeRO shard group
+    d c, ``m`` the micro-batches per iteration or None), and the first, middle and last
+    stages' layers."""
+    gpus, tp, pp, cp, vv = check_layout(model, layout, s)
+    first, last = layout.first_stage_layers, layout.last_stage_layers
+    layers = _stage_layers(model.layers, pp, None if first is None else np.asarray(first),
+                           None if last is None else np.asarray(last))
+    ep, etp, edp = check_expert_layout(model, gpus, tp, pp, cp, layout.ep, layout.etp)
+    b = np.asarray(layout.micro_batch)
     dp = gpus // (tp * pp * cp)
     m = None
-    if global_batch is not None:
-        gb_arr = v.integer("global_batch", global_batch)
+    if layout.global_batch is not None:
+        gb_arr = np.asarray(layout.global_batch)
         v.multiple_of("global_batch", gb_arr, "micro_batch x dp", b * dp)
         m = gb_arr / (b * dp)
-    return dict(pp=pp, tp=tp, cp=cp, dp=dp * cp, ep=ep, etp=etp, edp=edp, micro_batch=b, m=m,
-                interleave=vv, seq_len=s), layers[:3]
+    return dict(pp=pp, tp=tp, cp=cp, zero_group=dp * cp, ep=ep, etp=etp, edp=edp,
+                micro_batch=b, m=m, interleave=vv, seq_len=s), layers[:3]
 
 
-def memory_per_gpu(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike = 1, pp: ArrayLike = 1, cp: ArrayLike = 1,
-                   zero_stage: ArrayLike = 0, micro_batch: ArrayLike = 1, global_batch: ArrayLike | None = None,
-                   recompute: ArrayLike = "none", sequence_parallel: ArrayLike = False,
-                   flash_attention: ArrayLike = True, optimizer: str = "adam", interleave: ArrayLike = 1,
-                   schedule: str = "1f1b", finetune: str = "full", lora_rank: ArrayLike = 16,
-                   lora_targets: str = "all", seq_len: int | None = None, context_bytes: ArrayLike = CONTEXT_BYTES,
-                   fragmentation: ArrayLike = FRAGMENTATION, qlora_16bit_embeddings: bool = True,
-                   first_stage_layers: ArrayLike | None = None, last_stage_layers: ArrayLike | None = None,
-                   precision: ArrayLike = "bf16", generation: ArrayLike = "hopper", ep: ArrayLike = 1,
-                   etp: ArrayLike = 1, moe_capacity_factor: ArrayLike = 1.0,
-                   recompute_modules: str | Sequence[str] | None = (), activation_precision: ArrayLike | None = None,
-                   optimizer_moments: str = "fp32", moe_probs_at: str = "combine", stack: str = "megatron",
-                   loss: str | None = None) -> MemoryBreakdown:
+def memory_per_gpu(model: ModelSpec, layout: Layout, options: MemoryOptions = MemoryOptions(),
+                   seq_len: int | None = None, generation: ArrayLike = "hopper",
+                   stack: str = "megatron") -> MemoryBreakdown:
     r"""Peak memory per GPU of a training layout, by component: one function per term.
 
     For the first pipeline stage, the first middle one (r = 1: the most micro-batches in
@@ -298,39 +277,31 @@ def memory_per_gpu(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike = 1, pp: Arr
     ----------
     model : ModelSpec
         Architecture.
-    gpus, tp, pp, cp, interleave : int or array
-        GPUs; tensor-, pipeline-, context-parallel sizes; virtual chunks v per stage [-].
-    zero_stage : int or array
-        0-3; shards over d c GPUs, d = gpus / (t p c) (Megatron's distributed optimizer).
-    micro_batch, global_batch : int or array
-        b, B [sequences]; m = B / (b d) micro-batches (B None: m large).
-    recompute : {"none", "selective", "full"} or array of these names
-    sequence_parallel, flash_attention : bool or array
-    optimizer, optimizer_moments
-        See :func:`model_state_bytes`.
-    schedule : {"1f1b", "gpipe"}
-    finetune : {"full", "lora", "qlora"}
-    lora_rank, lora_targets, qlora_16bit_embeddings
-        See :func:`stage_adapter_state_bytes`.
+    layout : Layout
+        The parallel layout (scalars, or arrays for many layouts): gpus, tp, pp, cp,
+        interleave [-]; ``zero_stage`` shards over d c GPUs, d = gpus / (t p c) (Megatron's
+        distributed optimizer); ``micro_batch``, ``global_batch`` b, B [sequences], m =
+        B / (b d) micro-batches (B None: m large); ``recompute`` and ``recompute_modules``
+        (:data:`llmcost.training.recompute.RECOMPUTE_MODULES`; "selective" implies
+        "core_attn"; ignored where ``recompute="full"``); ``sequence_parallel``,
+        ``flash_attention``; ``first_stage_layers``, ``last_stage_layers``
+        (:func:`pipeline_stage_layers`; None: balanced automatically); ``precision``,
+        the GEMM precision, FP8/MXFP8 with ``finetune="full"`` only (the GPU is the
+        caller's check: :func:`llmcost.training.precision.check_precision`); ``ep``,
+        ``etp`` (:func:`check_expert_layout`); ``optimizer_moments``
+        (:func:`model_state_bytes`).
+    options : MemoryOptions
+        The optimizer, pipeline schedule, fine-tuning (:func:`stage_adapter_state_bytes`),
+        framework overhead (:func:`framework_overhead_bytes`), MoE capacity factor and
+        where the router's probabilities are applied (:func:`moe_ffn_activation_bytes`),
+        cached inputs' precision (:func:`cached_linear_input_bytes`) and the loss
+        (:func:`loss_bytes_per_logit`; None: the stack's, :data:`STACK_LOSS`).
     seq_len : int, optional
         [tokens]; default the model's.
-    context_bytes, fragmentation
-        See :func:`framework_overhead_bytes`.
-    first_stage_layers, last_stage_layers : int or array, optional
-        See :func:`pipeline_stage_layers`; None: balanced automatically.
-    precision : {"bf16", "fp8", "mxfp8"} or array of these names
-        GEMM precision, FP8/MXFP8 with ``finetune="full"`` only (the GPU is the caller's
-        check: :func:`llmcost.training.precision.check_precision`).
-    generation, ep, etp, moe_capacity_factor, moe_probs_at, activation_precision
-        See :func:`stage_fp8_weight_bytes`, :func:`check_expert_layout`,
-        :func:`moe_ffn_activation_bytes`, :func:`cached_linear_input_bytes`.
-    recompute_modules : str or sequence of str
-        :data:`llmcost.training.recompute.RECOMPUTE_MODULES`; "selective" implies
-        "core_attn"; ignored where ``recompute="full"``.
+    generation : str
+        GPU generation (:func:`stage_fp8_weight_bytes`).
     stack : str
-        Training stack, :data:`MEMORY_STACKS` (:func:`pipelined_fsdp_bytes`; its usual loss, :data:`STACK_LOSS`).
-    loss : {"fused", "fp32"}, optional
-        The loss's implementation (:func:`loss_bytes_per_logit`); None: the stack's.
+        Training stack, :data:`MEMORY_STACKS` (:func:`pipelined_fsdp_bytes`; its usual loss).
 
     Returns
     -------
@@ -344,16 +315,15 @@ def memory_per_gpu(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike = 1, pp: Arr
     .. [3] DeepSeek-AI, arXiv:2412.19437, §3.2.3, §3.3.3 (recipes that fit DeepSeek-V3 in
        80 GB: recomputed modules, FP8-cached inputs, BF16 moments).
     """
-    prec, lin, mods = _check_recipe(model, finetune, precision, activation_precision,
-                                    moe_probs_at, optimizer_moments, recompute_modules,
-                                    lora_targets)
+    L, o = layout, options
+    prec, flash_attention, lin, mods = _check_recipe(model, L, o)
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
-    c, (n_first, n_mid, n_last) = _checked_layout(model, s, gpus, tp, pp, cp, interleave,
-                                                   first_stage_layers, last_stage_layers, ep,
-                                                   etp, micro_batch, global_batch)
-    layer_options = LayerOptions(recompute, mods, flash_attention, sequence_parallel,
+    c, (n_first, n_mid, n_last) = _checked_layout(model, s, L)
+    recompute = L.recompute
+    moe_capacity_factor = 1.0 if o.moe_capacity_factor is None else o.moe_capacity_factor
+    layer_options = LayerOptions(recompute, mods, flash_attention, L.sequence_parallel,
                                  linear_input_bytes=lin, moe_capacity_factor=moe_capacity_factor,
-                                 moe_probs_at=moe_probs_at)
+                                 moe_probs_at=o.moe_probs_at)
     c["layer_bytes"] = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"],
                                               c["etp"], layer_options)
     c["recompute_bytes"] = 0.0
@@ -364,11 +334,11 @@ def memory_per_gpu(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike = 1, pp: Arr
                                       replace(layer_options, recompute="none", recompute_modules=()))
         c["recompute_bytes"] = recompute_working_bytes(none, c["layer_bytes"], recompute, mods)
     c.update(stack=v.choice("stack", stack, MEMORY_STACKS))
-    c.update(loss_bytes=loss_bytes_per_logit(STACK_LOSS[c["stack"]] if loss is None else loss))
-    c.update(zero_stage=zero_stage, optimizer=optimizer, optimizer_moments=optimizer_moments,
-             finetune=finetune, lora_rank=lora_rank, lora_targets=lora_targets,
-             qlora_16bit_embeddings=qlora_16bit_embeddings, schedule=schedule, precision=prec,
-             generation=generation, context_bytes=context_bytes, fragmentation=fragmentation)
+    c.update(loss_bytes=loss_bytes_per_logit(STACK_LOSS[c["stack"]] if o.loss is None else o.loss))
+    c.update(zero_stage=L.zero_stage, optimizer=o.optimizer, optimizer_moments=L.optimizer_moments,
+             finetune=o.finetune, lora_rank=o.lora_rank, lora_targets=o.lora_targets,
+             qlora_16bit_embeddings=o.qlora_16bit_embeddings, schedule=o.schedule, precision=prec,
+             generation=generation, context_bytes=o.context_bytes, fragmentation=o.fragmentation)
     first = _stage_memory(model, "first", n_first, 0, c)
     last = _stage_memory(model, "last", n_last, c["pp"] - 1, c)
     return _peak_stage(first, last, _stage_memory(model, "middle", n_mid, 1, c), c["pp"])

@@ -4,12 +4,17 @@ stage holds for its micro-batches in flight.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from ..arch import ModelSpec
 from .options import SCHEDULES, STAGES
+
+if TYPE_CHECKING:
+    from ..layout import Layout
 
 
 def inflight_layers(layers: ArrayLike, pp: ArrayLike, num_microbatches: ArrayLike | None = None,
@@ -289,37 +294,33 @@ def pipeline_stage_layers(layers: ArrayLike, pp: ArrayLike, first_stage_layers: 
     return f, mid, l
 
 
-def check_layout(model: ModelSpec, gpus: ArrayLike, tp: ArrayLike, pp: ArrayLike, cp: ArrayLike,
-                 interleave: ArrayLike, seq_len: ArrayLike, first_stage_layers: ArrayLike | None = None,
-                 last_stage_layers: ArrayLike | None = None) -> tuple[np.ndarray, ...]:
-    """Validate a parallel layout; raise InputError naming the first parameter at fault.
+def check_layout(model: ModelSpec, layout: Layout, seq_len: ArrayLike) -> tuple[np.ndarray, ...]:
+    """Check a parallel layout against a model; raise InputError naming the first parameter
+    at fault (each field's own range is :class:`~llmcost.training.layout.Layout`'s check).
 
     Parameters
     ----------
     model : ModelSpec
-    gpus, tp, pp, cp, interleave : int or array
-        Layout [-]: t must divide the heads (and shard or replicate the KV heads), p must
-        split the layers (:func:`pipeline_stage_layers`: evenly, automatically balanced, or
-        as given), v every stage's layers, c the sequence, and t p c the GPUs.
+    layout : Layout
+        gpus, tp, pp, cp, interleave [-]: t must divide the heads (and shard or replicate
+        the KV heads), p must split the layers (:func:`pipeline_stage_layers`: evenly,
+        automatically balanced, or as ``first_stage_layers`` and ``last_stage_layers``
+        give), v every stage's layers, c the sequence, and t p c the GPUs.
     seq_len : int
         [tokens].
-    first_stage_layers, last_stage_layers : int or array, optional
-        See :func:`pipeline_stage_layers`.
 
     Returns
     -------
     gpus, tp, pp, cp, interleave : int arrays
-        Validated [-].
+        The layout's sizes as arrays [-].
 
     References
     ----------
     .. [1] Narayanan et al. 2021, arXiv:2104.04473, §2 (the layout's divisibility rules).
     """
-    gpus = v.integer("gpus", gpus)
-    tp = v.integer("tp", tp)
-    pp = v.integer("pp", pp)
-    cp = v.integer("cp", cp)
-    vv = v.integer("interleave", interleave)
+    gpus, tp, pp, cp, vv = (np.asarray(x) for x in (layout.gpus, layout.tp, layout.pp,
+                                                     layout.cp, layout.interleave))
+    first_stage_layers, last_stage_layers = layout.first_stage_layers, layout.last_stage_layers
     assert model.kv_heads is not None  # set in ModelSpec.__post_init__
     v.divides("tp", tp, "heads", model.heads)
     # TP shards KV heads, or replicates them when TP exceeds their number (Megatron GQA).

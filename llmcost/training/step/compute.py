@@ -4,7 +4,7 @@ memory-bound time, the logits, FP8 weight casts and the optimizer step.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -523,9 +523,9 @@ def logits_s(tokens: float | np.ndarray, hidden: float | np.ndarray, vocab: floa
 
 
 def _fp8_weight_cast_s(model: ModelSpec, gpu: GPUSpec, R: _Resolved, F: _LayerFlops, n_slow: float | np.ndarray,
-                       memory_kwargs: Mapping[str, Any] | None) -> float | np.ndarray:
+                       optimizer: str) -> float | np.ndarray:
     # the pacing stage's weights quantized once (FP8 master copies are cast per step)
-    w_bytes = OPTIMIZER_BYTES_PER_PARAM[(memory_kwargs or {}).get("optimizer", "adam")][0]
+    w_bytes = OPTIMIZER_BYTES_PER_PARAM[optimizer][0]
     w_local = n_slow * F.p_mm / R.tp if not model.is_moe else n_slow * (
         (model.layer_params - model.expert_layer_params) / R.tp
         + model.expert_layer_params / (R.ep * R.etp))

@@ -5,16 +5,15 @@ terms it reports (:data:`STEP_TERMS`) and :class:`StepPrediction`.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from ..arch import ModelSpec
 from ..comm import Links
-from ..hardware import FabricSpec, GPUSpec
-from ..memory import MemoryBreakdown
+from ..hardware import GPUSpec, Hardware
+from ..memory import MemoryBreakdown, MemoryOptions
 from .calibration import Calibration, Options
 from .communication import (
     _dp_collectives_s,
@@ -35,6 +34,9 @@ from .compute import (
     optimizer_step_s,
 )
 from .resolve import _resolve, _Resolved
+
+if TYPE_CHECKING:
+    from ..layout import Layout
 
 
 class StepTerm(NamedTuple):
@@ -129,35 +131,23 @@ def _heaviest_stage(model: ModelSpec, pp: np.ndarray, n_mid: np.ndarray,
     return np.where(mid_heavier, n_mid, n_last), mid_heavier
 
 
-def _ideal_step_s(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, R: _Resolved,
-                  step: np.ndarray, memory_kwargs: Mapping[str, Any] | None, first_stage_layers: ArrayLike | None,
-                  last_stage_layers: ArrayLike | None) -> np.ndarray:
+def _ideal_step_s(model: ModelSpec, hardware: Hardware, R: _Resolved, step: np.ndarray) -> np.ndarray:
     # the same layout if every scale-out link were as fast as NVLink (scaling efficiency)
+    scale_up, scale_out = hardware.scale_up, hardware.scale_out
     fast = replace(scale_out, bandwidth_gb_per_s_per_gpu=scale_up.bandwidth_gb_per_s_per_gpu,
                    latency_us=scale_up.latency_us, efficiency=R.cal.nvlink_efficiency,
                    congestion_per_doubling=0.0, oversubscription=1.0)
     if not (scale_out.bandwidth_gb_per_s_per_gpu < scale_up.bandwidth_gb_per_s_per_gpu
             or scale_out.congestion_per_doubling > 0 or scale_out.oversubscription > 1):
         return step
-    return predict_step(model, gpu, scale_up, fast, gpus=R.gpus, tp=R.tp, pp=R.pp,
-                        global_batch=R.B, cp=R.cp, micro_batch=R.b, interleave=R.vv,
-                        recompute=R.rec, sequence_parallel=R.sp, zero_stage=R.zero,
-                        options=R.opt, calibration=R.cal, seq_len=R.s,
-                        memory_kwargs=memory_kwargs, with_scaling=False, flash_attention=R.flash, tp_comm_overlap=R.tpo,
-                        first_stage_layers=first_stage_layers,
-                        last_stage_layers=last_stage_layers, precision=R.prec, ep=R.ep,
-                        etp=R.etp, recompute_modules=R.mods).step_time_s
+    return predict_step(model, replace(hardware, scale_out=fast), R.layout, options=R.opt,
+                        calibration=R.cal, memory=R.memory_options, seq_len=R.s,
+                        with_scaling=False).step_time_s
 
 
-def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, gpus: ArrayLike,
-                 tp: ArrayLike, pp: ArrayLike, global_batch: ArrayLike, cp: ArrayLike = 1, micro_batch: ArrayLike = 1,
-                 interleave: ArrayLike = 1, recompute: ArrayLike = "none", sequence_parallel: ArrayLike = False,
-                 zero_stage: ArrayLike = 0, options: Options = Options(), calibration: Calibration | None = None,
-                 seq_len: int | None = None, memory_kwargs: Mapping[str, Any] | None = None,
-                 with_scaling: bool = True, flash_attention: ArrayLike | None = None,
-                 tp_comm_overlap: ArrayLike | None = None, first_stage_layers: ArrayLike | None = None,
-                 last_stage_layers: ArrayLike | None = None, precision: ArrayLike | None = None, ep: ArrayLike = 1,
-                 etp: ArrayLike = 1, recompute_modules: str | Sequence[str] | None = ()) -> StepPrediction:
+def predict_step(model: ModelSpec, hardware: Hardware, layout: Layout, options: Options = Options(),
+                 calibration: Calibration | None = None, memory: MemoryOptions | None = None,
+                 seq_len: int | None = None, with_scaling: bool = True) -> StepPrediction:
     r"""Predict the step time of one or many layouts, with its breakdown and MFU/HFU.
 
     Per micro-batch, on the slowest pipeline stage (stage r holds n_r layers: l/p on an
@@ -188,42 +178,33 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     Parameters
     ----------
     model : ModelSpec
-    gpu : GPUSpec
-    scale_up, scale_out : FabricSpec
-        Inside a node (NVLink, PCIe) and between nodes (InfiniBand, RoCE).
-    gpus, tp, pp, global_batch, cp, micro_batch, interleave : int or array
-        Layout: GPUs, tensor, pipeline, context parallel, global batch [sequences],
-        micro-batch [sequences], virtual pipeline chunks.
-    recompute : {"none", "selective", "full"} or array of names
-    sequence_parallel : bool or array
-    zero_stage : int or array
+    hardware : Hardware
+        The GPU, and the fabrics inside a node (NVLink, PCIe) and between nodes
+        (InfiniBand, RoCE).
+    layout : Layout
+        The parallel layout (scalars, or arrays for many layouts): GPUs, tensor, pipeline,
+        context and expert parallel sizes, global batch and micro-batch [sequences],
+        virtual pipeline chunks, ZeRO stage, recomputation (``recompute_modules``: modules
+        recomputed by name, Megatron-Core's ``--recompute-modules``,
+        :data:`llmcost.training.recompute.RECOMPUTE_MODULES`, where ``recompute`` is not
+        "full"; "core_attn" is ``recompute="selective"``; HFU counts their FLOPs, MFU
+        not), sequence parallelism, the stage split (None: even, or balanced automatically,
+        :func:`llmcost.training.memory.pipeline_stage_layers`). Its ``flash_attention``,
+        ``tp_comm_overlap`` and ``precision`` (:func:`llmcost.training.precision.check_precision`)
+        None take ``options``' value.
     options : Options
         Overlap shares in [0, 1], precision, MoE and CUDA-graph choices, the stack.
     calibration : Calibration, optional
         Default: the GPU's set on ``options.stack`` (:func:`calibration_for`).
+    memory : MemoryOptions, optional
+        The memory model's options (:func:`llmcost.training.memory.memory_per_gpu`:
+        optimizer, overhead, ``activation_precision``, ``moe_probs_at`` ...); its
+        ``moe_capacity_factor`` None: ``options.moe_load_imbalance``.
     seq_len : int, optional
         Default: the model's.
-    memory_kwargs : dict, optional
-        Passed to :func:`llmcost.training.memory.memory_per_gpu` (optimizer, overhead,
-        ``activation_precision``, ``optimizer_moments``, ``moe_probs_at`` ...).
     with_scaling : bool
         Also predict the layout with ideal scale-out links, for ``scaling_efficiency``
         (doubles the work; None when False).
-    flash_attention, tp_comm_overlap : bool or array, optional
-        Per-layout overrides of ``options.flash_attention`` and ``options.tp_comm_overlap``.
-    first_stage_layers, last_stage_layers : int or array, optional
-        Layers on the first and last pipeline stage; None: split evenly, or balanced
-        automatically where p does not divide them
-        (:func:`llmcost.training.memory.pipeline_stage_layers`).
-    precision : {"bf16", "fp8", "mxfp8"} or array of these names, optional
-        GEMM precision per layout; None: ``options.precision``
-        (:func:`llmcost.training.precision.check_precision`).
-    ep, etp : int or array
-        Expert-parallel and expert tensor-parallel sizes (MoE models; 1 for dense).
-    recompute_modules : str or sequence of str
-        Modules recomputed by name (Megatron-Core's ``--recompute-modules``,
-        :data:`llmcost.training.recompute.RECOMPUTE_MODULES`) where ``recompute`` is not
-        "full"; "core_attn" is ``recompute="selective"``. HFU counts their FLOPs, MFU not.
 
     Returns
     -------
@@ -241,20 +222,19 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     .. [5] Y. Zhao et al., "PyTorch FSDP", VLDB 2023, arXiv:2304.11277, §3.3-3.4; constants
        fitted to MosaicML llm-foundry's benchmark tables (mosaicml/llm-foundry@8c8dd48).
     """
-    R = _resolve(model, gpu, gpus, tp, pp, global_batch, cp, micro_batch, interleave,
-                 recompute, sequence_parallel, zero_stage, options, calibration, seq_len,
-                 memory_kwargs, flash_attention, tp_comm_overlap, first_stage_layers,
-                 last_stage_layers, precision, ep, etp, recompute_modules)
-    F = _layer_flops(model, R.s, R.rec, R.rec_attn, R.mods, R.imb)
+    gpu, scale_up, scale_out = hardware.gpu, hardware.scale_up, hardware.scale_out
+    R = _resolve(model, hardware, layout, options, calibration, memory, seq_len)
+    F = _layer_flops(model, R.s, R.rec, R.rec_attn, R.recompute_modules, R.imb)
     h, links = model.hidden, Links(scale_up, scale_out, R.node, R.cal.nvlink_efficiency)
     tokens = R.b * R.s / R.cp
     rec_f = np.where(R.rec == "full", 4.0 / 3.0, 1.0)
-    penalty = np.where(R.tpo, 1.0 - R.opt.tp_overlap_gemm_penalty, 1.0)
+    penalty = np.where(R.tp_comm_overlap, 1.0 - R.opt.tp_overlap_gemm_penalty, 1.0)
     # per layer and micro-batch on one GPU
     t_mm, t_attn = _layer_matmul_s(model, gpu, R, F, tokens, rec_f, penalty)
     t_layer = t_mm + _layer_memory_bound_s(model, gpu, R, F, tokens, rec_f)
     t_logits = logits_s(tokens, h, model.vocab, R.tp, R.peak, R.hbm, R.cal)
-    t_tp = tensor_parallel_comm_s(tokens, h, R.tp, R.rec, links, np.where(R.tpo, R.opt.tp_overlap, 0.0))
+    t_tp = tensor_parallel_comm_s(tokens, h, R.tp, R.rec, links,
+                                  np.where(R.tp_comm_overlap, R.opt.tp_overlap, 0.0))
     assert model.kv_heads is not None and model.head_dim is not None  # set in ModelSpec.__post_init__
     t_cp = context_parallel_comm_s(tokens, model.kv_heads, model.head_dim, R.tp, R.cp, t_attn, links)
     t_ep = 0.0 if not model.is_moe else expert_parallel_comm_s(
@@ -263,32 +243,31 @@ def predict_step(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out
     # per micro-batch on the slowest stage, then per step
     slow, t_stage, n_slow, logits_slow = _slowest_stage(
         t_layer + t_tp + t_cp + t_ep, t_logits, R.pp, R.n_first, R.n_mid, R.n_last)
-    t_p2p_mb = pipeline_p2p_s(tokens, h, R.tp, R.cp, R.dp, R.pp, R.vv, links)
+    t_p2p_mb = pipeline_p2p_s(tokens, h, R.tp, R.cp, R.dp, R.pp, R.interleave, links)
     t_mb = t_stage + t_p2p_mb
-    bubble = pipeline_bubble_s(R.pp, R.vv, t_mb)
+    bubble = pipeline_bubble_s(R.pp, R.interleave, t_mb)
     n_heavy, mid_heavier = _heaviest_stage(model, R.pp, R.n_mid, R.n_last)
     stage_compute = n_heavy * t_layer + np.where(R.pp == 1, t_logits, 0.0)
     t_dp = data_parallel_comm_s(
-        _dp_collectives_s(model, R, links, n_heavy, mid_heavier), R.zero, R.m,
+        _dp_collectives_s(model, R, links, n_heavy, mid_heavier), R.zero_stage, R.num_microbatches,
         stage_compute, t_layer, n_heavy, R.opt.dp_overlap, rec_f)
-    states = R.mem.weights_bytes + R.mem.grads_bytes + R.mem.optimizer_bytes
+    states = R.memory.weights_bytes + R.memory.grads_bytes + R.memory.optimizer_bytes
     t_opt = optimizer_step_s(states, R.hbm) if not R.fp8 else optimizer_step_s(
-        states, R.hbm, _fp8_weight_cast_s(model, gpu, R, F, n_slow, memory_kwargs),
-        np.where(R.zero >= 3, R.m, 1))
-    step = R.m * t_mb + bubble + t_dp + t_opt
-    ideal = None if not with_scaling else _ideal_step_s(
-        model, gpu, scale_up, scale_out, R, step, memory_kwargs, first_stage_layers,
-        last_stage_layers)
-    terms = dict(compute_s=R.m * (n_slow * t_layer + logits_slow), tp_comm_s=R.m * n_slow * t_tp,
-                 cp_comm_s=R.m * n_slow * t_cp, ep_comm_s=R.m * n_slow * t_ep + 0.0 * step,
-                 pp_p2p_s=R.m * t_p2p_mb, pp_bubble_s=bubble, dp_comm_s=t_dp, optimizer_s=t_opt)
+        states, R.hbm, _fp8_weight_cast_s(model, gpu, R, F, n_slow, R.memory_options.optimizer),
+        np.where(R.zero_stage >= 3, R.num_microbatches, 1))
+    step = R.num_microbatches * t_mb + bubble + t_dp + t_opt
+    ideal = None if not with_scaling else _ideal_step_s(model, hardware, R, step)
+    m = R.num_microbatches
+    terms = dict(compute_s=m * (n_slow * t_layer + logits_slow), tp_comm_s=m * n_slow * t_tp,
+                 cp_comm_s=m * n_slow * t_cp, ep_comm_s=m * n_slow * t_ep + 0.0 * step,
+                 pp_p2p_s=m * t_p2p_mb, pp_bubble_s=bubble, dp_comm_s=t_dp, optimizer_s=t_opt)
     return _prediction(model, gpu, R, F, step, ideal, terms, slow)
 
 
 def _prediction(model: ModelSpec, gpu: GPUSpec, R: _Resolved, F: _LayerFlops, step: np.ndarray,
                 ideal: np.ndarray | None, terms: dict[str, Any], slow: np.ndarray) -> StepPrediction:
     # throughput, utilization and memory of the step, with the terms, as StepPrediction
-    tokens_step = R.B * R.s
+    tokens_step = R.global_batch * R.s
     head = 6.0 * model.vocab * model.hidden
     model_tf = (model.layers * F.layer_model + head) * tokens_step / (R.gpus * step) / 1e12
     hw_tf = (model.layers * F.layer_hw + head) * tokens_step / (R.gpus * step) / 1e12
@@ -297,9 +276,9 @@ def _prediction(model: ModelSpec, gpu: GPUSpec, R: _Resolved, F: _LayerFlops, st
         step_time_s=r(step), **{k: r(x) for k, x in terms.items()},
         model_tflops_per_gpu=r(model_tf), hardware_tflops_per_gpu=r(hw_tf),
         mfu=r(model_tf * 1e12 / R.peak), hfu=r(hw_tf * 1e12 / R.peak),
-        tokens_per_s=r(tokens_step / step), memory_bytes=r(R.mem.total_bytes),
-        fits=r(R.mem.total_bytes <= gpu.memory_bytes),
+        tokens_per_s=r(tokens_step / step), memory_bytes=r(R.memory.total_bytes),
+        fits=r(R.memory.total_bytes <= gpu.memory_bytes),
         scaling_efficiency=None if ideal is None else r(np.minimum(ideal / step, 1.0)),
-        dp=r(R.dp), num_microbatches=r(R.m), memory=R.mem, first_stage_layers=r(R.n_first),
+        dp=r(R.dp), num_microbatches=r(R.num_microbatches), memory=R.memory, first_stage_layers=r(R.n_first),
         middle_stage_layers=r(R.n_mid), last_stage_layers=r(R.n_last),
         slowest_stage=r(np.choose(slow, np.broadcast_arrays(R.pp - 1, 0, 1))))
