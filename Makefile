@@ -5,6 +5,9 @@ PY      = $(VENV)/bin/python
 # pytest caches its rewritten test modules in __pycache__ (git-ignored) unless the environment
 # forbids bytecode files: allowed for the test runs, collection takes 5 s instead of 12
 PYTEST  = env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
+# both cores of a 2-core machine (tests/conftest.py groups a module's tests, and all browser
+# tests, on one worker); XDIST= runs in one process
+XDIST  ?= -n 2 --dist loadgroup
 PORT   ?= 8866
 HOST   ?= 127.0.0.1
 
@@ -23,18 +26,18 @@ install: $(VENV)/.installed
 # the browser tests in Debian's chromium: within 15 minutes on a 2-core machine, install
 # included. The 25 slowest tests are printed so a test that grows shows at once.
 test: install
-	$(PYTEST) -q -m "not grid" --durations=25
+	$(PYTEST) -q -m "not grid" $(XDIST) --durations=25
 
 # The developer's loop: no browser, server, notebook run, wheel build or grid (markers in
 # tests/conftest.py); within 60 s on a 2-core machine.
 test-fast: install
-	$(PYTEST) -q -m "not slow and not browser and not grid"
+	$(PYTEST) -q -m "not slow and not browser and not grid" $(XDIST)
 
 # The whole-catalog grids (every model x GPU x sizing mode, ...) and every sampling test with
 # its full budget; not in CI (about 30 minutes on 2 cores): run it when the catalog or the review
 # chain changes.
 test-grid: install
-	LLMCOST_BUDGET=full $(PYTEST) -q -m "grid or hypothesis or sampled" --durations=25
+	LLMCOST_BUDGET=full $(PYTEST) -q -m "grid or hypothesis or sampled" $(XDIST) --durations=25
 
 # ruff (pyflakes, pycodestyle, import order: pyproject.toml [tool.ruff]) and mypy on the
 # formula layers, every function annotated ([tool.mypy]); CI runs it before the tests

@@ -131,7 +131,8 @@ def entry_points(s: Scenario):
     priced = s.gpu in PRICED
     days = f"{s.target_days:g}"
     if s.sizing == "days" and priced:
-        paths["ladder (library)"] = lambda: ladder(CAT.model(s.model), CAT,
+        # the process's catalog when called (another test may have reloaded it since import)
+        paths["ladder (library)"] = lambda: ladder(CAT.model(s.model), catalog.default(),
                                                    pretraining=Pretraining(s.tokens, s.target_days, base=s),
                                                    gpu_ids=[s.gpu])
     if s.sizing == "days" and changed <= SIZE_FLAGS:
