@@ -185,9 +185,10 @@ def cli_reference() -> str:
     return "\n".join(lines)
 
 
-def guide_examples(path: Path = Path(__file__).resolve().parent / "cli_guide.md") -> dict:
-    """The first ``llmcost`` command of each subcommand in the guide's bash blocks, as argv."""
-    found, in_bash, buf = {}, False, ""
+def page_commands(path: Path) -> list[list[str]]:
+    """The ``llmcost ...`` lines of a page's bash blocks, continuation lines joined, as argv
+    (without ``llmcost``); a ``#`` comment ends a command. The README's tests run the same."""
+    cmds, in_bash, buf = [], False, ""
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("```"):
             in_bash = line.strip() == "```bash"
@@ -199,9 +200,16 @@ def guide_examples(path: Path = Path(__file__).resolve().parent / "cli_guide.md"
             continue
         buf += line
         if buf.strip().startswith("llmcost "):
-            argv = shlex.split(buf.split("#")[0])[1:]
-            found.setdefault(argv[0], argv)
+            cmds.append(shlex.split(buf.split("#")[0])[1:])
         buf = ""
+    return cmds
+
+
+def guide_examples(path: Path = Path(__file__).resolve().parent / "cli_guide.md") -> dict:
+    """The first ``llmcost`` command of each subcommand in the guide's bash blocks, as argv."""
+    found: dict = {}
+    for argv in page_commands(path):
+        found.setdefault(argv[0], argv)
     return found
 
 

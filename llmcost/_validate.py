@@ -65,6 +65,14 @@ def in_range(name: str, value, low=None, high=None, *, low_inclusive=True,
     return arr
 
 
+def check_fields(group, check, names: Iterable[str], **options) -> None:
+    """Check the named fields of a frozen dataclass ``group`` with ``check`` (e.g.
+    :func:`positive`, given ``options``) and store the checked arrays in their place: the
+    ``__post_init__`` of a group whose inputs are checked once, at construction."""
+    for name in names:
+        object.__setattr__(group, name, check(name, getattr(group, name), **options))
+
+
 def positive(name: str, value) -> np.ndarray:
     """Finite and > 0."""
     return in_range(name, value, 0, None, low_inclusive=False)

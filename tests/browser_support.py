@@ -50,6 +50,23 @@ def workbook_cmd(port, *extra):
             "--Voila.ip=127.0.0.1", *extra]
 
 
+def start_binder_layout(conf: Path):
+    """``jupyter server`` from the repository root, configured the way binder/postBuild
+    installs jupyter_config.json (into ``conf``, put on Jupyter's config path), with a cap
+    of two kernels. Returns its base URL and process (for :func:`stop_server`)."""
+    from llmcost.server.jupyter_config import install
+    (conf / "jupyter_config.json").write_text('{"ServerApp": {"port_retries": 3}}')
+    install(ROOT / "jupyter_config.json", conf)
+    port = free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_PATH": str(conf)}
+    cmd = [str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser", f"--port={port}",
+           "--ServerApp.ip=127.0.0.1",
+           "--IdentityProvider.token=", "--ServerApp.password=", "--allow-root",
+           "--CappedKernelManager.max_kernels=2"]
+    proc = start_server(cmd, ROOT, conf / "server.log", env=env, port=port)
+    return f"http://127.0.0.1:{port}", proc
+
+
 #: the browser tests' server: one preheated kernel per notebook, refilled at once (the
 #: production pools hold 16 kernels refilled after 2 minutes; llmcost.server.app.POOLS), so
 #: one server serves the whole session without starving the two cores

@@ -66,6 +66,13 @@ def _takes(fn, arg: str) -> bool:
         return False
 
 
+#: the controls of the training run both the review and the sizing page plan (model, data,
+#: hardware, layout search and MoE terms); each page adds its own after them
+TRAINING_RUN_CONTROLS = ("model", "tokens", "gpu", "fabric", "fabric_gb_per_s_per_gpu", "fabric_technology",
+                         "precision", "stack", "sizing", "gpus", "target_days", "seq_len",
+                         "batch", "global_batch_tokens", "moe_load_imbalance", "moe_overlap",
+                         "moe_a2a_overlap")
+
 #: the controls that only a mixture-of-experts model reads
 MOE_CONTROLS = ("moe_load_imbalance", "moe_overlap", "moe_a2a_overlap", "ep", "etp",
                 "serve_ep")

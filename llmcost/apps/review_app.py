@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import plots
 from ..review.format import usd_text
-from .base import ReviewPanel
+from .base import TRAINING_RUN_CONTROLS, ReviewPanel
 
 
 class ReviewApp(ReviewPanel):
@@ -21,14 +21,12 @@ class ReviewApp(ReviewPanel):
              "published runs realized over theirs, with the band of their spread: the days "
              "and dollars a team is held to. Prices, capex and power follow the GPU from the catalog unless you set "
              "them. Costs are cash: a reservation is billed for its whole term.")
-    fields = ("model", "tokens", "gpu", "fabric", "fabric_gb_per_s_per_gpu", "fabric_technology",
-              "precision", "stack", "sizing", "gpus", "target_days", "seq_len",
-              "batch", "global_batch_tokens", "moe_load_imbalance", "moe_overlap", "moe_a2a_overlap",
-              "data_stall", "data_stall_share", "checkpoint_mode",
-              "price_source", "price_offer", "provider", "on_demand_usd_per_gpu_hour",
-              "reserved_1y_usd_per_gpu_hour", "reserved_3y_usd_per_gpu_hour", "spot_discount",
-              "onprem_capex_usd_per_gpu",
-              "utilization", "resale")
+    fields = TRAINING_RUN_CONTROLS + (
+        "data_stall", "data_stall_share", "checkpoint_mode",
+        "price_source", "price_offer", "provider", "on_demand_usd_per_gpu_hour",
+        "reserved_1y_usd_per_gpu_hour", "reserved_3y_usd_per_gpu_hour", "spot_discount",
+        "onprem_capex_usd_per_gpu",
+        "utilization", "resale")
     sliders = ("data_stall_share", "utilization")
     headline_keys = ("days", "gpus", "gpu_hours", "realized_ratio", "cost_on_demand_usd",
                      "cheapest_option", "mfu", "effective_utilization", "memory_gb_per_gpu", "fits", "best_layout",

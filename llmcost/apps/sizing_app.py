@@ -10,7 +10,7 @@ import pandas as pd
 
 from .. import plots
 from ..training.scaling import analyse_measured_scaling
-from .base import ReviewPanel
+from .base import TRAINING_RUN_CONTROLS, ReviewPanel
 from .plotview import clear_figure, plot_widget, show_figure
 from .shared import make
 from .text import esc
@@ -63,12 +63,8 @@ class SizingApp(ReviewPanel):
              "LoRA, full fine-tune, pretrain), cheapest first. Upload your own measured throughput at several node "
              "counts (CSV with columns nodes, tokens_per_s) to see efficiency, the fitted "
              "communication share and where the curve breaks.")
-    fields = ("model", "tokens", "gpu", "fabric", "fabric_gb_per_s_per_gpu", "fabric_technology",
-              "precision", "stack", "sizing", "gpus", "target_days", "seq_len",
-              "batch", "global_batch_tokens", "moe_load_imbalance", "moe_overlap", "moe_a2a_overlap",
-              "headroom",
-              "max_power_mw", "price_source",
-              "on_demand_usd_per_gpu_hour", "finetune_tokens")
+    fields = TRAINING_RUN_CONTROLS + ("headroom", "max_power_mw", "price_source",
+                                      "on_demand_usd_per_gpu_hour", "finetune_tokens")
     sliders = ("headroom",)
     headline_keys = ("gpus", "days", "cost_on_demand_usd", "mfu", "memory_gb_per_gpu",
                      "best_layout", "meets_target")

@@ -179,13 +179,11 @@ def read_dmon(text) -> DcgmSamples:
         gpu = ent if kind == "GPU" else f"{kind} {ent}"
         for name, tok in zip(names, vals):
             blank = tok in _DMON_BLANK
-            try:
-                x = float("nan") if blank else float(tok)
-            except ValueError:
-                x = float("nan")
-            if not blank and (not np.isfinite(x) or x < 0):
+            number = None if blank else _t.nonnegative_number(tok)
+            if not blank and number is None:
                 raise v.InputError(PARAM, f"line {lineno}: expected a non-negative number or "
                                           f"N/A, got {tok[:30]!r}")
+            x = float("nan") if number is None else number
             if not (blank or is_blank(x)):
                 _in_range(name, x, lineno, f"{kind} {ent}")
             rows.append((name, gpu, x, blank or is_blank(x)))
@@ -249,11 +247,8 @@ def read_exporter(text) -> DcgmSamples:
         # integers compared exactly: DCGM's int64 blanks sit just below 2**63, where floats
         # are 2048 apart
         exact = int(tok) if tok.isdigit() and len(tok) <= 20 else None
-        try:
-            x = float(tok)
-        except ValueError:
-            x = float("nan")
-        if not np.isfinite(x) or x < 0:
+        x = _t.nonnegative_number(tok)
+        if x is None:
             raise v.InputError(PARAM, f"line {lineno}: expected a non-negative number, got "
                                       f"{m.group(3)[:30]!r}")
         gpu = labels.get("gpu", "")

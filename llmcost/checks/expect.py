@@ -85,12 +85,9 @@ class TwoLevelLinks:
     congestion: float | np.ndarray = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("intra_gb_per_s", "inter_gb_per_s", "congestion"):
-            object.__setattr__(self, name, v.positive(name, getattr(self, name)))
-        for name in ("intra_latency_us", "inter_latency_us"):
-            object.__setattr__(self, name, v.nonnegative(name, getattr(self, name)))
-        for name in ("intra_efficiency", "inter_efficiency"):
-            object.__setattr__(self, name, v.fraction(name, getattr(self, name)))
+        v.check_fields(self, v.positive, ("intra_gb_per_s", "inter_gb_per_s", "congestion"))
+        v.check_fields(self, v.nonnegative, ("intra_latency_us", "inter_latency_us"))
+        v.check_fields(self, v.fraction, ("intra_efficiency", "inter_efficiency"))
 
     def comm_args(self) -> tuple:
         """The links in the order :mod:`llmcost.training.comm`'s two-level collectives take

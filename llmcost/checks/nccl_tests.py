@@ -116,11 +116,8 @@ class NcclTests:
 def _number(tok: str, lineno: int, what: str, line: str, allow_na=False) -> float:
     if allow_na and tok == "N/A":
         return float("nan")
-    try:
-        x = float(tok)
-    except ValueError:
-        x = float("nan")
-    if not np.isfinite(x) or x < 0:
+    x = _t.nonnegative_number(tok)
+    if x is None:
         raise v.InputError(PARAM, f"line {lineno}: expected a non-negative number "
                                   f"for {what}, got {tok[:30]!r} in {_t.short(line)}")
     return x

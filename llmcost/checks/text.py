@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .. import _validate as v
 
 #: largest file read [bytes]: nccl-tests of every collective at every size is ~100 kB, a
@@ -63,3 +65,13 @@ def short(s: str, n: int = 60) -> str:
     """A line quoted in an error: at most n characters."""
     s = s.strip()
     return repr(s if len(s) <= n else s[:n] + "...")
+
+
+def nonnegative_number(tok: str) -> float | None:
+    """``tok`` read as a finite number >= 0, else None (text, NaN, infinity or below zero);
+    the reader that asked says which line and field was not one."""
+    try:
+        x = float(tok)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) and x >= 0 else None

@@ -146,11 +146,8 @@ class TrainLog:
 
 
 def _num(tok: str, lineno: int, what: str, line: str) -> float:
-    try:
-        x = float(tok.replace(",", "").rstrip("|"))
-    except ValueError:
-        x = float("nan")
-    if not np.isfinite(x) or x < 0 or x > 1e15:
+    x = _t.nonnegative_number(tok.replace(",", "").rstrip("|"))
+    if x is None or x > 1e15:
         raise v.InputError(PARAM, f"line {lineno}: expected a number for {what}, got "
                                   f"{tok[:30]!r} in {_t.short(line)}")
     return x

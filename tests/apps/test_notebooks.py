@@ -121,14 +121,26 @@ def test_a_corrupt_catalog_is_named_on_the_page_not_a_traceback(name, tmp_path, 
     assert "gpus.csv" in shown and "gpus_per_node" in shown and "row 1" in shown, shown[:500]
 
 
+def tinker_cell_lines(path: Path) -> list[str]:
+    """The lines a notebook's tinker cell (its second) prints when a person runs it, after
+    checking that it prints nothing in a Voila page (VOILA_KERNEL_ID set in its kernel)."""
+    nb = run(path)
+    printed = "".join(o.get("text", "") for o in nb.cells[1].get("outputs", ())
+                      if o.output_type == "stream")
+    os.environ["VOILA_KERNEL_ID"] = "probe"
+    try:
+        quiet = run(path)
+    finally:
+        os.environ.pop("VOILA_KERNEL_ID")
+    assert not quiet.cells[1].get("outputs")
+    return printed.splitlines()
+
+
 @pytest.mark.parametrize("name", ["review", "spot"])
 def test_the_tinker_cell_prints_the_headline_of_its_scenario_and_nothing_in_voila(name, tmp_path):
     # a reviewer who opens the notebook has a cell to tinker with; a Voila page
     # (VOILA_KERNEL_ID set in its kernel) shows only the app
-    path = NOTEBOOKS[0].parent / f"{name}.ipynb"
-    nb = run(path)
-    printed = "".join(o.get("text", "") for o in nb.cells[1].get("outputs", ())
-                      if o.output_type == "stream")
+    printed = tinker_cell_lines(NOTEBOOKS[0].parent / f"{name}.ipynb")
     from dataclasses import replace
 
     from llmcost.apps.registry import app
@@ -136,10 +148,4 @@ def test_the_tinker_cell_prints_the_headline_of_its_scenario_and_nothing_in_voil
     field = {"review": "gpus", "spot": "preemptions_per_day"}[name]
     other = panel.compute(replace(panel.scenario, **{field: 2 * getattr(panel.scenario, field)}))
     expected = [f"{label}: {text}" for label, text, *_ in panel.headline(other).values()]
-    assert expected and printed.splitlines() == expected
-    os.environ["VOILA_KERNEL_ID"] = "probe"
-    try:
-        quiet = run(path)
-    finally:
-        os.environ.pop("VOILA_KERNEL_ID")
-    assert not quiet.cells[1].get("outputs")
+    assert expected and printed == expected

@@ -4,7 +4,7 @@ shows that run's figures as the code gives them today."""
 
 import json
 import re
-import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,28 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 # the pages of docs/ that show commands (the long examples moved there from the README)
 DOC_PAGES = [ROOT / "docs" / "cli_guide.md", ROOT / "docs" / "model.md"]
+# the commands of a page are read as the docs build reads the guide's examples (docs/gen.py)
+sys.path.insert(0, str(ROOT / "docs"))
+import gen  # noqa: E402
 
-
-def readme_commands(path: Path = README) -> list[list[str]]:
-    """The `llmcost ...` lines of a page's bash blocks, continuation lines joined."""
-    cmds, in_bash, buf = [], False, ""
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("```"):
-            in_bash = line.strip() == "```bash"
-            continue
-        if not in_bash:
-            continue
-        buf += line.rstrip("\\").rstrip() + " " if line.endswith("\\") else line
-        if line.endswith("\\"):
-            continue
-        if buf.strip().startswith("llmcost "):
-            cmds.append(shlex.split(buf.split("#")[0])[1:])
-        buf = ""
-    return cmds
-
-
-COMMANDS = readme_commands()
-DOC_COMMANDS = [c for page in DOC_PAGES for c in readme_commands(page)]
+COMMANDS = gen.page_commands(README)
+DOC_COMMANDS = [c for page in DOC_PAGES for c in gen.page_commands(page)]
 
 
 def test_the_readme_shows_every_subcommand():

@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from browser_support import ROOT, free_port, start_server, stop_server, workbook_cmd
+from browser_support import ROOT, free_port, start_binder_layout, start_server, stop_server, workbook_cmd
 
 from llmcost.apps import assets
 from llmcost.server import app as server_app
@@ -309,19 +309,9 @@ def test_connection_lost_banner_when_the_kernel_dies(tmp_path, page):
 
 @pytest.fixture(scope="module")
 def extension(tmp_path_factory):
-    """``jupyter server`` from the repository root, configured the way binder/postBuild
-    installs jupyter_config.json (into a directory on Jupyter's config path)."""
-    conf = tmp_path_factory.mktemp("jupyter-config")
-    (conf / "jupyter_config.json").write_text('{"ServerApp": {"port_retries": 3}}')
-    install(ROOT / "jupyter_config.json", conf)
-    port = free_port()
-    env = {**os.environ, "JUPYTER_CONFIG_PATH": str(conf)}
-    cmd = [str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser", f"--port={port}",
-           "--ServerApp.ip=127.0.0.1",
-           "--IdentityProvider.token=", "--ServerApp.password=", "--allow-root",
-           "--CappedKernelManager.max_kernels=2"]
-    proc = start_server(cmd, ROOT, conf / "server.log", env=env, port=port)
-    yield f"http://127.0.0.1:{port}", proc
+    """The Binder layout (:func:`browser_support.start_binder_layout`): base URL, process."""
+    base, proc = start_binder_layout(tmp_path_factory.mktemp("jupyter-config"))
+    yield base, proc
     stop_server(proc)
 
 

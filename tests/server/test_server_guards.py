@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from browser_support import ROOT, free_port, start_server, stop_server, workbook_cmd
+from browser_support import ROOT, free_port, start_binder_layout, start_server, stop_server, workbook_cmd
 
 from llmcost.scenario import COMPARE_LABELS, FIELDS, MAX_CONFIG_FIELDS
 from llmcost.server.handlers import MAX_URL_CHARS, max_query_keys
@@ -109,16 +109,8 @@ def test_a_url_of_megabytes_gets_the_414_page_not_a_dropped_connection(server):
 def extension(tmp_path_factory):
     """The Binder layout: ``jupyter server`` from the repository root with Voila and
     llmcost.server as extensions (as tests/server/test_server.py starts it)."""
-    conf = tmp_path_factory.mktemp("guards-jupyter-config")
-    (conf / "jupyter_config.json").write_text('{"ServerApp": {"port_retries": 3}}')
-    install(ROOT / "jupyter_config.json", conf)
-    port = free_port()
-    env = {**os.environ, "JUPYTER_CONFIG_PATH": str(conf)}
-    cmd = [str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser", f"--port={port}",
-           "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
-           "--allow-root", "--CappedKernelManager.max_kernels=2"]
-    proc = start_server(cmd, ROOT, conf / "server.log", env=env, port=port)
-    yield f"http://127.0.0.1:{port}"
+    base, proc = start_binder_layout(tmp_path_factory.mktemp("guards-jupyter-config"))
+    yield base
     stop_server(proc)
 
 

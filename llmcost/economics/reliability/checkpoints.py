@@ -133,11 +133,9 @@ class CheckpointStorage:
 
     def __post_init__(self) -> None:
         if self.shared_storage_gb_per_s is not None:
-            object.__setattr__(self, "shared_storage_gb_per_s",
-                               v.nonnegative("shared_storage_gb_per_s", self.shared_storage_gb_per_s))
-        for name in ("storage_gb_per_s_per_node", "node_network_gb_per_s", "local_write_gb_per_s",
-                     "host_copy_gb_per_s", "gpus_per_node"):
-            object.__setattr__(self, name, v.positive(name, getattr(self, name)))
+            v.check_fields(self, v.nonnegative, ("shared_storage_gb_per_s",))
+        v.check_fields(self, v.positive, ("storage_gb_per_s_per_node", "node_network_gb_per_s",
+                                          "local_write_gb_per_s", "host_copy_gb_per_s", "gpus_per_node"))
 
     def shared_gb_per_s(self, nodes: ArrayLike) -> float | np.ndarray:
         """B_shared for a job of ``nodes`` nodes (:func:`shared_tier_gb_per_s`) [GB/s]."""

@@ -288,9 +288,8 @@ class RestartPolicy:
     def __post_init__(self) -> None:
         v.choice("detector", self.detector, tuple(DETECTORS))
         v.choice("reschedule", self.reschedule, tuple(RESCHEDULE_FITS))
-        object.__setattr__(self, "hang_share", v.fraction("hang_share", self.hang_share, allow_zero=True))
-        for name in ("localize_s", "init_s_per_rank", "dataloader_s", "compile_s"):
-            object.__setattr__(self, name, v.nonnegative(name, getattr(self, name)))
+        v.check_fields(self, v.fraction, ("hang_share",), allow_zero=True)
+        v.check_fields(self, v.nonnegative, ("localize_s", "init_s_per_rank", "dataloader_s", "compile_s"))
 
 
 def restart_terms(gpus: ArrayLike, checkpoint_bytes: ArrayLike, storage: CheckpointStorage | None = None,

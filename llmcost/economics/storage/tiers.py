@@ -150,8 +150,7 @@ class CheckpointWrites:
 
     def __post_init__(self) -> None:
         v.choice("mode", self.mode, ("sync", "async"))
-        for name in ("checkpoint_bytes", "nodes", "interval_s", "burst_s"):
-            object.__setattr__(self, name, v.positive(name, getattr(self, name)))
+        v.check_fields(self, v.positive, ("checkpoint_bytes", "nodes", "interval_s", "burst_s"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,11 +177,8 @@ class DatasetReads:
 
     def __post_init__(self) -> None:
         v.choice("data_tier", self.data_tier, ("hot", "warm", "cold"))
-        object.__setattr__(self, "dataset_tb", v.nonnegative("dataset_tb", self.dataset_tb))
-        object.__setattr__(self, "data_read_gb_per_s",
-                           v.nonnegative("data_read_gb_per_s", self.data_read_gb_per_s))
-        object.__setattr__(self, "hot_dataset_share",
-                           v.fraction("hot_dataset_share", self.hot_dataset_share, allow_zero=True))
+        v.check_fields(self, v.nonnegative, ("dataset_tb", "data_read_gb_per_s"))
+        v.check_fields(self, v.fraction, ("hot_dataset_share",), allow_zero=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -207,9 +203,8 @@ class StorageTier:
     usd_per_gb_month: float | np.ndarray = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("capacity_tb", "read_gb_per_s", "write_gb_per_s"):
-            object.__setattr__(self, name, v.positive(name, getattr(self, name)))
-        object.__setattr__(self, "usd_per_gb_month", v.nonnegative("usd_per_gb_month", self.usd_per_gb_month))
+        v.check_fields(self, v.positive, ("capacity_tb", "read_gb_per_s", "write_gb_per_s"))
+        v.check_fields(self, v.nonnegative, ("usd_per_gb_month",))
 
 
 @dataclass(frozen=True, eq=False)
@@ -234,9 +229,8 @@ class ObjectTier:
     read_request_bytes: float | np.ndarray
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "usd_per_gb_month", v.nonnegative("usd_per_gb_month", self.usd_per_gb_month))
-        for name in ("put_per_s", "get_per_s", "part_bytes", "read_request_bytes"):
-            object.__setattr__(self, name, v.positive(name, getattr(self, name)))
+        v.check_fields(self, v.nonnegative, ("usd_per_gb_month",))
+        v.check_fields(self, v.positive, ("put_per_s", "get_per_s", "part_bytes", "read_request_bytes"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -259,8 +253,7 @@ class Retention:
     archive_every: float | np.ndarray = 1
 
     def __post_init__(self) -> None:
-        for name in ("keep_local", "keep_warm", "archived"):
-            object.__setattr__(self, name, v.nonnegative(name, getattr(self, name)))
+        v.check_fields(self, v.nonnegative, ("keep_local", "keep_warm", "archived"))
         object.__setattr__(self, "archive_every", v.in_range("archive_every", self.archive_every, 1.0, None))
 
 
