@@ -102,6 +102,13 @@ def serve_standalone(folder, log, *extra):
     return proc, f"http://127.0.0.1:{port}"
 
 
+def serve_notebook(tmp_path, name, cells, *extra):
+    """A server of one notebook ``name`` made of ``cells``: (process, base URL, log path)."""
+    (tmp_path / name).write_text(notebook(cells))
+    log = tmp_path.parent / f"{tmp_path.name}.log"
+    return (*serve_standalone(tmp_path, log, *extra), log)
+
+
 # ------------------------------------------------------------------ standalone layout
 
 @pytest.fixture(scope="module")
@@ -212,10 +219,9 @@ def test_production_defaults_cull_closed_pages_and_keep_open_ones():
 
 
 def test_kernel_cap_answers_a_friendly_busy_page(tmp_path):
-    (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
-    proc, base = serve_standalone(tmp_path, tmp_path.parent / f"{tmp_path.name}.log",
-                                  "--preheat_kernel=False",
-                                  "--CappedKernelManager.max_kernels=2")
+    proc, base, log = serve_notebook(tmp_path, "tiny.ipynb", TINY,
+                                     "--preheat_kernel=False",
+                                     "--CappedKernelManager.max_kernels=2")
     try:
         for _ in range(2):
             status, _, body = get(base + "/voila/render/tiny.ipynb")
@@ -232,11 +238,10 @@ def test_kernel_cap_answers_a_friendly_busy_page(tmp_path):
 
 @pytest.mark.browser
 def test_closed_page_kernel_is_culled_open_page_kernel_is_kept(tmp_path, page):
-    (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
-    proc, base = serve_standalone(tmp_path, tmp_path.parent / f"{tmp_path.name}.log",
-                                  "--preheat_kernel=False",
-                                  "--MappingKernelManager.cull_idle_timeout=4",
-                                  "--MappingKernelManager.cull_interval=1")
+    proc, base, log = serve_notebook(tmp_path, "tiny.ipynb", TINY,
+                                     "--preheat_kernel=False",
+                                     "--MappingKernelManager.cull_idle_timeout=4",
+                                     "--MappingKernelManager.cull_interval=1")
     try:
         page.goto(base + "/voila/render/tiny.ipynb", wait_until="commit", timeout=60_000)
         page.wait_for_selector(".tiny", timeout=60_000)       # connected: widgets live
@@ -258,9 +263,7 @@ def test_leaving_a_page_shuts_its_kernel_down_at_once(tmp_path, page):
     # Voila's page posts /voila/api/shutdown/<kernel> on beforeunload with the _xsrf cookie
     # as its token. Without the cookie that POST got 403 and the kernel waited for the idle
     # cull (90 s here, the production default), holding a slot of the cap.
-    (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
-    log = tmp_path.parent / f"{tmp_path.name}.log"
-    proc, base = serve_standalone(tmp_path, log, "--preheat_kernel=False")
+    proc, base, log = serve_notebook(tmp_path, "tiny.ipynb", TINY, "--preheat_kernel=False")
     try:
         status, h, _ = get(base + "/voila/render/tiny.ipynb")
         assert status == 200 and "_xsrf=" in h.get("set-cookie", "")
@@ -281,9 +284,8 @@ def test_leaving_a_page_shuts_its_kernel_down_at_once(tmp_path, page):
 
 @pytest.mark.browser
 def test_connection_lost_banner_when_the_kernel_dies(tmp_path, page):
-    (tmp_path / "hb.ipynb").write_text(notebook(HEARTBEAT))
-    proc, base = serve_standalone(tmp_path, tmp_path.parent / f"{tmp_path.name}.log",
-                                  "--preheat_kernel=False")
+    proc, base, log = serve_notebook(tmp_path, "hb.ipynb", HEARTBEAT,
+                                     "--preheat_kernel=False")
     try:
         page.goto(base + "/voila/render/hb.ipynb", wait_until="commit", timeout=60_000)
         page.wait_for_selector(".hb-ready", timeout=60_000)
@@ -377,9 +379,7 @@ def shutdown_beacon(base, headers, body):
 
 def test_preheated_pool_does_not_take_the_pages_slots(tmp_path):
     # cap 1 page kernel; the pool's kernel comes on top and is handed to the first page
-    (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
-    log = tmp_path.parent / f"{tmp_path.name}.log"
-    proc, base = serve_standalone(tmp_path, log, "--CappedKernelManager.max_kernels=1")
+    proc, base, log = serve_notebook(tmp_path, "tiny.ipynb", TINY, "--CappedKernelManager.max_kernels=1")
     try:
         wait_for(lambda: "is filled with" in log.read_text(), 120, "the pool")
         status, _, body = get(base + "/voila/render/tiny.ipynb")
@@ -396,10 +396,9 @@ def test_a_pool_kernel_handed_to_a_page_gets_a_fresh_idle_window(tmp_path):
     # since it warmed. Handed to a page that connects a few seconds later (10-20 s when 8
     # pages load at once on 2 cores), it was culled at the next pass: the page's kernel
     # was gone (404) and its widgets showed as plain text.
-    (tmp_path / "tiny.ipynb").write_text(notebook(TINY))
-    log = tmp_path.parent / f"{tmp_path.name}.log"
-    proc, base = serve_standalone(tmp_path, log, "--MappingKernelManager.cull_idle_timeout=4",
-                                  "--MappingKernelManager.cull_interval=1")
+    proc, base, log = serve_notebook(tmp_path, "tiny.ipynb", TINY,
+                                     "--MappingKernelManager.cull_idle_timeout=4",
+                                     "--MappingKernelManager.cull_interval=1")
     try:
         wait_for(lambda: "is filled with" in log.read_text(), 120, "the pool")
         time.sleep(5)                  # the pool's kernel idle for longer than the timeout
