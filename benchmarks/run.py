@@ -46,8 +46,7 @@ def bench_memory_and_flops():
 
     def run():
         b = mem.memory_per_gpu(m, Layout(**L, global_batch=None))
-        f = fl.flops_per_token(m.layers, vocab=m.vocab, seq_len=m.seq_len,
-                               recompute=L["recompute"], **m.shape)
+        f = fl.flops_per_token(m.shape, m.seq_len, L["recompute"])
         assert b.total_bytes.shape == f.shape == (n,)
 
     t = timed(run)
@@ -60,8 +59,7 @@ def bench_memory_and_flops():
     def loop():
         for i in idx:
             mem.memory_per_gpu(m, Layout(**{key: val[i] for key, val in L.items()}, global_batch=None))
-            fl.flops_per_token(m.layers, vocab=m.vocab, seq_len=m.seq_len,
-                               recompute=str(L["recompute"][i]), **m.shape)
+            fl.flops_per_token(m.shape, m.seq_len, str(L["recompute"][i]))
 
     tl = timed(loop, repeat=1)
     ROWS.append(("same, Python loop per layout (baseline)", k, tl, f"{k / tl:,.0f} layouts/s; "

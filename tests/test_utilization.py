@@ -29,11 +29,11 @@ def test_megatron_table1_hfu_from_step_time():
     F = fl.megatron_flops_per_iteration(1024, 2048, 40, 6144, 51200, "full")
     step = F / (256 * 135e12)
     tps = ut.tokens_per_s_from_step_time(step, 1024, 2048)
-    hw_per_token = fl.flops_per_token(40, 6144, 48, 51200, 2048, recompute="full")
+    hw_per_token = fl.flops_per_token(fl.ModelShape(40, 6144, 48, 51200), 2048, recompute="full")
     assert ut.achieved_tflops_per_gpu(tps, hw_per_token, 256) == pytest.approx(135)
     assert ut.hfu(tps, hw_per_token, 312, 256) == pytest.approx(0.43, abs=0.005)
     # MFU is lower by the recompute share: Eq. 7 / Eq. 3
-    model_per_token = fl.flops_per_token(40, 6144, 48, 51200, 2048)
+    model_per_token = fl.flops_per_token(fl.ModelShape(40, 6144, 48, 51200), 2048)
     assert ut.mfu(tps, model_per_token, 312, 256) / ut.hfu(tps, hw_per_token, 312, 256) == \
         pytest.approx(model_per_token / hw_per_token)
 

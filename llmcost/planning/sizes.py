@@ -176,15 +176,25 @@ def _evaluate_sizes(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_
     BB = pairs[rep, 1]
     # then the axes that do not change which batches split
     rec = ax["recompute"]
-    J, Z, R, SP, FA, TO = (a.ravel() for a in np.meshgrid(
-        np.arange(len(j)), ax["zero_stage"], np.arange(len(rec)), ax["sequence_parallel"],
-        ax["flash_attention"], ax["tp_comm_overlap"], indexing="ij"))
+    grids = np.meshgrid(np.arange(len(j)), ax["zero_stage"], np.arange(len(rec)),
+                        ax["sequence_parallel"], ax["flash_attention"], ax["tp_comm_overlap"],
+                        indexing="ij")
+    J, Z, R, SP, FA, TO = (a.ravel() for a in grids)
     jj = j[J]
     L = dict(si=si[jj], gpus=g[jj], tp=t[jj], pp=p[jj], cp=c[jj], micro_batch=b[jj],
              interleave=vv[jj], global_batch=BB[J], zero_stage=Z, recompute=rec[R],
              sequence_parallel=SP, flash_attention=FA, tp_comm_overlap=TO, ep=e[jj],
              etp=te[jj])
-    ok, dp, m = planner.layout_valid(model, L, space, gpu.scale_up_domain)
+    # the rules on one Layout whose fields run along their own axis of the grid (each
+    # checked once at its own length), broadcast to the grid and flattened as it is
+    col, sp_axis, to_axis = (np.reshape(a, [-1 if i == k else 1 for i in range(6)]) for k, a in (
+        (0, np.arange(len(j))), (3, ax["sequence_parallel"]), (5, ax["tp_comm_overlap"])))
+    jc = j[col]
+    grid = Layout(gpus=g[jc], tp=t[jc], pp=p[jc], cp=c[jc], micro_batch=b[jc],
+                  global_batch=BB[col], interleave=vv[jc], sequence_parallel=sp_axis,
+                  tp_comm_overlap=to_axis)
+    ok, dp, m = (np.broadcast_to(x, grids[0].shape).ravel()
+                 for x in planner.layout_valid(model, grid, space, gpu.scale_up_domain))
     L = {key: a[ok] for key, a in L.items()}
     L["dp"], L["num_microbatches"] = dp[ok], m[ok]
     if len(L["tp"]) == 0:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike
 from .. import _validate as v
 from ..training.arch import ModelSpec
 from ..training.flops import RECOMPUTE_MODES
+from ..training.layout import Layout
 from ..training.memory import _interleave_ok, _stage_layers
 
 HEURISTICS = ("none", "seed")
@@ -240,10 +241,17 @@ def enumerate_layouts(model: ModelSpec, gpus: ArrayLike, global_batch: int, gpus
             ax["flash_attention"], ax["tp_comm_overlap"]]
     grids = np.meshgrid(*axes, indexing="ij")
     k, b, z, ri, sp, vv, fa, to = (a.ravel() for a in grids)
+    g0, t0, p0, c0 = g, t, p, c
     g, t, p, c, e, te = g[k], t[k], p[k], c[k], e[k], te[k]
-    ok, dp, m = layout_valid(model, dict(gpus=g, tp=t, pp=p, cp=c, micro_batch=b,
-                                         global_batch=B, interleave=vv, sequence_parallel=sp,
-                                         tp_comm_overlap=to), space, node, heuristic)
+    # the rules on one Layout whose fields run along their own axis of the grid (each
+    # checked once at its own length), broadcast to the grid and flattened as it is
+    on = [np.reshape(a, [-1 if j == i else 1 for j in range(len(axes))])
+          for i, a in enumerate(axes)]
+    sizes = on[0]
+    grid = Layout(gpus=g0[sizes], tp=t0[sizes], pp=p0[sizes], cp=c0[sizes], micro_batch=on[1],
+                  global_batch=B, interleave=on[5], sequence_parallel=on[4], tp_comm_overlap=on[7])
+    ok, dp, m = (np.broadcast_to(x, grids[0].shape).ravel()
+                 for x in layout_valid(model, grid, space, node, heuristic))
     out = dict(gpus=g, tp=t, pp=p, cp=c, dp=dp, micro_batch=b, num_microbatches=m,
                zero_stage=z, recompute=rec[ri], sequence_parallel=sp, interleave=vv,
                flash_attention=fa, tp_comm_overlap=to, ep=e, etp=te)
@@ -305,8 +313,7 @@ def layout_axes(model: ModelSpec, gpus_per_node: int, space: Space = Space(),
                 tp_comm_overlap=np.array(space.tp_comm_overlap, dtype=bool))
 
 
-def layout_valid(model: ModelSpec, layouts: Mapping[str, ArrayLike], space: Space = Space(),
-                 gpus_per_node: int = 8,
+def layout_valid(model: ModelSpec, layouts: Layout, space: Space = Space(), gpus_per_node: int = 8,
                  heuristic: str = "none") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Which layouts obey the rules that tie dimensions together (arrays broadcast).
 
@@ -321,11 +328,11 @@ def layout_valid(model: ModelSpec, layouts: Mapping[str, ArrayLike], space: Spac
     Parameters
     ----------
     model : ModelSpec
-    layouts : dict of int or bool arrays
-        The layouts as :func:`enumerate_layouts` gives them: ``gpus``, ``tp``, ``pp``,
-        ``cp``, ``micro_batch``, ``global_batch``, ``interleave`` (N, t, p, c, b,
-        B [sequences], v [-]) and optionally ``sequence_parallel`` and ``tp_comm_overlap``
-        (default False); other keys are ignored.
+    layouts : Layout
+        The candidate layouts (arrays): ``gpus``, ``tp``, ``pp``, ``cp``, ``micro_batch``,
+        ``global_batch``, ``interleave`` (N, t, p, c, b, B [sequences], v [-]),
+        ``sequence_parallel`` and ``tp_comm_overlap`` (None: False); its stage split is
+        ``space``'s.
     space : Space
         Its ``first_stage_layers`` and ``last_stage_layers`` split the pipeline stages
         (None: even or automatic).
@@ -343,10 +350,14 @@ def layout_valid(model: ModelSpec, layouts: Mapping[str, ArrayLike], space: Spac
     .. [1] Narayanan et al. 2021, arXiv:2104.04473, §2.2 (interleaving needs m a multiple
        of p) and §3.
     """
-    g, t, p, c, b, B, vv = (np.asarray(layouts[k]) for k in (
-        "gpus", "tp", "pp", "cp", "micro_batch", "global_batch", "interleave"))
-    sp = np.asarray(layouts.get("sequence_parallel", False))
-    to = np.asarray(layouts.get("tp_comm_overlap", False))
+    L = layouts
+    if L.global_batch is None:
+        raise v.InputError("global_batch", "the layouts' global_batch is needed to split it "
+                                           "into micro-batches")
+    g, t, p, c, b, B, vv = (np.asarray(x) for x in (L.gpus, L.tp, L.pp, L.cp, L.micro_batch,
+                                                     L.global_batch, L.interleave))
+    sp = np.asarray(L.sequence_parallel)
+    to = np.asarray(False if L.tp_comm_overlap is None else L.tp_comm_overlap)
     used = t * p * c
     ok = (g % used == 0)
     dp = np.where(ok, g // np.maximum(used, 1), 1)
@@ -354,10 +365,11 @@ def layout_valid(model: ModelSpec, layouts: Mapping[str, ArrayLike], space: Spac
     m = np.where(ok, B // np.maximum(b * dp, 1), 1)
     split = Space(first_stage_layers=space.first_stage_layers,
                   last_stage_layers=space.last_stage_layers)
-    ok &= interleave_valid(model, p, vv, split) & ((vv == 1) | (m % np.maximum(p, 1) == 0))
-    ok &= (sp <= (t > 1)) & (to <= (t > 1))
+    # not in place: fields along different axes broadcast to a larger shape
+    ok = ok & interleave_valid(model, p, vv, split) & ((vv == 1) | (m % np.maximum(p, 1) == 0))
+    ok = ok & (sp <= (t > 1)) & (to <= (t > 1))
     if heuristic == "seed":
-        ok &= (t <= gpus_per_node) & (t * p <= 4 * gpus_per_node)
+        ok = ok & (t <= gpus_per_node) & (t * p <= 4 * gpus_per_node)
     return ok, dp, m
 
 

@@ -228,11 +228,10 @@ class ModelSpec:
         return total, active
 
     @property
-    def shape(self) -> dict:
-        """Keyword arguments shared by the FLOP and memory formulas."""
-        return dict(hidden=self.hidden, heads=self.heads, kv_heads=self.kv_heads,
-                    ffn_hidden=self.ffn_hidden, gated_ffn=self.gated_ffn,
-                    head_dim=self.head_dim)
+    def shape(self) -> flops.ModelShape:
+        """The dimensions the closed-form FLOP counts read (:func:`llmcost.training.flops.flops_per_token`)."""
+        return flops.ModelShape(self.layers, self.hidden, self.heads, self.vocab, self.kv_heads,
+                                self.ffn_hidden, self.gated_ffn, self.head_dim)
 
     @property
     def params(self) -> int:
@@ -310,7 +309,8 @@ class ModelSpec:
         projections, the dense FFN on dense layers, router + k experts + shared experts on
         MoE layers. Biases, norms and sinks are not matmuls."""
         if self._simple:
-            return float(flops.matmul_params_per_layer(**self.shape))
+            return float(flops.matmul_params_per_layer(self.hidden, self.heads, self.kv_heads,
+                                                       self.ffn_hidden, self.gated_ffn, self.head_dim))
         assert self.kv_heads is not None and self.head_dim is not None and self.v_head_dim is not None
         if self.attention == "mla":
             attn = moe.mla_attention_params(self.hidden, self.heads, self.q_lora_rank,
@@ -347,9 +347,8 @@ class ModelSpec:
             if rec == "full":
                 return (layer + attn) * 4.0 / 3.0 + logits
             return layer + attn + logits + (attn if rec == "selective" else 0.0)
-        return float(flops.flops_per_token(self.layers, vocab=self.vocab,
-                                           seq_len=self.seq_len if seq_len is None else seq_len,
-                                           recompute=recompute, **self.shape))
+        return float(flops.flops_per_token(self.shape, self.seq_len if seq_len is None else seq_len,
+                                           recompute))
 
     def with_(self, **changes: Any) -> "ModelSpec":
         return replace(self, **changes)

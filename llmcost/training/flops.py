@@ -22,7 +22,8 @@ References
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -38,6 +39,10 @@ BIAS_MODES = ("all", "qkv", "none")
 NORMS = ("layernorm", "rmsnorm", "layernorm_nobias")
 #: ALiBi (BLOOM, MPT, Falcon's option) biases the scores by distance and has no parameters
 POSITION_EMBEDDINGS = ("learned", "rope", "none", "alibi")
+
+#: a dimension: one scalar, or a numpy array of them for many shapes (broadcasting)
+IntOrArray = Any
+BoolOrArray = Any
 
 
 def _shape(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike | None,
@@ -239,10 +244,42 @@ def flops_per_token_palm(params: ArrayLike, layers: ArrayLike, heads: ArrayLike,
     return v.result(6 * n + 12 * L * H * Q * T)
 
 
-def flops_per_token(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike, vocab: ArrayLike,
-                    seq_len: ArrayLike, kv_heads: ArrayLike | None = None,
-                    ffn_hidden: ArrayLike | None = None, gated_ffn: ArrayLike = False,
-                    head_dim: ArrayLike | None = None, recompute: ArrayLike = "none") -> float | np.ndarray:
+@dataclass(frozen=True)
+class ModelShape:
+    """The dimensions of a dense decoder-only transformer that its FLOPs read, checked once;
+    each a scalar or an array (numpy broadcasting: many shapes at once, as a
+    :class:`~llmcost.training.arch.ModelSpec` cannot hold).
+
+    layers, hidden, heads, vocab : int or array
+        l, h, a, V [-].
+    kv_heads, ffn_hidden, gated_ffn, head_dim
+        See :func:`matmul_params_per_layer`; None is filled in with the default there
+        (a_kv = a, f = 4h, d_head = h / a).
+    """
+
+    layers: IntOrArray
+    hidden: IntOrArray
+    heads: IntOrArray
+    vocab: IntOrArray
+    kv_heads: IntOrArray | None = None
+    ffn_hidden: IntOrArray | None = None
+    gated_ffn: BoolOrArray = False
+    head_dim: IntOrArray | None = None
+
+    def __post_init__(self) -> None:
+        dims = _shape(self.layers, self.hidden, self.heads, self.kv_heads, self.ffn_hidden,
+                      self.head_dim)
+        checked = dict(zip(("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "head_dim"), dims),
+                       vocab=v.integer("vocab", self.vocab),
+                       gated_ffn=v.boolean("gated_ffn", self.gated_ffn))
+        for name, value in checked.items():
+            # a Python scalar for a scalar, an array for an array (as Layout keeps them)
+            scalar = value.item() if np.ndim(value) == 0 else value
+            object.__setattr__(self, name, scalar)
+
+
+def flops_per_token(model: ModelShape, seq_len: ArrayLike,
+                    recompute: ArrayLike = "none") -> float | np.ndarray:
     r"""Training FLOPs per token from the architecture, with recomputation by name.
 
     Every matmul weight costs 6 FLOPs per token (2 forward, 4 backward); attention scores
@@ -260,10 +297,12 @@ def flops_per_token(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike, voca
 
     Parameters
     ----------
-    layers, hidden, heads, vocab, seq_len : int or array
-        l, h, a, V, s [-].
-    kv_heads, ffn_hidden, gated_ffn, head_dim
-        See :func:`matmul_params_per_layer`.
+    model : ModelShape
+        l, h, a, V and the matmul shapes (:func:`matmul_params_per_layer`); a
+        :class:`~llmcost.training.arch.ModelSpec` gives its own with
+        :attr:`~llmcost.training.arch.ModelSpec.model_shape`.
+    seq_len : int or array
+        s [tokens].
     recompute : {"none", "selective", "full"} or array of these names
         Activation recomputation; "none" gives model FLOPs (for MFU), the others hardware
         FLOPs (for HFU).
@@ -279,11 +318,9 @@ def flops_per_token(layers: ArrayLike, hidden: ArrayLike, heads: ArrayLike, voca
     .. [2] Korthikanti et al. 2022, arXiv:2205.05198, Eq. 7 and 8.
     """
     rec = v.choices("recompute", recompute, RECOMPUTE_MODES)
-    layers, hidden, heads, kv_heads, ffn_hidden, head_dim = _shape(
-        layers, hidden, heads, kv_heads, ffn_hidden, head_dim)
-    vocab = v.integer("vocab", vocab)
+    layers, hidden, heads, vocab, head_dim = model.layers, model.hidden, model.heads, model.vocab, model.head_dim
     seq_len = v.integer("seq_len", seq_len)
-    mm = matmul_params_per_layer(hidden, heads, kv_heads, ffn_hidden, gated_ffn, head_dim)
+    mm = matmul_params_per_layer(hidden, heads, model.kv_heads, model.ffn_hidden, model.gated_ffn, head_dim)
     q_dim = heads * head_dim
     layer = 6.0 * layers * mm + 12.0 * layers * seq_len * q_dim
     logits = 6.0 * vocab * hidden

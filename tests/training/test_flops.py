@@ -53,7 +53,7 @@ def test_general_count_equals_eq2_plus_final_norm(row):
 def test_architecture_flops_equal_paper_equations(row, recompute):
     _, heads, h, l, *_rest = row
     B = row[7]
-    per_token = fl.flops_per_token(l, h, heads, V, S, recompute=recompute)
+    per_token = fl.flops_per_token(fl.ModelShape(l, h, heads, V), S, recompute=recompute)
     # Eq. 3 (full) of Narayanan 2021; Eq. 7 (none) and Eq. 8 (selective) of Korthikanti 2022,
     # written out here independently of the library.
     if recompute == "full":
@@ -127,13 +127,16 @@ def test_six_n_and_chinchilla():
 def test_broadcasting_keeps_shape():
     layers = np.array([[24], [48]])
     hidden = np.array([2304, 4608, 9216])
-    out = fl.flops_per_token(layers, hidden, 24, 51200, 2048)
+    out = fl.flops_per_token(fl.ModelShape(layers, hidden, 24, 51200), 2048)
     assert out.shape == (2, 3)
-    assert out[1, 2] == fl.flops_per_token(48, 9216, 24, 51200, 2048)
+    assert out[1, 2] == fl.flops_per_token(fl.ModelShape(48, 9216, 24, 51200), 2048)
     rec = np.array(["none", "selective", "full"])
-    by_name = fl.flops_per_token(24, 2304, 24, 51200, 2048, recompute=rec)
+    gpt = fl.ModelShape(24, 2304, 24, 51200)
+    # the group fills in the defaults: MHA, f = 4h, d_head = h / a
+    assert (gpt.kv_heads, gpt.ffn_hidden, gpt.head_dim) == (24, 4 * 2304, 96)
+    by_name = fl.flops_per_token(gpt, 2048, recompute=rec)
     assert by_name.shape == (3,)
-    assert by_name[2] == fl.flops_per_token(24, 2304, 24, 51200, 2048, recompute="full")
+    assert by_name[2] == fl.flops_per_token(gpt, 2048, recompute="full")
     assert np.all(np.diff(by_name) > 0)
 
 
@@ -147,6 +150,7 @@ def test_bad_input_names_the_parameter(kwargs, param):
     args = dict(layers=24, hidden=2304, heads=24, vocab=51200, seq_len=2048)
     args.update(kwargs)
     with pytest.raises(InputError) as e:
-        fl.flops_per_token(**args)
+        seq_len, recompute = args.pop("seq_len"), args.pop("recompute", "none")
+        fl.flops_per_token(fl.ModelShape(**args), seq_len, recompute)
     assert e.value.param == param
     assert param in str(e.value)

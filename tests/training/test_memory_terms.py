@@ -8,6 +8,7 @@ from llmcost import InputError, catalog
 from llmcost.training import memory as mem
 from llmcost.training.layout import Layout
 from llmcost.training.memory import MemoryOptions
+from llmcost.training.memory import StageLayout as SL
 
 GB = 1e9
 
@@ -44,7 +45,7 @@ def test_tied_head_copied_on_the_last_stage():
 def test_dense_stage_states_are_zero_of_the_stage_over_tp(llama70):
     # first stage of TP 8 PP 4 on 64 GPUs: d = 2, ZeRO-1 shards only the 12 optimizer bytes
     p = mem.stage_parameters(llama70, 20, 4, "first")
-    w, g, o, ew = mem.stage_model_state_bytes(llama70, p, 20, tp=8, dp=2, zero_stage=1)
+    w, g, o, ew = mem.stage_model_state_bytes(llama70, p, 20, SL(tp=8, zero_group=2, zero_stage=1))
     assert w == pytest.approx(2 * p / 8, rel=1e-12) and g == pytest.approx(2 * p / 8, rel=1e-12)
     assert o == pytest.approx(12 * p / 16, rel=1e-12) and ew == 0.0
 
@@ -56,8 +57,8 @@ def test_moe_experts_sharded_by_ep_and_expert_dp():
     m = catalog.model("mixtral-8x7b")
     experts = 32 * 8 * 3 * 4096 * 14336
     p = mem.stage_parameters(m, 32, 1, "first")
-    w, g, o, ew = mem.stage_model_state_bytes(m, p, 32, tp=1, dp=16, ep=8, etp=1,
-                                              expert_dp=2, zero_stage=1)
+    w, g, o, ew = mem.stage_model_state_bytes(m, p, 32, SL(tp=1, zero_group=16, ep=8, etp=1,
+                                                        expert_zero_group=2, zero_stage=1))
     assert ew == pytest.approx(2 * experts / 8, rel=1e-12)
     assert ew / GB == pytest.approx(11.274, abs=1e-3)
     assert w == pytest.approx(2 * (p - experts) + ew, rel=1e-12)
@@ -72,15 +73,16 @@ def test_qlora_single_gpu_frozen_nf4_blocks_and_16bit_embeddings():
     # 2 + 2 + 12 bytes (weights, grads, Adam states)
     m = catalog.model("llama2-7b")
     p = mem.stage_parameters(m, 32, 1, "first")
-    w, g, o = mem.stage_adapter_state_bytes(m, p, 32, finetune="qlora", lora_rank=16)
+    w, g, o = mem.stage_adapter_state_bytes(m, p, 32, SL(),
+                                            MemoryOptions(finetune="qlora", lora_rank=16))
     adapters = 32 * 1_249_280
     frozen = 4.127 / 8 * 32 * 202_383_360 + 2 * (2 * 131_072_000 + 4096)
     assert w == pytest.approx(2 * adapters + frozen, rel=1e-12)
     assert (g, o) == (pytest.approx(2 * adapters), pytest.approx(12 * adapters))
     assert w / GB == pytest.approx(3.945, abs=1e-3)
     # all NF4: the 16-bit parts shrink to 4.127 bits too
-    w4, _, _ = mem.stage_adapter_state_bytes(m, p, 32, finetune="qlora",
-                                             qlora_16bit_embeddings=False)
+    w4, _, _ = mem.stage_adapter_state_bytes(m, p, 32, SL(), MemoryOptions(
+        finetune="qlora", qlora_16bit_embeddings=False))
     assert w4 == pytest.approx(2 * adapters + 4.127 / 8 * p, rel=1e-12)
 
 
@@ -91,12 +93,14 @@ def test_zero3_working_set_of_a_146b_gpt_layer():
     # it and prefetches the next (2 x 2 bytes) and holds its unsharded gradients (2):
     # 6 x 1.812e9 = 10.87 GB; frozen LoRA weights have no gradients: 4 x; stage 2: nothing
     m = catalog.model("megatron-gpt-145.6b")
-    z3 = mem.stage_zero3_working_bytes(m, 10, tp=1, dp=8, zero_stage=3)
+    z3 = mem.stage_zero3_working_bytes(m, 10, SL(tp=1, zero_group=8, zero_stage=3))
     assert z3 == pytest.approx(6 * 1_812_099_072) and z3 / GB == pytest.approx(10.87, abs=0.01)
-    lora = mem.stage_zero3_working_bytes(m, 10, tp=1, dp=8, zero_stage=3, finetune="lora")
+    lora = mem.stage_zero3_working_bytes(m, 10, SL(tp=1, zero_group=8, zero_stage=3),
+                                         MemoryOptions(finetune="lora"))
     assert lora == pytest.approx(4 * 1_812_099_072)
     np.testing.assert_array_equal(
-        mem.stage_zero3_working_bytes(m, np.array([10, 0]), dp=8, zero_stage=np.array([[2], [3]])),
+        mem.stage_zero3_working_bytes(m, np.array([10, 0]),
+                                      SL(zero_group=8, zero_stage=np.array([[2], [3]]))),
         [[0.0, 0.0], [z3, 0.0]])
 
 
@@ -105,11 +109,11 @@ def test_fp8_weight_copies_one_layer_under_zero3(llama70):
     # 855,638,016; TP 8, 20 layers, Hopper keeps a row-wise and a transposed FP8 copy
     # (2 bytes): 4.278 GB (as test_precision_step's predict_step figure). ZeRO-3 quantizes
     # the gathered layer only: 1/20 of it. BF16 keeps none
-    kw = dict(tp=8, precision="fp8", generation="hopper")
-    w8 = mem.stage_fp8_weight_bytes(llama70, 20, **kw)
+    kw = dict(precision="fp8", generation="hopper")
+    w8 = mem.stage_fp8_weight_bytes(llama70, 20, SL(tp=8), **kw)
     assert w8 == pytest.approx(20 * 855_638_016 / 8 * 2, rel=1e-12)
-    assert mem.stage_fp8_weight_bytes(llama70, 20, zero_stage=3, **kw) == pytest.approx(w8 / 20)
-    assert mem.stage_fp8_weight_bytes(llama70, 20, tp=8, precision="bf16") == 0.0
+    assert mem.stage_fp8_weight_bytes(llama70, 20, SL(tp=8, zero_stage=3), **kw) == pytest.approx(w8 / 20)
+    assert mem.stage_fp8_weight_bytes(llama70, 20, SL(tp=8), precision="bf16") == 0.0
 
 
 # ------------------------------------------------------------------ activations
@@ -127,15 +131,15 @@ def test_cached_linear_input_bytes():
 def test_last_stage_adds_fp32_logits_first_the_embedding_mask(llama70):
     # Korthikanti et al. §4.3: the loss keeps 4 s b V / t bytes of FP32 logits on the last
     # stage: Llama 3 70B, s 8192, TP 8: 4 x 8192 x 128256 / 8 = 525,336,576
-    kw = dict(seq_len=8192, micro_batch=1, tp=8, pp=4)
-    base = mem.stage_activation_bytes(llama70, 1e8, 20, stage="middle", **kw)
+    lay = SL(seq_len=8192, micro_batch=1, tp=8, pp=4)
+    base = mem.stage_activation_bytes(llama70, 1e8, 20, lay, stage="middle")
     assert base == pytest.approx(1e8 * 3 * 20)    # 1F1B: stage 1 of 4 holds 3 micro-batches
-    last = mem.stage_activation_bytes(llama70, 1e8, 20, stage="last", **kw)
+    last = mem.stage_activation_bytes(llama70, 1e8, 20, lay, stage="last")
     assert last - 1e8 * 1 * 20 == pytest.approx(525_336_576)
     # GPT-3 (dropout): the first stage of 8 holds 8 micro-batches' embedding-dropout masks,
     # s h / t = 2048 x 12288 / 8 bytes each
     g = catalog.model("gpt3-175b")
-    first = mem.stage_activation_bytes(g, 1e8, 12, seq_len=2048, tp=8, pp=8, stage="first")
+    first = mem.stage_activation_bytes(g, 1e8, 12, SL(seq_len=2048, tp=8, pp=8), stage="first")
     assert first - 1e8 * 8 * 12 == pytest.approx(8 * 2048 * 12288 / 8)
 
 
@@ -147,9 +151,9 @@ def test_single_stage_holds_both_the_embedding_mask_and_the_logits():
     # and 1F1B with p = 1 holds one micro-batch of all 96 layers.
     g = catalog.model("gpt3-175b")
     mask, logits = 2048 * 12288 / 8, 4 * 2048 * 50257 / 8
-    kw = dict(seq_len=2048, micro_batch=1, tp=8, pp=1)
+    lay = SL(seq_len=2048, micro_batch=1, tp=8, pp=1)
     for stage in ("first", "last"):
-        got = mem.stage_activation_bytes(g, 1e8, 96, stage=stage, **kw)
+        got = mem.stage_activation_bytes(g, 1e8, 96, lay, stage=stage)
         assert got == pytest.approx(1e8 * 96 + mask + logits, rel=1e-12)
     # memory_per_gpu at p = 1 reports that stage: one layer's activations x 96 + both ends;
     # with full recomputation the layer being recomputed rebuilds its activations after the
@@ -172,14 +176,14 @@ def test_pipelined_ends_keep_one_term_each():
     # only the logits (GPT-3, p = 8: 8 micro-batches in flight on stage 0, 1 on stage 7)
     g = catalog.model("gpt3-175b")
     mask, logits = 2048 * 12288 / 8, 4 * 2048 * 50257 / 8
-    kw = dict(seq_len=2048, micro_batch=1, tp=8, pp=8, num_microbatches=16)
-    first = mem.stage_activation_bytes(g, 1e8, 12, stage="first", **kw)
-    last = mem.stage_activation_bytes(g, 1e8, 12, stage="last", **kw)
+    lay = SL(seq_len=2048, micro_batch=1, tp=8, pp=8, num_microbatches=16)
+    first = mem.stage_activation_bytes(g, 1e8, 12, lay, stage="first")
+    last = mem.stage_activation_bytes(g, 1e8, 12, lay, stage="last")
     assert first == pytest.approx(1e8 * 8 * 12 + 8 * mask, rel=1e-12)
     assert last == pytest.approx(1e8 * 1 * 12 + logits, rel=1e-12)
     # arrays: p = 1 and p = 2 side by side, each with its own rule
-    both = mem.stage_activation_bytes(g, 1e8, 12, seq_len=2048, tp=8, pp=np.array([1, 2]),
-                                      num_microbatches=16, stage="last")
+    both = mem.stage_activation_bytes(g, 1e8, 12, SL(seq_len=2048, tp=8, pp=np.array([1, 2]),
+                                                     num_microbatches=16), stage="last")
     np.testing.assert_allclose(both, [1e8 * 12 + mask + logits, 1e8 * 12 + logits],
                                rtol=1e-12)
 
@@ -201,16 +205,16 @@ def test_total_is_the_sum_of_the_terms_at_the_first_stage(model, kw):
     tp, pp, ep = kw["tp"], kw["pp"], kw.get("ep", 1)
     d = kw["gpus"] // (tp * pp)
     p = mem.stage_parameters(m, n, pp, "first")
-    w, g, o, ew = mem.stage_model_state_bytes(m, p, n, tp, d, ep, 1, kw["gpus"] // (pp * ep),
-                                              kw["zero_stage"])
+    lay = SL(tp=tp, pp=pp, zero_group=d, ep=ep, expert_zero_group=kw["gpus"] // (pp * ep),
+             zero_stage=kw["zero_stage"], seq_len=m.seq_len,
+             num_microbatches=None if "global_batch" not in kw else kw["global_batch"] / d)
+    w, g, o, ew = mem.stage_model_state_bytes(m, p, n, lay)
     q = mem.cached_linear_input_bytes(kw["precision"])
     layer = mem.layer_activation_bytes(m, None, 1, tp, 1, 1, mem.LayerOptions(
         kw.get("recompute", "none"), (), True, False, linear_input_bytes=q))
-    m_b = None if "global_batch" not in kw else kw["global_batch"] / d
-    act = mem.stage_activation_bytes(m, layer, n, m.seq_len, 1, tp, 1, pp, m_b)
-    z3 = mem.stage_zero3_working_bytes(m, n, tp, d, ep, 1, kw["zero_stage"])
-    w8 = mem.stage_fp8_weight_bytes(m, n, tp, ep, 1, kw["zero_stage"], kw["precision"],
-                                    kw.get("generation", "hopper"))
+    act = mem.stage_activation_bytes(m, layer, n, lay)
+    z3 = mem.stage_zero3_working_bytes(m, n, lay)
+    w8 = mem.stage_fp8_weight_bytes(m, n, lay, kw["precision"], kw.get("generation", "hopper"))
     tensors = w + g + o + act + w8 + z3
     for got, want in [(b.weights_bytes, w), (b.grads_bytes, g), (b.optimizer_bytes, o),
                       (b.expert_weights_bytes, ew), (b.activations_bytes, act),
@@ -257,12 +261,12 @@ def test_full_recompute_rebuilds_one_layer_at_a_time():
     np.testing.assert_array_equal(
         mem.rebuilds_whole_layers(np.array(["none", "selective"]), ("op_sac",)), [True, True])
     # a middle stage of PP 4 (20 layers, 3 micro-batches in flight under 1F1B) adds it once
-    st = dict(seq_len=8192, micro_batch=1, tp=8, pp=4, num_microbatches=16)
-    mid = mem.stage_activation_bytes(m, full, 20, stage="middle", recompute_bytes=rc[2], **st)
+    st = SL(seq_len=8192, micro_batch=1, tp=8, pp=4, num_microbatches=16)
+    mid = mem.stage_activation_bytes(m, full, 20, st, stage="middle", recompute_bytes=rc[2])
     assert mid == pytest.approx(full * 3 * 20 + (none - full))
     # the last stage: the FP32 logits (4 s b V / t = 525,336,576) and the rebuilt layer
     # (34,304 - 2,048 bytes per token, 264 MB) are not alive together: the logits count
-    last = mem.stage_activation_bytes(m, full, 20, stage="last", recompute_bytes=rc[2], **st)
+    last = mem.stage_activation_bytes(m, full, 20, st, stage="last", recompute_bytes=rc[2])
     assert none - full == pytest.approx(8192 * (34_304 - 2_048))
     assert last == pytest.approx(full * 20 + 525_336_576)
     # at micro-batch 4 the rebuilt layer (4 x 264 MB) outgrows the logits (4 x 525 MB)? no:
@@ -285,9 +289,9 @@ def test_the_loss_holds_four_or_twelve_bytes_per_logit(llama70):
     with pytest.raises(InputError) as e:
         mem.loss_bytes_per_logit("chunked")
     assert e.value.param == "loss"
-    kw = dict(seq_len=8192, micro_batch=1, tp=8, pp=4, stage="last")
-    four = mem.stage_activation_bytes(llama70, 1e8, 20, **kw)
-    twelve = mem.stage_activation_bytes(llama70, 1e8, 20, loss_bytes=12.0, **kw)
+    lay = SL(seq_len=8192, micro_batch=1, tp=8, pp=4)
+    four = mem.stage_activation_bytes(llama70, 1e8, 20, lay, stage="last")
+    twelve = mem.stage_activation_bytes(llama70, 1e8, 20, lay, stage="last", loss_bytes=12.0)
     assert twelve - four == pytest.approx(8 * 8192 * 128256 / 8)
     # memory_per_gpu: each stack's usual loss unless one is named
     lay = dict(gpus=64, tp=8, pp=1, zero_stage=1, global_batch=None)
@@ -297,3 +301,17 @@ def test_the_loss_holds_four_or_twelve_bytes_per_logit(llama70):
     b = mem.memory_per_gpu(llama70, Layout(**lay), MemoryOptions(loss="fp32"), seq_len=8192, stack="fsdp")
     c = mem.memory_per_gpu(llama70, Layout(**lay), MemoryOptions(loss="fp32"), seq_len=8192)
     assert float(a.total_bytes) == float(b.total_bytes) == float(c.total_bytes)
+
+
+def test_stage_layout_checks_its_sizes_once():
+    # the stage terms read a StageLayout checked at construction; the activations need s
+    for kwargs, param in [(dict(zero_group=0), "zero_group"), (dict(tp=1.5), "tp"),
+                          (dict(expert_zero_group=-1), "expert_zero_group"),
+                          (dict(zero_stage=4), "zero_stage"), (dict(num_microbatches=0), "num_microbatches"),
+                          (dict(optimizer_moments="fp8"), "optimizer_moments")]:
+        with pytest.raises(InputError) as e:
+            SL(**kwargs)
+        assert e.value.param == param
+    with pytest.raises(InputError) as e:
+        mem.stage_activation_bytes(catalog.model("llama3-8b"), 1e8, 32, SL())
+    assert e.value.param == "seq_len"

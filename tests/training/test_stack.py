@@ -265,15 +265,15 @@ def test_pipelined_fsdp_keeps_the_stage_gathered_and_its_gradients_unsharded():
     # accumulate unsharded in FP32 (2 x W0 bytes)
     w0 = 12.7e9
     mw, mg = mem.pipelined_fsdp_bytes(w0, pp=np.array([1, 8, 8, 8, 8]),
-                                      dp=np.array([8, 8, 1, 8, 8]),
+                                      zero_group=np.array([8, 8, 1, 8, 8]),
                                       zero_stage=np.array([3, 3, 3, 2, 1]), stack="fsdp")
     np.testing.assert_allclose(mw, [0, w0, 0, 0, 0])
     np.testing.assert_allclose(mg, [0, 2 * w0, 0, 2 * w0, 0])
-    assert mem.pipelined_fsdp_bytes(w0, pp=8, dp=8, zero_stage=3, stack="megatron") == (0, 0)
+    assert mem.pipelined_fsdp_bytes(w0, pp=8, zero_group=8, zero_stage=3, stack="megatron") == (0, 0)
     # DeepSpeed's ZeRO-3 beside a pipeline is refused by DeepSpeed itself: no gathered stage
-    assert mem.pipelined_fsdp_bytes(w0, pp=8, dp=8, zero_stage=3, stack="deepspeed") == (0, 0)
+    assert mem.pipelined_fsdp_bytes(w0, pp=8, zero_group=8, zero_stage=3, stack="deepspeed") == (0, 0)
     with pytest.raises(InputError) as e:
-        mem.pipelined_fsdp_bytes(w0, pp=8, dp=8, stack="FSDP2")
+        mem.pipelined_fsdp_bytes(w0, pp=8, zero_group=8, stack="FSDP2")
     assert e.value.param == "stack"
 
 

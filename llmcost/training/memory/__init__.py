@@ -10,7 +10,8 @@ and their bytes per parameter), :mod:`~llmcost.training.memory.states` (weights,
 optimizer states, FSDP working sets), :mod:`~llmcost.training.memory.activations` (a dense
 layer's stored activations), :mod:`~llmcost.training.memory.experts` (MoE layers),
 :mod:`~llmcost.training.memory.layer` (a model's layer by recomputation),
-:mod:`~llmcost.training.memory.pipeline` (stages and what they hold in flight) and
+:mod:`~llmcost.training.memory.pipeline` (stages and what they hold in flight),
+:mod:`~llmcost.training.memory.stage_layout` (a layout as the stage terms read it) and
 :mod:`~llmcost.training.memory.per_gpu` (the composed :func:`memory_per_gpu`).
 
 References
@@ -81,6 +82,7 @@ from .pipeline import (
     pipeline_stage_layers,
     stage_activation_bytes,
 )
+from .stage_layout import StageLayout
 from .states import (
     FSDP_ACCUMULATED_GRAD_BYTES,
     MEMORY_STACKS,
@@ -118,6 +120,7 @@ __all__ = [
     "FSDP_ACCUMULATED_GRAD_BYTES",
     "pipelined_fsdp_bytes",
     "zero3_working_set_bytes",
+    "StageLayout",
     "stage_parameters",
     "stage_model_state_bytes",
     "stage_adapter_state_bytes",

@@ -5,7 +5,7 @@ component for the most loaded pipeline stage, and a quick seed heuristic.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -20,6 +20,7 @@ from .experts import check_expert_layout
 from .layer import layer_activation_bytes, rebuilds_whole_layers, recompute_working_bytes
 from .options import CONTEXT_BYTES, FRAGMENTATION, GB, LOSS_BYTES, MemoryOptions
 from .pipeline import _stage_layers, check_layout, stage_activation_bytes
+from .stage_layout import StageLayout
 from .states import (
     MEMORY_STACKS,
     pipelined_fsdp_bytes,
@@ -152,46 +153,47 @@ def loss_bytes_per_logit(loss: str = "fused") -> float:
     return LOSS_BYTES[v.choice("loss", loss, tuple(LOSS_BYTES))]
 
 
+class _StageRecipe(NamedTuple):
+    """What every stage's terms share beside its layout and the options: one layer's
+    activations M̄ and what a recomputed layer rebuilds M_rc [bytes], the loss's bytes per
+    logit, the GEMM precision, the GPU generation and whether the stack holds memory as
+    FSDP2 does."""
+
+    layer_bytes: float | np.ndarray
+    recompute_bytes: float | np.ndarray
+    loss_bytes: float
+    precision: np.ndarray
+    generation: ArrayLike
+    fsdp_memory: bool
+
+
 def _stage_memory(model: ModelSpec, stage: str, n: np.ndarray, rank: int | np.ndarray,
-                  c: dict[str, Any]) -> MemoryBreakdown:
-    """One pipeline stage's :class:`MemoryBreakdown` (``c``: :func:`memory_per_gpu`'s
-    validated layout and options)."""
-    params = stage_parameters(model, n, c["pp"], stage)
-    par = dict(tp=c["tp"], dp=c["zero_group"], ep=c["ep"], etp=c["etp"],
-               zero_stage=c["zero_stage"],
-               optimizer=c["optimizer"], optimizer_moments=c["optimizer_moments"])
-    if c["finetune"] == "full":
-        w, g, o, ew = stage_model_state_bytes(model, params, n, expert_dp=c["edp"], **par)
+                  layout: StageLayout, options: MemoryOptions, recipe: _StageRecipe) -> MemoryBreakdown:
+    """One pipeline stage's :class:`MemoryBreakdown` (n its layers, rank its pipeline rank)."""
+    L, o, r = layout, options, recipe
+    params = stage_parameters(model, n, L.pp, stage)
+    if o.finetune == "full":
+        w, g, opt, ew = stage_model_state_bytes(model, params, n, L, o)
     else:
-        w, g, o = stage_adapter_state_bytes(model, params, n, finetune=c["finetune"],
-                                            lora_rank=c["lora_rank"],
-                                            lora_targets=c["lora_targets"],
-                                            qlora_16bit_embeddings=c["qlora_16bit_embeddings"],
-                                            **par)
+        w, g, opt = stage_adapter_state_bytes(model, params, n, L, o)
         ew = 0.0
-    act = stage_activation_bytes(model, c["layer_bytes"], n, c["seq_len"], c["micro_batch"],
-                                 c["tp"], c["cp"], c["pp"], c["m"], c["interleave"], stage,
-                                 c["schedule"], c["recompute_bytes"], c["loss_bytes"])
-    z3 = stage_zero3_working_bytes(model, n, c["tp"], c["zero_group"], c["ep"], c["etp"],
-                                   c["zero_stage"], c["optimizer"], c["finetune"])
-    fsdp_memory = stacks_mod.stack(c["stack"]).memory == "fsdp"
-    if fsdp_memory and c["finetune"] == "full" and np.any(np.asarray(c["pp"]) > 1):
+    act = stage_activation_bytes(model, r.layer_bytes, n, L, stage, o.schedule,
+                                 r.recompute_bytes, r.loss_bytes)
+    z3 = stage_zero3_working_bytes(model, n, L, o)
+    if r.fsdp_memory and o.finetune == "full" and np.any(np.asarray(L.pp) > 1):
         # FSDP2 under PP keeps the stage gathered and its gradients unsharded (pipelined_
         # fsdp_bytes): the whole stage replaces the per-layer working set, and the
         # accumulated gradients join it as unsharded buffers (the optimizer never reads
         # them: the step's optimizer time counts W + G + O only)
-        w0, *_ = stage_model_state_bytes(model, params, n, tp=c["tp"], dp=1, ep=c["ep"],
-                                         etp=c["etp"], expert_dp=1, zero_stage=0,
-                                         optimizer=c["optimizer"],
-                                         optimizer_moments=c["optimizer_moments"])
-        mw, mg = pipelined_fsdp_bytes(w0, c["pp"], c["zero_group"], c["zero_stage"], "fsdp")
+        unsharded = replace(L, zero_group=1, expert_zero_group=1, zero_stage=0)
+        w0, *_ = stage_model_state_bytes(model, params, n, unsharded, o)
+        mw, mg = pipelined_fsdp_bytes(w0, L.pp, L.zero_group, L.zero_stage, "fsdp")
         z3 = np.where(mw > 0, mw, z3) + mg
-    w8 = stage_fp8_weight_bytes(model, n, c["tp"], c["ep"], c["etp"], c["zero_stage"],
-                                c["precision"], c["generation"])
-    allocated = w + g + o + act + w8 + z3
-    over = framework_overhead_bytes(allocated, c["context_bytes"], c["fragmentation"])
+    w8 = stage_fp8_weight_bytes(model, n, L, r.precision, r.generation)
+    allocated = w + g + opt + act + w8 + z3
+    over = framework_overhead_bytes(allocated, o.context_bytes, o.fragmentation)
     # the fields say np.ndarray; a scalar layout gives numpy scalars (the formulas' float | np.ndarray)
-    return MemoryBreakdown(w, g, o, act, over, allocated + over, peak_stage=rank,  # type: ignore[arg-type]
+    return MemoryBreakdown(w, g, opt, act, over, allocated + over, peak_stage=rank,  # type: ignore[arg-type]
                            peak_stage_layers=n, fp8_weights_bytes=w8, zero3_working_bytes=z3,
                            expert_weights_bytes=ew)
 
@@ -230,10 +232,10 @@ def _check_recipe(model: ModelSpec, layout: Layout,
 
 
 def _checked_layout(model: ModelSpec, s: int,
-                    layout: Layout) -> tuple[dict[str, Any], tuple[np.ndarray, ...]]:
-    """The layout as :func:`_stage_memory` reads it (``zero_group`` the ZeRO shard group
-    d c, ``m`` the micro-batches per iteration or None), and the first, middle and last
-    stages' layers."""
+                    layout: Layout) -> tuple[StageLayout, tuple[np.ndarray, ...]]:
+    """The layout as the stage terms read it (``zero_group`` the ZeRO shard group d c,
+    ``num_microbatches`` the micro-batches per iteration or None), and the first, middle and
+    last stages' layers."""
     gpus, tp, pp, cp, vv = check_layout(model, layout, s)
     first, last = layout.first_stage_layers, layout.last_stage_layers
     layers = _stage_layers(model.layers, pp, None if first is None else np.asarray(first),
@@ -246,8 +248,10 @@ def _checked_layout(model: ModelSpec, s: int,
         gb_arr = np.asarray(layout.global_batch)
         v.multiple_of("global_batch", gb_arr, "micro_batch x dp", b * dp)
         m = gb_arr / (b * dp)
-    return dict(pp=pp, tp=tp, cp=cp, zero_group=dp * cp, ep=ep, etp=etp, edp=edp,
-                micro_batch=b, m=m, interleave=vv, seq_len=s), layers[:3]
+    return StageLayout(tp=tp, cp=cp, pp=pp, interleave=vv, zero_group=dp * cp, ep=ep, etp=etp,
+                       expert_zero_group=edp, zero_stage=layout.zero_stage, micro_batch=b,
+                       num_microbatches=m, seq_len=s,
+                       optimizer_moments=layout.optimizer_moments), layers[:3]
 
 
 def memory_per_gpu(model: ModelSpec, layout: Layout, options: MemoryOptions = MemoryOptions(),
@@ -318,30 +322,28 @@ def memory_per_gpu(model: ModelSpec, layout: Layout, options: MemoryOptions = Me
     L, o = layout, options
     prec, flash_attention, lin, mods = _check_recipe(model, L, o)
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
-    c, (n_first, n_mid, n_last) = _checked_layout(model, s, L)
+    sl, (n_first, n_mid, n_last) = _checked_layout(model, s, L)
     recompute = L.recompute
     moe_capacity_factor = 1.0 if o.moe_capacity_factor is None else o.moe_capacity_factor
     layer_options = LayerOptions(recompute, mods, flash_attention, L.sequence_parallel,
                                  linear_input_bytes=lin, moe_capacity_factor=moe_capacity_factor,
                                  moe_probs_at=o.moe_probs_at)
-    c["layer_bytes"] = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"],
-                                              c["etp"], layer_options)
-    c["recompute_bytes"] = 0.0
+    layer_bytes = layer_activation_bytes(model, s, sl.micro_batch, sl.tp, sl.cp, sl.etp,
+                                         layer_options)
+    recompute_bytes: float | np.ndarray = 0.0
     if np.any(rebuilds_whole_layers(recompute, mods)):
         # the layer with nothing recomputed: what a layer-wide recompute rebuilds against
         # (a second activation count, paid only when some layout rebuilds whole layers)
-        none = layer_activation_bytes(model, s, c["micro_batch"], c["tp"], c["cp"], c["etp"],
+        none = layer_activation_bytes(model, s, sl.micro_batch, sl.tp, sl.cp, sl.etp,
                                       replace(layer_options, recompute="none", recompute_modules=()))
-        c["recompute_bytes"] = recompute_working_bytes(none, c["layer_bytes"], recompute, mods)
-    c.update(stack=v.choice("stack", stack, MEMORY_STACKS))
-    c.update(loss_bytes=loss_bytes_per_logit(STACK_LOSS[c["stack"]] if o.loss is None else o.loss))
-    c.update(zero_stage=L.zero_stage, optimizer=o.optimizer, optimizer_moments=L.optimizer_moments,
-             finetune=o.finetune, lora_rank=o.lora_rank, lora_targets=o.lora_targets,
-             qlora_16bit_embeddings=o.qlora_16bit_embeddings, schedule=o.schedule, precision=prec,
-             generation=generation, context_bytes=o.context_bytes, fragmentation=o.fragmentation)
-    first = _stage_memory(model, "first", n_first, 0, c)
-    last = _stage_memory(model, "last", n_last, c["pp"] - 1, c)
-    return _peak_stage(first, last, _stage_memory(model, "middle", n_mid, 1, c), c["pp"])
+        recompute_bytes = recompute_working_bytes(none, layer_bytes, recompute, mods)
+    stack = v.choice("stack", stack, MEMORY_STACKS)
+    recipe = _StageRecipe(layer_bytes, recompute_bytes,
+                          loss_bytes_per_logit(STACK_LOSS[stack] if o.loss is None else o.loss),
+                          prec, generation, stacks_mod.stack(stack).memory == "fsdp")
+    first = _stage_memory(model, "first", n_first, 0, sl, o, recipe)
+    last = _stage_memory(model, "last", n_last, sl.pp - 1, sl, o, recipe)
+    return _peak_stage(first, last, _stage_memory(model, "middle", n_mid, 1, sl, o, recipe), sl.pp)
 
 
 def seed_heuristic_memory_gb(model_size_b: ArrayLike, num_gpus: ArrayLike, tp_size: ArrayLike,

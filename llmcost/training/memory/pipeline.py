@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 from ... import _validate as v
 from ..arch import ModelSpec
 from .options import SCHEDULES, STAGES
+from .stage_layout import StageLayout
 
 if TYPE_CHECKING:
     from ..layout import Layout
@@ -336,11 +337,8 @@ def check_layout(model: ModelSpec, layout: Layout, seq_len: ArrayLike) -> tuple[
 
 
 def stage_activation_bytes(model: ModelSpec, layer_bytes: float | np.ndarray, stage_layers: float | np.ndarray,
-                           seq_len: float | np.ndarray, micro_batch: float | np.ndarray = 1,
-                           tp: float | np.ndarray = 1, cp: float | np.ndarray = 1, pp: ArrayLike = 1,
-                           num_microbatches: ArrayLike | None = None, interleave: ArrayLike = 1, stage: str = "first",
-                           schedule: str = "1f1b", recompute_bytes: ArrayLike = 0.0,
-                           loss_bytes: ArrayLike = 4.0) -> float | np.ndarray:
+                           layout: StageLayout, stage: str = "first", schedule: str = "1f1b",
+                           recompute_bytes: ArrayLike = 0.0, loss_bytes: ArrayLike = 4.0) -> float | np.ndarray:
     r"""Activations a pipeline stage holds at its peak, per GPU.
 
     .. math::
@@ -368,12 +366,10 @@ def stage_activation_bytes(model: ModelSpec, layer_bytes: float | np.ndarray, st
         M̄ [bytes].
     stage_layers : int or array
         n [-].
-    seq_len, micro_batch : int or array
-        s [tokens], b [sequences].
-    tp, cp, pp, interleave : int or array
-        t, c, p, v [-].
-    num_microbatches : int or array, optional
-        m [-] (:func:`inflight_layers`).
+    layout : StageLayout
+        s (``seq_len``, required here) [tokens], b (``micro_batch``) [sequences], t, c, p,
+        v (``tp``, ``cp``, ``pp``, ``interleave``) [-] and m (``num_microbatches``,
+        :func:`inflight_layers`) [-].
     stage : {"first", "middle", "last"}
     schedule : {"1f1b", "gpipe"}
     recompute_bytes : float or array
@@ -393,17 +389,20 @@ def stage_activation_bytes(model: ModelSpec, layer_bytes: float | np.ndarray, st
        arXiv:1604.06174, §3 (a recomputed segment's activations are rebuilt for its
        backward, one segment at a time).
     """
-    held = inflight_layers(model.layers, pp, num_microbatches, interleave, stage, schedule,
+    L = layout
+    if L.seq_len is None:
+        raise v.InputError("seq_len", "the activations need the layout's seq_len")
+    held = inflight_layers(model.layers, L.pp, L.num_microbatches, L.interleave, stage, schedule,
                            stage_layers)
     act = layer_bytes * held
     rc = v.nonnegative("recompute_bytes", recompute_bytes)
     if stage == "middle":
         return v.result(act + rc)
-    tokens = seq_len / cp * micro_batch
+    tokens = L.seq_len / L.cp * L.micro_batch
     # with p = 1 the one stage is both ends: embedding mask and logits
-    single = np.asarray(pp) == 1
-    embed_mask = np.where(model.dropout, 1.0, 0.0) * tokens * model.hidden / tp
-    logits = v.positive("loss_bytes", loss_bytes) * tokens * model.vocab / tp
+    single = np.asarray(L.pp) == 1
+    embed_mask = np.where(model.dropout, 1.0, 0.0) * tokens * model.hidden / L.tp
+    logits = v.positive("loss_bytes", loss_bytes) * tokens * model.vocab / L.tp
     mask = np.where(single | (stage == "first"), embed_mask * held / stage_layers, 0.0)
     return v.result(act + mask + np.maximum(np.where(single | (stage == "last"), logits, 0.0),
                                             rc))

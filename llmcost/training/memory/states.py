@@ -13,7 +13,6 @@ from ..arch import ModelSpec
 from ..flops import matmul_params_per_layer
 from ..precision import PRECISIONS, fp8_weight_copy_bytes
 from .options import (
-    FINETUNE_MODES,
     FP32_MOMENTS,
     FROZEN_BYTES_PER_PARAM,
     LORA_TARGETS,
@@ -21,10 +20,12 @@ from .options import (
     OPTIMIZER_MOMENTS,
     OPTIMIZERS,
     STAGES,
+    MemoryOptions,
 )
+from .stage_layout import StageLayout
 
 
-def model_state_bytes(params: ArrayLike, dp: ArrayLike = 1, zero_stage: ArrayLike = 0, optimizer: str = "adam",
+def model_state_bytes(params: ArrayLike, zero_group: ArrayLike = 1, zero_stage: ArrayLike = 0, optimizer: str = "adam",
                       optimizer_moments: str = "fp32") -> tuple[float | np.ndarray, ...]:
     r"""Weights, gradients and optimizer states per GPU under ZeRO.
 
@@ -46,8 +47,8 @@ def model_state_bytes(params: ArrayLike, dp: ArrayLike = 1, zero_stage: ArrayLik
     params : float or array
         Parameters held by this GPU before ZeRO sharding, Psi [-] (already divided by the
         tensor- and pipeline-parallel split).
-    dp : int or array
-        Data-parallel (ZeRO sharding) degree N_d [-].
+    zero_group : int or array
+        The GPUs ZeRO shards over (the data-parallel group) N_d [-].
     zero_stage : int or array
         0 (none), 1 (optimizer states), 2 (+ gradients), 3 (+ parameters).
     optimizer : {"adam", "adam-8bit", "sgd", "adam-fp32"}
@@ -74,7 +75,7 @@ def model_state_bytes(params: ArrayLike, dp: ArrayLike = 1, zero_stage: ArrayLik
     v.choice("optimizer", optimizer, OPTIMIZERS)
     v.choice("optimizer_moments", optimizer_moments, OPTIMIZER_MOMENTS)
     psi = v.nonnegative("params", params)
-    nd = v.integer("dp", dp)
+    nd = v.integer("zero_group", zero_group)
     stage = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
     bw, bg, bo = OPTIMIZER_BYTES_PER_PARAM[optimizer]
     if optimizer_moments == "bf16":
@@ -144,7 +145,7 @@ MEMORY_STACKS = stacks_mod.NAMES
 FSDP_ACCUMULATED_GRAD_BYTES = 4.0
 
 
-def pipelined_fsdp_bytes(stage_weight_bytes: ArrayLike, pp: ArrayLike = 1, dp: ArrayLike = 1,
+def pipelined_fsdp_bytes(stage_weight_bytes: ArrayLike, pp: ArrayLike = 1, zero_group: ArrayLike = 1,
                          zero_stage: ArrayLike = 3, stack: str = "megatron", weight_bytes: float = 2.0,
                          grad_bytes: float = FSDP_ACCUMULATED_GRAD_BYTES
                          ) -> tuple[float | np.ndarray, float | np.ndarray]:
@@ -168,7 +169,7 @@ def pipelined_fsdp_bytes(stage_weight_bytes: ArrayLike, pp: ArrayLike = 1, dp: A
     ----------
     stage_weight_bytes : float or array
         W_0, the stage's weights on one GPU at q_w bytes per parameter, unsharded [bytes].
-    pp, dp : int or array
+    pp, zero_group : int or array
         Pipeline stages p and the sharding group N_d [-].
     zero_stage : int or array
         z: 3 is FULL_SHARD, 2 SHARD_GRAD_OP (weights already whole) [-].
@@ -196,7 +197,7 @@ def pipelined_fsdp_bytes(stage_weight_bytes: ArrayLike, pp: ArrayLike = 1, dp: A
     st = stacks_mod.stack(v.choice("stack", stack, MEMORY_STACKS)).memory
     w0 = v.nonnegative("stage_weight_bytes", stage_weight_bytes)
     p = np.asarray(v.integer("pp", pp, minimum=1))
-    d = np.asarray(v.integer("dp", dp, minimum=1))
+    d = np.asarray(v.integer("zero_group", zero_group, minimum=1))
     z = np.asarray(v.integer("zero_stage", zero_stage, minimum=0, maximum=3))
     on = (st == "fsdp") & (p > 1) & (d > 1)
     mw = np.where(on & (z >= 3), w0, 0.0)
@@ -204,7 +205,7 @@ def pipelined_fsdp_bytes(stage_weight_bytes: ArrayLike, pp: ArrayLike = 1, dp: A
     return v.result(mw), v.result(mg)
 
 
-def zero3_working_set_bytes(layer_params: ArrayLike, dp: ArrayLike = 1, zero_stage: ArrayLike = 3,
+def zero3_working_set_bytes(layer_params: ArrayLike, zero_group: ArrayLike = 1, zero_stage: ArrayLike = 3,
                             weight_bytes: ArrayLike = 2.0, grad_bytes: ArrayLike = 2.0,
                             prefetch_layers: ArrayLike = 1) -> float | np.ndarray:
     r"""Unsharded buffers ZeRO-3 / FSDP holds beside its shards, per GPU.
@@ -223,7 +224,7 @@ def zero3_working_set_bytes(layer_params: ArrayLike, dp: ArrayLike = 1, zero_sta
     ----------
     layer_params : float or array
         Psi_layer, parameters of one layer on this GPU (after tensor parallelism) [-].
-    dp : int or array
+    zero_group : int or array
         Sharding degree N_d [-]; with 1 nothing is sharded, nothing gathered.
     zero_stage : int or array
         0-3; only stage 3 gathers parameters.
@@ -245,7 +246,7 @@ def zero3_working_set_bytes(layer_params: ArrayLike, dp: ArrayLike = 1, zero_sta
        gradients before reduce-scatter).
     """
     psi = v.nonnegative("layer_params", layer_params)
-    nd = v.integer("dp", dp)
+    nd = v.integer("zero_group", zero_group)
     stage = v.integer("zero_stage", zero_stage, minimum=0, maximum=3)
     qw = v.nonnegative("weight_bytes", weight_bytes)
     qg = v.nonnegative("grad_bytes", grad_bytes)
@@ -303,18 +304,20 @@ def stage_parameters(model: ModelSpec, stage_layers: ArrayLike, pp: ArrayLike = 
                                     model.output_params) + final_norm)
 
 
-def _layer_params_per_gpu(model: ModelSpec, tp: float | np.ndarray, ep: float | np.ndarray,
-                          etp: float | np.ndarray) -> float | np.ndarray:
-    """One layer's parameters on a GPU: routed experts over e t_e, the rest over t."""
-    return (model.layer_params - model.expert_layer_params) / tp \
-        + model.expert_layer_params / (ep * etp)
+def _params_per_gpu(params: float | np.ndarray, expert_params: float | np.ndarray,
+                    layout: StageLayout) -> float | np.ndarray:
+    """Parameters on a GPU: routed experts over e t_e, the rest over t."""
+    return (params - expert_params) / layout.tp + expert_params / (layout.ep * layout.etp)
+
+
+def _layer_params_per_gpu(model: ModelSpec, layout: StageLayout) -> float | np.ndarray:
+    """One layer's parameters on a GPU (:func:`_params_per_gpu`)."""
+    return _params_per_gpu(model.layer_params, model.expert_layer_params, layout)
 
 
 def stage_model_state_bytes(model: ModelSpec, stage_params: ArrayLike, stage_layers: ArrayLike,
-                            tp: float | np.ndarray = 1, dp: ArrayLike = 1, ep: float | np.ndarray = 1,
-                            etp: float | np.ndarray = 1, expert_dp: ArrayLike = 1, zero_stage: ArrayLike = 0,
-                            optimizer: str = "adam",
-                            optimizer_moments: str = "fp32") -> tuple[float | np.ndarray, ...]:
+                            layout: StageLayout = StageLayout(),
+                            options: MemoryOptions = MemoryOptions()) -> tuple[float | np.ndarray, ...]:
     r"""Weights, gradients and optimizer states of a pipeline stage per GPU, full training.
 
     .. math::
@@ -334,16 +337,11 @@ def stage_model_state_bytes(model: ModelSpec, stage_params: ArrayLike, stage_lay
         P [-].
     stage_layers : int or array
         n [-].
-    tp, ep, etp : int or array
-        t, e, t_e [-].
-    dp : int or array
-        N_d, sharding group of the non-expert states [-].
-    expert_dp : int or array
-        N_ed [-] (:func:`check_expert_layout`).
-    zero_stage : int or array
-        0-3.
-    optimizer, optimizer_moments
-        See :func:`model_state_bytes`.
+    layout : StageLayout
+        t (``tp``), e, t_e (``ep``, ``etp``), N_d (``zero_group``), N_ed
+        (``expert_zero_group``), the ZeRO stage and ``optimizer_moments``.
+    options : MemoryOptions
+        Its ``optimizer`` (:func:`model_state_bytes`).
 
     Returns
     -------
@@ -355,22 +353,20 @@ def stage_model_state_bytes(model: ModelSpec, stage_params: ArrayLike, stage_lay
     .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §5.
     .. [2] Megatron-Core documentation, "Mixture of Experts" (expert data parallelism).
     """
+    L = layout
     experts = np.asarray(stage_layers) * model.expert_layer_params
-    w, g, o = model_state_bytes((np.asarray(stage_params) - experts) / tp, dp, zero_stage,
-                                optimizer, optimizer_moments)
+    w, g, o = model_state_bytes((np.asarray(stage_params) - experts) / L.tp, L.zero_group,
+                                L.zero_stage, options.optimizer, L.optimizer_moments)
     if not model.is_moe:
         return w, g, o, 0.0
-    we, ge, oe = model_state_bytes(experts / (ep * etp), expert_dp, zero_stage, optimizer,
-                                   optimizer_moments)
+    we, ge, oe = model_state_bytes(experts / (L.ep * L.etp), L.expert_zero_group, L.zero_stage,
+                                   options.optimizer, L.optimizer_moments)
     return w + we, g + ge, o + oe, we
 
 
 def stage_adapter_state_bytes(model: ModelSpec, stage_params: ArrayLike, stage_layers: ArrayLike,
-                              tp: float | np.ndarray = 1, dp: float | np.ndarray = 1, ep: float | np.ndarray = 1,
-                              etp: float | np.ndarray = 1, zero_stage: ArrayLike = 0, optimizer: str = "adam",
-                              optimizer_moments: str = "fp32", finetune: str = "lora", lora_rank: ArrayLike = 16,
-                              lora_targets: str = "all",
-                              qlora_16bit_embeddings: bool = True) -> tuple[float | np.ndarray, ...]:
+                              layout: StageLayout,
+                              options: MemoryOptions) -> tuple[float | np.ndarray, ...]:
     r"""Weights, gradients and optimizer states of a pipeline stage per GPU, LoRA/QLoRA.
 
     The base model is frozen (no gradients or optimizer states); the adapters are trained:
@@ -391,18 +387,15 @@ def stage_adapter_state_bytes(model: ModelSpec, stage_params: ArrayLike, stage_l
         Architecture.
     stage_params, stage_layers : int or array
         P, n [-] (:func:`stage_parameters`).
-    tp, dp, ep, etp : int or array
-        t, N_d = d c, e, t_e [-].
-    zero_stage : int or array
-        0-3.
-    optimizer, optimizer_moments
-        See :func:`model_state_bytes`.
-    finetune : {"lora", "qlora"}
-    lora_rank, lora_targets
-        See :func:`lora_parameter_count`.
-    qlora_16bit_embeddings : bool
-        QLoRA: embeddings, LM head and final norm kept in 16 bits, as QLoRA's reference
-        code does (bitsandbytes replaces the blocks' linear layers).
+    layout : StageLayout
+        t (``tp``), N_d = d c (``zero_group``), e, t_e (``ep``, ``etp``), the ZeRO stage
+        and ``optimizer_moments`` (:func:`model_state_bytes`).
+    options : MemoryOptions
+        ``finetune`` "lora" or "qlora", ``lora_rank`` and ``lora_targets``
+        (:func:`lora_parameter_count`), ``optimizer`` (:func:`model_state_bytes`) and
+        ``qlora_16bit_embeddings``: QLoRA's embeddings, LM head and final norm kept in 16
+        bits, as QLoRA's reference code does (bitsandbytes replaces the blocks' linear
+        layers).
 
     Returns
     -------
@@ -414,25 +407,23 @@ def stage_adapter_state_bytes(model: ModelSpec, stage_params: ArrayLike, stage_l
     .. [1] Hu et al. 2021, arXiv:2106.09685, §4.
     .. [2] Dettmers et al. 2023, arXiv:2305.14314, §3.
     """
+    L, finetune = layout, options.finetune
     v.choice("finetune", finetune, tuple(FROZEN_BYTES_PER_PARAM))
-    adapters = lora_parameter_count(model, lora_rank, lora_targets)
+    adapters = lora_parameter_count(model, options.lora_rank, options.lora_targets)
     n = np.asarray(stage_layers)
-    experts = n * model.expert_layer_params
-    psi = (np.asarray(stage_params) - experts) / tp + experts / (ep * etp)
-    w_a, g, o = model_state_bytes(adapters * n / model.layers / tp, dp, zero_stage, optimizer,
-                                  optimizer_moments)
+    psi = _params_per_gpu(np.asarray(stage_params), n * model.expert_layer_params, L)
+    w_a, g, o = model_state_bytes(adapters * n / model.layers / L.tp, L.zero_group, L.zero_stage,
+                                  options.optimizer, L.optimizer_moments)
     frozen = FROZEN_BYTES_PER_PARAM[finetune] * psi
-    if finetune == "qlora" and qlora_16bit_embeddings:
-        blocks = n * model.layer_params / tp
+    if finetune == "qlora" and options.qlora_16bit_embeddings:
+        blocks = n * model.layer_params / L.tp
         frozen = (FROZEN_BYTES_PER_PARAM["qlora"] * blocks
                   + FROZEN_BYTES_PER_PARAM["lora"] * (psi - blocks))
-    return w_a + frozen / np.where(np.asarray(zero_stage) >= 3, dp, 1), g, o
+    return w_a + frozen / np.where(np.asarray(L.zero_stage) >= 3, L.zero_group, 1), g, o
 
 
-def stage_zero3_working_bytes(model: ModelSpec, stage_layers: ArrayLike, tp: float | np.ndarray = 1,
-                              dp: ArrayLike = 1, ep: float | np.ndarray = 1, etp: float | np.ndarray = 1,
-                              zero_stage: ArrayLike = 0, optimizer: str = "adam",
-                              finetune: str = "full") -> float | np.ndarray:
+def stage_zero3_working_bytes(model: ModelSpec, stage_layers: ArrayLike, layout: StageLayout = StageLayout(),
+                              options: MemoryOptions = MemoryOptions()) -> float | np.ndarray:
     r"""ZeRO-3 / FSDP working set of a pipeline stage per GPU.
 
     .. math:: M_{Z3} = \left[(1 + n_{pf})\, q_w + q_g\right] \Psi_{layer},\qquad
@@ -449,12 +440,11 @@ def stage_zero3_working_bytes(model: ModelSpec, stage_layers: ArrayLike, tp: flo
         Architecture.
     stage_layers : int or array
         n [-].
-    tp, dp, ep, etp : int or array
-        t, sharding group N_d = d c, e, t_e [-].
-    zero_stage : int or array
-        0-3.
-    optimizer : {"adam", "adam-8bit", "sgd", "adam-fp32"}
-    finetune : {"full", "lora", "qlora"}
+    layout : StageLayout
+        t, e, t_e (``tp``, ``ep``, ``etp``), the sharding group N_d = d c
+        (``zero_group``) and the ZeRO stage.
+    options : MemoryOptions
+        ``optimizer`` and ``finetune``.
 
     Returns
     -------
@@ -466,17 +456,16 @@ def stage_zero3_working_bytes(model: ModelSpec, stage_layers: ArrayLike, tp: flo
     .. [1] Rajbhandari et al. 2019, arXiv:1910.02054, §5.3.
     .. [2] Zhao et al. 2023, arXiv:2304.11277, §3.3-3.4.
     """
-    v.choice("finetune", finetune, FINETUNE_MODES)
-    layer = np.where(np.asarray(stage_layers) > 0, _layer_params_per_gpu(model, tp, ep, etp), 0.0)
+    L, finetune = layout, options.finetune
+    layer = np.where(np.asarray(stage_layers) > 0, _layer_params_per_gpu(model, L), 0.0)
     if finetune == "full":
-        qw, qg, _ = OPTIMIZER_BYTES_PER_PARAM[optimizer]
+        qw, qg, _ = OPTIMIZER_BYTES_PER_PARAM[options.optimizer]
     else:
         qw, qg = FROZEN_BYTES_PER_PARAM[finetune], 0.0
-    return zero3_working_set_bytes(layer, dp, zero_stage, qw, qg)
+    return zero3_working_set_bytes(layer, L.zero_group, L.zero_stage, qw, qg)
 
 
-def stage_fp8_weight_bytes(model: ModelSpec, stage_layers: ArrayLike, tp: float | np.ndarray = 1,
-                           ep: float | np.ndarray = 1, etp: float | np.ndarray = 1, zero_stage: ArrayLike = 0,
+def stage_fp8_weight_bytes(model: ModelSpec, stage_layers: ArrayLike, layout: StageLayout = StageLayout(),
                            precision: ArrayLike = "bf16", generation: ArrayLike = "hopper") -> float | np.ndarray:
     r"""FP8/MXFP8 copies of a pipeline stage's GEMM weights per GPU, beside its BF16 weights.
 
@@ -495,10 +484,8 @@ def stage_fp8_weight_bytes(model: ModelSpec, stage_layers: ArrayLike, tp: float 
         Architecture.
     stage_layers : int or array
         n [-].
-    tp, ep, etp : int or array
-        t, e, t_e [-].
-    zero_stage : int or array
-        0-3.
+    layout : StageLayout
+        t, e, t_e (``tp``, ``ep``, ``etp``) and the ZeRO stage.
     precision : {"bf16", "fp8", "mxfp8"} or array of these names
     generation : str
         GPU generation ("hopper", "blackwell", ...).
@@ -517,10 +504,10 @@ def stage_fp8_weight_bytes(model: ModelSpec, stage_layers: ArrayLike, tp: float 
     if not np.any(prec != "bf16"):
         return 0.0
     if model.is_moe:
-        mm_gpu = _layer_params_per_gpu(model, tp, ep, etp)
+        mm_gpu = _layer_params_per_gpu(model, layout)
     else:
         mm_gpu = matmul_params_per_layer(model.hidden, model.heads, model.kv_heads,
-                                         model.ffn_hidden, model.gated_ffn, model.head_dim) / tp
+                                         model.ffn_hidden, model.gated_ffn, model.head_dim) / layout.tp
     n = np.asarray(stage_layers)
-    held = np.where(np.asarray(zero_stage) >= 3, np.minimum(n, 1), n)
+    held = np.where(np.asarray(layout.zero_stage) >= 3, np.minimum(n, 1), n)
     return fp8_weight_copy_bytes(held * mm_gpu, prec, generation)
