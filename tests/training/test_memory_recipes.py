@@ -97,16 +97,19 @@ def test_mla_block_and_its_up_projection_by_hand():
     assert full == S * 2 * H
 
 
-def test_layernorm_frees_the_norm_outputs():
-    # dense GQA layer (Llama 3 70B: h 8192, 64 heads, 8 KV heads, f 28672, gated), TP 8 + SP,
-    # FP8 cache: the two norm outputs, 1 byte x h / t each
+def _freed_on_dense_layer(modules, q):
+    """Bytes that recomputing ``modules`` frees on a Llama 3 70B layer (h 8192, 64 heads, 8 KV
+    heads, f 28672, gated) at TP 8 + SP, 8,192 tokens, q bytes per cached input."""
     args = (L70_LAYER, 8192, 1, 8, 1)
-    kw = dict(flash_attention=False, sequence_parallel=True)
+    kw = dict(flash_attention=False, sequence_parallel=True, linear_input_bytes=q)
+    return (mem.activation_bytes_per_layer(*args, LayerOptions(**kw))
+            - mem.activation_bytes_per_layer(*args, LayerOptions(recompute_modules=modules, **kw)))
+
+
+def test_layernorm_frees_the_norm_outputs():
+    # dense GQA layer: the two norm outputs, q bytes x h / t each
     for q in (2.0, 1.0):
-        freed = (mem.activation_bytes_per_layer(*args, LayerOptions(linear_input_bytes=q, **kw))
-                 - mem.activation_bytes_per_layer(*args, LayerOptions(
-                     recompute_modules=("layernorm",), linear_input_bytes=q, **kw)))
-        assert freed == pytest.approx(8192 * 2 * q * 8192 / 8)
+        assert _freed_on_dense_layer(("layernorm",), q) == pytest.approx(8192 * 2 * q * 8192 / 8)
     # MLA: the one norm output the down-projections read, q h / t^SP
     freed = mem.mla_attention_activation_bytes(*MLA) - mem.mla_attention_activation_bytes(
         *MLA, options=LayerOptions(recompute_modules=("layernorm",)))
@@ -114,14 +117,9 @@ def test_layernorm_frees_the_norm_outputs():
 
 
 def test_mlp_and_core_attn_on_a_dense_layer():
-    args = (L70_LAYER, 8192, 1, 8, 1)
-    kw = dict(flash_attention=False, sequence_parallel=True)
     # mlp: the fc1 output (gate and up, 2 x 2f) and the fc2 input (q f), over t
     for q in (2.0, 1.0):
-        freed = (mem.activation_bytes_per_layer(*args, LayerOptions(linear_input_bytes=q, **kw))
-                 - mem.activation_bytes_per_layer(*args, LayerOptions(
-                     recompute_modules="mlp", linear_input_bytes=q, **kw)))
-        assert freed == pytest.approx(8192 * (4 + q) * 28672 / 8)
+        assert _freed_on_dense_layer("mlp", q) == pytest.approx(8192 * (4 + q) * 28672 / 8)
     # core_attn is selective recomputation: unfused attention without dropout frees the
     # softmax output, 2 a s / t per token
     small = ModelSpec(layers=1, hidden=2048, heads=16, vocab=32000, seq_len=2048, dropout=False)
