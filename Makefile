@@ -5,9 +5,10 @@ PY      = $(VENV)/bin/python
 # pytest caches its rewritten test modules in __pycache__ (git-ignored) unless the environment
 # forbids bytecode files: allowed for the test runs, collection takes 5 s instead of 12
 PYTEST  = env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
-# both cores of a 2-core machine (tests/conftest.py groups a module's tests, and all browser
-# tests, on one worker); XDIST= runs in one process
-XDIST  ?= -n 2 --dist loadgroup
+# both cores of a 2-core machine, a test module per worker at a time (its module fixtures are
+# built once; each worker starts the browser tests' server at most once); XDIST= runs in one
+# process. Not loadgroup: pytest-xdist 3.8 cannot set its group suffix on pytest 9's node ids.
+XDIST  ?= -n 2 --dist loadfile
 PORT   ?= 8866
 HOST   ?= 127.0.0.1
 

@@ -71,9 +71,4 @@ def pytest_collection_modifyitems(config, items):
     if unmarked:
         raise pytest.UsageError("browser tests without @pytest.mark.browser: "
                                 + ", ".join(unmarked[:5]))
-    # make test runs on both cores (pytest-xdist, --dist loadgroup): a module's tests stay on
-    # one worker, so its module-scoped fixtures are built once, and every browser test shares
-    # one worker, so the session's Voila server starts once
-    for item in items:
-        group = "browser" if item.get_closest_marker("browser") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+
