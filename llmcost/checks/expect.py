@@ -89,11 +89,11 @@ class TwoLevelLinks:
         v.check_fields(self, v.nonnegative, ("intra_latency_us", "inter_latency_us"))
         v.check_fields(self, v.fraction, ("intra_efficiency", "inter_efficiency"))
 
-    def comm_args(self) -> tuple:
-        """The links in the order :mod:`llmcost.training.comm`'s two-level collectives take
-        them (after size, ranks and ranks per node)."""
-        return (self.intra_gb_per_s, self.inter_gb_per_s, self.intra_latency_us, self.inter_latency_us,
-                self.intra_efficiency, self.inter_efficiency, self.congestion)
+    def fabric_links(self) -> "comm.Links":
+        """These links as :mod:`llmcost.training.comm`'s two-level collectives take them (the
+        congestion c(n) apart, their own argument)."""
+        return comm.Links.of(self.intra_gb_per_s, self.inter_gb_per_s, self.intra_latency_us,
+                             self.inter_latency_us, self.intra_efficiency, self.inter_efficiency)
 
 
 def tree_allreduce_busbw_gb_per_s(size_bytes, ranks, ranks_per_node, links: TwoLevelLinks):
@@ -177,18 +177,18 @@ def expected_busbw_gb_per_s(op: str, size_bytes, ranks, ranks_per_node, links: T
     s = v.nonnegative("size_bytes", size_bytes)
     n = v.integer("ranks", ranks, minimum=2)
     k = np.minimum(v.integer("ranks_per_node", ranks_per_node), n)
-    args = links.comm_args()
+    two_level = links.fabric_links()
     if op == "all_reduce":
-        t = comm.hierarchical_allreduce_time_s(s, n, k, comm.Links.of(*args[:-1]), links.congestion)
+        t = comm.hierarchical_allreduce_time_s(s, n, k, two_level, links.congestion)
         # NCCL picks the faster of ring and tree: across nodes the tree's busbw can be higher
         ring = bus_bandwidth_factor(op, n) * s / np.where(np.asarray(t) > 0, t, np.inf) / 1e9
         tree = tree_allreduce_busbw_gb_per_s(s, n, k, links)
         best = np.fmax(ring, tree)
         return v.result(np.where(s > 0, best, np.nan))
     elif op in ("all_gather", "reduce_scatter"):
-        t = comm.hierarchical_allgather_time_s(s, n, k, comm.Links.of(*args[:-1]), links.congestion)
+        t = comm.hierarchical_allgather_time_s(s, n, k, two_level, links.congestion)
     elif op == "alltoall":
-        t = comm.hierarchical_alltoall_time_s(s, n, k, comm.Links.of(*args[:-1]), links.congestion)
+        t = comm.hierarchical_alltoall_time_s(s, n, k, two_level, links.congestion)
     elif op == "sendrecv":
         across = n > k
         t = np.where(across,
