@@ -73,6 +73,13 @@ def check_fields(group, check, names: Iterable[str], **options) -> None:
         object.__setattr__(group, name, check(name, getattr(group, name), **options))
 
 
+def checked(check, **named) -> tuple:
+    """The arguments ``named`` each passed through ``check`` (e.g. :func:`positive`) under
+    its own name, in the order given: an entry point's checks in one statement, the first
+    bad argument named in the error."""
+    return tuple(check(name, value) for name, value in named.items())
+
+
 def positive(name: str, value) -> np.ndarray:
     """Finite and > 0."""
     return in_range(name, value, 0, None, low_inclusive=False)

@@ -24,7 +24,7 @@ import re
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pandas as pd
 
@@ -219,32 +219,11 @@ class Catalog:
         v.choice("table", name, TABLES)
         return self._table(name).copy()
 
-    def gpus(self) -> pd.DataFrame:
-        return self.table("gpus")
-
-    def models(self) -> pd.DataFrame:
-        return self.table("models")
-
-    def fabrics(self) -> pd.DataFrame:
-        return self.table("fabrics")
-
-    def prices(self) -> pd.DataFrame:
-        return self.table("prices")
-
-    def published_runs(self) -> pd.DataFrame:
-        return self.table("published_runs")
-
-    def failure_rates(self) -> pd.DataFrame:
-        return self.table("failure_rates")
-
-    def step_model_errors(self) -> pd.DataFrame:
-        return self.table("step_model_errors")
-
-    def published_batches(self) -> pd.DataFrame:
-        return self.table("published_batches")
-
-    def realized_runs(self) -> pd.DataFrame:
-        return self.table("realized_runs")
+    def __getattr__(self, name: str) -> Callable[[], pd.DataFrame]:
+        """``cat.gpus()``, ``cat.prices()``, ...: :meth:`table` of each name in :data:`TABLES`."""
+        if name in TABLES:
+            return functools.partial(self.table, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def price_offer(self, gpu_id: str, offer: str | None = None) -> pd.Series | None:
         """The prices.csv row priced for ``gpu_id``: ``offer`` (an id) if given, else the
@@ -499,32 +478,12 @@ def default() -> Catalog:
     return _default(os.environ.get("LLMCOST_DATA"))
 
 
-def gpus() -> pd.DataFrame:
-    return default().gpus()
-
-
-def models() -> pd.DataFrame:
-    return default().models()
-
-
-def fabrics() -> pd.DataFrame:
-    return default().fabrics()
-
-
-def prices() -> pd.DataFrame:
-    return default().prices()
-
-
-def published_runs() -> pd.DataFrame:
-    return default().published_runs()
-
-
-def published_batches() -> pd.DataFrame:
-    return default().published_batches()
-
-
-def failure_rates() -> pd.DataFrame:
-    return default().failure_rates()
+def __getattr__(name: str) -> Callable[[], pd.DataFrame]:
+    """``catalog.gpus()``, ``catalog.prices()``, ...: the default catalog's table of each name
+    in :data:`TABLES`."""
+    if name in TABLES:
+        return lambda: default().table(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def failure_rate(key: str) -> FailureRate:

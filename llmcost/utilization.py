@@ -70,13 +70,9 @@ def effective_utilization(flops_per_token, global_batch, seq_len, steps, peak_tf
        ``effective_utilization``.
     .. [2] Chowdhery et al. 2022, arXiv:2204.02311, Appendix B.
     """
-    c = v.positive("flops_per_token", flops_per_token)
-    b = v.positive("global_batch", global_batch)
-    s = v.positive("seq_len", seq_len)
-    n = v.positive("steps", steps)
-    peak = v.positive("peak_tflops", peak_tflops)
-    g = v.positive("gpus", gpus)
-    t = v.positive("wall_clock_s", wall_clock_s)
+    c, b, s, n, peak, g, t = v.checked(
+        v.positive, flops_per_token=flops_per_token, global_batch=global_batch, seq_len=seq_len,
+        steps=steps, peak_tflops=peak_tflops, gpus=gpus, wall_clock_s=wall_clock_s)
     return v.result(c * b * s * n / (peak * 1e12 * g * t))
 
 

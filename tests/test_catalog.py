@@ -104,6 +104,16 @@ def test_tables_are_copies():
     assert catalog.gpu("h100-sxm").bf16_dense_tflops > 0
 
 
+def test_every_table_has_its_accessor_and_nothing_else_does(cat):
+    for name in catalog.TABLES:
+        a, b = getattr(cat, name)(), getattr(catalog, name)()
+        pd.testing.assert_frame_equal(a, cat.table(name))
+        pd.testing.assert_frame_equal(b, catalog.default().table(name))
+        assert a is not getattr(cat, name)()
+    for owner in (cat, catalog):
+        assert not hasattr(owner, "gpu_table") and not hasattr(owner, "price")
+
+
 def test_catalog_from_another_folder(tmp_path):
     for t in catalog.TABLES:
         (tmp_path / f"{t}.csv").write_text((catalog.data_dir() / f"{t}.csv").read_text())

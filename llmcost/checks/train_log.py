@@ -69,23 +69,22 @@ _MEG_ELAPSED = re.compile(r"elapsed time per iteration \(ms\):\s*(\S+)")
 _MEG_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*(\S+)")
 _MEG_GBS = re.compile(r"global batch size:\s*(\S+)")
 _MEG_TIME = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)?\]")
-_MEG_ARG = re.compile(r"^\s*(seq_length|global_batch_size|micro_batch_size|world_size|"
-                      r"tensor_model_parallel_size|pipeline_model_parallel_size|"
-                      r"context_parallel_size|expert_model_parallel_size|num_layers|"
-                      r"hidden_size|num_attention_heads|num_query_groups|ffn_hidden_size|"
-                      r"padded_vocab_size|vocab_size|max_position_embeddings)"
-                      r"\s*\.{3,}\s*(\d+)\s*$")
+#: the Megatron argument names a log's configuration is read from, printed by Megatron-LM as
+#: ``name ........ value`` and by NeMo 1.x and Megatron-Bridge as YAML keys
+_LAYOUT_ARGS = ("seq_length", "global_batch_size", "micro_batch_size", "tensor_model_parallel_size",
+                "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
+                "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "ffn_hidden_size")
+_MEG_ARG = re.compile(r"^\s*(" + "|".join(_LAYOUT_ARGS + ("world_size", "padded_vocab_size", "vocab_size",
+                                                         "max_position_embeddings"))
+                      + r")\s*\.{3,}\s*(\d+)\s*$")
 #: Megatron's ``swiglu .... True`` and ``group_query_attention .... True``
 _MEG_FLAG = re.compile(r"^\s*(swiglu|group_query_attention)\s*\.{3,}\s*(True|False)\s*$")
 #: NeMo 1.x prints its Hydra configuration at start as YAML (``    num_layers: 32``; under
 #: srun each line after a ``0: `` rank prefix); Megatron-Bridge prints its non-default values
 #: the same way (``  hidden_size: 4096  (Mcore default: 0)``)
-_NEMO_CFG = re.compile(r"^(?:\d+:)?\s+(num_layers|hidden_size|ffn_hidden_size|num_attention_heads|"
-                       r"num_query_groups|encoder_seq_length|seq_length|"
-                       r"tensor_model_parallel_size|pipeline_model_parallel_size|"
-                       r"context_parallel_size|expert_model_parallel_size|micro_batch_size|"
-                       r"global_batch_size|devices|num_nodes|activation):\s+'?([\w-]+)'?"
-                       r"\s*(?:\(.*\))?\s*$")
+_NEMO_CFG = re.compile(r"^(?:\d+:)?\s+(" + "|".join(_LAYOUT_ARGS + ("encoder_seq_length", "devices", "num_nodes",
+                                                                     "activation"))
+                       + r"):\s+'?([\w-]+)'?\s*(?:\(.*\))?\s*$")
 #: NeMo's megatron models log the padded vocabulary
 _NEMO_VOCAB = re.compile(r"Padded vocab_size:\s*(\d+)")
 #: NeMo configuration keys -> Megatron's argument names

@@ -210,13 +210,10 @@ def adapt_cost_usd(corpus_tokens: ArrayLike, queries: ArrayLike = ADAPT_QUERIES,
     .. [2] OpenAI pricing: text-embedding-3-small $0.02, GPT-4o mini $0.15 / $0.60 per
        million tokens.
     """
-    Dc = v.nonnegative("corpus_tokens", corpus_tokens)
-    Q = v.nonnegative("queries", queries)
-    ti = v.nonnegative("prompt_tokens", prompt_tokens)
-    to = v.nonnegative("answer_tokens", answer_tokens)
-    pe = v.nonnegative("embed_usd_per_million", embed_usd_per_million)
-    pi = v.nonnegative("input_usd_per_million", input_usd_per_million)
-    po = v.nonnegative("output_usd_per_million", output_usd_per_million)
+    Dc, Q, ti, to, pe, pi, po = v.checked(
+        v.nonnegative, corpus_tokens=corpus_tokens, queries=queries, prompt_tokens=prompt_tokens,
+        answer_tokens=answer_tokens, embed_usd_per_million=embed_usd_per_million,
+        input_usd_per_million=input_usd_per_million, output_usd_per_million=output_usd_per_million)
     return v.result((Dc * pe + Q * (ti * pi + to * po)) / 1e6)
 
 

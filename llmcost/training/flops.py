@@ -236,11 +236,8 @@ def flops_per_token_palm(params: ArrayLike, layers: ArrayLike, heads: ArrayLike,
     ----------
     .. [1] Chowdhery et al. 2022, arXiv:2204.02311, Appendix B.
     """
-    n = v.positive("params", params)
-    L = v.positive("layers", layers)
-    H = v.positive("heads", heads)
-    Q = v.positive("head_dim", head_dim)
-    T = v.positive("seq_len", seq_len)
+    n, L, H, Q, T = v.checked(
+        v.positive, params=params, layers=layers, heads=heads, head_dim=head_dim, seq_len=seq_len)
     return v.result(6 * n + 12 * L * H * Q * T)
 
 
@@ -359,18 +356,16 @@ def megatron_flops_per_iteration(global_batch: ArrayLike, seq_len: ArrayLike, la
     .. [2] Korthikanti et al. 2022, arXiv:2205.05198, Eq. 7 and 8.
     """
     v.choice("recompute", recompute, RECOMPUTE_MODES)
-    B = v.positive("global_batch", global_batch)
-    s = v.positive("seq_len", seq_len)
-    l = v.positive("layers", layers)
-    h = v.positive("hidden", hidden)
-    V = v.positive("vocab", vocab)
-    if recompute == "full":
-        out = 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
-    elif recompute == "none":
-        out = 72 * B * s * l * h**2 * (1 + s / (6 * h) + V / (12 * l * h))
-    else:
-        out = 72 * B * s * l * h**2 * (1 + s / (3 * h) + V / (12 * l * h))
-    return v.result(out)
+    B, s, l, h, V = v.checked(
+        v.positive, global_batch=global_batch, seq_len=seq_len, layers=layers, hidden=hidden,
+        vocab=vocab)
+    k, k_s, k_v = _PAPER_COEFFICIENTS[recompute]
+    return v.result(k * B * s * l * h**2 * (1 + s / (k_s * h) + V / (k_v * l * h)))
+
+
+#: the printed equations' coefficients (k, k_s, k_V) of F = k B s l h^2 (1 + s / (k_s h) +
+#: V / (k_V l h)) by recomputation: Eq. 3 of Narayanan 2021, Eq. 7 and 8 of Korthikanti 2022
+_PAPER_COEFFICIENTS = {"full": (96, 6, 16), "none": (72, 6, 12), "selective": (72, 3, 12)}
 
 
 def training_flops(flops_per_token: ArrayLike, tokens: ArrayLike) -> float | np.ndarray:

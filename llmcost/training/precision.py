@@ -206,14 +206,23 @@ def _saved_input_bytes(prec: np.ndarray) -> np.ndarray:
     return np.where(prec == "mxfp8", 1.0 + 1.0 / MX_BLOCK, 1.0)
 
 
+class Shard(NamedTuple):
+    """One micro-batch's tokens on one GPU, checked: s [tokens], b [sequences], t and c [-]."""
+
+    seq_len: np.ndarray | int
+    micro_batch: np.ndarray
+    tp: np.ndarray
+    cp: np.ndarray
+
+
 def _check_shard(model: ModelSpec, seq_len: ArrayLike | None, micro_batch: ArrayLike, tp: ArrayLike,
-                 cp: ArrayLike) -> tuple[np.ndarray | int, np.ndarray, np.ndarray, np.ndarray]:
+                 cp: ArrayLike) -> Shard:
     """The checked tokens of one micro-batch and parallel sizes (s, b, t, c), s the model's
     by default: the one argument check of the per-layer activation and FP8-traffic formulas
     (here and in :mod:`llmcost.training.memory`); the model and the options are checked by
     their own groups."""
     s = model.seq_len if seq_len is None else v.integer("seq_len", seq_len)
-    return (s, v.integer("micro_batch", micro_batch), v.integer("tp", tp), v.integer("cp", cp))
+    return Shard(s, v.integer("micro_batch", micro_batch), v.integer("tp", tp), v.integer("cp", cp))
 
 
 def _dims(model: ModelSpec, s: float | np.ndarray, b: float | np.ndarray, t: float | np.ndarray,

@@ -18,12 +18,15 @@ def run(capsys, *argv):
     return code, out, err
 
 
-def test_serve_layout_json(capsys):
-    code, out, err = run(capsys, "serve", "--json", "--query",
-                         "model=llama3-70b&gpu=h100-sxm&tp=4&ep=1&weights=fp8&kv=fp8&isl=1000"
-                         "&osl=1000&concurrency=64&engine=vllm")
+def serve_json(capsys, query, *extra):
+    code, out, err = run(capsys, "serve", "--json", "--query", query, *extra)
     assert code == 0, err
-    r = json.loads(out)
+    return json.loads(out)
+
+
+def test_serve_layout_json(capsys):
+    r = serve_json(capsys, "model=llama3-70b&gpu=h100-sxm&tp=4&ep=1&weights=fp8&kv=fp8&isl=1000"
+                   "&osl=1000&concurrency=64&engine=vllm")
     assert all(k in r for k in KEYS)
     assert r["kv_bytes_per_token"] == 2 * 80 * 8 * 128 * 1          # FP8 KV: 160 KiB
     assert r["fits"] is True and r["concurrency"] == 64 and r["tp"] == 4
@@ -37,11 +40,8 @@ def test_serve_layout_json(capsys):
 
 
 def test_serve_best_layout_under_limits(capsys):
-    code, out, err = run(capsys, "serve", "--json", "--query",
-                         "model=llama3-70b&gpu=h100-sxm&weights=fp8&isl=1000&osl=1000"
-                         "&ttft_ms_max=1000&tpot_ms_max=25")
-    assert code == 0, err
-    r = json.loads(out)
+    r = serve_json(capsys, "model=llama3-70b&gpu=h100-sxm&weights=fp8&isl=1000&osl=1000"
+                   "&ttft_ms_max=1000&tpot_ms_max=25")
     assert r["tpot_ms"] <= 25 and r["ttft_ms"] <= 1000 and r["fits"]
     assert r["feasible"] >= 1 and r["candidates"][0]["tp"] == r["tp"]
     best = max(c["output_tokens_per_s_per_gpu"] for c in r["candidates"])
@@ -65,6 +65,15 @@ def test_serve_model_config(capsys):
     ("model=llama3-8b&isl=0", "isl"),
     ("gpu=h100-sxm", "model"),
     ("model=llama3-8b&tp=1&ep=2", "ep"),
+    # the scheduler's keys name their range
+    ("model=llama3-8b&gpu_memory_utilization=0", "gpu_memory_utilization must be in (0, 1], "
+                                                 "got 0"),
+    ("model=llama3-8b&gpu_memory_utilization=1.5", "gpu_memory_utilization must be in (0, 1], "
+                                                   "got 1.5"),
+    ("model=llama3-8b&max_num_seqs=0", "max_num_seqs must be in [1, "),
+    ("model=llama3-8b&max_num_batched_tokens=-5", "max_num_batched_tokens must be in [1, "),
+    ("model=llama3-8b&serve_tp=-1", "serve_tp must be in [0, 4096], got -1"),
+    ("model=llama3-8b&kv=int4", "kv must be one of 'auto', 'bf16', 'fp16', 'fp8'"),
 ])
 def test_serve_bad_query_one_line(capsys, query, names):
     code, out, err = run(capsys, "serve", "--json", "--query", query)
@@ -73,11 +82,8 @@ def test_serve_bad_query_one_line(capsys, query, names):
 
 
 def test_serve_traffic_level_gpus_and_cost_per_day(capsys):
-    code, out, err = run(capsys, "serve", "--json", "--query",
-                         "model=llama3-70b&gpu=h100-sxm&tp=4&weights=fp8&isl=1000&osl=1000"
-                         "&concurrency=64&requests_per_s=10")
-    assert code == 0, err
-    r = json.loads(out)
+    r = serve_json(capsys, "model=llama3-70b&gpu=h100-sxm&tp=4&weights=fp8&isl=1000&osl=1000"
+                   "&concurrency=64&requests_per_s=10")
     # 10 requests/s x 1,000 output tokens over the layout's tokens/s per GPU, whole 4-GPU
     # instances; a day of them at the rule's on-demand offer, RunPod's $21.52 / 8 per GPU-hour
     need = 10 * 1000 / r["output_tokens_per_s_per_gpu"]
@@ -93,23 +99,14 @@ def test_serve_every_catalog_model_every_engine_plans_or_answers(capsys):
     n = 0
     for mid in catalog.default().ids("models"):
         for engine in ("vllm", "sglang", "trtllm"):
-            code, out, err = run(capsys, "serve", "--json", "--query",
-                                 f"model={mid}&gpu=h200&weights=fp8&isl=2000&osl=500"
-                                 f"&engine={engine}&tpot_ms_max=50")
-            assert code == 0, (mid, engine, err)
-            r = json.loads(out)
+            r = serve_json(capsys, f"model={mid}&gpu=h200&weights=fp8&isl=2000&osl=500"
+                                   f"&engine={engine}&tpot_ms_max=50")
             assert "fits" in r
             n += 1
     assert n == 3 * len(catalog.default().ids("models"))
 
 
 # ---------------------------------------------------------------- one answer
-
-def serve_json(capsys, query, *extra):
-    code, out, err = run(capsys, "serve", "--json", "--query", query, *extra)
-    assert code == 0, err
-    return json.loads(out)
-
 
 def test_serve_tp_is_tp_and_kv_auto_is_the_engines_default(capsys):
     base = "model=llama3-70b&gpu=h100-sxm&isl=1000&osl=1000&concurrency=64"
@@ -199,21 +196,6 @@ def test_sglang_memory_share_is_its_own_rule_for_the_gpu_and_tp(capsys, cat, gpu
     assert es["gpu_memory_utilization"]["value"] == round((mib - reserved) / mib, 3)
     assert es["max_num_batched_tokens"]["value"] == chunk
     assert es["max_num_seqs"]["value"] is None      # unset: the KV pool limits it
-
-
-@pytest.mark.parametrize("query, words", [
-    ("model=llama3-8b&gpu_memory_utilization=0", "gpu_memory_utilization must be in (0, 1], "
-                                                 "got 0"),
-    ("model=llama3-8b&gpu_memory_utilization=1.5", "gpu_memory_utilization must be in (0, 1], "
-                                                   "got 1.5"),
-    ("model=llama3-8b&max_num_seqs=0", "max_num_seqs must be in [1, "),
-    ("model=llama3-8b&max_num_batched_tokens=-5", "max_num_batched_tokens must be in [1, "),
-    ("model=llama3-8b&serve_tp=-1", "serve_tp must be in [0, 4096], got -1"),
-    ("model=llama3-8b&kv=int4", "kv must be one of 'auto', 'bf16', 'fp16', 'fp8'"),
-])
-def test_bad_scheduler_keys_are_one_line_with_the_range(capsys, query, words):
-    code, out, err = run(capsys, "serve", "--json", "--query", query)
-    assert code == 2 and out == "" and err.count("\n") == 1 and words in err
 
 
 def test_every_key_a_serve_answer_names_is_one_serve_takes(capsys):

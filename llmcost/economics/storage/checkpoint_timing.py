@@ -114,10 +114,9 @@ def local_stall_s(size_bytes: ArrayLike, writer_nodes: ArrayLike, host_copy_gb_p
             local_write_gb_per_s=v.as_float("local_write_gb_per_s", local_write_gb_per_s),
             host_copy_gb_per_s=v.as_float("host_copy_gb_per_s", host_copy_gb_per_s),
             gpus_per_node=v.as_float("gpus_per_node", gpus_per_node)))
-    S = v.positive("size_bytes", size_bytes)
-    n = v.positive("writer_nodes", writer_nodes)
-    g = v.positive("gpus_per_node", gpus_per_node)
-    B = v.positive("host_copy_gb_per_s", host_copy_gb_per_s)
+    S, n, g, B = v.checked(
+        v.positive, size_bytes=size_bytes, writer_nodes=writer_nodes, gpus_per_node=gpus_per_node,
+        host_copy_gb_per_s=host_copy_gb_per_s)
     return v.result(S / (n * g * B * 1e9))
 
 

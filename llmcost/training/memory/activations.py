@@ -4,14 +4,14 @@ MLA attention, gated FFNs, per-operator checkpointing, cached linear inputs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ... import _validate as v
 from ..layer_options import LayerOptions, _unpack
-from ..precision import PRECISIONS, _check_shard, _saved_input_bytes
+from ..precision import PRECISIONS, Shard, _check_shard, _saved_input_bytes
 from ..recompute import check_recompute_modules
 from .options import ACTIVATION_PRECISIONS
 
@@ -126,14 +126,20 @@ def activation_bytes_per_layer(model: ModelSpec, seq_len: ArrayLike | None = Non
     .. [3] Transformer Engine docs, "Low precision training: Performance Considerations"
        (Handling transposes, Memory usage).
     """
+    return _checked_block(_dense_layer_bytes, model, seq_len, micro_batch, tp, cp, options)
+
+
+def _checked_block(block: Callable[[ModelSpec, Shard, LayerOptions], float | np.ndarray], model: ModelSpec,
+                   seq_len: ArrayLike | None, micro_batch: ArrayLike, tp: ArrayLike, cp: ArrayLike,
+                   options: LayerOptions) -> float | np.ndarray:
+    """A block's bytes once its sizes and the options' modules are checked against the model."""
     _model_modules(model, options)
-    return v.result(_dense_layer_bytes(model, *_check_shard(model, seq_len, micro_batch, tp, cp),
-                                       options))
+    return v.result(block(model, _check_shard(model, seq_len, micro_batch, tp, cp), options))
 
 
-def _dense_layer_bytes(model: ModelSpec, s: float | np.ndarray, b: float | np.ndarray, t: float | np.ndarray,
-                       c: float | np.ndarray, options: LayerOptions) -> float | np.ndarray:
+def _dense_layer_bytes(model: ModelSpec, shard: Shard, options: LayerOptions) -> float | np.ndarray:
     """:func:`activation_bytes_per_layer` of checked sizes."""
+    s, b, t, c = shard
     rec, mods, flash, sp, lin = _unpack(options)
     h, a, f, gated, drop = model.hidden, model.heads, model.ffn_hidden, model.gated_ffn, model.dropout
     kv, d = model.attention_shape
@@ -221,14 +227,12 @@ def mla_attention_activation_bytes(model: ModelSpec, seq_len: ArrayLike | None =
         raise v.InputError("model", f"mla_attention_activation_bytes needs a model with "
                                     f"attention='mla'; {model.id} has {model.attention!r}: use "
                                     f"activation_bytes_per_layer")
-    _model_modules(model, options)
-    return v.result(_mla_block_bytes(model, *_check_shard(model, seq_len, micro_batch, tp, cp),
-                                     options))
+    return _checked_block(_mla_block_bytes, model, seq_len, micro_batch, tp, cp, options)
 
 
-def _mla_block_bytes(model: ModelSpec, s: float | np.ndarray, b: float | np.ndarray, t: float | np.ndarray,
-                     c: float | np.ndarray, options: LayerOptions) -> float | np.ndarray:
+def _mla_block_bytes(model: ModelSpec, shard: Shard, options: LayerOptions) -> float | np.ndarray:
     """:func:`mla_attention_activation_bytes` of checked sizes."""
+    s, b, t, c = shard
     rec, mods, flash, _, lin = _unpack(options)
     h, a, drop = model.hidden, model.heads, model.dropout
     rq, rkv, dn, dr, dv = (model.q_lora_rank, model.kv_lora_rank, model.head_dim,

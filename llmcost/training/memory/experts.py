@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 from ... import _validate as v
 from ..arch import ModelSpec
 from ..layer_options import LayerOptions, _unpack
-from ..precision import _check_shard
+from ..precision import Shard, _check_shard
 from .activations import _DEFAULT_OPTIONS, _model_modules
 
 
@@ -132,13 +132,14 @@ def moe_ffn_activation_bytes(model: ModelSpec, seq_len: ArrayLike | None = None,
         raise v.InputError("model", f"moe_ffn_activation_bytes needs a mixture-of-experts "
                                     f"model; {model.id} is dense: use activation_bytes_per_layer")
     _model_modules(model, options)
-    s, b, t, c = _check_shard(model, seq_len, micro_batch, tp, cp)
-    return v.result(_moe_block_bytes(model, s, b, t, c, v.integer("etp", etp), options))
+    shard = _check_shard(model, seq_len, micro_batch, tp, cp)
+    return v.result(_moe_block_bytes(model, shard, v.integer("etp", etp), options))
 
 
-def _moe_block_bytes(model: ModelSpec, s: float | np.ndarray, b: float | np.ndarray, t: float | np.ndarray,
-                     c: float | np.ndarray, te: float | np.ndarray, options: LayerOptions) -> float | np.ndarray:
+def _moe_block_bytes(model: ModelSpec, shard: Shard, te: float | np.ndarray,
+                     options: LayerOptions) -> float | np.ndarray:
     """:func:`moe_ffn_activation_bytes` of checked sizes."""
+    s, b, t, c = shard
     _, mods, _, _, lin = _unpack(options)
     cf = np.asarray(options.moe_capacity_factor)
     h, E, k, fe, fs = (model.hidden, model.moe_experts, model.moe_top_k, model.moe_ffn_hidden,

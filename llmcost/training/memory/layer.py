@@ -66,19 +66,20 @@ def layer_activation_bytes(model: ModelSpec, seq_len: ArrayLike | None = None, m
     .. [2] DeepSeek-AI, arXiv:2412.19437, §2.1, §3.2.3, §3.3.3.
     """
     mods = _model_modules(model, options)
-    s, b, t, c = _check_shard(model, seq_len, micro_batch, tp, cp)
+    shard = _check_shard(model, seq_len, micro_batch, tp, cp)
+    s, b, t, c = shard
     te = v.integer("etp", etp)
     rec, _, flash, sp, lin = _unpack(options)
     h = model.hidden
     # set in ModelSpec.__post_init__
     assert model.ffn_hidden is not None and model.head_dim is not None and model.v_head_dim is not None
     kv_act, hd_act = model.attention_shape
-    dense = _dense_layer_bytes(model, s, b, t, c, options)
+    dense = _dense_layer_bytes(model, shard, options)
     tokens = s / c * b
     sp_div = np.where(sp, t, 1)
     drop = float(model.dropout)
     if model.attention == "mla":
-        attn = _mla_block_bytes(model, s, b, t, c, options)
+        attn = _mla_block_bytes(model, shard, options)
         dense = attn + tokens * _ffn_block(h, model.ffn_hidden, t, sp_div, drop,
                                            model.gated_ffn, mods, lin)
     else:
@@ -88,7 +89,7 @@ def layer_activation_bytes(model: ModelSpec, seq_len: ArrayLike | None = None, m
                                              flash, rec, mods, lin)
     per_layer = dense
     if model.is_moe:
-        block = _moe_block_bytes(model, s, b, t, c, te, options)
+        block = _moe_block_bytes(model, shard, te, options)
         moe_layer = attn + tokens * _ffn_block(h, model.ffn_hidden, t, sp_div, drop,
                                                model.gated_ffn, mods, lin, inner=False) + block
         share = model.moe_layers / model.layers

@@ -15,21 +15,14 @@ from .. import stacks as stacks_mod
 from ..arch import ModelSpec
 from ..layer_options import LayerOptions
 from ..recompute import check_recompute_modules
+from . import states
 from .activations import cached_linear_input_bytes
 from .experts import check_expert_layout
 from .layer import layer_activation_bytes, rebuilds_whole_layers, recompute_working_bytes
 from .options import CONTEXT_BYTES, FRAGMENTATION, GB, LOSS_BYTES, MemoryOptions
 from .pipeline import _stage_layers, check_layout, stage_activation_bytes
 from .stage_layout import StageLayout
-from .states import (
-    MEMORY_STACKS,
-    pipelined_fsdp_bytes,
-    stage_adapter_state_bytes,
-    stage_fp8_weight_bytes,
-    stage_model_state_bytes,
-    stage_parameters,
-    stage_zero3_working_bytes,
-)
+from .states import MEMORY_STACKS
 
 if TYPE_CHECKING:
     from ..layout import Layout
@@ -171,25 +164,25 @@ def _stage_memory(model: ModelSpec, stage: str, n: np.ndarray, rank: int | np.nd
                   layout: StageLayout, options: MemoryOptions, recipe: _StageRecipe) -> MemoryBreakdown:
     """One pipeline stage's :class:`MemoryBreakdown` (n its layers, rank its pipeline rank)."""
     L, o, r = layout, options, recipe
-    params = stage_parameters(model, n, L.pp, stage)
+    params = states.stage_parameters(model, n, L.pp, stage)
     if o.finetune == "full":
-        w, g, opt, ew = stage_model_state_bytes(model, params, n, L, o)
+        w, g, opt, ew = states.stage_model_state_bytes(model, params, n, L, o)
     else:
-        w, g, opt = stage_adapter_state_bytes(model, params, n, L, o)
+        w, g, opt = states.stage_adapter_state_bytes(model, params, n, L, o)
         ew = 0.0
     act = stage_activation_bytes(model, r.layer_bytes, n, L, stage, o.schedule,
                                  r.recompute_bytes, r.loss_bytes)
-    z3 = stage_zero3_working_bytes(model, n, L, o)
+    z3 = states.stage_zero3_working_bytes(model, n, L, o)
     if r.fsdp_memory and o.finetune == "full" and np.any(np.asarray(L.pp) > 1):
         # FSDP2 under PP keeps the stage gathered and its gradients unsharded (pipelined_
         # fsdp_bytes): the whole stage replaces the per-layer working set, and the
         # accumulated gradients join it as unsharded buffers (the optimizer never reads
         # them: the step's optimizer time counts W + G + O only)
         unsharded = replace(L, zero_group=1, expert_zero_group=1, zero_stage=0)
-        w0, *_ = stage_model_state_bytes(model, params, n, unsharded, o)
-        mw, mg = pipelined_fsdp_bytes(w0, L.pp, L.zero_group, L.zero_stage, "fsdp")
+        w0, *_ = states.stage_model_state_bytes(model, params, n, unsharded, o)
+        mw, mg = states.pipelined_fsdp_bytes(w0, L.pp, L.zero_group, L.zero_stage, "fsdp")
         z3 = np.where(mw > 0, mw, z3) + mg
-    w8 = stage_fp8_weight_bytes(model, n, L, r.precision, r.generation)
+    w8 = states.stage_fp8_weight_bytes(model, n, L, r.precision, r.generation)
     allocated = w + g + opt + act + w8 + z3
     over = framework_overhead_bytes(allocated, o.context_bytes, o.fragmentation)
     # the fields say np.ndarray; a scalar layout gives numpy scalars (the formulas' float | np.ndarray)

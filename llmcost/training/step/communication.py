@@ -130,11 +130,9 @@ def zero3_exposed_comm_s(gather_s: ArrayLike, reduce_scatter_s: ArrayLike, forwa
        Parallel", VLDB 2023, arXiv:2304.11277, §3.3-3.4 (backward/forward prefetch,
        reshard after forward, gradient accumulation with and without communication).
     """
-    ag = v.nonnegative("gather_s", gather_s)
-    rs = v.nonnegative("reduce_scatter_s", reduce_scatter_s)
-    tf = v.nonnegative("forward_s", forward_s)
-    tb = v.nonnegative("backward_s", backward_s)
-    n = v.nonnegative("layers", layers)
+    ag, rs, tf, tb, n = v.checked(
+        v.nonnegative, gather_s=gather_s, reduce_scatter_s=reduce_scatter_s, forward_s=forward_s,
+        backward_s=backward_s, layers=layers)
     m = v.positive("num_microbatches", num_microbatches)
     per_mb = ag + rs + n * (np.maximum(0.0, ag - tf) + np.maximum(0.0, ag + rs - tb))
     return v.result(m * per_mb)
