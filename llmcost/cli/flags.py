@@ -20,6 +20,16 @@ IGNORED_WITH = (
 )
 
 
+#: ``check``'s flags that one pasted input reads: flag -> (that input's flag, what the flag is
+#: to it)
+CHECK_INPUT_FLAGS = {
+    "nccl_op": ("nccl_tests", ""), "nodes": ("nccl_tests", "the nccl-tests placement: "),
+    "gpus_per_node": ("nccl_tests", "the nccl-tests placement: "),
+    "nics_per_node": ("nccl_tests", "the nccl-tests fabric: "),
+    "model": ("train_log", "the training log's model: "),
+    "model_config": ("train_log", "the training log's model: "),
+}
+
 #: (commands, flag, whether the call reads it, why not): a flag the call does not read is
 #: refused rather than silently ignored
 NEEDS = (
@@ -44,18 +54,9 @@ NEEDS = (
      "is the query's gpu=)"),
     (("check",), "fabric", lambda a: a.nccl_tests is not None and a.gpu is not None,
      "--fabric goes with --nccl-tests and --gpu (with --query alone the fabric is its fabric=)"),
-    (("check",), "nccl_op", lambda a: a.nccl_tests is not None,
-     "--nccl-op is used only with --nccl-tests"),
-    (("check",), "nodes", lambda a: a.nccl_tests is not None,
-     "--nodes is the nccl-tests placement: used only with --nccl-tests"),
-    (("check",), "gpus_per_node", lambda a: a.nccl_tests is not None,
-     "--gpus-per-node is the nccl-tests placement: used only with --nccl-tests"),
-    (("check",), "nics_per_node", lambda a: a.nccl_tests is not None,
-     "--nics-per-node is the nccl-tests fabric: used only with --nccl-tests"),
-    (("check",), "model", lambda a: a.train_log is not None,
-     "--model is the training log's model: used only with --train-log"),
-    (("check",), "model_config", lambda a: a.train_log is not None,
-     "--model-config is the training log's model: used only with --train-log"),
+    *((("check",), dest, lambda a, given=given: getattr(a, given) is not None,
+       f"{_flag(dest)} is {what}used only with {_flag(given)}")
+      for dest, (given, what) in CHECK_INPUT_FLAGS.items()),
     (("check",), "query",
      lambda a: a.train_log is not None or (a.nccl_tests is not None and a.gpu is None),
      "--query is read for --train-log, or for --nccl-tests without --gpu (with --gpu the "
