@@ -35,7 +35,7 @@ test-fast: install
 	$(PYTEST) -q -m "not slow and not browser and not grid" $(XDIST)
 
 # The whole-catalog grids (every model x GPU x sizing mode, ...) and every sampling test with
-# its full budget; not in CI (about 30 minutes on 2 cores): run it when the catalog or the review
+# its full budget; not in CI (about 35 minutes on 2 cores): run it when the catalog or the review
 # chain changes.
 test-grid: install
 	LLMCOST_BUDGET=full $(PYTEST) -q -m "grid or hypothesis or sampled" $(XDIST) --durations=25
