@@ -225,6 +225,10 @@ class Catalog:
             return functools.partial(self.table, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    def __dir__(self) -> list[str]:
+        """The attributes with the table accessors, for completion in a notebook."""
+        return sorted(set(super().__dir__()) | set(TABLES))
+
     def price_offer(self, gpu_id: str, offer: str | None = None) -> pd.Series | None:
         """The prices.csv row priced for ``gpu_id``: ``offer`` (an id) if given, else the
         offer :data:`PRICE_RULE` picks for on-demand (:func:`choose_offers`); None when the
@@ -484,6 +488,10 @@ def __getattr__(name: str) -> Callable[[], pd.DataFrame]:
     if name in TABLES:
         return lambda: default().table(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(TABLES))
 
 
 def failure_rate(key: str) -> FailureRate:

@@ -112,6 +112,8 @@ def test_every_table_has_its_accessor_and_nothing_else_does(cat):
         assert a is not getattr(cat, name)()
     for owner in (cat, catalog):
         assert not hasattr(owner, "gpu_table") and not hasattr(owner, "price")
+        # a notebook's completion lists them
+        assert set(catalog.TABLES) <= set(dir(owner))
 
 
 def test_catalog_from_another_folder(tmp_path):
