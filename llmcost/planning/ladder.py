@@ -309,14 +309,11 @@ def _adapt_rung(work: LadderWork) -> Rung:
 
 def _fits_one_card(model: ModelSpec, priced: list[GPUSpec], work: LadderWork) -> dict[str, bool]:
     """GPU id -> whether one card holds the QLoRA fine-tune."""
-    lora_rank, seq_len = work.lora_rank, work.seq_len
-    one_card = {}
-    for g in priced:
-        m1 = memory_per_gpu(model, Layout(gpus=1, zero_stage=3, global_batch=None, recompute="full"),
-                            MemoryOptions(finetune="qlora", lora_rank=lora_rank,
-                                          qlora_16bit_embeddings=True), seq_len=seq_len)
-        one_card[g.id] = bool(float(m1.total_bytes) <= g.memory_bytes)
-    return one_card
+    m1 = memory_per_gpu(model, Layout(gpus=1, zero_stage=3, global_batch=None, recompute="full"),
+                        MemoryOptions(finetune="qlora", lora_rank=work.lora_rank,
+                                      qlora_16bit_embeddings=True), seq_len=work.seq_len)
+    need_bytes = float(m1.total_bytes)
+    return {g.id: bool(need_bytes <= g.memory_bytes) for g in priced}
 
 
 def _finetune_rung(model: ModelSpec, method: str, pool: list[GPUSpec], prices: dict[str, float],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from .. import _validate as v
@@ -230,8 +230,7 @@ class ModelSpec:
     @property
     def shape(self) -> flops.ModelShape:
         """The dimensions the closed-form FLOP counts read (:func:`llmcost.training.flops.flops_per_token`)."""
-        return flops.ModelShape(self.layers, self.hidden, self.heads, self.vocab, self.kv_heads,
-                                self.ffn_hidden, self.gated_ffn, self.head_dim)
+        return flops.ModelShape(**{f.name: getattr(self, f.name) for f in fields(flops.ModelShape)})
 
     @property
     def params(self) -> int:

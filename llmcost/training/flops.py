@@ -297,7 +297,7 @@ def flops_per_token(model: ModelShape, seq_len: ArrayLike,
     model : ModelShape
         l, h, a, V and the matmul shapes (:func:`matmul_params_per_layer`); a
         :class:`~llmcost.training.arch.ModelSpec` gives its own with
-        :attr:`~llmcost.training.arch.ModelSpec.model_shape`.
+        :attr:`~llmcost.training.arch.ModelSpec.shape`.
     seq_len : int or array
         s [tokens].
     recompute : {"none", "selective", "full"} or array of these names

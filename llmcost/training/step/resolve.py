@@ -137,7 +137,7 @@ def _resolve(model: ModelSpec, hardware: Hardware, layout: Layout, options: Opti
     mo = MemoryOptions() if memory is None else memory
     if model.is_moe and mo.moe_capacity_factor is None:
         mo = replace(mo, moe_capacity_factor=imb)
-    resolved = replace(L, flash_attention=flash, precision=prec)
+    resolved = replace(L, flash_attention=flash, tp_comm_overlap=tpo, precision=prec)
     mem = memory_per_gpu(model, resolved, mo, seq_len=s, generation=gpu.generation, stack=stack)
     ep, etp, edp = check_expert_layout(model, gpus, tp, pp, cp, L.ep, L.etp)
     # attention, logits and memory-bound work run at the BF16 peak for every precision,
@@ -149,5 +149,4 @@ def _resolve(model: ModelSpec, hardware: Hardware, layout: Layout, options: Opti
                      # imb: the checked 0-d array of one float, used as the float field
                      bool(np.any(prec != "bf16")), imb, graphs, mem, ep, etp, edp,  # type: ignore[arg-type]
                      gpu.bf16_dense_tflops * 1e12, gpu.hbm_bandwidth_tb_per_s * 1e12,
-                     gpu.scale_up_domain, replace(L, flash_attention=flash,
-                                                  tp_comm_overlap=tpo, precision=prec), mo)
+                     gpu.scale_up_domain, resolved, mo)
