@@ -13,13 +13,10 @@ from ... import _validate as v
 from ..attention import flash_attention_time_s, flash_fixed_elements_per_token, flash_score_elements_per_token
 from ..flops import RECOMPUTE_MODES, matmul_params_per_layer
 from ..layer_options import LayerOptions
-from ..memory import (
-    OPTIMIZER_BYTES_PER_PARAM,
-    activation_bytes_per_layer,
-    layer_activation_bytes,
-    moe_ffn_activation_bytes,
-)
-from ..precision import fp8_cast_bytes_per_layer, fp8_weight_cast_bytes, peak_tflops_by_part
+from ..memory import OPTIMIZER_BYTES_PER_PARAM, layer_activation_bytes
+from ..memory.activations import _dense_layer_bytes
+from ..memory.experts import _moe_block_bytes
+from ..precision import Shard, fp8_cast_bytes_per_layer, fp8_weight_cast_bytes, peak_tflops_by_part
 from ..recompute import recompute_flops_per_token
 from .calibration import DEFAULT_CALIBRATION, Calibration
 from .resolve import _Resolved
@@ -452,14 +449,14 @@ def _layer_memory_bound_s(model: ModelSpec, gpu: GPUSpec, R: _Resolved, F: _Laye
     """
     cal, opt, s, b, tp, cp, hbm = R.cal, R.opt, R.s, R.b, R.tp, R.cp, R.hbm
     moe_on = model.is_moe
-    plain = LayerOptions(flash_attention=R.flash, sequence_parallel=R.sp)
-    act = activation_bytes_per_layer(model, s, b, tp, cp, plain)
+    # the resolved sizes are checked: the block formulas, not their checking entry points
+    shard = Shard(s, b, tp, cp)
+    act = _dense_layer_bytes(model, shard, LayerOptions(flash_attention=R.flash, sequence_parallel=R.sp))
     assert model.ffn_hidden is not None  # set in ModelSpec.__post_init__
     if moe_on:
         assert model.moe_ffn_hidden is not None  # set in ModelSpec.__post_init__ for an MoE model
         dense_inner = tokens * (6.0 if model.gated_ffn else 4.0) * model.ffn_hidden / tp
-        moe_block = moe_ffn_activation_bytes(model, s, b, tp, cp, R.etp,
-                                             LayerOptions(moe_capacity_factor=R.imb))
+        moe_block = _moe_block_bytes(model, shard, R.etp, LayerOptions(moe_capacity_factor=R.imb))
         act = act + F.share * (moe_block - dense_inner)
     t_elem = cal.elementwise_traffic * act * rec_f / hbm
     host = 0.0 if R.graphs == "full" else 1.0
