@@ -9,6 +9,8 @@ whole catalog carries ``grid``. The check below fails collection when a test use
 fixture without its marker, so the fast loop never starts chromium.
 """
 
+import os
+
 import pytest
 from budget import FULL
 from hypothesis import settings
@@ -53,7 +55,9 @@ def voila():
     port = bs.free_port()
     (bs.ROOT / "artifacts").mkdir(exist_ok=True)
     proc = bs.start_server(bs.browser_tests_server_cmd(port), bs.ROOT / "notebooks",
-                           bs.ROOT / "artifacts" / "voila.log", port=port)
+                           # one log per xdist worker: each worker starts its own server
+                           bs.ROOT / "artifacts" / f"voila-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log",
+                           port=port)
     yield f"http://127.0.0.1:{port}/voila/render"
     bs.stop_server(proc)
 

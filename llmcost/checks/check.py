@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _validate as v
 from ..training import comm
+from ..training.hardware import Hardware
 from ..training.step import calibration_for
 from . import dcgm as dcgm_mod
 from . import expect
@@ -338,16 +339,6 @@ class Placement:
 
 
 @dataclass(frozen=True)
-class NcclHardware:
-    """The hardware an nccl-tests run ran on: its GPU (GPUSpec) and the scale-up and
-    scale-out fabrics (FabricSpec; the scale-out bandwidth per GPU is one NIC per GPU)."""
-
-    gpu: Any
-    scale_up: Any
-    scale_out: Any
-
-
-@dataclass(frozen=True)
 class Measured:
     """What a cluster measured, as read: nccl-tests output (NcclTests), a training log
     (TrainLog) and DCGM samples (DcgmSamples); any may be None."""
@@ -380,7 +371,7 @@ class Pasted:
 
 
 def check_texts(pasted: Pasted, *, scenario=None, query=None, model_given=None,
-                hardware: NcclHardware | None = None, placement: Placement | None = None,
+                hardware: Hardware | None = None, placement: Placement | None = None,
                 cat=None) -> dict:
     """The check of what a user pasted or uploaded: what ``llmcost check`` and the cluster
     check page both run, so that the same texts and inputs give one answer.
@@ -401,8 +392,9 @@ def check_texts(pasted: Pasted, *, scenario=None, query=None, model_given=None,
         The query the scenario came from (the keys it sets are not taken from the log).
     model_given : bool, optional
         Whether the scenario's model was given (default: ``model`` in ``query``).
-    hardware : NcclHardware, optional
-        The nccl-tests run's GPU, scale-up and scale-out fabric (default: the scenario's).
+    hardware : Hardware, optional
+        The nccl-tests run's GPU, scale-up and scale-out fabric (default: the scenario's; the
+        scale-out bandwidth per GPU is one NIC per GPU).
     placement : Placement, optional
         The nccl-tests placement [-], where the output does not show it.
     cat : Catalog, optional
@@ -423,7 +415,7 @@ def check_texts(pasted: Pasted, *, scenario=None, query=None, model_given=None,
                  placement=placement, model_given=model_given, placement_from_scenario=False)
 
 
-def check(measured: Measured, *, hardware: NcclHardware | None = None, scenario=None,
+def check(measured: Measured, *, hardware: Hardware | None = None, scenario=None,
           query: str | None = None, cat=None, placement: Placement | None = None,
           model_given: bool | None = None, placement_from_scenario: bool = True) -> dict:
     """The check as one JSON-ready dict.
@@ -432,7 +424,7 @@ def check(measured: Measured, *, hardware: NcclHardware | None = None, scenario=
     ----------
     measured : Measured
         nccl-tests output, a training log and/or DCGM samples, as read.
-    hardware : NcclHardware, optional
+    hardware : Hardware, optional
         Hardware of the nccl-tests run (default: the scenario's).
     scenario : Scenario, optional
         What the log runs (model, GPU, GPUs, layout). Without one, or without a model
@@ -516,7 +508,7 @@ def _check_log(out: dict, log: TrainLog, scenario, query, cat, model_given):
     return scenario, results
 
 
-def _check_collectives(out: dict, nccl: NcclTests, hardware: NcclHardware | None, scenario, results,
+def _check_collectives(out: dict, nccl: NcclTests, hardware: Hardware | None, scenario, results,
                        cat, place: Placement, placement_from_scenario: bool) -> None:
     """The nccl-tests part of :func:`check`, into ``out``: the hardware (given, else the
     scenario's, with its node size as GPUs per node where asked and nothing shows one) and
@@ -528,7 +520,7 @@ def _check_collectives(out: dict, nccl: NcclTests, hardware: NcclHardware | None
         if results is None:
             from ..review import evaluate
             results = evaluate(scenario, cat)
-        hardware = NcclHardware(results.inputs.gpu, results.inputs.scale_up, results.inputs.scale_out)
+        hardware = Hardware(results.inputs.gpu, results.inputs.scale_up, results.inputs.scale_out)
         if (placement_from_scenario and not place.nodes and not place.gpus_per_node
                 and not nccl.nodes):
             place = replace(place, gpus_per_node=int(hardware.gpu.gpus_per_node))

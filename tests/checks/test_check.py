@@ -89,7 +89,7 @@ def test_wrong_results_alert():
 def _check_file(cat, name, gpu, fabric, **placement):
     r = nccl_tests.read((DATA / name).read_text(), name=name)
     g = cat.gpu(gpu)
-    return chk.check(chk.Measured(r), hardware=chk.NcclHardware(g, cat.fabric(g.scale_up), cat.fabric(fabric)),
+    return chk.check(chk.Measured(r), hardware=chk.Hardware(g, cat.fabric(g.scale_up), cat.fabric(fabric)),
                      placement=chk.Placement(**placement))
 
 
@@ -116,7 +116,7 @@ def test_healthy_clusters_get_no_alert(cat, name, gpu, fabric):
     share = 0.45 * top["busbw_gb_per_s"] / top["expected_busbw_gb_per_s"]
     r = nccl_tests.read((DATA / name).read_text(), name=name)
     slow = type(r)(**{**r.__dict__, "busbw_gb_per_s": 0.45 * r.busbw_gb_per_s})
-    out = chk.check(chk.Measured(slow), hardware=chk.NcclHardware(g, cat.fabric(g.scale_up), f),
+    out = chk.check(chk.Measured(slow), hardware=chk.Hardware(g, cat.fabric(g.scale_up), f),
                     placement=chk.Placement(nodes=2))
     assert out["findings"][0]["level"] == ("alert" if share < 0.5 else "warn")
 

@@ -13,7 +13,7 @@ def test_busbw_figure_is_the_checks_rows(cat):
     name = "nccl_all_reduce_p5_h100_16.txt"
     g = cat.gpu("h100-sxm")
     out = chk.check(chk.Measured(nccl_tests.read((DATA / name).read_text(), name=name)),
-                    hardware=chk.NcclHardware(g, cat.fabric(g.scale_up), cat.fabric("aws-efa-p5")),
+                    hardware=chk.Hardware(g, cat.fabric(g.scale_up), cat.fabric("aws-efa-p5")),
                     placement=chk.Placement(nodes=2))
     fig = plots.cluster_busbw(out)
     measured, expected = fig.data

@@ -76,7 +76,7 @@ def test_one_rank_line_of_sixteen_takes_the_bandwidth_ratio():
     from llmcost import catalog
     cat = catalog.default()
     g = cat.gpu("h100-sxm")
-    a3 = chk.NcclHardware(g, cat.fabric(g.scale_up), cat.fabric("gcp-a3-mega-tcpxo"))
+    a3 = chk.Hardware(g, cat.fabric(g.scale_up), cat.fabric("gcp-a3-mega-tcpxo"))
     out = chk.check(chk.Measured(r), hardware=a3)
     assert out["findings"][0]["what"] == "all_reduce: not judged against the fabric"
     assert all(c["expected_busbw_gb_per_s"] is None for c in out["collectives"])
@@ -94,7 +94,7 @@ def test_two_runs_in_one_file_are_checked_apart():
     from llmcost import catalog
     cat = catalog.default()
     g = cat.gpu("h100-sxm")
-    out = chk.check(chk.Measured(r), hardware=chk.NcclHardware(g, cat.fabric(g.scale_up), cat.fabric("aws-efa-p5")),
+    out = chk.check(chk.Measured(r), hardware=chk.Hardware(g, cat.fabric(g.scale_up), cat.fabric("aws-efa-p5")),
                     placement=chk.Placement(nodes=2))
     levels = {f["what"]: f["level"] for f in out["findings"]}
     assert levels["all_reduce (run 1) on 16 ranks: bus bandwidth as expected"] == "ok"
@@ -110,7 +110,7 @@ def test_nics_from_nccl_ib_hca_scale_the_expectation():
     cat = catalog.default()
     g = cat.gpu("h100-sxm")
     f = cat.fabric("ib-ndr")
-    hw = chk.NcclHardware(g, cat.fabric(g.scale_up), f)
+    hw = chk.Hardware(g, cat.fabric(g.scale_up), f)
     four = chk.check(chk.Measured(r), hardware=hw, placement=chk.Placement(nodes=2))
     eight = chk.check(chk.Measured(r), hardware=hw, placement=chk.Placement(nodes=2, nics_per_node=8))
     # at 16 GiB the NICs bound the tree: half the NICs, half the expected busbw
@@ -138,7 +138,7 @@ def test_small_sizes_above_the_line_rate_are_refused(cat):
     r = nccl_tests.read(text, op="all_reduce")
     g = cat.gpu("h100-pcie")
     with pytest.raises(InputError, match="above the fabric's line rate"):
-        chk.check(chk.Measured(r), hardware=chk.NcclHardware(g, cat.fabric(g.scale_up), cat.fabric("ib-ndr")),
+        chk.check(chk.Measured(r), hardware=chk.Hardware(g, cat.fabric(g.scale_up), cat.fabric("ib-ndr")),
                   placement=chk.Placement(nodes=1))
 
 
