@@ -119,7 +119,7 @@ def batch_advice(model: ModelSpec, layout: Layout, gpu: GPUSpec | None = None,
     layout : Layout
         Its pp and interleave (p, v [-]), micro-batch (b [sequences]), data-parallel size
         d = gpus / (tp pp cp) [-] and micro-batches per pipeline per step
-        m = B / (b d) [-].
+        m = B / (b d) [-]; B (``global_batch``) a multiple of b d.
     gpu : GPUSpec, optional
         Named where a fix needs the model to fit in memory.
     seq_len : int, optional
@@ -143,8 +143,14 @@ def batch_advice(model: ModelSpec, layout: Layout, gpu: GPUSpec | None = None,
     L = model.layers
     # the layout's fields are whole numbers >= 1 (Layout checks them); its data-parallel
     # size is not, where tp pp cp exceed the GPUs
-    p, vv, m, b = layout.pp, layout.interleave, layout.num_microbatches, layout.micro_batch
+    p, vv, b = layout.pp, layout.interleave, layout.micro_batch
     d = int(v.integer("dp", layout.dp))
+    # m is B / (b d) exactly: a batch the replicas' micro-batches do not split is refused
+    # (Layout.num_microbatches rounds it)
+    if layout.global_batch is None:
+        raise v.InputError("global_batch", "batch_advice needs the layout's global_batch")
+    v.multiple_of("global_batch", layout.global_batch, "micro_batch x dp", b * d)
+    m = layout.num_microbatches
     s = model.seq_len if seq_len is None else int(v.integer("seq_len", seq_len))
     lim = float(v.in_range("limit", limit, 0, 1, low_inclusive=False, high_inclusive=False))
     max_tok: float | None

@@ -90,7 +90,7 @@ class Deployment:
         engines.engine(self.engine)
         mem.weight_format(self.weights)
         if self.expert_weights:
-            mem.weight_format(self.expert_weights)
+            v.choice("expert_weights", self.expert_weights, mem.WEIGHT_CHOICES)
         if self.kv:
             v.choice("kv", self.kv, tuple(mem.KV_FORMATS))
         model = self.model

@@ -221,6 +221,16 @@ def test_batch_advice_quiet_when_bubble_is_small_and_fixes_that_work():
     assert "560 sequences" in text and "within the largest" in text
 
 
+@pytest.mark.parametrize("global_batch", [100, None])
+def test_batch_advice_refuses_a_batch_the_replicas_do_not_split(global_batch):
+    # DP 128 x micro-batch 1: 100 sequences give no whole micro-batch per replica (m = 0.78),
+    # and without a batch there is no m at all
+    with pytest.raises(InputError) as e:
+        sizing.batch_advice(CAT.model("llama3-405b"),
+                            Layout(gpus=16384, tp=8, pp=16, global_batch=global_batch), H100)
+    assert e.value.param == "global_batch"
+
+
 # ------------------------------------------------------------------ the fine-tune ladder
 
 PRICES = sizing.cheapest_on_demand(CAT.prices())

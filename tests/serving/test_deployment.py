@@ -21,7 +21,7 @@ NVLINK = CAT.fabric(H100.scale_up)
     ("llama3-8b", dict(ep=2, tp=2), "ep"),        # dense
     ("qwen3-30b-a3b", dict(tp=2, ep=4), "ep"),    # ep does not divide tp
     ("llama3-8b", dict(weights="int3"), "weights"),
-    ("llama3-8b", dict(expert_weights="int3"), "weights"),
+    ("llama3-8b", dict(expert_weights="int3"), "expert_weights"),
     ("llama3-8b", dict(kv="int2"), "kv"),
     ("llama3-8b", dict(engine="tgi"), "engine"),
 ])
