@@ -168,25 +168,27 @@ def scaling_series(results: Results, fabrics=("ib-ndr", "roce-400")) -> pd.DataF
     if L is None:
         return pd.DataFrame()
     cat, m, g = inp.catalog, inp.model, inp.gpu
-    unit = L.tp * L.pp * L.cp
-    first = max(1, int(math.ceil(unit / g.gpus_per_node)))
-    nodes = np.array([first * 2**k for k in range(0, 9)])
+    # the plan's layout as the headline predicts it (its experts, recipe and stage split),
+    # from the fewest whole nodes it fits: GPUs a multiple of tp pp cp and of pp ep etp,
+    # which doubling keeps; the plan's own size is a point too, so the own fabric's curve
+    # passes through the headline's step time
+    need = math.lcm(int(L.tp * L.pp * L.cp), int(L.pp * L.ep * L.etp))
+    first = need // math.gcd(need, g.gpus_per_node)
+    sizes = {first * 2**k for k in range(0, 9)}
+    if L.gpus % g.gpus_per_node == 0:
+        sizes.add(L.gpus // g.gpus_per_node)
+    nodes = np.array(sorted(sizes))
     seqs = max(1, L.num_microbatches * L.micro_batch)
     out = []
     # the scenario's own fabric as resolved ("auto": the GPU's usual; a custom fabric has no
     # catalog row), then the ones compared
     own = "custom" if s.fabric == "custom" else inp.scale_out.id
-    # the plan's layout without its recipe: flash attention, TP overlap and the precision
-    # as the options say, no modules recomputed by name, an even stage split, no experts
-    layout = Layout(gpus=L.gpus, tp=L.tp, pp=L.pp, cp=L.cp, micro_batch=L.micro_batch,
-                    zero_stage=L.zero_stage, recompute=L.recompute,
-                    sequence_parallel=L.sequence_parallel, interleave=L.interleave,
-                    flash_attention=None, tp_comm_overlap=None, precision=None)
+    memory = MemoryOptions(**REVIEW_MEMORY)
     for f in dict.fromkeys((own, *fabrics)):
         try:
             spec = inp.scale_out if f == own else cat.fabric(f)
-            t, _ = weak_scaling(m, Hardware(g, inp.scale_up, spec), nodes, layout, seqs,
-                                options_for(s))
+            t, _ = weak_scaling(m, Hardware(g, inp.scale_up, spec), nodes, L, seqs,
+                                options_for(s), memory=memory)
         except ValueError:
             continue
         t["fabric"] = f
