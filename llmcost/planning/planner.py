@@ -221,6 +221,20 @@ def plan(model: ModelSpec, hardware: Hardware, gpus: ArrayLike, global_batch: in
                 pareto=pareto_front(df))
 
 
+def recipe_layout(L: Mapping[str, np.ndarray], global_batch: ArrayLike, space: Space, precision: str,
+                  recompute_modules: tuple[str, ...], optimizer_moments: str) -> Layout:
+    """The candidate layouts ``L`` (arrays of the searched axes, one element per layout) as
+    one :class:`~llmcost.training.layout.Layout` under one memory recipe: the space's stage
+    split, the precision, the modules recomputed by name and the optimizer moments."""
+    return Layout(gpus=L["gpus"], tp=L["tp"], pp=L["pp"], cp=L["cp"], micro_batch=L["micro_batch"],
+                  global_batch=global_batch, interleave=L["interleave"], zero_stage=L["zero_stage"],
+                  recompute=L["recompute"], sequence_parallel=L["sequence_parallel"],
+                  flash_attention=L["flash_attention"], tp_comm_overlap=L["tp_comm_overlap"],
+                  ep=L["ep"], etp=L["etp"], first_stage_layers=space.first_stage_layers,
+                  last_stage_layers=space.last_stage_layers, precision=precision,
+                  recompute_modules=recompute_modules, optimizer_moments=optimizer_moments)
+
+
 def _predicted(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
                L: dict[str, np.ndarray], global_batch: ArrayLike, space: Space, options: Options,
                calibration: Calibration | None, seq_len: int | None, memory_kwargs: Mapping[str, Any] | None,
@@ -231,15 +245,7 @@ def _predicted(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: 
     # one vectorized prediction per memory recipe (a handful), every layout in each
     for mods in space.recompute_modules:
         for moments in space.optimizer_moments:
-            layout = Layout(gpus=L["gpus"], tp=L["tp"], pp=L["pp"], cp=L["cp"],
-                            micro_batch=L["micro_batch"], global_batch=global_batch,
-                            interleave=L["interleave"], zero_stage=L["zero_stage"],
-                            recompute=L["recompute"], sequence_parallel=L["sequence_parallel"],
-                            flash_attention=L["flash_attention"],
-                            tp_comm_overlap=L["tp_comm_overlap"], ep=L["ep"], etp=L["etp"],
-                            first_stage_layers=space.first_stage_layers,
-                            last_stage_layers=space.last_stage_layers, precision=prec,
-                            recompute_modules=tuple(mods), optimizer_moments=moments)
+            layout = recipe_layout(L, global_batch, space, prec, tuple(mods), moments)
             pred = predict_step(model, Hardware(gpu, scale_up, scale_out), layout,
                                 options=options, calibration=calibration,
                                 memory=MemoryOptions(**(memory_kwargs or {})), seq_len=seq_len,

@@ -60,19 +60,6 @@ def candidate_sizes(gpus_per_node: int, max_nodes: int) -> np.ndarray:
     return nodes * node
 
 
-def _layout(L: dict[str, np.ndarray], space: planner.Space, precision: str, mods: tuple[str, ...],
-            moments: str) -> Layout:
-    """The layouts ``L`` (arrays, one element per layout) with one memory recipe."""
-    return Layout(gpus=L["gpus"], tp=L["tp"], pp=L["pp"], cp=L["cp"], micro_batch=L["micro_batch"],
-                  global_batch=L["global_batch"], interleave=L["interleave"],
-                  zero_stage=L["zero_stage"], recompute=L["recompute"],
-                  sequence_parallel=L["sequence_parallel"], flash_attention=L["flash_attention"],
-                  tp_comm_overlap=L["tp_comm_overlap"], precision=precision,
-                  recompute_modules=mods, optimizer_moments=moments,
-                  first_stage_layers=space.first_stage_layers,
-                  last_stage_layers=space.last_stage_layers, ep=L["ep"], etp=L["etp"])
-
-
 def _recipe_memory_gb(model: ModelSpec, gpu: GPUSpec, L: dict[str, np.ndarray], s: int, space: planner.Space,
                       options: Options, precision: str, mods: tuple[str, ...], moments: str,
                       memory_kwargs: Mapping[str, Any] | None = None) -> np.ndarray:
@@ -80,7 +67,7 @@ def _recipe_memory_gb(model: ModelSpec, gpu: GPUSpec, L: dict[str, np.ndarray], 
     mo = MemoryOptions(**(memory_kwargs or {}))
     if model.is_moe and mo.moe_capacity_factor is None:
         mo = replace(mo, moe_capacity_factor=options.moe_load_imbalance)
-    layout = _layout(L, space, precision, mods, moments)
+    layout = planner.recipe_layout(L, L["global_batch"], space, precision, mods, moments)
     mem = memory_per_gpu(model, layout, mo, seq_len=s, generation=gpu.generation,
                          stack=options.stack)
     return np.asarray(mem.total_bytes) / 1e9
@@ -117,8 +104,8 @@ def _fitting_predictions(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, s
             continue
         P = {key: a[rows] for key, a in L.items()}
         P["memory_gb"] = memory_gb[rows]
-        pred = predict_step(model, Hardware(gpu, scale_up, scale_out),
-                            _layout(P, space, precision, mods, moments), options=options,
+        layout = planner.recipe_layout(P, P["global_batch"], space, precision, mods, moments)
+        pred = predict_step(model, Hardware(gpu, scale_up, scale_out), layout, options=options,
                             memory=MemoryOptions(**(memory_kwargs or {})), seq_len=s,
                             with_scaling=False)
         P["tokens_per_s"] = np.asarray(pred.tokens_per_s)
