@@ -51,11 +51,11 @@ def interruption_terms(inp: Inputs, gpus, mode: str | None = None) -> Interrupti
     stall = rel.checkpoint_stall_s(size_b, mode, nodes, store)
     # async: the snapshot is durable only once uploaded, so the interval is never shorter
     # than the upload (and rework counts back to the last durable copy: storage.rework_s)
-    upload = storage.upload_s(size_b, nodes, shared, NODE_NETWORK_GB_PER_S) \
+    upload = storage.upload_s(size_b, nodes, shared, store.node_network_gb_per_s) \
         if mode == "async" else np.zeros(np.shape(M))
     tau = s.checkpoint_interval_s if s.checkpoint_interval_s > 0 else \
         storage.recommended_interval_s(stall, M, upload)
-    terms = restart_terms_at(inp, gpus)
+    terms = restart_terms_at(inp, gpus, store)
     restart = s.restart_s if terms is None else terms.total_s
     shape = np.shape(M)
     return InterruptionTerms(failures_per_day=per_day, mtbf_s=M, checkpoint_bytes=size_b,
@@ -66,16 +66,17 @@ def interruption_terms(inp: Inputs, gpus, mode: str | None = None) -> Interrupti
                              storage_gb_per_s=np.broadcast_to(shared, shape))
 
 
-def restart_terms_at(inp: Inputs, gpus) -> rel.RestartTerms | None:
+def restart_terms_at(inp: Inputs, gpus, store: rel.CheckpointStorage | None = None) -> rel.RestartTerms | None:
     """The restart per interruption as its terms at each GPU count
     (:func:`llmcost.economics.reliability.restart.restart_terms`: detection, rescheduling, checkpoint
     load from the shared tier, warm-up), with the scenario's detector and rescheduling; None
-    when the scenario gives its own restart (``restart`` = "custom")."""
+    when the scenario gives its own restart (``restart`` = "custom"). ``store``: the
+    scenario's :func:`_checkpoint_storage`, where the caller has built it."""
     s = inp.scenario
     if s.restart == "custom":
         return None
     return rel.restart_terms(np.asarray(gpus), float(rel.checkpoint_size_bytes(inp.model.params)),
-                             _checkpoint_storage(inp),
+                             _checkpoint_storage(inp) if store is None else store,
                              rel.RestartPolicy(detector=s.failure_detection, reschedule=s.reschedule))
 
 
