@@ -61,14 +61,9 @@ class SpotMarket:
     billed_share_during_wait: float | np.ndarray = 1.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "discount", v.in_range("discount", self.discount, 0, 1,
-                                                        high_inclusive=False))
-        object.__setattr__(self, "preemptions_per_day",
-                           v.nonnegative("preemptions_per_day", self.preemptions_per_day))
-        object.__setattr__(self, "capacity_wait_h", v.nonnegative("capacity_wait_h", self.capacity_wait_h))
-        object.__setattr__(self, "billed_share_during_wait",
-                           v.fraction("billed_share_during_wait", self.billed_share_during_wait,
-                                      allow_zero=True))
+        v.check_fields(self, v.in_range, ("discount",), low=0, high=1, high_inclusive=False)
+        v.check_fields(self, v.nonnegative, ("preemptions_per_day", "capacity_wait_h"))
+        v.check_fields(self, v.fraction, ("billed_share_during_wait",), allow_zero=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,11 +87,8 @@ class RunFailures:
     failure_lost_hours: float | np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "restart_h", v.nonnegative("restart_h", self.restart_h))
-        object.__setattr__(self, "failures_per_day", v.nonnegative("failures_per_day", self.failures_per_day))
-        if self.failure_lost_hours is not None:
-            object.__setattr__(self, "failure_lost_hours",
-                               v.nonnegative("failure_lost_hours", self.failure_lost_hours))
+        v.check_fields(self, v.nonnegative, ("restart_h", "failures_per_day")
+                       + (("failure_lost_hours",) if self.failure_lost_hours is not None else ()))
 
 
 def _deprecated_failures(failures: RunFailures, on_demand_failures_per_day: ArrayLike | None,

@@ -381,6 +381,8 @@ def _bill(**kw):
     groups = {"checkpoints": (sto.CheckpointWrites, ("checkpoint_bytes", "nodes", "interval_s", "burst_s", "mode")),
               "data": (sto.DatasetReads, ("dataset_tb", "data_read_gb_per_s", "data_tier", "hot_dataset_share")),
               "retention": (sto.Retention, ("keep_local", "keep_warm", "archived", "archive_every"))}
+    # a keyword no group takes would run the bill on its defaults: refuse it here
+    assert set(kw) <= {k for _, keys in groups.values() for k in keys}, kw
     made = {name: cls(**{k: base[k] for k in keys if k in base}) for name, (cls, keys) in groups.items()}
     hot = sto.StorageTier(TIER.loc["dgx-h100-local-nvme", "capacity_tb"], 20.0, 10.0)
     warm = sto.StorageTier(2000.0, 100.0, 50.0, usd_per_gb_month=0.1)

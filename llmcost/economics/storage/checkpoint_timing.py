@@ -230,11 +230,10 @@ class PeerCopies:
     remote_interval_s: float | np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "peer_copy_s", v.nonnegative("peer_copy_s", self.peer_copy_s))
-        object.__setattr__(self, "peer_share", v.fraction("peer_share", self.peer_share, allow_zero=True))
+        v.check_fields(self, v.nonnegative, ("peer_copy_s",))
+        v.check_fields(self, v.fraction, ("peer_share",), allow_zero=True)
         if self.remote_interval_s is not None:
-            object.__setattr__(self, "remote_interval_s",
-                               v.positive("remote_interval_s", self.remote_interval_s))
+            v.check_fields(self, v.positive, ("remote_interval_s",))
 
 
 def rework_s(mode: str, interval_s: ArrayLike, stall_s: ArrayLike, upload_s: ArrayLike = 0.0,

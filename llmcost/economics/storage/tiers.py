@@ -254,7 +254,7 @@ class Retention:
 
     def __post_init__(self) -> None:
         v.check_fields(self, v.nonnegative, ("keep_local", "keep_warm", "archived"))
-        object.__setattr__(self, "archive_every", v.in_range("archive_every", self.archive_every, 1.0, None))
+        v.check_fields(self, v.in_range, ("archive_every",), low=1.0)
 
 
 def tier_bill_of_materials(checkpoints: CheckpointWrites, data: DatasetReads, hot: StorageTier, warm: StorageTier,
