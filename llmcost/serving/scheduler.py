@@ -27,6 +27,7 @@ References
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, cast
 
@@ -335,8 +336,11 @@ class _Run:
         return _Step(decoding, prefilling, alloc, b, alloc.sum(axis=1))
 
     def jump_to_next_arrival(self, idle: np.ndarray) -> bool:
-        """Where nothing runs the clock jumps to the next arrival; whether any clock moved."""
-        nxt = np.where(~self.admitted, self.arrive, np.inf).min(axis=1)
+        """Where nothing runs the clock jumps to the next arrival; whether any clock moved.
+        Only a future arrival moves it: a request that has arrived and still waits while
+        nothing runs is larger than the KV cache, and so is every one behind it."""
+        nxt = np.where(~self.admitted & (self.arrive > self.t[:, None]), self.arrive,
+                       np.inf).min(axis=1)
         jump = idle & np.isfinite(nxt)
         self.t[jump] = np.maximum(self.t[jump], nxt[jump])
         return bool(jump.any())
@@ -389,13 +393,22 @@ class _Run:
 
     def summary(self, shape: tuple) -> Simulated:
         """Means over the requests per configuration, in the configurations' shape."""
-        osl_i, k = self.osl_i, self.k
+        osl_i = self.osl_i
         arrive_f = np.where(np.isfinite(self.arrive), self.arrive, np.nan)
         ttft = self.first - arrive_f
         tpot = np.where(osl_i > 1, (self.finish - self.first) / np.maximum(osl_i - 1.0, 1.0),
                         np.nan)
         lat = self.finish - arrive_f
         queue = self.start - arrive_f
+        with warnings.catch_warnings():
+            # a configuration that ran no request (its KV cache holds none) has no figures:
+            # NaN, which its fits=False drops
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return self._summary(shape, ttft, tpot, lat, queue, arrive_f)
+
+    def _summary(self, shape: tuple, ttft: np.ndarray, tpot: np.ndarray, lat: np.ndarray,
+                 queue: np.ndarray, arrive_f: np.ndarray) -> Simulated:
+        osl_i, k = self.osl_i, self.k
         dur = np.nanmax(self.finish, axis=1) - np.nanmin(arrive_f, axis=1)
         out = Simulated(
             ttft_s=np.nanmean(ttft, axis=1), ttft_p50_s=np.nanmedian(ttft, axis=1),

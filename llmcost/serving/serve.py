@@ -63,7 +63,9 @@ def _result(r: ServePrediction, i: int, isl: int, osl: int, prices: dict, tp: Ar
 
     x = pick(r.output_tokens_per_s_per_gpu)
     n_tp, n_ep = int(pick(tp)), int(pick(ep))
-    share = pick(cost.prefill_time_share(r.prefill_s, r.latency_s, r.concurrency))
+    # this layout's share only: a layout that does not fit has no latency (NaN), and the
+    # share's argument check would refuse the whole grid for it
+    share = float(cost.prefill_time_share(pick(r.prefill_s), pick(r.latency_s), pick(r.concurrency)))
     assert r.saturation_requests_per_s is not None     # predict always sets it
     out = {
         "tp": n_tp, "ep": n_ep,

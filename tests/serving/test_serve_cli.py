@@ -1,6 +1,7 @@
 """`llmcost serve`: the Done-when keys, the planner under limits, one-line errors."""
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -232,3 +233,16 @@ def test_calibration_names_the_rows_its_constants_are_fitted_to(capsys):
     n_sgl = int(((meas.engine == "sglang") & meas.source.str.contains("sgl-cookbook")).sum())
     assert f"SGLang cookbook's {n_sgl} benchmark points" in serve_json(
         capsys, "model=llama3-8b&tp=1&engine=sglang")["calibration"]
+
+
+@pytest.mark.slow
+def test_a_benchmark_plan_with_layouts_that_hold_no_request_answers_quietly(capsys):
+    # Llama 3 70B in BF16 does not fit one H100 (141 GB of weights): its TP1 layouts run
+    # none of the 200 prompts and have no latency; the plan answers from the layouts that
+    # fit, without a warning or an error about the others
+    code, out, err = run(capsys, "serve", "--json", "--query",
+                         "model=llama3-70b&gpu=h100-sxm&num_prompts=200")
+    assert code == 0 and err == "", err
+    r = json.loads(out)
+    assert r["fits"] and r["tp"] > 1 and r["feasible"] >= 1
+    assert all(math.isfinite(r[k]) for k in ("ttft_ms", "tpot_ms", "output_tokens_per_s_per_gpu"))
