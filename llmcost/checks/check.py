@@ -520,7 +520,7 @@ def _check_collectives(out: dict, nccl: NcclTests, hardware: Hardware | None, sc
         if results is None:
             from ..review import evaluate
             results = evaluate(scenario, cat)
-        hardware = Hardware(results.inputs.gpu, results.inputs.scale_up, results.inputs.scale_out)
+        hardware = results.inputs.hardware
         if (placement_from_scenario and not place.nodes and not place.gpus_per_node
                 and not nccl.nodes):
             place = replace(place, gpus_per_node=int(hardware.gpu.gpus_per_node))

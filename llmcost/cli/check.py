@@ -47,7 +47,7 @@ def cmd_check(a) -> dict:
             notes.append("check reads scenario A of a compare link")
     hardware = None
     if a.nccl_tests is not None and a.gpu is not None:
-        hardware = chk.Hardware(*_hardware(a))
+        hardware = _hardware(a)
     elif a.nccl_tests is not None and query is None:
         raise v.InputError("gpu", "--nccl-tests needs the hardware: --gpu [--fabric], or "
                                   "--query \"gpu=..&fabric=..\"")

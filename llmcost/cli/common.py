@@ -13,6 +13,7 @@ from ..training import hf_config, stacks
 from ..training import memory as mem
 from ..training import step as step_mod
 from ..training.arch import ModelSpec
+from ..training.hardware import Hardware
 from ..training.moe import A2A_OVERLAP
 from ..training.precision import PRECISIONS
 from ..training.recompute import RECOMPUTE_MODULES
@@ -79,7 +80,8 @@ def _with_model_notes(a, result: dict) -> dict:
     return result
 
 
-def _hardware(a):
+def _hardware(a) -> Hardware:
+    """The ``--gpu`` with its scale-up link and the ``--fabric`` (default: the GPU's usual)."""
     cat = catalog.default()
     gpu = cat.gpu(a.gpu)
     up = cat.fabric(gpu.scale_up)
@@ -87,7 +89,7 @@ def _hardware(a):
     if out.kind != "scale_out":
         raise v.InputError("fabric", f"fabric {out.id!r} is a scale-up link; pick one of "
                                      + ", ".join(cat.fabrics().query("kind == 'scale_out'")["id"]))
-    return gpu, up, out
+    return Hardware(gpu, up, out)
 
 
 def _options(a) -> step_mod.Options:

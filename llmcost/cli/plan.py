@@ -8,7 +8,6 @@ import time
 from .. import _validate as v
 from ..planning import planner
 from ..training import step as step_mod
-from ..training.hardware import Hardware
 from .common import _add_layout_common, _add_stage_args, _hardware, _model_from_args, _options, _refuse_moe_flags
 
 #: most layouts `plan` prints: each is ~1 kB of JSON, and the library gives them all
@@ -19,12 +18,12 @@ def cmd_plan(a) -> dict:
     top_n = int(v.integer("top", a.top, 1, PLAN_MAX_TOP))
     m = _model_from_args(a)
     _refuse_moe_flags(a, m)
-    gpu, up, out = _hardware(a)
+    hardware = _hardware(a)
+    gpu, out = hardware.gpu, hardware.scale_out
     space = planner.Space(max_tp=a.max_tp, first_stage_layers=a.first_stage_layers,
                           last_stage_layers=a.last_stage_layers,
                           ep=tuple(a.ep) if a.ep else (), etp=tuple(a.etp) if a.etp else (1,))
     t0 = time.perf_counter()
-    hardware = Hardware(gpu, up, out)
     search = planner.Search(space, precision=a.precision, heuristic=a.heuristic,
                             rank_by="cost" if a.rank_by == "cost" else "time",
                             usd_per_gpu_hour=a.usd_per_gpu_hour)

@@ -9,7 +9,6 @@ from ..planning import planner
 from ..training import flops as fl
 from ..training import memory as mem
 from ..training import step as step_mod
-from ..training.hardware import Hardware
 from ..training.layout import Layout
 from .common import (
     _add_layout_common,
@@ -32,7 +31,8 @@ def _fit_reason(total_gb, cap_gb, parts) -> str:
 def cmd_predict(a) -> dict:
     m = _model_from_args(a)
     _refuse_moe_flags(a, m)
-    gpu, up, out = _hardware(a)
+    hardware = _hardware(a)
+    gpu, out = hardware.gpu, hardware.scale_out
     lay = Layout(gpus=a.gpus, tp=a.tp, pp=a.pp, interleave=a.interleave, cp=a.cp, ep=a.ep,
                  etp=a.etp, micro_batch=a.micro_batch, global_batch=a.global_batch,
                  zero_stage=a.zero, recompute=a.recompute, sequence_parallel=a.sequence_parallel,
@@ -40,7 +40,7 @@ def cmd_predict(a) -> dict:
                  first_stage_layers=a.first_stage_layers, last_stage_layers=a.last_stage_layers,
                  precision=a.precision, recompute_modules=a.recompute_modules,
                  optimizer_moments=a.optimizer_moments)
-    p = step_mod.predict_step(m, Hardware(gpu, up, out), lay, options=_options(a),
+    p = step_mod.predict_step(m, hardware, lay, options=_options(a),
                               memory=_recipe_memory_options(a))
     split = [int(x) for x in (p.first_stage_layers, p.middle_stage_layers, p.last_stage_layers)]
     parts = {k: float(x) for k, x in p.memory.to_gb().items() if k != "total_gb"}

@@ -9,7 +9,6 @@ from .. import _validate as v
 from .. import catalog
 from ..planning import sizing
 from ..training import step as step_mod
-from ..training.hardware import Hardware
 from .common import _add_model_args, _add_precision_arg, _hardware, _model_from_args, _options
 
 
@@ -88,13 +87,14 @@ def cmd_size(a) -> dict:
     (`llmcost review` with sizing=days on the same keys: one answer); other inputs by the
     stand-alone sizing."""
     m = _model_from_args(a)
-    gpu, up, out = _hardware(a)
+    hardware = _hardware(a)
+    gpu, out = hardware.gpu, hardware.scale_out
     s = _size_scenario(a, m, gpu, out)
     if s is not None:
         return _size_by_review(a, m, gpu, out, s)
     prices = _gpu_prices(gpu, a.usd_per_gpu_hour, a.price)
     batch = 4_194_304 if a.global_batch_tokens is None else a.global_batch_tokens
-    S = sizing.size_cluster(m, Hardware(gpu, up, out),
+    S = sizing.size_cluster(m, hardware,
                             sizing.Target(a.days, a.tokens, batch, headroom=a.headroom,
                                           goodput=a.goodput),
                             sizing.Facility(max_power_mw=a.max_power_mw,

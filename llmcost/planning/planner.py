@@ -19,7 +19,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, Sequence, SupportsInt
+from typing import Mapping, Sequence, SupportsInt
 
 import numpy as np
 import pandas as pd
@@ -113,8 +113,8 @@ class Search:
         Share of the GPU's memory a layout should leave free [-], in [0, 1): within
         ``simplest_within`` of the best, layouts that leave it rank first
         (:func:`memory_tight`); 0: memory does not rank.
-    memory_kwargs : dict, optional
-        Options of the memory model for every layout (e.g. ``moe_probs_at``).
+    memory : MemoryOptions
+        The memory model's choices for every layout (e.g. ``moe_probs_at``).
     """
 
     space: Space = Space()
@@ -124,7 +124,7 @@ class Search:
     usd_per_gpu_hour: float | None = None
     simplest_within: float = 0.0
     memory_margin: float = 0.0
-    memory_kwargs: Mapping[str, Any] | None = None
+    memory: MemoryOptions = MemoryOptions()
 
     def __post_init__(self) -> None:
         v.choice("rank_by", self.rank_by, ("time", "cost"))
@@ -137,6 +137,8 @@ class Search:
         v.choice("heuristic", self.heuristic, HEURISTICS)
         v.in_range("simplest_within", self.simplest_within, 0, 1)
         v.in_range("memory_margin", self.memory_margin, 0, 1, high_inclusive=False)
+        if not isinstance(self.memory, MemoryOptions):
+            raise v.InputError("memory", f"memory must be a MemoryOptions, not {self.memory!r}")
 
     def precision_on(self, gpu: GPUSpec, options: Options) -> str:
         """The GEMM precision every layout runs in (``options.precision`` unless the search
@@ -213,7 +215,7 @@ def plan(model: ModelSpec, hardware: Hardware, gpus: ArrayLike, global_batch: in
                          f"sequences over {_sizes_text(gpus)} GPUs (t p c must divide the GPUs "
                          "and micro-batch x DP the batch): change the GPU count or the batch")
     df = _predicted(model, gpu, scale_up, scale_out, L, global_batch, space, options,
-                    calibration, seq_len, search.memory_kwargs, prec, search.usd_per_gpu_hour)
+                    calibration, seq_len, search.memory, prec, search.usd_per_gpu_hour)
     n = len(df)
     key = "step_time_s" if search.rank_by == "time" else "usd_per_million_tokens"
     df = _ranked(df, key, search.simplest_within, search.memory_margin)
@@ -237,7 +239,7 @@ def recipe_layout(L: Mapping[str, np.ndarray], global_batch: ArrayLike, space: S
 
 def _predicted(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
                L: dict[str, np.ndarray], global_batch: ArrayLike, space: Space, options: Options,
-               calibration: Calibration | None, seq_len: int | None, memory_kwargs: Mapping[str, Any] | None,
+               calibration: Calibration | None, seq_len: int | None, memory: MemoryOptions,
                prec: str, usd_per_gpu_hour: float | None) -> pd.DataFrame:
     """The frame of layouts ``L`` predicted under each memory recipe of ``space``, recipe
     after recipe (``global_batch``: one, or one per layout)."""
@@ -248,7 +250,7 @@ def _predicted(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: 
             layout = recipe_layout(L, global_batch, space, prec, tuple(mods), moments)
             pred = predict_step(model, Hardware(gpu, scale_up, scale_out), layout,
                                 options=options, calibration=calibration,
-                                memory=MemoryOptions(**(memory_kwargs or {})), seq_len=seq_len,
+                                memory=memory, seq_len=seq_len,
                                 with_scaling=False)
             frames.append(layouts_frame(L, pred, gpu, usd_per_gpu_hour,
                                         recipe=dict(precision=prec,
@@ -295,7 +297,7 @@ def first_layouts(model: ModelSpec, hardware: Hardware, pairs: Sequence[tuple[in
     """
     search.require_time_ranking("first_layouts")
     gpu, scale_up, scale_out = hardware.gpu, hardware.scale_up, hardware.scale_out
-    space, memory_kwargs = search.space, search.memory_kwargs
+    space = search.space
     prec = search.precision_on(gpu, options)
     Ls = [enumerate_layouts(model, int(g), int(B), gpu.scale_up_domain, space)
           for g, B in pairs]
@@ -306,7 +308,7 @@ def first_layouts(model: ModelSpec, hardware: Hardware, pairs: Sequence[tuple[in
     L = {k: np.concatenate([x[k] for x in Ls]) for k in Ls[0]}
     batch = np.concatenate([np.full(n, int(B), dtype=np.int64) for n, (_, B) in zip(sizes, pairs)])
     df = _predicted(model, gpu, scale_up, scale_out, L, batch, space, options, None, None,
-                    memory_kwargs, prec, None)
+                    search.memory, prec, None)
     pair = np.tile(np.repeat(np.arange(len(Ls)), sizes), len(df) // sum(sizes))
     for i, rows in df.groupby(pair, sort=True):
         out[int(i)] = _ranked(rows.reset_index(drop=True), "step_time_s",

@@ -14,7 +14,7 @@ References
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -62,9 +62,9 @@ def candidate_sizes(gpus_per_node: int, max_nodes: int) -> np.ndarray:
 
 def _recipe_memory_gb(model: ModelSpec, gpu: GPUSpec, L: dict[str, np.ndarray], s: int, space: planner.Space,
                       options: Options, precision: str, mods: tuple[str, ...], moments: str,
-                      memory_kwargs: Mapping[str, Any] | None = None) -> np.ndarray:
+                      memory: MemoryOptions = MemoryOptions()) -> np.ndarray:
     """Peak memory per GPU [GB] of the layouts ``L`` with one memory recipe."""
-    mo = MemoryOptions(**(memory_kwargs or {}))
+    mo = memory
     if model.is_moe and mo.moe_capacity_factor is None:
         mo = replace(mo, moe_capacity_factor=options.moe_load_imbalance)
     layout = planner.recipe_layout(L, L["global_batch"], space, precision, mods, moments)
@@ -75,7 +75,7 @@ def _recipe_memory_gb(model: ModelSpec, gpu: GPUSpec, L: dict[str, np.ndarray], 
 
 def _fitting_predictions(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec,
                          L: dict[str, np.ndarray], s: int, space: planner.Space, options: Options, precision: str,
-                         memory_kwargs: Mapping[str, Any] | None = None) -> tuple[dict[str, np.ndarray] | None, int]:
+                         memory: MemoryOptions = MemoryOptions()) -> tuple[dict[str, np.ndarray] | None, int]:
     """Each layout of ``L`` with the first memory recipe it fits with, in the order of
     ``space.recompute_modules`` x ``space.optimizer_moments`` (none recomputed by name and
     FP32 moments first: for one layout the first that fits is the fastest and the simplest,
@@ -92,7 +92,7 @@ def _fitting_predictions(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, s
             break
         sub = {key: a[todo] for key, a in L.items()}
         gb = _recipe_memory_gb(model, gpu, sub, s, space, options, precision, mods, moments,
-                               memory_kwargs)
+                               memory)
         evaluated += len(todo)
         fit = gb * 1e9 <= gpu.memory_bytes
         chosen[todo[fit]] = j
@@ -106,7 +106,7 @@ def _fitting_predictions(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, s
         P["memory_gb"] = memory_gb[rows]
         layout = planner.recipe_layout(P, P["global_batch"], space, precision, mods, moments)
         pred = predict_step(model, Hardware(gpu, scale_up, scale_out), layout, options=options,
-                            memory=MemoryOptions(**(memory_kwargs or {})), seq_len=s,
+                            memory=memory, seq_len=s,
                             with_scaling=False)
         P["tokens_per_s"] = np.asarray(pred.tokens_per_s)
         P["step_time_s"] = np.asarray(pred.step_time_s)
@@ -122,7 +122,7 @@ def _fitting_predictions(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, s
 
 def _evaluate_sizes(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_out: FabricSpec, gpus: np.ndarray,
                     B: int, s: int, space: planner.Space, options: Options, precision: str = "bf16",
-                    simplest_within: float = 0.0, memory_kwargs: Mapping[str, Any] | None = None,
+                    simplest_within: float = 0.0, memory: MemoryOptions = MemoryOptions(),
                     memory_margin: float = 0.0) -> tuple[dict[str, np.ndarray] | None, dict[str, Any]]:
     """Per size, the fastest fitting layout over the batches within BATCH_TOLERANCE of B.
 
@@ -187,7 +187,7 @@ def _evaluate_sizes(model: ModelSpec, gpu: GPUSpec, scale_up: FabricSpec, scale_
     if len(L["tp"]) == 0:
         return None, empty
     fitted, evaluated = _fitting_predictions(model, gpu, scale_up, scale_out, L, s, space, options,
-                                             precision, memory_kwargs)
+                                             precision, memory)
     if fitted is None:
         return None, dict(evaluated=evaluated)
     L = fitted

@@ -360,7 +360,7 @@ def size_cluster(model: ModelSpec, hardware: Hardware, target: Target,
     B = max(1, int(round(float(target.global_batch_tokens) / s)))
     best, info = _evaluate_sizes(model, gpu, hardware.scale_up, hardware.scale_out, gpus, B, s,
                                  search.space, options, prec, search.simplest_within,
-                                 search.memory_kwargs, float(search.memory_margin))
+                                 search.memory, float(search.memory_margin))
     floor_days, floor_train_days, cols, lay = _size_columns(best, gpus, D, G, float(target.headroom),
                                                             target.data_stall)
     ratio = float(target.realized_ratio)

@@ -18,7 +18,7 @@ from ..economics.tco import CloudPrices, OnPrem
 from ..planning.sizing import Sizing
 from ..scenario import Scenario
 from ..training.arch import ModelSpec
-from ..training.hardware import FabricSpec, GPUSpec
+from ..training.hardware import FabricSpec, GPUSpec, Hardware
 from ..training.layout import Layout
 from ..training.step import StepPrediction
 from ..training.uncertainty import Band
@@ -64,6 +64,11 @@ class Inputs:
     price_offers: dict = field(default_factory=dict)
     #: how the offers were chosen, in words
     price_rule: str = ""
+
+    @property
+    def hardware(self) -> Hardware:
+        """The GPU and its two fabrics, as the step model takes them."""
+        return Hardware(self.gpu, self.scale_up, self.scale_out)
 
     def spot_covers(self, gpus: int) -> bool:
         """Whether the documented spot capacity holds ``gpus`` GPUs (False when none is

@@ -16,7 +16,7 @@ from ..planning import planner
 from ..scenario import Scenario
 from ..training.hardware import Hardware
 from ..training.layout import Layout
-from ..training.memory import MemoryOptions, memory_per_gpu
+from ..training.memory import memory_per_gpu
 from .results import Results
 from .stages import NODE_NETWORK_GB_PER_S, REVIEW_MEMORY, options_for
 from .storage_view import KEEP_LOCAL, KEEP_WARM, storage_summary
@@ -48,7 +48,7 @@ def layout_memory(results: Results, top: int = 5) -> pd.DataFrame:
     # the fields the memory model does not read stay out of the arrays
     unread = ("middle_stage_layers", "tp_comm_overlap")
     lays = [Layout.from_row(r, global_batch=B) for _, r in L.iterrows()]
-    opts = MemoryOptions(**REVIEW_MEMORY, moe_capacity_factor=options_for(
+    opts = replace(REVIEW_MEMORY, moe_capacity_factor=options_for(
         results.scenario).moe_load_imbalance if m.is_moe else None)
     rows = {}
     for key in dict.fromkeys(tuple(getattr(x, k) for k in recipe) for x in lays):
@@ -183,7 +183,7 @@ def scaling_series(results: Results, fabrics=("ib-ndr", "roce-400")) -> pd.DataF
     # the scenario's own fabric as resolved ("auto": the GPU's usual; a custom fabric has no
     # catalog row), then the ones compared
     own = "custom" if s.fabric == "custom" else inp.scale_out.id
-    memory = MemoryOptions(**REVIEW_MEMORY)
+    memory = REVIEW_MEMORY
     for f in dict.fromkeys((own, *fabrics)):
         try:
             spec = inp.scale_out if f == own else cat.fabric(f)

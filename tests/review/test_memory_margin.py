@@ -11,10 +11,15 @@ import pytest
 
 from llmcost import catalog
 from llmcost.review import evaluate
-from llmcost.review.stages import MEMORY_MARGIN, SIMPLEST_WITHIN, options_for, review_space
+from llmcost.review.stages import (
+    MEMORY_MARGIN,
+    REVIEW_MEMORY,
+    SIMPLEST_WITHIN,
+    options_for,
+    review_space,
+)
 from llmcost.scenario import Scenario
 from llmcost.training import planner
-from llmcost.training.hardware import Hardware
 
 CAT = catalog.default()
 # Mixtral 8x7B on 64 H100: the fastest layout uses 99% of memory, one 1% slower 74%
@@ -26,10 +31,9 @@ def _plan(r, margin):
     inp = r.inputs
     s = inp.scenario
     space = review_space(s, inp.model, inp.gpu.gpus_per_node)
-    from llmcost.review.stages import REVIEW_MEMORY
     search = planner.Search(space, precision=s.precision, simplest_within=SIMPLEST_WITHIN,
-                            memory_margin=margin, memory_kwargs=REVIEW_MEMORY)
-    return planner.plan(inp.model, Hardware(inp.gpu, inp.scale_up, inp.scale_out), r.plan.gpus,
+                            memory_margin=margin, memory=REVIEW_MEMORY)
+    return planner.plan(inp.model, inp.hardware, r.plan.gpus,
                         r.plan.global_batch, search, options_for(s)).layouts
 
 

@@ -114,3 +114,28 @@ def test_why_slower_names_terms():
     others, _ = pl.runners_up(P.layouts, 1)
     text = pl.why_slower(P.layouts.iloc[0], others.iloc[0])
     assert "per step" in text and " s " in text
+
+
+@pytest.mark.parametrize("kw, param", [
+    (dict(rank_by="cost"), "usd_per_gpu_hour"),
+    (dict(rank_by="speed"), "rank_by"),
+    (dict(usd_per_gpu_hour=-1.0), "usd_per_gpu_hour"),
+    (dict(heuristic="greedy"), "heuristic"),
+    (dict(simplest_within=1.5), "simplest_within"),
+    (dict(memory_margin=1.0), "memory_margin"),
+    # the memory options are one checked group, not a dict of keywords
+    (dict(memory={"moe_probs_at": "activation"}), "memory"),
+])
+def test_search_refuses_bad_input_naming_the_field(kw, param):
+    with pytest.raises(ValueError) as e:
+        pl.Search(SMALL, **kw)
+    assert getattr(e.value, "param", None) == param
+
+
+def test_search_is_a_cache_key():
+    """Equal searches are equal and hash alike, so a plan can be cached on the search itself."""
+    from llmcost.training.memory import MemoryOptions
+    a = pl.Search(SMALL, memory=MemoryOptions(moe_probs_at="activation"))
+    b = pl.Search(SMALL, memory=MemoryOptions(moe_probs_at="activation"))
+    assert a == b and hash(a) == hash(b)
+    assert a != pl.Search(SMALL)

@@ -11,9 +11,7 @@ import numpy as np
 from ... import _validate as v
 from ...planning import planner, sizing
 from ...training import memory
-from ...training.hardware import Hardware
 from ...training.layout import LINK_KEYS
-from ...training.memory import MemoryOptions
 from ...training.step import predict_step
 from .. import fill
 from ..results import Inputs, Layout, PlanResult, SizeResult
@@ -74,7 +72,7 @@ def _size_at(inp: Inputs, space: planner.Space, batch_tokens: float):
     facility = sizing.Facility(max_power_mw=s.max_power_mw or None, power_kw_per_gpu=power,
                                pue=s.pue)
     # the precision of the review's options (sizing's, as the plan's is the scenario's)
-    return sizing.size_cluster(inp.model, Hardware(inp.gpu, inp.scale_up, inp.scale_out), target,
+    return sizing.size_cluster(inp.model, inp.hardware, target,
                                facility, _review_search(space, None), options_for(s))
 
 
@@ -119,8 +117,8 @@ def given_layout_error(inp: Inputs, gpus: int, B: int) -> v.InputError | None:
         # flash attention and TP overlap as the options say, as the planner's search
         layout = Layout(gpus=gpus, global_batch=batch, precision=s.precision,
                         flash_attention=None, tp_comm_overlap=None, **lay)
-        predict_step(m, Hardware(inp.gpu, inp.scale_up, inp.scale_out), layout,
-                     options=options_for(s), memory=MemoryOptions(**REVIEW_MEMORY),
+        predict_step(m, inp.hardware, layout,
+                     options=options_for(s), memory=REVIEW_MEMORY,
                      with_scaling=False)
     except ValueError as e:
         key = LINK_KEY_OF.get(getattr(e, "param", None), getattr(e, "param", None))
@@ -140,21 +138,20 @@ def review_plan(inp: Inputs, space: planner.Space, gpus: int, B: int) -> planner
     """The planner's ranking on ``gpus`` GPUs at a batch of ``B`` sequences, as the review
     ranks (fastest, then simplest within :data:`SIMPLEST_WITHIN`, memory margin)."""
     s = inp.scenario
-    return _review_plan(inp.model, inp.gpu, inp.scale_up, inp.scale_out, options_for(s),
-                        s.precision, space, int(gpus), int(B))
+    return _review_plan(inp.model, inp.hardware, options_for(s),
+                        _review_search(space, s.precision), int(gpus), int(B))
 
 
 @functools.lru_cache(maxsize=8)
-def _review_plan(m, g, up, out, options, precision, space, gpus, B):
-    return planner.plan(m, Hardware(g, up, out), gpus, B, _review_search(space, precision),
-                        options)
+def _review_plan(m, hardware, options, search, gpus, B):
+    return planner.plan(m, hardware, gpus, B, search, options)
 
 
 def _review_search(space: planner.Space, precision: str | None) -> planner.Search:
     """The review's search: fastest, then simplest within :data:`SIMPLEST_WITHIN`, leaving
     :data:`MEMORY_MARGIN` free, with the review's memory options."""
     return planner.Search(space, precision=precision, simplest_within=SIMPLEST_WITHIN,
-                          memory_margin=MEMORY_MARGIN, memory_kwargs=REVIEW_MEMORY)
+                          memory_margin=MEMORY_MARGIN, memory=REVIEW_MEMORY)
 
 
 #: the review's first layout at (inputs of the planner, gpus, batch), as fill.Best or None;
@@ -170,9 +167,8 @@ def _bests(key: tuple, pairs) -> list:
     pairs = [(int(g), int(b)) for g, b in pairs]
     todo = list(dict.fromkeys(p for p in pairs if (key, p) not in _BEST))
     if todo:
-        m, g, up, out, options, precision, space = key
-        rows = planner.first_layouts(m, Hardware(g, up, out), todo,
-                                     _review_search(space, precision), options)
+        m, hardware, options, search = key
+        rows = planner.first_layouts(m, hardware, todo, search, options)
         for p, r in zip(todo, rows):
             _BEST[(key, p)] = None if r is None else fill.Best(
                 tokens_per_s=float(r["tokens_per_s"]), mfu=float(r["mfu"]),
@@ -191,7 +187,7 @@ def batch_fill_at(inp: Inputs, space: planner.Space, gpus: int, B: int) -> fill.
     """Whether ``B`` sequences fill ``gpus`` GPUs in the review's layouts, the largest GPU count
     they fill and the smallest batch that fills ``gpus`` (:mod:`llmcost.review.fill`)."""
     s, m, g = inp.scenario, inp.model, inp.gpu
-    key = (m, g, inp.scale_up, inp.scale_out, options_for(s), s.precision, space)
+    key = (m, inp.hardware, options_for(s), _review_search(space, s.precision))
 
     def best(n, b):
         return _bests(key, [(n, b)])[0]

@@ -9,7 +9,6 @@ import numpy as np
 
 from ... import catalog as catalog_mod
 from ...training.hardware import Hardware
-from ...training.memory import MemoryOptions
 from ...training.precision import peak_tflops_by_part
 from ...training.step import STEP_TERMS, predict_step
 from ..results import Inputs, MfuLimit, PlanResult, PredictResult
@@ -20,8 +19,8 @@ def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
     if pl.layout is None:
         return None
     L = pl.layout
-    p = predict_step(inp.model, Hardware(inp.gpu, inp.scale_up, inp.scale_out), L,
-                     options=options_for(inp.scenario), memory=MemoryOptions(**REVIEW_MEMORY))
+    p = predict_step(inp.model, inp.hardware, L,
+                     options=options_for(inp.scenario), memory=REVIEW_MEMORY)
     mem = {k: float(x) for k, x in p.memory.to_gb().items()}
     step = float(p.step_time_s)
     mfu_p, hfu_p = precision_utilization(float(p.mfu), float(p.hfu), inp.gpu,
@@ -35,7 +34,7 @@ def predict(inp: Inputs, pl: PlanResult) -> PredictResult | None:
                               for t in catalog_mod.BANDED_TERMS})
         ends = predict_step(inp.model, Hardware(inp.gpu, inp.scale_up, both), L,
                             options=options_for(inp.scenario),
-                            memory=MemoryOptions(**REVIEW_MEMORY), with_scaling=False).step_time_s
+                            memory=REVIEW_MEMORY, with_scaling=False).step_time_s
         band = (float(ends[0]), float(ends[1]))
     return PredictResult(fabric_step_time_s_band=band, step=p, step_time_s=step, tokens_per_s=float(p.tokens_per_s),
                          mfu=float(p.mfu), hfu=float(p.hfu),

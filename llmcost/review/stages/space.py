@@ -10,6 +10,7 @@ from ...planning import planner
 from ...scenario import Scenario
 from ...training import stacks
 from ...training.layout import LINK_KEYS
+from ...training.memory import MemoryOptions
 from ...training.moe import A2A_OVERLAP
 from ...training.step import DEFAULT_STACK, Options
 
@@ -70,7 +71,7 @@ def options_for(s: Scenario) -> Options:
 #: the memory model's options for every layout the review tries: the router's probabilities
 #: applied in the expert activation, as Megatron-Core does since 2025 (commit 2659630), so the
 #: expert outputs are not kept for the combine (llmcost.training.memory.memory_per_gpu)
-REVIEW_MEMORY = {"moe_probs_at": "activation"}
+REVIEW_MEMORY = MemoryOptions(moe_probs_at="activation")
 
 
 def recompute_recipes(m, stack="megatron") -> tuple:
