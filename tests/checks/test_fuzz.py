@@ -55,22 +55,25 @@ def _answers(read, text, param):
         assert "Traceback" not in msg
 
 
-def _never_raises_anything_else(read, param: str, examples: int, texts=hostile_text):
-    """The property test of one reader: ``examples`` texts drawn from ``texts``, each
-    answered by :func:`_answers` (a result or one InputError line naming ``param``)."""
-    @pytest.mark.slow
-    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(texts)
-    def test(text):
-        _answers(read, text, param)
-    return test
+# Parametrized, not built by a factory: Hypothesis keys its example database on a test's
+# source plus its parameters, so tests made from one inner function would share one key and
+# replay each other's examples.
+FUZZ = dict(deadline=None, suppress_health_check=list(HealthCheck))
 
 
-test_nccl_tests_reader_never_raises_anything_else = _never_raises_anything_else(
-    nccl_tests.read, "nccl_tests", 1500)
-test_nccl_json_reader_never_raises_anything_else = _never_raises_anything_else(
-    nccl_tests.read_json, "nccl_tests", 300,
-    st.lists(st.sampled_from(TOKENS + ["1", "2.5", "8"]), max_size=60).map(lambda t: "{" + " ".join(t) + "}"))
-test_train_log_reader_never_raises_anything_else = _never_raises_anything_else(
-    train_log.read, "train_log", 1500)
-test_dcgm_reader_never_raises_anything_else = _never_raises_anything_else(dcgm.read, "dcgm", 1000)
+@pytest.mark.slow
+@pytest.mark.parametrize("read, param", [(nccl_tests.read, "nccl_tests"),
+                                         (train_log.read, "train_log"), (dcgm.read, "dcgm")],
+                         ids=["nccl_tests", "train_log", "dcgm"])
+@settings(max_examples=1500, **FUZZ)
+@given(text=hostile_text)
+def test_reader_never_raises_anything_else(read, param, text):
+    _answers(read, text, param)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, **FUZZ)
+@given(st.lists(st.sampled_from(TOKENS + ["1", "2.5", "8"]), max_size=60).map(
+    lambda t: "{" + " ".join(t) + "}"))
+def test_nccl_json_reader_never_raises_anything_else(text):
+    _answers(nccl_tests.read_json, text, "nccl_tests")
