@@ -36,6 +36,17 @@ def _forecast_lines(r: dict) -> list:
             + (f" ({rr['fallback']})" if rr.get("fallback") else "")]
 
 
+def _price_text(r: dict, option: str) -> str:
+    """The price per GPU-hour an option is costed at and the offer it comes from: options are
+    priced from different providers' offers (``price_rule``), so a 3-year term can cost more
+    per hour than another provider's on-demand."""
+    price = (r.get("prices_usd_per_gpu_hour") or {}).get(option)
+    if price is None:
+        return ""
+    offer = (r.get("price_offers") or {}).get(option)
+    return f"  at ${price:,.2f}/GPU-h" + (f" ({offer})" if offer else "")
+
+
 def _review_text(r: dict) -> str:
     def num(x, fmt):
         return "n/a" if x is None else fmt.format(x)
@@ -68,11 +79,11 @@ def _review_text(r: dict) -> str:
              f"{num(r['goodput'], '{:.1%}')}",
              f"  spot net savings  {num(r['spot_net_savings'], '{:.1%}')}",
              f"  breakeven         {num(r['breakeven_months'], '{:,.1f} months')} (buying vs on-demand)",
-             "  cash cost of this run (commitments included):"]
+             "  cash cost of this run (commitments included), at the price and offer of each way to pay:"]
     for k, x in r["costs_usd"].items():
         extra = r["commitments"].get(k, "")
         lines.append(f"    {k:<12} ${x:>18,.0f}  amortized ${r['costs_amortized_usd'].get(k, x):>16,.0f}"
-                     + (f"  [{extra}]" if extra else ""))
+                     + _price_text(r, k) + (f"  [{extra}]" if extra else ""))
     if not r["costs_usd"]:
         lines.append("    none (no run: no layout)" if r.get("days") is None
                      else "    none (no price for this GPU)")

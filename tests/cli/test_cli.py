@@ -140,6 +140,25 @@ def test_review_names_the_size_of_the_model_it_read(capsys):
     assert out.splitlines()[0].startswith("llama3-8b (8.03 B parameters) on 64 x")
 
 
+
+def test_review_text_names_the_price_and_offer_of_each_way_to_pay(capsys):
+    """Each option is priced from the cheapest offer that sells it, often another provider's
+    (a 3-year term can cost more per hour than another cloud's on-demand): the text shows the
+    price and offer the JSON gives, and the cost is that price x the GPU-hours billed."""
+    q = "model=llama3-70b&gpu=h100-sxm&gpus=1024&tokens=1.5e13"
+    r = run_json(capsys, "review", "--query", q)
+    code, out, _ = run(capsys, "review", "--query", q)
+    assert code == 0
+    lines = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith("    ") and "$" in ln}
+    prices, offers = r["prices_usd_per_gpu_hour"], r["price_offers"]
+    assert {"on_demand", "reserved_3y"} <= set(prices)
+    for k, price in prices.items():
+        assert f"at ${price:,.2f}/GPU-h ({offers[k]})" in lines[k]
+    # on-demand bills the run's GPU-hours at its price: days x 24 x billed GPUs x price
+    assert r["costs_usd"]["on_demand"] == pytest.approx(
+        r["days"] * 24 * r["billed_gpus"] * prices["on_demand"], rel=1e-9)
+    assert "at $" not in lines["on_prem"]
+
 GPT3 = ["--layers", "96", "--hidden", "12288", "--heads", "96", "--vocab", "51200", "--seq-len", "2048"]
 
 
