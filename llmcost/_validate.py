@@ -105,7 +105,14 @@ def integer(name: str, value, minimum: int = 1, maximum: int | None = None) -> n
     most 2**53), returned as an int64 array."""
     if isinstance(value, (bool, np.bool_)):
         raise InputError(name, f"{name} must be a whole number, got {value!r}")
-    arr = in_range(name, value, minimum, MAX_INTEGER if maximum is None else maximum)
+    top = MAX_INTEGER if maximum is None else maximum
+    if isinstance(value, (int, np.integer, np.ndarray)) and np.asarray(value).dtype.kind in "iu":
+        # already whole (the arrays a Layout keeps): only the range is left to check; out of
+        # it, the float path below words the error
+        ints = np.array(value, dtype=np.int64)
+        if not ((ints < minimum) | (ints > top)).any():
+            return ints
+    arr = in_range(name, value, minimum, top)
     frac = arr != np.round(arr)
     if frac.any():
         raise InputError(name, f"{name} must be a whole number, got {_first_bad(arr, frac)}")
