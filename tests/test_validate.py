@@ -44,3 +44,23 @@ def test_integer_names_the_parameter_and_the_value(value, message):
     with pytest.raises(v.InputError, match=None) as e:
         v.integer("tp", value)
     assert str(e.value) == message
+
+
+@pytest.mark.parametrize("names", [
+    np.array(["none", "full", "selective"]), np.array([["none"], ["full"]], dtype=object),
+    np.array([], dtype=object)])
+def test_choices_returns_an_array_of_allowed_names_as_given(names):
+    got = v.choices("recompute", names, ("none", "selective", "full"))
+    assert got.shape == names.shape and (got == names).all()
+
+
+@pytest.mark.parametrize("names, first_bad", [
+    (np.array(["none", "half", "sometimes"], dtype=object), "'half'"),
+    (np.array([["full"], ["FULL"]]), "'FULL'"),
+    (np.array(["none", 3], dtype=object), "3"),
+])
+def test_choices_names_the_first_name_not_allowed(names, first_bad):
+    # the name as the user typed it, never numpy's repr (np.str_('FULL'))
+    with pytest.raises(v.InputError) as e:
+        v.choices("recompute", names, ("none", "selective", "full"))
+    assert e.value.param == "recompute" and str(e.value).endswith(f"got {first_bad}")
