@@ -368,6 +368,32 @@ def _client_overhead(s: _Setup, load: _Load) -> _Load:
     return _Load(load.ttft_s + req_s, load.tpot_s, load.latency_s + req_s, x, load.fits, extra)
 
 
+def _setup(deployment: Deployment, workload: Workload, engine: Engine | None) -> _Setup:
+    """The resolved engine, formats and attention-DP choice of one deployment and workload."""
+    engine = deployment.resolved_engine() if engine is None else engine
+    return _Setup(deployment, workload, engine, *_formats(deployment, engine),
+                  deployment.attention_dp_on(engine))
+
+
+def most_running(deployment: Deployment, workload: Workload,
+                 engine: Engine | None = None) -> Figure:
+    """The most requests one instance runs at once: what its memory holds after the weights,
+    under the engine's running-sequence cap; :func:`predict`'s concurrency when the workload
+    gives none, from the memory stage alone [-].
+
+    Parameters
+    ----------
+    deployment, workload, engine
+        As :func:`predict` (the workload's lengths; its concurrency is not read).
+
+    Returns
+    -------
+    int or array
+        Sequences in flight per instance [-], one per layout of the deployment.
+    """
+    return _memory(_setup(deployment, workload, engine)).most_running()
+
+
 def predict(deployment: Deployment, workload: Workload,
             engine: Engine | None = None) -> ServePrediction:
     """Memory and times of serving a deployment under a workload.
@@ -400,9 +426,7 @@ def predict(deployment: Deployment, workload: Workload,
        Sarathi-Serve", OSDI 2024; Kwon et al., "Efficient Memory Management for Large
        Language Model Serving with PagedAttention", SOSP 2023.
     """
-    engine = deployment.resolved_engine() if engine is None else engine
-    s = _Setup(deployment, workload, engine, *_formats(deployment, engine),
-               deployment.attention_dp_on(engine))
+    s = _setup(deployment, workload, engine)
     memory = _memory(s)
     c, fits = _concurrency(s, memory)
     steps = _Steps.build(s, memory)

@@ -15,7 +15,7 @@ from ..economics import tco
 from . import cost, engines
 from .deployment import Deployment, Search, Workload
 from .engines import Engine
-from .predict import ServePrediction, predict
+from .predict import ServePrediction, most_running, predict
 
 if TYPE_CHECKING:
     from ..training.hardware import GPUSpec
@@ -181,7 +181,7 @@ def _candidates(deployment: Deployment, workload: Workload) -> np.ndarray:
     c = np.atleast_1d(given if given is not None else CONCURRENCIES)[None, :]
     if given is None:
         n = np.shape(deployment.tp)[0]
-        most = predict(deployment, workload).concurrency
+        most = most_running(deployment, workload)
         c = np.concatenate([np.broadcast_to(c, (n, c.shape[1])),
                             np.broadcast_to(np.asarray(most, dtype=int).reshape(-1, 1),
                                             (n, 1))], axis=1)

@@ -76,3 +76,19 @@ def test_groups_keep_arrays_that_broadcast_and_name_the_load():
     assert Workload(isl=10, osl=10, requests=5).load_shape == "burst"
     assert Workload(isl=10, osl=10, requests=5, concurrency=2).load_shape == "concurrency"
     assert Workload(isl=10, osl=10, request_rate=2.0).load_shape == "rate"
+
+
+def test_most_running_is_the_concurrency_predict_serves_when_none_is_given():
+    """The planner's candidate concurrencies come from the memory stage alone; it must be the
+    concurrency the whole prediction serves, layout by layout, and a full instance at it."""
+    from llmcost.serving.predict import most_running, predict
+    d = Deployment(CAT.model("llama3-70b"), H100, NVLINK, tp=np.array([2, 4, 8]))
+    w = Workload(isl=1000, osl=200)
+    most = most_running(d, w)
+    r = predict(d, w)
+    np.testing.assert_array_equal(most, r.concurrency)
+    # more TP leaves more memory per GPU for the KV cache: more sequences in flight
+    assert most[0] < most[1] < most[2] and r.fits.all()
+    # one more sequence than the memory holds does not fit
+    beyond = predict(d, Workload(isl=1000, osl=200, concurrency=np.asarray(r.max_concurrency) + 1))
+    assert not beyond.fits.any()
