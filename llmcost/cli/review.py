@@ -40,11 +40,10 @@ def _price_text(r: dict, option: str) -> str:
     """The price per GPU-hour an option is costed at and the offer it comes from: options are
     priced from different providers' offers (``price_rule``), so a 3-year term can cost more
     per hour than another provider's on-demand."""
-    price = (r.get("prices_usd_per_gpu_hour") or {}).get(option)
-    if price is None:
-        return ""
-    offer = (r.get("price_offers") or {}).get(option)
-    return f"  at ${price:,.2f}/GPU-h" + (f" ({offer})" if offer else "")
+    from ..review.format import price_text
+    text = price_text((r.get("prices_usd_per_gpu_hour") or {}).get(option),
+                      (r.get("price_offers") or {}).get(option))
+    return f"  at {text}" if text else ""
 
 
 def _review_text(r: dict) -> str:

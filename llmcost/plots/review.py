@@ -7,7 +7,7 @@ import math
 import plotly.graph_objects as go
 
 from ..review import OPTION_LABELS, Results
-from ..review.format import days_text, pct_text, usd_text
+from ..review.format import days_text, pct_text, price_text, usd_text
 from .base import (
     SCENARIO_COLOURS,
     SYMBOLS,
@@ -97,10 +97,13 @@ def cost_by_option(results: Results, *, compare=(), label=None) -> go.Figure:
         c = SCENARIO_COLOURS[i % len(SCENARIO_COLOURS)]
         group = dict(offsetgroup=str(i), alignmentgroup="costs") if not alone else {}
         cash = [e.costs_usd.get(k) for k in keys]
-        custom = [[usd_text(v), e.commitments.get(k, "")] for v, k in zip(cash, keys)]
+        prices, offers = r.inputs.option_prices(), r.inputs.price_offers
+        at = {k: f" at {price_text(prices[k], offers.get(k))}" for k in prices}
+        custom = [[usd_text(v), e.commitments.get(k, ""), at.get(k, "")] for v, k in zip(cash, keys)]
         fig.add_trace(go.Bar(x=x, y=cash, name=_named(lab, "cash cost"), marker_color=c,
                              legendgroup=f"s{i}", customdata=custom,
-                             hovertemplate="%{x}: %{customdata[0]} cash<br>%{customdata[1]}"
+                             hovertemplate="%{x}: %{customdata[0]} cash%{customdata[2]}"
+                                           "<br>%{customdata[1]}"
                                            f"<extra>{_named(lab, 'cash cost')}</extra>", **group))
         if e.costs_amortized_usd:
             am = [e.costs_amortized_usd.get(k) for k in keys]

@@ -71,6 +71,14 @@ def usd_text(x, digits: int = 3) -> str:
     return f"{sign}${x:,.2f}"
 
 
+def price_text(usd_per_gpu_hour, offer=None) -> str:
+    """A way to pay's price and the offer it comes from: "$2.97/GPU-h (aws-p5)"; empty when
+    the option has no price per GPU-hour (on-premises)."""
+    if usd_per_gpu_hour is None:
+        return ""
+    return f"${usd_per_gpu_hour:,.2f}/GPU-h" + (f" ({offer})" if offer else "")
+
+
 def pct_text(x, digits: int = 1) -> str:
     """A fraction as a percentage: 0.43 -> "43.0%"."""
     if not _finite(x):

@@ -65,6 +65,15 @@ class Inputs:
     #: how the offers were chosen, in words
     price_rule: str = ""
 
+    def option_prices(self) -> dict:
+        """Price of each way to pay the offers give [USD per GPU-hour] (on-premises has
+        none: its cost is capex and running costs); empty when no price is known."""
+        p = self.prices
+        if p is None:
+            return {}
+        return {k: getattr(p, k) for k in ("on_demand", "reserved_1y", "reserved_3y", "spot")
+                if getattr(p, k) is not None}
+
     @property
     def hardware(self) -> Hardware:
         """The GPU and its two fabrics, as the step model takes them."""
@@ -433,7 +442,7 @@ class Results:
             "commitments": dict(e.commitments) if e else {},
             "run_days": dict(e.run_days) if e else {},
             "billed_gpus": e.billed_gpus if e else None,
-            "prices_usd_per_gpu_hour": _prices_dict(self.inputs),
+            "prices_usd_per_gpu_hour": self.inputs.option_prices(),
             "price_offer": self.inputs.price_offer,
             "price_offers": dict(self.inputs.price_offers),
             "price_rule": self.inputs.price_rule,
@@ -478,10 +487,4 @@ def _fill_json(f: BatchFill | None) -> dict | None:
             "advice": f.advice()}
 
 
-def _prices_dict(inp: Inputs) -> dict:
-    p = inp.prices
-    if p is None:
-        return {}
-    return {k: getattr(p, k) for k in ("on_demand", "reserved_1y", "reserved_3y", "spot")
-            if getattr(p, k) is not None}
 

@@ -148,6 +148,15 @@ def test_cost_axes_start_at_zero_with_rounded_aligned_ticks(results, case):
     cash = fig.data[0]
     assert [c[0] for c in cash.customdata] == [usd_text(e.costs_usd[k]) for k in e.costs_usd]
     assert y1.tickprefix == "$"
+    # each bar names the price it is costed at and its offer, as `llmcost review` does (the
+    # options come from different providers' offers); on-premises has no hourly price
+    prices, offers = r.inputs.option_prices(), r.inputs.price_offers
+    assert prices and "%{customdata[2]}" in cash.hovertemplate
+    for k, c in zip(e.costs_usd, cash.customdata):
+        if k in prices:
+            assert c[2] == f" at ${prices[k]:,.2f}/GPU-h ({offers[k]})"
+        else:
+            assert k == "on_prem" and c[2] == ""
 
 
 def test_waterfall_labels_small_bars_outside(results):
