@@ -22,11 +22,14 @@ import numpy as np
 
 from . import _validate as v
 from .training.precision import MFU_PEAK_PRECISION, PRECISIONS, check_precision
+from .training.uncertainty import PUBLISHED_MFU_CEILING
 
-#: Above this share of dense BF16 peak, an MFU is rarer than any large published run.
-RARE_ABOVE = 0.60
+#: Above this share of the dense peak, an MFU or HFU is above any large published run: the
+#: ceiling the step model's band uses too (PaLM 540B's 57.8% HFU), so a measured figure and a
+#: prediction are judged against one number.
+RARE_ABOVE = PUBLISHED_MFU_CEILING
 #: Published large-run range of MFU/HFU on dense peak ([1] [3] [4]).
-PUBLISHED_RANGE = (0.38, 0.57)
+PUBLISHED_RANGE = (0.38, PUBLISHED_MFU_CEILING)
 #: FP8 dense peak / BF16 dense peak when no GPU is given: 2 on every catalog GPU with FP8
 #: (H100 1978.9/989.4, B200 4500/2250, MI300X 2614.9/1307.4; data/gpus.csv, datasheets).
 FP8_OVER_BF16_PEAK = 2.0

@@ -44,6 +44,18 @@ def test_seed_best_config_68_percent_is_flagged():
     assert "38" in a.findings[0].message and a.ok
 
 
+
+def test_a_measured_and_a_predicted_mfu_meet_one_ceiling():
+    """A measured 58.9% (`llmcost mfu`) and a predicted one (the review's band and flag) are
+    judged against one number: PaLM 540B's 57.8% HFU, the highest of a large published run
+    (Chowdhery et al. 2022, Table 3)."""
+    from llmcost.training.uncertainty import PUBLISHED_MFU_CEILING
+    assert ut.RARE_ABOVE is PUBLISHED_MFU_CEILING == 0.578
+    assert ut.PUBLISHED_RANGE[1] is PUBLISHED_MFU_CEILING
+    assert [f.code for f in ut.assess_utilization(0.589).findings] == ["rare"]
+    assert not ut.assess_utilization(0.57).findings
+    assert list(ut.plausibility_level(np.array([0.57, 0.589]))) == [0, 1]
+
 def test_seed_worst_config_12_percent_is_low():
     assert [f.code for f in ut.assess_utilization(0.12).findings] == ["low"]
 

@@ -133,7 +133,7 @@ def _estimate_checks(inp, e, warnings: list, flags: dict) -> None:
                              "years): no one plans a run this long; add GPUs or cut tokens"))
         # against the peak the GEMMs run at (FP8: twice the BF16 peak that MFU is stated on)
         gemm_share = g_peak_ratio(inp.gpu, inp.scenario.precision)
-        if e.effective_utilization is not None and e.effective_utilization * gemm_share > 0.6:
+        if e.effective_utilization is not None and e.effective_utilization * gemm_share > ut.RARE_ABOVE:
             flags["effective_utilization"] = Flag("effective_utilization", "implausible",
                                                   "above any published large run")
     if e.gpu_hours is not None and e.napkin_gpu_hours:
