@@ -75,6 +75,15 @@ class Inputs:
                 if getattr(p, k) is not None}
 
     @property
+    def power_kw_per_gpu(self) -> float | None:
+        """System power per GPU at full load [kW]: the on-premises figure, else the GPU's
+        system's; None when neither is known."""
+        if self.onprem is not None and self.onprem.power_w_per_gpu is not None:
+            return self.onprem.power_w_per_gpu / 1000
+        w = self.gpu.power_w_per_gpu
+        return None if w is None else w / 1000
+
+    @property
     def hardware(self) -> Hardware:
         """The GPU and its two fabrics, as the step model takes them."""
         return Hardware(self.gpu, self.scale_up, self.scale_out)

@@ -282,3 +282,20 @@ def test_precision_reaches_every_stage(capsys):
     assert main(["review", "--query", "precision=mxfp8", "--json"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "precision" in err and "mxfp8" in err
+
+
+@pytest.mark.slow
+def test_a_given_cluster_is_held_to_the_power_limit():
+    """Sizing by days keeps within max_power_mw; a given GPU count is checked against it: 16,384
+    H100 in DGX systems (10.2 kW per 8 GPUs) at PUE 1.58 draw 16,384 x 1.275 x 1.58 = 33.0 MW,
+    above a 20 MW site, and the GPU count is flagged; 1,024 draw 2.06 MW, within it."""
+    q = "model=llama3-405b&gpu=h100-sxm&tokens=1.56e13&max_power_mw=20"
+    big = evaluate(Scenario.from_query(q + "&gpus=16384")[0])
+    mw = 16384 * 10.2 / 8 * 1.58 / 1000
+    note = next(w for w in big.warnings if w.startswith("power:"))
+    assert f"draw {mw:.3g} MW" in note and "above the 20 MW limit" in note
+    assert big.flags["gpus"].level == "infeasible"
+    small = evaluate(Scenario.from_query(q + "&gpus=1024")[0])
+    assert any(w.startswith("power: 1,024 GPUs draw 2.06 MW") and "within" in w
+               for w in small.warnings)
+    assert "gpus" not in small.flags

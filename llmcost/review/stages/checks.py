@@ -21,13 +21,17 @@ COST_BOUND_USD = 1e10
 def flags_and_warnings(inp, sized, pl, pr, r, e):
     """Warnings for the notes, and the headline figures to flag visibly."""
     s = inp.scenario
-    warnings = list(inp.warnings)
+    warnings, flags = list(inp.warnings), {}
     if e is not None and "spot" in e.costs_usd and not inp.spot_covers(pl.gpus):
         warnings.append(_spot_capacity_note(inp, pl))
     if sized is not None:
         warnings += [n for n in sized.notes]
+    elif s.max_power_mw > 0:
+        note, above = _power_note(inp, pl.gpus)
+        warnings.append(note)
+        if above:
+            _put(flags, Flag("gpus", "infeasible", note.removeprefix("power: ")))
     warnings += list(pl.notes)
-    flags = {}
     _layout_flags(inp, pl, flags)
     if pr is not None and pr.fabric_step_time_s_band is not None:
         warnings.append(fabric_assumption_note(inp.scale_out, pr, e))
@@ -64,6 +68,21 @@ def flags_and_warnings(inp, sized, pl, pr, r, e):
         warnings.append("spot: preemptions x hours lost per preemption fill the day, the spot "
                         "run never finishes; spot is not costed")
     return warnings, flags
+
+
+def _power_note(inp, gpus: int) -> tuple[str, bool]:
+    """What the scenario's power limit says of a cluster it does not size (sizing by target
+    days keeps within the limit, a given GPU count is only checked against it), and whether
+    the cluster draws more."""
+    s, kw = inp.scenario, inp.power_kw_per_gpu
+    if kw is None:
+        return (f"power: the {s.max_power_mw:g} MW limit is not checked: no system power per GPU "
+                f"is known for {inp.gpu.id}"), False
+    mw = gpus * kw * s.pue / 1000
+    above = mw > s.max_power_mw
+    return (f"power: {gpus:,} GPUs draw {mw:.3g} MW ({kw:g} kW each at PUE {s.pue:g}), "
+            + (f"above the {s.max_power_mw:g} MW limit; sizing by target days keeps within it"
+               if above else f"within the {s.max_power_mw:g} MW limit")), above
 
 
 def _spot_capacity_note(inp, pl) -> str:

@@ -62,9 +62,7 @@ def size(inp: Inputs) -> SizeResult | None:
 
 def _size_at(inp: Inputs, space: planner.Space, batch_tokens: float):
     s = inp.scenario
-    power = inp.onprem.power_w_per_gpu / 1000 if inp.onprem is not None else None
-    if power is None and inp.gpu.power_w_per_gpu is not None:
-        power = inp.gpu.power_w_per_gpu / 1000
+    power = inp.power_kw_per_gpu
     target = sizing.Target(s.target_days, s.tokens, batch_tokens, headroom=s.headroom,
                            goodput=lambda n: checkpoint_goodput_at(inp, n),
                            data_stall=lambda tps, n: data_stall_at(inp, tps, n),
