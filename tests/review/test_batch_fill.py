@@ -239,6 +239,23 @@ def test_gpt_oss_120b_on_2048_b300_is_not_held_at_a_70_percent_bubble():
     assert "of the dense FP8 peak" in r.predict.mfu_limit.reason
 
 
+
+@pytest.mark.slow
+def test_a_batch_near_the_law_that_splits_over_more_replicas_runs_instead():
+    """16,128 H100 (126 nodes of 8 = 2^8 x 63): the law's 2,048 sequences and the batches the
+    fill search tries (4,096, 5,120) split only with 63 pipeline stages, 2 of Llama 3.1 405B's
+    126 layers each; 2,016 = 32 x 63 splits over 63 replicas. The review runs the batch within
+    5% whose best layout is fastest, as sizing does, so a size sizing finds answers alike when
+    given as a GPU count (sizing at 90 days: 16,128 GPUs, 77.6 days at 4,032 sequences)."""
+    q = "model=llama3-405b&gpu=h100-sxm&tokens=1.56e13&gpus=16128"
+    r = review(q)
+    lay = r.plan.layout
+    assert r.plan.global_batch % 63 == 0 and lay.dp % 63 == 0 and lay.pp < 63
+    # the batch law's batch as given: kept, split by the 63-stage pipeline only
+    forced = review(q + "&batch=custom&global_batch_tokens=16777216")
+    assert forced.plan.global_batch == 2048 and forced.plan.layout.pp == 63
+    assert r.headline["days"] < 0.8 * forced.headline["days"]
+
 # ------------------------------------------------------------------ given layout keys
 
 @pytest.mark.parametrize("query, key, words", [

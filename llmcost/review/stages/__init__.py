@@ -84,6 +84,7 @@ from .planning import (  # noqa: F401
     near_batch,
     plan,
     review_plan,
+    run_batch,
     size,
     splittable_batch,
 )
