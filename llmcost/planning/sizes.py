@@ -36,7 +36,10 @@ BATCH_TOLERANCE = 0.05
 
 def candidate_sizes(gpus_per_node: int, max_nodes: int) -> np.ndarray:
     """Cluster sizes sizing tries [GPUs]: every node count up to 256, then a 2% geometric
-    grid to ``max_nodes``.
+    grid to ``max_nodes`` with the round counts teams build among it (2^k x 1, 1.25, 1.5 and
+    1.75 nodes: 1,024, 1,280, 1,536, 1,792 ...), on which a power-of-two batch splits over
+    many layouts; the geometric points alone are odd counts (1,248 nodes = 2^5 x 39) that a
+    batch of 2^k sequences splits only with deep pipelines.
 
     Parameters
     ----------
@@ -55,8 +58,11 @@ def candidate_sizes(gpus_per_node: int, max_nodes: int) -> np.ndarray:
     """
     node = int(v.integer("gpus_per_node", gpus_per_node))
     n = int(v.integer("max_nodes", max_nodes))
+    octaves = 2 ** np.arange(8, max(8, int(n).bit_length()) + 1)
+    rounds = (octaves[:, None] * np.array([4, 5, 6, 7])[None, :] // 4).ravel()
     nodes = np.unique(np.concatenate([np.arange(1, min(256, n) + 1),
-                                      np.round(np.geomspace(1, n, 400)), [n]])).astype(int)
+                                      np.round(np.geomspace(1, n, 400)), rounds[rounds <= n],
+                                      [n]])).astype(int)
     return nodes * node
 
 

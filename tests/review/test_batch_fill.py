@@ -256,6 +256,30 @@ def test_a_batch_near_the_law_that_splits_over_more_replicas_runs_instead():
     assert forced.plan.global_batch == 2048 and forced.plan.layout.pp == 63
     assert r.headline["days"] < 0.8 * forced.headline["days"]
 
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query, days", [
+    # the helper-review cases: Llama 3.1 405B at its 15.6T tokens in 90 days, Llama 3 70B at
+    # 1.4T in 30; both were answered at one batch by sizing and another by the review of the
+    # GPU count found (16,128 GPUs: 77.6 against 102.5 days)
+    ("model=llama3-405b&gpu=h100-sxm&tokens=1.56e13", 90),
+    ("model=llama3-70b&gpu=h100-sxm&tokens=1.411e12", 30),
+])
+def test_a_size_found_by_days_answers_alike_as_a_gpu_count(query, days):
+    sized = review(f"{query}&sizing=days&target_days={days}")
+    given = review(f"{query}&gpus={sized.plan.gpus}")
+    assert sized.size.meets_target and sized.headline["days"] <= days
+    assert given.headline["days"] == pytest.approx(sized.headline["days"], rel=0.01)
+
+
+def test_sizing_tries_the_round_node_counts_teams_build():
+    """2^k x 1, 1.25, 1.5 and 1.75 nodes beyond the every-node range (all of 1-256): 2,048
+    nodes of 8 are the 16,384 H100 of Meta's Llama 3 405B run (arXiv:2407.21783, §3.3)."""
+    from llmcost.planning.sizes import candidate_sizes
+    nodes = set((candidate_sizes(8, 4096) // 8).tolist())
+    assert set(range(1, 257)) <= nodes
+    assert {320, 384, 448, 512, 1024, 1280, 1536, 1792, 2048, 3584, 4096} <= nodes
+
 # ------------------------------------------------------------------ given layout keys
 
 @pytest.mark.parametrize("query, key, words", [
