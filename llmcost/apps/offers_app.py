@@ -61,7 +61,7 @@ class OffersApp(Panel):
         rows = []
         for r in res.rows:
             band = (f"{r.days_band[0]:,.0f}-{r.days_band[1]:,.0f}" if r.days_band else "-")
-            status = "yes" if r.calibrated else "no: ranked at its bands' slow end"
+            status = r.calibration_text(res.sort)
             if r.flag:
                 status += f"; {r.flag}"
             rows.append([r.gpu, r.offer or "buy", OPTION_LABELS.get(r.option, r.option),

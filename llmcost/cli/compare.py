@@ -36,7 +36,7 @@ def _compare_text(r: dict) -> str:
         band = (f"{x['days_band'][0]:.0f}-{x['days_band'][1]:.0f}" if x["days_band"] else "-")
         cost = _money(x["cost_usd"]) if x["cost_usd"] is not None else "missing"
         per = f"{x['usd_per_million_tokens']:.2f}" if x["usd_per_million_tokens"] else "-"
-        cal = "yes" if x["calibrated"] else "no (ranked at its band's slow end)"
+        cal = x["calibration_text"]
         if x["flag"]:
             cal += f"; {x['flag']}"
         lines.append(f"{x['gpu']:10s} {x['offer'] or 'buy':24s} {x['option_label']:13s} "

@@ -74,6 +74,19 @@ class CompareRow:
         """The days the row is ranked by (the slow end of its bands when uncalibrated)."""
         return self._slow_end(self.days, self.days_band)
 
+    def calibration_text(self, sort: str = "cost") -> str:
+        """Whether the row is calibrated, and for one that is not the figure it is ranked by
+        (:attr:`rank_cost_usd` or :attr:`rank_days`, as the comparison sorts), which its
+        point estimate alone does not show."""
+        if self.calibrated:
+            return "yes"
+        from .format import usd_text
+        figure = self.rank_cost_usd if sort == "cost" else self.rank_days
+        if figure is None:
+            return "no"
+        shown = usd_text(figure) if sort == "cost" else f"{figure:,.1f} days"
+        return f"no: ranked at {shown}, its bands' slow end"
+
     def to_json(self) -> dict:
         d = dict(self.__dict__)
         d["option_label"] = OPTION_LABELS.get(self.option, self.option)
@@ -94,7 +107,8 @@ class Comparison:
 
     def to_json(self) -> dict:
         return {"scenario": self.scenario.to_query(), "sort": self.sort, "by": self.by,
-                "rows": [r.to_json() for r in self.rows]}
+                "rows": [{**r.to_json(), "calibration_text": r.calibration_text(self.sort)}
+                         for r in self.rows]}
 
 
 def offers(cat: catalog_mod.Catalog, gpus=None):

@@ -18,10 +18,13 @@ def app():
 
 def test_the_app_shows_the_rows_of_llmcost_compare(app):
     cli = cli_json(["compare", "--query", Q])["rows"]
-    mine = [r.to_json() for r in app.results.rows]
+    mine = app.results.to_json()["rows"]
     assert mine == cli
     table = app.tables(app.results)[0]
     assert len(table["rows"]) == len(cli)
+    # the calibrated column says what the command line says, row by row
+    col = table["columns"].index("calibrated")
+    assert [r[col].split("; ")[0] for r in table["rows"]] == [r["calibration_text"] for r in cli]
     first = next(r for r in cli if r["cost_usd"] is not None)
     label, text = app.headline(app.results)["cheapest"]
     assert label == "Cheapest way to pay" and text.startswith(
@@ -37,7 +40,8 @@ def test_the_table_says_what_keeps_a_row_from_being_the_cheapest(app):
     rows = app.tables(app.results)[0]["rows"]
     text = [" | ".join(r) for r in rows]
     assert any("spot capacity not documented at this size" in t for t in text)
-    assert any("no: ranked at its bands' slow end" in t for t in text)
+    ranked = [t for t in text if ", its bands' slow end" in t]
+    assert ranked and all("no: ranked at $" in t for t in ranked)
     assert any("missing (" in t for t in text)
 
 

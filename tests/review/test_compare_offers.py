@@ -12,6 +12,7 @@ import pytest
 from llmcost import catalog
 from llmcost.cli import main
 from llmcost.review.compare import CLOUD_OPTIONS, compare, offers
+from llmcost.review.format import usd_text
 from llmcost.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,9 +129,16 @@ def test_the_command_line(capsys):
     code = main(["compare", "--query", Q, "--gpus", "h100-sxm,no-such-gpu"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "no-such-gpu" in err
+    rows = cli_json(capsys, "compare", "--query", Q, "--gpus", "mi300x")["rows"]
     main(["compare", "--query", Q, "--gpus", "mi300x"])
     text = capsys.readouterr().out
-    assert "ranked at its band's slow end" in text and "missing" in text
+    assert "missing" in text
+    # an uncalibrated row shows the figure it is ranked by: its cost at the slow end of the
+    # forecast's band, slowed again by the step model's own band (cost / (1 - band))
+    r = next(r for r in rows if r["cost_usd"] is not None)
+    rank = r["cost_band_usd"][1] / (1 - r["prediction_band_low"])
+    assert r["rank_cost_usd"] == pytest.approx(rank, rel=1e-12) and rank > r["cost_usd"]
+    assert f"no: ranked at {usd_text(rank)}, its bands' slow end" in text
 
 
 @pytest.mark.grid
