@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 
+import numpy as np
 import pytest
 
 from llmcost import catalog
@@ -321,3 +322,12 @@ def test_the_app_shows_a_refused_batch_beside_its_control():
     assert err.startswith("global_batch_tokens=32768: no layout splits a batch of 1 sequence")
     # the last good figures stay
     assert p.results is before and p.scenario.gpus == 8
+
+
+@pytest.mark.parametrize("B", [24_576, 1_000_003, 7])
+def test_on_a_tie_the_batch_near_the_law_is_the_laws_own(B):
+    """When every batch within 5% splits over as many layouts (a 1T model on 512 L40S: DP 1
+    only), the law's batch stays, even where the search's step (1/400 of the band) skips it:
+    the fill search once proposed 24,577 sequences for 24,576."""
+    from llmcost.review.stages.planning import _most_split_in_band
+    assert _most_split_in_band(lambda b: np.ones(len(np.asarray(b)), dtype=np.int64), B, 0.05) == B

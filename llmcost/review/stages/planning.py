@@ -402,7 +402,8 @@ def _most_split_in_band(count, B: int, band: float) -> int | None:
     to B on ties, then the larger; None when no layout splits any."""
     lo, hi = max(1, int(B * (1 - band))), int(B * (1 + band)) + 1
     step = max(1, (hi - lo) // 400)     # a bounded search however large the batch
-    b = np.arange(lo, hi, step)
+    # B itself always among them (a coarse step can skip it): on a tie it is the nearest
+    b = np.union1d(np.arange(lo, hi, step), [B])
     n = count(b)
     if n.max() == 0:
         return None
