@@ -152,6 +152,12 @@ def _review_search(space: planner.Space, precision: str | None) -> planner.Searc
                           memory_margin=MEMORY_MARGIN, memory=REVIEW_MEMORY)
 
 
+def _bests_key(inp: Inputs, space: planner.Space) -> tuple:
+    """What the review's first layouts depend on beside (gpus, batch): :func:`_bests`' key."""
+    return (inp.model, inp.hardware, options_for(inp.scenario),
+            _review_search(space, inp.scenario.precision))
+
+
 #: the review's first layout at (inputs of the planner, gpus, batch), as fill.Best or None;
 #: the oldest entries go first beyond _BEST_SIZE
 _BEST: "OrderedDict[tuple, fill.Best | None]" = OrderedDict()
@@ -184,8 +190,8 @@ FILL_CAP_TOKENS = 1e9
 def batch_fill_at(inp: Inputs, space: planner.Space, gpus: int, B: int) -> fill.BatchFill:
     """Whether ``B`` sequences fill ``gpus`` GPUs in the review's layouts, the largest GPU count
     they fill and the smallest batch that fills ``gpus`` (:mod:`llmcost.review.fill`)."""
-    s, m, g = inp.scenario, inp.model, inp.gpu
-    key = (m, inp.hardware, options_for(s), _review_search(space, s.precision))
+    m, g = inp.model, inp.gpu
+    key = _bests_key(inp, space)
 
     def best(n, b):
         return _bests(key, [(n, b)])[0]
@@ -274,10 +280,9 @@ def plan(inp: Inputs, sized: SizeResult | None) -> PlanResult:
         else:
             law, near = law_batch(inp, space, gpus, B)
         if near != B and (given_batch or law.fills):
-            why = ("so that it splits evenly" if given_batch or near_batch(inp, space, gpus, B) != B
+            why = (" so that it splits evenly" if given_batch or near_batch(inp, space, gpus, B) != B
                    else ", the batch within 5% whose best layout runs fastest")
-            notes.append(f"global batch adjusted from {B} to {near} sequences{' ' * (why[0] != ',')}"
-                         f"{why} over {gpus} GPUs")
+            notes.append(f"global batch adjusted from {B} to {near} sequences{why} over {gpus} GPUs")
         B = near
     used = batch_fill_at(inp, space, gpus, B)
     if given_batch:
@@ -354,9 +359,7 @@ def run_batch(inp: Inputs, space: planner.Space, gpus: int, B: int) -> int | Non
     alt = _most_split_batch(inp.model, int(gpus), int(B), inp.gpu.gpus_per_node, space)
     if alt is None or alt == near:
         return near
-    s = inp.scenario
-    key = (inp.model, inp.hardware, options_for(s), _review_search(space, s.precision))
-    a, b = _bests(key, [(int(gpus), near), (int(gpus), alt)])
+    a, b = _bests(_bests_key(inp, space), [(int(gpus), near), (int(gpus), alt)])
     if b is not None and b.fits and (a is None or not a.fits or b.tokens_per_s > a.tokens_per_s):
         return alt
     return near
@@ -383,11 +386,7 @@ def _splittable_batch(m, gpus, B, node, space):
     units, weights = _batch_units(m, gpus, node, space)
     if len(units) == 0:
         return None
-
-    def count(b):
-        """Layouts that split each batch of ``b`` (an array) [-]."""
-        return ((np.asarray(b)[:, None] % units[None, :]) == 0).astype(np.int64) @ weights
-
+    count = _split_counter(units, weights)
     if count([B])[0]:
         return B
     for band in (0.05, 0.125, 0.25):
@@ -417,9 +416,13 @@ def _most_split_batch(m, gpus, B, node, space):
     units, weights = _batch_units(m, gpus, node, space)
     if len(units) == 0:
         return None
-    return _most_split_in_band(
-        lambda b: ((np.asarray(b)[:, None] % units[None, :]) == 0).astype(np.int64) @ weights,
-        B, 0.05)
+    return _most_split_in_band(_split_counter(units, weights), B, 0.05)
+
+
+def _split_counter(units: np.ndarray, weights: np.ndarray):
+    """``count(b)``: how many layouts split each batch of ``b`` (an array) [-], from the
+    units they need a multiple of and how many layouts need each (:func:`_batch_units`)."""
+    return lambda b: ((np.asarray(b)[:, None] % units[None, :]) == 0).astype(np.int64) @ weights
 
 
 @functools.lru_cache(maxsize=256)
