@@ -248,11 +248,9 @@ class Scenario:
     # ---- serving (the Serving app; the keys of `llmcost serve --query` where they do not
     # clash with the training layout's, and its defaults: llmcost.serving.query.DEFAULTS)
     #: 0: the serving planner's best layout under the latency limits (serve without tp=)
-    serve_tp: int = _f(0, 0, 4096, label="Serving TP (0: planner)", kind="int",
-                       group="serving")
+    serve_tp: int = _f(0, 0, 4096, label="Serving TP (0: planner)", kind="int", group="serving")
     #: 0: 1 with a given TP, the planner's choice without one
-    serve_ep: int = _f(0, 0, 4096, label="Serving EP (0: 1 or planner)", kind="int",
-                       group="serving")
+    serve_ep: int = _f(0, 0, 4096, label="Serving EP (0: 1 or planner)", kind="int", group="serving")
     #: BF16 checkpoints as published; fp8/fp4 as TensorRT-LLM's perf-overview runs them
     weights: str = _options("bf16", ("bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4"),
                             label="Weights format", group="serving",

@@ -13,7 +13,6 @@ class SpotApp(ReviewPanel):
     title = "Spot vs on-demand"
     question = "Does spot capacity still pay once preemptions, lost work and restarts are billed?"
     order = 30
-    card_keys = ("net",)
     intro = ("Net savings after preemptions: each one costs the work since the last checkpoint "
              "(from the review's checkpoint interval, unless you set the hours), a restart and a "
              "wait for capacity, billed; the spot run fails like the on-demand one too. The "
@@ -23,12 +22,16 @@ class SpotApp(ReviewPanel):
              "&lost_hours_per_preemption=1.5&restart_s=0&failure_rate=custom"
              "&failures_per_1000_gpu_days=0.0001'>The cluster guide's numbers</a> (“GPU "
              "Clusters for LLM Training: A Builder’s Guide”, 2026).")
-    fields = ("gpu", "price_source", "price_offer", "provider", "spot_discount", "preemptions_per_day",
-              "spot_lost_work", "lost_hours_per_preemption", "restart_s", "capacity_wait_h",
+    # the price, the spot market, what a preemption costs, a measured saving to goal-seek
+    fields = ("gpu", "price_source", "price_offer", "provider",
+              "spot_discount", "preemptions_per_day", "capacity_wait_h",
+              "spot_lost_work", "lost_hours_per_preemption", "restart_s",
               "observed_net_savings")
     #: the notes on prices, failures and checkpoints; training notes are the review page's
     note_subjects = ("prices", "reliability")
     sliders = ("spot_discount",)
+    # the net saving on the landing card; the page's headline is its plots
+    card_keys = ("net",)
     headline_keys = ()
 
     def resolved(self, res):

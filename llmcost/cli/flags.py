@@ -64,7 +64,7 @@ NEEDS = (
     (("spot",), "billed_share_during_wait", lambda a: bool(a.capacity_wait_h),
      "--billed-share-during-wait is used only with --capacity-wait-h above 0"),
     (("spot",), "failure_lost_hours",
-     lambda a: bool(a.failures_per_day or a.on_demand_failures_per_day),
+     lambda a: bool(a.failures_per_day),
      "--failure-lost-hours is used only with --failures-per-day above 0"),
 )
 

@@ -21,11 +21,6 @@ def cmd_spot(a) -> dict:
     else:
         raise v.InputError("lost_hours_per_preemption", "give --lost-hours-per-preemption or "
                                                         "--checkpoint-interval-s")
-    if a.on_demand_failures_per_day is not None:
-        if a.failures_per_day is not None:
-            raise v.InputError("failures_per_day", "give --failures-per-day or its old name "
-                                                   "--on-demand-failures-per-day, not both")
-        a.failures_per_day = a.on_demand_failures_per_day
     market = spot_mod.SpotMarket(a.discount, a.preemptions_per_day, a.capacity_wait_h,
                                  a.billed_share_during_wait)
     failures = spot_mod.RunFailures(a.restart_h, a.failures_per_day or 0.0, a.failure_lost_hours)
@@ -73,10 +68,9 @@ def _args_spot(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--capacity-wait-h", type=float, default=0.0)
     sp.add_argument("--billed-share-during-wait", type=float, default=1.0,
                     help="share of nodes billed while waiting for capacity (0-1)")
-    sp.add_argument("--failures-per-day", type=float,
-                    help="job failures per day, suffered by both the spot and on-demand run")
-    sp.add_argument("--on-demand-failures-per-day", type=float,
-                    help="old name of --failures-per-day")
+    sp.add_argument("--failures-per-day", "--on-demand-failures-per-day", type=float,
+                    help="job failures per day, suffered by both the spot and on-demand run "
+                         "(the second name is the old one)")
     sp.add_argument("--failure-lost-hours", type=float,
                     help="work lost per failure (default: as per preemption)")
     sp.add_argument("--observed-net-savings", type=float,

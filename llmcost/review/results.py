@@ -147,30 +147,30 @@ class MfuLimit:
         return {"limit": self.limit, "reason": self.reason, "shares": dict(self.shares)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PredictResult:
     """Stage ``predict``: step time, throughput and memory of the chosen layout."""
 
     step: StepPrediction
     step_time_s: float
+    #: the step time with the scale-out fabric's assumed terms at their favourable and
+    #: unfavourable ends (Catalog.fabric_bounds) [s]; None when none of its terms is assumed
+    fabric_step_time_s_band: tuple | None = None
     tokens_per_s: float
-    mfu: float
-    hfu: float
+    bubble_share: float
     model_tflops_per_gpu: float
+    mfu: float
+    #: MFU and HFU against the dense peak of the precision the GEMMs run at (FP8/MXFP8: the FP8
+    #: peak; BF16: equal to ``mfu``/``hfu``): the physical bound, at most 1
+    mfu_precision: float | None = None
+    hfu: float
+    hfu_precision: float | None = None
+    #: what limits MFU, with its reason (:class:`MfuLimit`)
+    mfu_limit: MfuLimit | None = None
     memory_gb: dict                 # per GPU by component [GB = 1e9 bytes]
     memory_gb_per_gpu: float
     capacity_gb: float
     fits: bool
-    bubble_share: float
-    #: MFU and HFU against the dense peak of the precision the GEMMs run at (FP8/MXFP8: the FP8
-    #: peak; BF16: equal to ``mfu``/``hfu``): the physical bound, at most 1
-    mfu_precision: float | None = None
-    hfu_precision: float | None = None
-    #: what limits MFU, with its reason (:class:`MfuLimit`)
-    mfu_limit: MfuLimit | None = None
-    #: the step time with the scale-out fabric's assumed terms at their favourable and
-    #: unfavourable ends (Catalog.fabric_bounds) [s]; None when none of its terms is assumed
-    fabric_step_time_s_band: tuple | None = None
 
     def fabric_days_band(self, days: float) -> tuple[float, float]:
         """``days`` at either end of :attr:`fabric_step_time_s_band`: the step time scales
@@ -230,20 +230,24 @@ class ForecastResult:
     gpu_hours_band: tuple | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SpotSummary:
+    """Spot in the economics stage: whether the GPU's offers sell it and at what discount,
+    the preemptions and the work each loses, and the net saving over on-demand
+    (:func:`llmcost.economics.spot.spot_net_savings`); None figures: not offered."""
+
     offered: bool
     discount: float | None
     preemptions_per_day: float
     lost_hours_per_preemption: float
     lost_hours_source: str          # "from-checkpoints" or "custom"
+    #: the spot run's checkpoint interval (Daly at failures + preemptions) [s]
+    checkpoint_interval_s: float | None = None
     net_savings: float | None
     duration_stretch: float | None
     breakeven_lost_hours: float | None
     implied_lost_hours: float | None
     result: SpotResult | None = None
-    #: the spot run's checkpoint interval (Daly at failures + preemptions) [s]
-    checkpoint_interval_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -253,9 +253,13 @@ class Links:
            inter_efficiency: ArrayLike = 1.0) -> "Links":
         """Links from the numbers alone (NVLink B_i, alpha_i, eta_i; fabric B_o, alpha_o,
         eta_o; no congestion constants), for collectives whose ranks per node are given."""
-        up = FabricSpec("intra", "scale-up", "scale_up", intra_gb_per_s, intra_latency_us)  # type: ignore[arg-type]
-        out = FabricSpec("inter", "scale-out", "scale_out", inter_gb_per_s,  # type: ignore[arg-type]
-                         inter_latency_us, efficiency=inter_efficiency)  # type: ignore[arg-type]
+        up = FabricSpec(id="intra", name="scale-up", kind="scale_up",
+                        bandwidth_gb_per_s_per_gpu=intra_gb_per_s,  # type: ignore[arg-type]
+                        latency_us=intra_latency_us)  # type: ignore[arg-type]
+        out = FabricSpec(id="inter", name="scale-out", kind="scale_out",
+                         bandwidth_gb_per_s_per_gpu=inter_gb_per_s,  # type: ignore[arg-type]
+                         latency_us=inter_latency_us,  # type: ignore[arg-type]
+                         efficiency=inter_efficiency)  # type: ignore[arg-type]
         return cls(up, out, nvlink_efficiency=np.asarray(intra_efficiency, float))
 
     def congestion(self, nodes: ArrayLike) -> float | np.ndarray:

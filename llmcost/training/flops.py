@@ -22,7 +22,7 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -258,9 +258,11 @@ class ModelShape:
     hidden: IntOrArray
     heads: IntOrArray
     vocab: IntOrArray
-    kv_heads: IntOrArray | None = None
-    ffn_hidden: IntOrArray | None = None
+    # keywords only: the FFN's shape, then attention's beyond the heads
+    _: KW_ONLY
     gated_ffn: BoolOrArray = False
+    ffn_hidden: IntOrArray | None = None
+    kv_heads: IntOrArray | None = None
     head_dim: IntOrArray | None = None
 
     def __post_init__(self) -> None:

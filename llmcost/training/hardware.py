@@ -14,40 +14,44 @@ USUAL_SCALE_OUT = {"ampere": "ib-hdr", "hopper": "ib-ndr", "blackwell": "ib-ndr"
                    "cdna3": "roce-400", "ada": "roce-200"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GPUSpec:
     """One accelerator. FLOP/s are dense tensor-core peaks; memory in GiB (2**30 bytes)."""
 
     id: str
     name: str
     generation: str
-    bf16_dense_tflops: float
-    fp8_dense_tflops: float | None
+    # ---- memory
     memory_gib: float
     hbm_bandwidth_tb_per_s: float
-    scale_up: str
-    scale_up_bandwidth_gb_per_s: float
-    gpus_per_node: int
-    tdp_w: float
-    #: power of the system the GPU ships in at full load [kW] (e.g. DGX H100 10.2 kW); None
-    #: when unknown. ``system_power_note`` says whether it is a datasheet figure or an estimate.
-    system_power_kw: float | None = None
-    #: GPUs in that system [-] (8 for a DGX, 72 for a GB200 NVL72 rack).
-    system_gpus: int | None = None
-    system_power_note: str | None = None
-    #: price of that system [USD]; None when no price is cited.
-    capex_usd_per_system: float | None = None
-    #: GPUs in one scale-up (NVLink) domain [-]: 8 in an HGX/DGX node, 72 in a GB200/GB300
-    #: NVL72 rack; None: the node (``gpus_per_node``). Separate from the billing and failure
-    #: unit: a GB200 compute tray of 4 GPUs sits in a 72-GPU NVLink domain.
-    scale_up_domain_gpus: int | None = None
+    # ---- compute
+    bf16_dense_tflops: float
+    fp8_dense_tflops: float | None
     #: softmax exponentials per second of the special function units (MUFU.EX2) [1/s]:
     #: SMs x exponentials per SM per clock x boost clock; None: unknown, attention is then
     #: bounded by its matmuls alone (:func:`llmcost.training.attention.flash_attention_time_s`).
     exp_per_s: float | None = None
+    # ---- fabrics
+    scale_up: str
+    scale_up_bandwidth_gb_per_s: float
+    #: GPUs in one scale-up (NVLink) domain [-]: 8 in an HGX/DGX node, 72 in a GB200/GB300
+    #: NVL72 rack; None: the node (``gpus_per_node``). Separate from the billing and failure
+    #: unit: a GB200 compute tray of 4 GPUs sits in a 72-GPU NVLink domain.
+    scale_up_domain_gpus: int | None = None
     #: id of the scale-out fabric a system of this GPU ships with (DGX A100: HDR InfiniBand,
     #: DGX H100 and B200: NDR); None: the generation's (:data:`USUAL_SCALE_OUT`).
     scale_out: str | None = None
+    # ---- the node and the system it ships in: power and price
+    gpus_per_node: int
+    tdp_w: float
+    #: GPUs in that system [-] (8 for a DGX, 72 for a GB200 NVL72 rack).
+    system_gpus: int | None = None
+    #: power of the system the GPU ships in at full load [kW] (e.g. DGX H100 10.2 kW); None
+    #: when unknown. ``system_power_note`` says whether it is a datasheet figure or an estimate.
+    system_power_kw: float | None = None
+    system_power_note: str | None = None
+    #: price of that system [USD]; None when no price is cited.
+    capex_usd_per_system: float | None = None
 
     @property
     def usual_scale_out(self) -> str:
@@ -95,23 +99,23 @@ class GPUSpec:
         return self.bf16_dense_tflops
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FabricSpec:
     """A link technology; bandwidth per GPU per direction in GB/s (1e9 bytes/s)."""
 
     id: str
     name: str
     kind: str
-    bandwidth_gb_per_s_per_gpu: float
-    latency_us: float
-    oversubscription: float = 1.0
-    #: achievable share of the link bandwidth in collectives (NCCL bus bandwidth / link rate)
-    efficiency: float = 1.0
-    #: bandwidth loss per doubling of nodes (see comm.congestion_factor)
-    congestion_per_doubling: float = 0.0
     #: link family as data/fabrics.csv spells it ("infiniband", "roce", "efa", "nvlink", ...);
     #: None when unknown. No formula reads it: each fabric's constants carry its behaviour.
     technology: str | None = None
+    bandwidth_gb_per_s_per_gpu: float
+    latency_us: float
+    #: achievable share of the link bandwidth in collectives (NCCL bus bandwidth / link rate)
+    efficiency: float = 1.0
+    oversubscription: float = 1.0
+    #: bandwidth loss per doubling of nodes (see comm.congestion_factor)
+    congestion_per_doubling: float = 0.0
     #: the terms of this row that are assumptions, not measurements (data/fabrics.csv
     #: ``assumed``): the review shows how far they move the step time
     assumed: tuple = ()

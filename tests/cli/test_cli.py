@@ -228,6 +228,14 @@ def test_spot_contract(capsys):
     assert r["implied_lost_hours_per_preemption"] == pytest.approx(10 * (1 - 0.4 / 0.78))
 
 
+def test_spot_reads_the_old_name_of_failures_per_day(capsys):
+    base = ("spot", "--discount", "0.6", "--preemptions-per-day", "2.4", "--lost-hours-per-preemption", "1.5")
+    new = run_json(capsys, *base, "--failures-per-day", "0.5")
+    assert run_json(capsys, *base, "--on-demand-failures-per-day", "0.5") == new
+    # the failures are read: they stretch both runs, so the saving moves
+    assert new["net_savings"] != pytest.approx(run_json(capsys, *base)["net_savings"], rel=1e-6)
+
+
 def test_checkpoint_contract(capsys):
     r = run_json(capsys, "checkpoint", "--checkpoint-s", "45", "--mtbf-h", str(4.7 * 24))
     assert r["young_interval_s"] == pytest.approx((2 * 45 * 4.7 * 86400) ** 0.5)

@@ -98,8 +98,8 @@ def test_dense_models_unchanged():
         m = CAT.model(mid)
         assert m.active_params == m.params and m.moe_layers == 0 and m.expert_params == 0
         assert m.flops_per_token() == pytest.approx(float(fl.flops_per_token(fl.ModelShape(
-            m.layers, m.hidden, m.heads, m.vocab, m.kv_heads, m.ffn_hidden, m.gated_ffn,
-            m.head_dim), m.seq_len)), rel=1e-12)
+            m.layers, m.hidden, m.heads, m.vocab, kv_heads=m.kv_heads, ffn_hidden=m.ffn_hidden,
+            gated_ffn=m.gated_ffn, head_dim=m.head_dim), m.seq_len)), rel=1e-12)
 
 
 def test_one_expert_top1_is_the_dense_model_plus_its_router():

@@ -14,8 +14,10 @@ from llmcost.training.layout import Layout
 
 # round numbers so every figure below can be checked on paper: NVLink 400 GB/s per
 # direction, 2 us per step, 80% achievable; a fabric of 50 GB/s, 10 us, 90%
-UP = FabricSpec("up", "test NVLink", "scale_up", 400.0, 2.0)
-OUT = FabricSpec("out", "test fabric", "scale_out", 50.0, 10.0, efficiency=0.9)
+UP = FabricSpec(id="up", name="test NVLink", kind="scale_up", bandwidth_gb_per_s_per_gpu=400.0,
+                latency_us=2.0)
+OUT = FabricSpec(id="out", name="test fabric", kind="scale_out", bandwidth_gb_per_s_per_gpu=50.0,
+                 latency_us=10.0, efficiency=0.9)
 NVL = 0.8
 LINKS = Links(UP, OUT, 8, NVL)
 

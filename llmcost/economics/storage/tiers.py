@@ -253,8 +253,8 @@ class Retention:
     archive_every: float | np.ndarray = 1
 
     def __post_init__(self) -> None:
-        v.check_fields(self, v.nonnegative, ("keep_local", "keep_warm", "archived"))
         v.check_fields(self, v.in_range, ("archive_every",), low=1.0)
+        v.check_fields(self, v.nonnegative, ("keep_local", "keep_warm", "archived"))
 
 
 def tier_bill_of_materials(checkpoints: CheckpointWrites, data: DatasetReads, hot: StorageTier, warm: StorageTier,
