@@ -179,8 +179,9 @@ class ServingApp(Panel):
 
     def headline(self, res: ServingResults) -> dict:
         a = res.answer
-        if "tpot_ms" not in a:
-            why = a["notes"][0] if a.get("notes") else "nothing fits"
+        if a.get("tpot_ms") is None:
+            # no layout fits, or the given one does not: memory figures only, no run to time
+            why = "; ".join(a.get("notes", [])) or "nothing fits"
             return {"fits": ("Fits", "no", Flag("fits", "infeasible", why))}
         layout = f"TP {a['tp']}, EP {a['ep']}, {a['concurrency']:,} in flight"
         out = {"layout": ("Layout (planner's best)" if "pareto" in a else "Layout", layout,

@@ -12,6 +12,8 @@ from .plan import _plan_table
 
 
 def _fmt(x) -> str:
+    if x is None:
+        return "n/a"
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, (int, np.integer)):

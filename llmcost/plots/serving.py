@@ -22,7 +22,7 @@ def serving_pareto(answer: dict) -> go.Figure:
         mode="lines+markers", name="Pareto front", line=dict(color=SCENARIO_COLOURS[0]),
         text=[f"TP{p['tp']} EP{p['ep']}, {p['concurrency']} in flight" for p in pts],
         hovertemplate="%{text}<br>TPOT %{x:.1f} ms<br>%{y:,.0f} tokens/s per GPU<extra></extra>"))
-    if "tpot_ms" in answer:
+    if answer.get("tpot_ms") is not None:
         fig.add_trace(go.Scatter(x=[answer["tpot_ms"]], y=[answer["output_tokens_per_s_per_gpu"]],
                                  mode="markers", name="chosen", marker=dict(size=12,
                                                                              symbol="star")))
@@ -51,6 +51,8 @@ def serving_memory(answer: dict, memory_gb: float) -> go.Figure:
 
 def serving_cost(answer: dict) -> go.Figure:
     """$ per million output tokens by pricing option (all GPU time charged to outputs)."""
+    if not answer.get("fits", True):
+        return _empty("$ per million output tokens", "the load does not fit: nothing to price")
     usd = answer.get("usd_per_million_output_tokens") or {}
     if not usd:
         return _empty("$ per million output tokens", "no price for this GPU in the catalog")

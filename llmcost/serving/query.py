@@ -187,7 +187,7 @@ def answer(query: str, model_config: str | None = None, cat: catalog_mod.Catalog
                                                       "tpot_ms", "output_tokens_per_s_per_gpu")}
                                    for c in p["layouts"]],
                        pareto=p["pareto"], notes=[])
-    if "requests_per_s" in q and "output_tokens_per_s_per_gpu" in out:
+    if "requests_per_s" in q and out.get("output_tokens_per_s_per_gpu") is not None:
         # a traffic level: whole instances at this layout's throughput, and their cost a day
         gpus = float(cost.gpus_for_rate(q["requests_per_s"], q["osl"],
                                         out["output_tokens_per_s_per_gpu"], out["tp"]))
@@ -204,6 +204,9 @@ def answer(query: str, model_config: str | None = None, cat: catalog_mod.Catalog
             "running_batch", "achieved_requests_per_s", "saturation_requests_per_s")}
         out["arrivals"]["requests_per_s_per_instance"] = per
         out["notes"] = out["notes"] + at["notes"]
+    elif "requests_per_s" in q:
+        out["notes"] = out["notes"] + [f"requests_per_s={q['requests_per_s']:g} not sized: the "
+                                       "load does not fit"]
     out["gpu"] = gpu.id
     out["isl"], out["osl"] = q["isl"], q["osl"]
     adp = out.get("attention_dp")

@@ -122,10 +122,22 @@ def _notes(out: dict, eng: Engine, r: ServePrediction, workload: Workload) -> li
             f"{eng.id} runs at most {cap} sequences at once ({key} {eng.max_batch}; "
             f"max_num_seqs= sets it): {out['concurrency']} asked" if eng.max_batch and
             out["concurrency"] > cap and out["concurrency"] <= out["max_concurrency"] else
+            f"does not fit: {out['weights_gb_per_gpu']:.1f} GB of weights per GPU leave no room "
+            f"for one sequence of {workload.isl + workload.osl} tokens (a higher TP or smaller "
+            "weights spread them)" if out["max_concurrency"] == 0 else
             f"does not fit: {out['max_concurrency']} sequences of "
             f"{workload.isl + workload.osl} tokens fit beside "
             f"{out['weights_gb_per_gpu']:.1f} GB of weights per GPU, {out['concurrency']} asked")
     return notes
+
+
+#: the figures of running the load: none of them exists for a load that does not fit (the
+#: memory or the engine's cap), so :func:`serve` gives them as None beside the memory that
+#: says why
+RUN_FIGURES = ("ttft_ms", "tpot_ms", "output_tokens_per_s_per_gpu", "prefill_ms", "decode_step_ms",
+               "prefill_time_share", "saturation_requests_per_s", "usd_per_million_output_tokens",
+               "usd_per_million_input_tokens_split", "usd_per_million_output_tokens_split",
+               "ttft_ms_p50", "ttft_ms_p99", "queue_ms", "running_batch", "achieved_requests_per_s")
 
 
 def serve(deployment: Deployment, workload: Workload, prices: dict | None = None) -> dict:
@@ -146,7 +158,8 @@ def serve(deployment: Deployment, workload: Workload, prices: dict | None = None
     -------
     dict
         The figures (times [ms], memory [GB], throughput [tokens/s per GPU], $ per million
-        tokens [USD]), the engine and notes.
+        tokens [USD]), the engine and notes. A load that does not fit (``fits`` False) keeps
+        its memory figures and has None for those of :data:`RUN_FIGURES`; the notes say why.
 
     References
     ----------
@@ -158,6 +171,8 @@ def serve(deployment: Deployment, workload: Workload, prices: dict | None = None
     out = _result(r, 0, workload.isl, workload.osl, prices, deployment.tp, deployment.ep)
     out["engine"] = eng.id
     out["notes"] = _notes(out, eng, r, workload)
+    if not out["fits"]:
+        out.update((k, None) for k in RUN_FIGURES if k in out)
     return out
 
 

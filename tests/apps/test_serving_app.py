@@ -293,6 +293,17 @@ def test_scheduler_keys_in_a_link_give_serves_figures(capsys):
         "0.8 (given); a share of")
 
 
+def test_a_given_layout_that_does_not_fit_shows_why_and_no_figures():
+    # TP 2 leaves 405 GB of Llama 3.1 405B's BF16 weights on each H100: the page says so and
+    # prices nothing
+    p = ServingApp(query="model=llama3-405b&serve_tp=2&weights=bf16")
+    head = p.headline(p.results)
+    assert list(head) == ["fits"] and head["fits"][1] == "no"
+    assert "405.9 GB of weights per GPU" in head["fits"][2].message
+    assert "does not fit" in p.figures["cost"].layout.annotations[0].text
+    assert "does not fit" in p.figures["memory"].layout.title.text
+
+
 def test_a_bad_scheduler_value_is_named_at_its_control():
     p = ServingApp(query="")
     head = p.headline(p.results)

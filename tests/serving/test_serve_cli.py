@@ -126,6 +126,32 @@ def test_serve_tp_is_tp_and_kv_auto_is_the_engines_default(capsys):
     assert serve_json(capsys, base + "&serve_tp=0")["tp"] == serve_json(capsys, base)["tp"]
 
 
+def test_a_layout_that_does_not_fit_has_memory_figures_and_no_run(capsys):
+    from llmcost.serving.serve import RUN_FIGURES
+    # Llama 3.1 405B in BF16 over TP 2: 405e9 x 2 bytes / 2 = 405 GB of weights per GPU
+    # against 80 GiB, so not one sequence fits: no time, throughput or price exists
+    r = serve_json(capsys, "model=llama3-405b&gpu=h100-sxm&tp=2&weights=bf16&concurrency=64"
+                           "&requests_per_s=2")
+    assert r["fits"] is False and r["max_concurrency"] == 0
+    assert r["weights_gb_per_gpu"] == pytest.approx(405.85e9 * 2 / 2 / 1e9, rel=0.01)
+    assert [k for k in RUN_FIGURES if r.get(k) is not None] == []
+    assert "gpus_needed" not in r and "usd_per_day" not in r
+    assert r["notes"][0].startswith("does not fit: 405.9 GB of weights per GPU leave no room")
+    assert "requests_per_s=2 not sized" in r["notes"][1]
+    # Llama 3 70B in FP8 over TP 4 holds a few hundred sequences of 2,000 tokens, not 4,000
+    over = serve_json(capsys, "model=llama3-70b&gpu=h100-sxm&tp=4&weights=fp8&isl=1000&osl=1000"
+                              "&concurrency=4000")
+    assert over["fits"] is False and 0 < over["max_concurrency"] < 4000
+    assert over["tpot_ms"] is None and over["usd_per_million_output_tokens"] is None
+    at_most = serve_json(capsys, "model=llama3-70b&gpu=h100-sxm&tp=4&weights=fp8&isl=1000"
+                                 f"&osl=1000&concurrency={over['max_concurrency']}")
+    assert at_most["fits"] is True and at_most["tpot_ms"] > 0
+    # the table says n/a, never a figure for the load that does not run
+    code, out, _ = run(capsys, "serve", "--query", "model=llama3-405b&gpu=h100-sxm&tp=2")
+    assert code == 0
+    assert "n/a" in next(line for line in out.splitlines() if line.startswith("tpot_ms"))
+
+
 def test_a_given_tp_is_kept_under_limits_it_cannot_meet(capsys):
     # TP 1 cannot hold Llama 3 70B in BF16 (141 GB > 80 GiB): never re-planned to TP 2+
     r = serve_json(capsys, "model=llama3-70b&gpu=h100-sxm&tp=1&tpot_ms_max=100")
