@@ -159,6 +159,35 @@ DEFAULT_PUE = 1.58
 SIZING_SEARCH = Search(SIZING_SPACE)
 
 
+def cluster_power_mw(gpus: ArrayLike, power_kw_per_gpu: ArrayLike,
+                     pue: ArrayLike = DEFAULT_PUE) -> float | np.ndarray:
+    r"""Facility power a cluster draws at full load.
+
+    .. math:: P = N\,w\,\mathrm{PUE} / 1000
+
+    Parameters
+    ----------
+    gpus : int or array
+        N, GPUs in the cluster [-].
+    power_kw_per_gpu : float or array
+        w, system power per GPU at full load [kW] (DGX H100: 10.2 kW / 8 = 1.275 kW).
+    pue : float or array
+        Power usage effectiveness [-], in [1, 5].
+
+    Returns
+    -------
+    power_mw : float or array
+        P [MW].
+
+    References
+    ----------
+    .. [1] NVIDIA DGX H100 datasheet (10.2 kW per system of 8 GPUs).
+    .. [2] Uptime Institute, Global Data Center Survey 2023 (PUE 1.58).
+    """
+    n, w = v.checked(v.nonnegative, gpus=gpus, power_kw_per_gpu=power_kw_per_gpu)
+    return v.result(n * w * v.in_range("pue", pue, 1.0, 5.0) / 1000)
+
+
 @dataclass(frozen=True)
 class Target:
     r"""The run sizing plans for: its tokens within its days at its batch, and the margins
@@ -425,7 +454,7 @@ def _size_table(gpus: np.ndarray, gpus_per_node: int, days: tuple, fits: np.ndar
                           "within_power": in_power, **cols, **lay})
     if cap_gpus is not None or facility.power_kw_per_gpu is not None:
         assert kw is not None  # set by _power_cap whenever either is
-        table["power_mw"] = gpus * kw * float(facility.pue) / 1000
+        table["power_mw"] = cluster_power_mw(gpus, kw, facility.pue)
     return table
 
 
@@ -509,7 +538,7 @@ def _power_notes(cap_gpus: int, max_power_mw: float | None, kw: float, pue: floa
         need = int(gpus[np.argmax(meets_any)])
         return [f"the power envelope binds: {max_power_mw:g} MW allows {cap_gpus:,} "
                 f"GPUs ({kw:g} kW each at PUE {pue:g}); meeting {target:g} days needs "
-                f"{need:,} GPUs ({need * kw * pue / 1000:.3g} MW)"]
+                f"{need:,} GPUs ({cluster_power_mw(need, kw, pue):.3g} MW)"]
     if not meets_any.any() and fits.any() and gpus[np.argmin(days)] > cap_gpus:
         return [f"the power envelope binds: {max_power_mw:g} MW allows {cap_gpus:,} "
                 f"GPUs; the fastest size, {int(gpus[np.argmin(days)]):,} GPUs, is beyond it"]

@@ -32,6 +32,15 @@ def cli_json(capsys, *argv):
 
 # ------------------------------------------------------------------ never a traceback
 
+def test_cluster_power_is_gpus_times_system_power_times_pue():
+    # Meta's 16,384 H100 in DGX systems (10.2 kW per 8 GPUs) at the survey's PUE 1.58: 33.0 MW
+    assert sizing.cluster_power_mw(16384, 10.2 / 8, 1.58) == pytest.approx(33.005, rel=1e-4)
+    grid = sizing.cluster_power_mw(np.array([[8], [1024]]), np.array([1.275, 1.7]))
+    assert grid.shape == (2, 2) and grid[1, 1] == pytest.approx(1024 * 1.7 * 1.58 / 1000)
+    with pytest.raises(InputError, match="pue"):
+        sizing.cluster_power_mw(8, 1.275, 0.9)
+
+
 @pytest.mark.slow
 def test_issue_size_case_answers(capsys):
     # the issue's command raised KeyError: 'fits'
@@ -160,6 +169,7 @@ def test_power_envelope_binds():
     # the table marks what is out of the envelope, by the same arithmetic
     t = S.table
     assert (t["within_power"] == (t["gpus"] * 1.275 * 1.58 <= 500)).all()
+    assert np.allclose(t["power_mw"], t["gpus"] * 1.275 * 1.58 / 1000, rtol=1e-12)
     # a looser target is met inside the envelope
     L = sizing.size_cluster(m, hw, sizing.Target(150, 2e12), half_mw)
     assert L.meets_target and L.gpus <= 248

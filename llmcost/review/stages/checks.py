@@ -6,6 +6,7 @@ from __future__ import annotations
 from ... import utilization as ut
 from ...economics import napkin
 from ...planning import pipeline_batch
+from ...planning.sizing import cluster_power_mw
 from ..results import Flag
 from .notes import a2a_note, batch_note, fabric_assumption_note, napkin_note
 from .prediction import g_peak_ratio
@@ -78,7 +79,7 @@ def _power_note(inp, gpus: int) -> tuple[str, bool]:
     if kw is None:
         return (f"power: the {s.max_power_mw:g} MW limit is not checked: no system power per GPU "
                 f"is known for {inp.gpu.id}"), False
-    mw = gpus * kw * s.pue / 1000
+    mw = float(cluster_power_mw(gpus, kw, s.pue))
     above = mw > s.max_power_mw
     return (f"power: {gpus:,} GPUs draw {mw:.3g} MW ({kw:g} kW each at PUE {s.pue:g}), "
             + (f"above the {s.max_power_mw:g} MW limit; sizing by target days keeps within it"
