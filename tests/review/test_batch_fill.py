@@ -24,8 +24,8 @@ from llmcost.scenario import Scenario
 
 CAT = catalog.default()
 
-#: the issue's runs
-QWEN_14 = "model=qwen2.5-7b&gpu=h100-sxm&gpus=16384&tokens=2.3e9"
+#: runs at Qwen2.5's long-context length (32,768 tokens: its final pre-training stage)
+QWEN_14 = "model=qwen2.5-7b&gpu=h100-sxm&gpus=16384&tokens=2.3e9&seq_len=32768"
 LLAMA_B200 = "model=llama3-405b&gpu=b200&gpus=16384&tokens=15.6e12&precision=bf16"
 OSS_B300 = "model=gpt-oss-120b&gpu=b300&gpus=2048&tokens=4e12&precision=fp8"
 
@@ -138,7 +138,7 @@ def test_14_sequences_on_16384_gpus_are_raised_to_the_batch_that_fills_them():
 
 @pytest.mark.slow
 def test_a_given_batch_of_1024_tokens_on_16384_gpus_is_refused_naming_it():
-    q = "model=qwen2.5-7b&gpu=h100-sxm&gpus=16384&global_batch_tokens=1024"
+    q = "model=qwen2.5-7b&gpu=h100-sxm&gpus=16384&global_batch_tokens=1024&seq_len=32768"
     with pytest.raises(InputError) as e:
         review(q)
     msg = str(e.value)
@@ -156,7 +156,7 @@ def test_a_given_batch_of_1024_tokens_on_16384_gpus_is_refused_naming_it():
 def test_a_given_batch_that_does_not_fill_the_gpus_is_kept_with_its_cost():
     # 256 sequences of 32,768 on 16,384 GPUs: kept (TP4 PP8 CP2 DP256, one micro-batch each,
     # MFU 5.7%), with what it costs against the 2,048 that fill them
-    r = review("model=qwen2.5-7b&gpu=h100-sxm&gpus=16384&global_batch_tokens=8388608")
+    r = review("model=qwen2.5-7b&gpu=h100-sxm&gpus=16384&global_batch_tokens=8388608&seq_len=32768")
     assert r.plan.global_batch == 256
     assert r.to_json()["global_batch_reason"] == "given by the scenario"
     f = r.plan.batch_fill
@@ -314,7 +314,7 @@ def test_stage_layers_without_pp_restrict_the_planner_to_a_pipeline():
 
 @pytest.mark.slow
 def test_the_app_shows_a_refused_batch_beside_its_control():
-    p = ReviewApp(query="model=qwen2.5-7b&gpu=h100-sxm&gpus=8&global_batch_tokens=32768")
+    p = ReviewApp(query="model=qwen2.5-7b&gpu=h100-sxm&gpus=8&global_batch_tokens=32768&seq_len=32768")
     assert p.results is not None and p.errors["global_batch_tokens"].value == ""
     before = p.results
     p.set(gpus=16384)
