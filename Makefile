@@ -46,8 +46,10 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
+# One table of timings, each section's rows printed as it ends; `make bench NO_BROWSER=1` leaves
+# out the Voila load in chromium (benchmarks/load.py, several minutes on 2 cores)
 bench: install
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py $(if $(NO_BROWSER),--no-browser)
 
 # Measured vs predicted tokens/s on every calibration row (data/calibration_runs.csv), then the
 # review's and the napkin's GPU-hours against published whole runs (data/whole_runs.csv; that

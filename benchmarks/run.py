@@ -117,7 +117,8 @@ def bench_sizing():
     S = result["s"]
     met = f"{S.gpus:,} GPUs meet it" if S.meets_target else \
         f"not met (fastest {S.nearest.fastest_days:.0f} days)"
-    ROWS.append(("sizing by target days, Llama 3.1 405B, 15T tokens in 90 days", len(S.table), t,
+    # Target's default batch, 4M tokens (512 sequences of 8,192), as Llama 3 started
+    ROWS.append(("sizing, Llama 3.1 405B, 15T tokens in 90 days, 4M-token batch", len(S.table), t,
                  f"{len(S.table) / t:,.0f} sizes/s; {met}"))
 
 
@@ -211,20 +212,32 @@ def bench_voila():
     ROWS.extend(load.rows(load.run()))
 
 
-def main():
-    bench_memory_and_flops()
-    bench_planner()
-    bench_sizing()
-    bench_spot_monte_carlo()
-    bench_review()
-    bench_apps()
-    bench_voila()
+#: width of the benchmark column: rows print as each section ends, before the next runs
+NAME_WIDTH = 58
+
+
+def _print_new_rows(shown: int) -> int:
+    """Print the rows added since ``shown``; the count printed so far."""
+    for name, n, t, res in ROWS[shown:]:
+        print(f"{name:<{NAME_WIDTH}}  {n:>10,}  {t:>8.3f}  {res}", flush=True)
+    return len(ROWS)
+
+
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--no-browser", action="store_true",
+                    help="leave out the Voila load in chromium (several minutes)")
+    a = ap.parse_args(argv)
+    sections = [bench_memory_and_flops, bench_planner, bench_sizing, bench_spot_monte_carlo,
+                bench_review, bench_apps] + ([] if a.no_browser else [bench_voila])
     print(f"llmcost benchmarks  ({platform.python_implementation()} {platform.python_version()}, "
           f"numpy {np.__version__}, {platform.machine()})")
-    w = max(len(r[0]) for r in ROWS)
-    print(f"{'benchmark':<{w}}  {'n':>10}  {'seconds':>8}  result")
-    for name, n, t, res in ROWS:
-        print(f"{name:<{w}}  {n:>10,}  {t:>8.3f}  {res}")
+    print(f"{'benchmark':<{NAME_WIDTH}}  {'n':>10}  {'seconds':>8}  result", flush=True)
+    shown = 0
+    for section in sections:
+        section()
+        shown = _print_new_rows(shown)
 
 
 if __name__ == "__main__":
