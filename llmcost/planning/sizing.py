@@ -200,7 +200,10 @@ class Target:
     tokens : float, optional
         D [tokens]; None: Chinchilla's 20 per parameter.
     global_batch_tokens : float
-        [tokens per step].
+        [tokens per step]; default 4,194,304, Llama 3 405B's first batch (4M tokens, doubled
+        to 8M and 16M as it trained: Llama Team 2024, arXiv:2407.21783 §3.4.1), whatever the
+        model. The review passes its batch law's instead
+        (:func:`llmcost.training.batch.global_batch_choice`).
     max_batch_tokens : float, optional
         Largest batch the batch advice may propose [tokens]; None: the largest published
         for the model size.
