@@ -44,9 +44,9 @@ class GPUSpec:
     # ---- the node and the system it ships in: power and price
     gpus_per_node: int
     tdp_w: float
-    #: GPUs in that system [-] (8 for a DGX, 72 for a GB200 NVL72 rack).
+    #: GPUs in the system the GPU ships in [-] (8 for a DGX, 72 for a GB200 NVL72 rack).
     system_gpus: int | None = None
-    #: power of the system the GPU ships in at full load [kW] (e.g. DGX H100 10.2 kW); None
+    #: power of that system at full load [kW] (e.g. DGX H100 10.2 kW); None
     #: when unknown. ``system_power_note`` says whether it is a datasheet figure or an estimate.
     system_power_kw: float | None = None
     system_power_note: str | None = None
